@@ -1,0 +1,52 @@
+# Nodmix: two commands. `make run` sets up and starts the gateway; `make test` sets up and runs
+# lint, type check and the whole suite. Everything a fresh machine needs is installed from here.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: run test lint typecheck unit bench install sandbox node browser clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade "pip>=24"
+	$(BIN)/python -m pip install -q -c requirements.lock -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP) sandbox
+
+# Fetch quickjs.wasm from its npm package (pinned, hash-verified) and precompile it.
+sandbox: $(STAMP)
+	$(BIN)/nodmix sandbox install
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch node_modules/.installed
+
+node: node_modules/.installed
+
+browser:
+	scripts/ensure-chromium.sh
+
+run: install
+	$(BIN)/nodmix gateway
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/python scripts/check_module_size.py
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: install node browser
+	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+test: lint typecheck unit
+
+bench: install node
+	$(BIN)/python -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) node_modules

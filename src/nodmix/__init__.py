@@ -1,0 +1,5 @@
+"""Nodmix: a self-hosted AI agent gateway."""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

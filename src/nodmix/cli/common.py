@@ -1,0 +1,24 @@
+"""Pieces shared by the command modules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def common_parent() -> argparse.ArgumentParser:
+    """A parent parser so `--verbose` also works after the subcommand name."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+        help="show tracebacks and debug logging",
+    )
+    return parent
+
+
+def print_json(value: Any) -> None:
+    """Print a value as indented JSON on stdout."""
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")

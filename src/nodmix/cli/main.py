@@ -1,0 +1,75 @@
+"""Entry point of the `nodmix` command.
+
+Each command group lives in its own module under `nodmix.cli` and exposes
+`register(subparsers)`, which adds its parser and sets `handler` (a function taking the parsed
+arguments and returning an exit code). Command modules import heavy dependencies inside their
+handlers, so `nodmix --help` and the agent's start-up path stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from nodmix import __version__
+from nodmix.errors import NodmixError
+
+COMMAND_MODULES = (
+    "agent",
+    "gateway",
+    "sessions",
+    "config",
+    "doctor",
+    "mcp",
+    "plugins",
+    "sandbox",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every command group registered."""
+    parser = argparse.ArgumentParser(
+        prog="nodmix", description="Nodmix: a self-hosted AI agent gateway."
+    )
+    parser.add_argument("--version", action="version", version=f"nodmix {__version__}")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="show tracebacks and debug logging"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"nodmix.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"nodmix.cli.{name}":
+                continue  # command group not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    verbose = bool(getattr(args, "verbose", False))
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(handler(args))
+    except NodmixError as exc:
+        if verbose:
+            traceback.print_exc()
+        print(f"nodmix: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("nodmix: interrupted", file=sys.stderr)
+        return 130

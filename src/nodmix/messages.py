@@ -1,0 +1,152 @@
+"""Nodmix's own message vocabulary.
+
+These types are what the agent loop, tools, context engines and transcripts speak. Provider
+adapters translate them to and from vendor JSON; nothing else sees vendor shapes.
+
+They are frozen `msgspec.Struct`s rather than dataclasses: same value semantics, but they encode
+to and decode from the JSONL transcript format directly (camelCase keys, `role`/`type` tags),
+which keeps appending and loading transcripts fast.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+JsonObject: TypeAlias = dict[str, Any]
+"""A JSON object as decoded by `json`/`msgspec` (values are JSON-compatible)."""
+
+StopReason: TypeAlias = Literal["stop", "toolUse", "aborted", "error", "length"]
+
+
+def now_ms() -> int:
+    """Current wall-clock time in epoch milliseconds (the message timestamp unit)."""
+    return time.time_ns() // 1_000_000
+
+
+class _Block(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", rename="camel"):
+    pass
+
+
+class TextBlock(_Block, tag="text"):
+    """Plain text."""
+
+    text: str
+
+
+class ImageBlock(_Block, tag="image"):
+    """An inline image (base64 data)."""
+
+    data: str
+    mime_type: str
+
+
+class ThinkingBlock(_Block, tag="thinking"):
+    """Model reasoning that providers return separately from the answer."""
+
+    thinking: str
+    thinking_signature: str | None = None
+
+
+class ToolCallBlock(_Block, tag="toolCall"):
+    """A tool call requested by the model."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+
+
+UserBlock: TypeAlias = TextBlock | ImageBlock
+AssistantBlock: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock
+ResultBlock: TypeAlias = TextBlock | ImageBlock
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Token usage as reported by the provider for one model response."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens the request occupied in the context window (prompt side plus output)."""
+        if self.total_tokens:
+            return self.total_tokens
+        return self.input + self.output + self.cache_read + self.cache_write
+
+
+class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", rename="camel"):
+    pass
+
+
+class UserMessage(_Message, tag="user"):
+    """What the user said."""
+
+    content: tuple[UserBlock, ...]
+    timestamp: int = msgspec.field(default_factory=now_ms)
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+class AssistantMessage(_Message, tag="assistant"):
+    """One model response: text, reasoning and tool calls."""
+
+    content: tuple[AssistantBlock, ...]
+    provider: str = ""
+    model: str = ""
+    api: str = ""
+    usage: Usage = Usage()
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    timestamp: int = msgspec.field(default_factory=now_ms)
+
+    @property
+    def text(self) -> str:
+        """The answer text (text blocks joined, reasoning excluded)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The tool calls in the order the model made them."""
+        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+
+
+class ToolResultMessage(_Message, tag="toolResult"):
+    """The result of one tool call, fed back to the model."""
+
+    tool_call_id: str
+    tool_name: str
+    content: tuple[ResultBlock, ...]
+    is_error: bool
+    details: Any = None
+    timestamp: int = msgspec.field(default_factory=now_ms)
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+def user_message(text: str) -> UserMessage:
+    """A user message holding one text block."""
+    return UserMessage(content=(TextBlock(text=text),))

@@ -1,0 +1,130 @@
+"""The tool seam: what a tool is, what it receives, and what it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from nodmix.messages import JsonObject, ResultBlock, TextBlock
+
+ToolSource: TypeAlias = Literal["nodmix", "mcp", "client"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """What the model sees of a tool."""
+
+    name: str
+    """Model-visible name, unique within a run (`[A-Za-z0-9_-]`, at most 64 characters)."""
+    description: str
+    parameters: JsonObject
+    """JSON Schema of the arguments object (`type: object`)."""
+    label: str | None = None
+    """Short human label, shown in UIs and the code-mode catalog."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOrigin:
+    """Where a tool comes from; gives its stable catalog id `<source>:<owner>:<name>`."""
+
+    source: ToolSource
+    owner: str
+    """`core` for built-in tools, the plugin id, the MCP server name, or the client owner."""
+    name: str
+    """The tool's own name at its origin (for MCP tools, the server's raw tool name)."""
+
+    @property
+    def id(self) -> str:
+        """The catalog id, for example `nodmix:core:read` or `mcp:time:get_current_time`."""
+        return f"{self.source}:{self.owner.strip() or 'core'}:{self.name}"
+
+
+CORE_OWNER = "core"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The outcome of a tool call, as the model will see it."""
+
+    content: tuple[ResultBlock, ...]
+    details: Any = None
+    """Structured data for UIs, hooks and code mode (not sent to the model)."""
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, *, details: Any = None) -> ToolResult:
+        """A successful result holding one text block."""
+        return cls(content=(TextBlock(text=text),), details=details)
+
+    @classmethod
+    def error(cls, message: str, *, details: Any = None) -> ToolResult:
+        """A failed result; the model reads `message` and can react to it."""
+        return cls(content=(TextBlock(text=message),), details=details, is_error=True)
+
+    @property
+    def text_content(self) -> str:
+        """The text blocks joined by newlines."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a tool call knows about the run it belongs to."""
+
+    agent_id: str
+    session_key: str
+    session_id: str
+    run_id: str
+    call_id: str
+    workspace: Path
+    parent_call_id: str | None = None
+    """For calls made from a code-mode program: the outer `exec`/`wait` call id."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A callable tool. Raise `ToolError` to report a failure the model should see."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    @property
+    def origin(self) -> ToolOrigin: ...
+
+    async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult: ...
+
+
+ToolFunction: TypeAlias = Callable[[JsonObject, ToolContext], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionTool:
+    """A tool made from an async function; the usual way plugins and tests define tools."""
+
+    spec: ToolSpec
+    origin: ToolOrigin
+    fn: ToolFunction
+
+    async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        """Run the function."""
+        return await self.fn(args, ctx)
+
+    @classmethod
+    def create(
+        cls,
+        fn: ToolFunction,
+        *,
+        name: str,
+        description: str,
+        parameters: JsonObject | None = None,
+        owner: str = CORE_OWNER,
+        source: ToolSource = "nodmix",
+        label: str | None = None,
+    ) -> FunctionTool:
+        """Build a tool; `parameters` defaults to an empty object schema."""
+        schema = parameters or {"type": "object", "properties": {}}
+        spec = ToolSpec(name=name, description=description, parameters=schema, label=label)
+        return cls(spec=spec, origin=ToolOrigin(source=source, owner=owner, name=name), fn=fn)
