@@ -73,3 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nodmix: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,250 @@
+"""Load, validate and explain `nodmix.json`.
+
+The file is JSON5 (comments, trailing commas, unquoted keys). Validation is strict; every error
+names the file, the dotted key path and what was expected, in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from nodmix.config import paths
+from nodmix.config.schema import NodmixConfig
+from nodmix.errors import ConfigError
+
+_ERROR_RE = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_UNKNOWN_RE = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
+_ENV_RE = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A validated config and where it came from."""
+
+    config: NodmixConfig
+    path: Path
+    exists: bool
+    raw: dict[str, Any]
+
+
+def parse_document(text: str, *, file: str) -> dict[str, Any]:
+    """Parse JSON5 text into a dict, with a one-line error naming the file and position."""
+    import json5
+
+    if not text.strip():
+        return {}
+    try:
+        doc = json5.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"not valid JSON5: {exc}", file=file) from None
+    if not isinstance(doc, dict):
+        raise ConfigError("the top level must be an object", file=file)
+    return doc
+
+
+def validate(raw: Mapping[str, Any], *, file: str) -> NodmixConfig:
+    """Validate a parsed document against the schema and the cross-field rules."""
+    try:
+        config = msgspec.convert(raw, NodmixConfig, strict=True)
+    except msgspec.ValidationError as exc:
+        key, message = explain(raw, NodmixConfig, str(exc))
+        raise ConfigError(message, file=file, key=key or None) from None
+    _check_semantics(config, file=file)
+    return config
+
+
+def load_config(
+    path: Path | None = None, *, env: Mapping[str, str] | None = None
+) -> LoadedConfig:
+    """Load the config file (missing file = defaults) and validate it."""
+    env = os.environ if env is None else env
+    path = path or paths.config_path(env)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return LoadedConfig(config=NodmixConfig(), path=path, exists=False, raw={})
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    raw = parse_document(text, file=str(path))
+    return LoadedConfig(config=validate(raw, file=str(path)), path=path, exists=True, raw=raw)
+
+
+def resolve_secret(
+    value: str | None, *, key: str, env: Mapping[str, str] | None = None
+) -> str | None:
+    """Resolve a literal or `${ENV_VAR}` value; a reference to an unset variable is an error."""
+    if value is None:
+        return None
+    match = _ENV_RE.match(value.strip())
+    if not match:
+        return value
+    env = os.environ if env is None else env
+    name = match.group("name")
+    resolved = env.get(name)
+    if not resolved:
+        raise ConfigError(f"refers to ${{{name}}}, which is not set in the environment", key=key)
+    return resolved
+
+
+# ---- error explanation ------------------------------------------------------------------------
+
+
+def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
+    """Turn a msgspec validation error into `(dotted key, readable message)`."""
+    match = _ERROR_RE.match(error)
+    message = match.group("msg") if match else error
+    path = match.group("path") if match and match.group("path") else ""
+    segments = _split_path(path)
+    if "[...]" in segments:
+        refined = _refine(raw, root, segments)
+        if refined is not None:
+            return refined
+    key = _join(segments)
+    unknown = _UNKNOWN_RE.match(message)
+    if unknown:
+        field = unknown.group("field")
+        allowed = _allowed_keys(root, segments)
+        full = f"{key}.{field}" if key else field
+        hint = f" (expected one of: {', '.join(allowed)})" if allowed else ""
+        return full, f"unknown key{hint}"
+    message = message.replace("`", "").replace(" | null", "")
+    if message.startswith("Expected "):
+        message = "expected " + message[len("Expected ") :]
+    return key, message
+
+
+def _split_path(path: str) -> list[str]:
+    return [seg for seg in re.findall(r"\.([^.\[]+)|(\[[^\]]*\])", path) for seg in seg if seg]
+
+
+def _join(segments: list[str]) -> str:
+    out = ""
+    for seg in segments:
+        out += seg if seg.startswith("[") else (f".{seg}" if out else seg)
+    return out
+
+
+def _refine(raw: Any, root: type, segments: list[str]) -> tuple[str, str] | None:
+    """Find which mapping key a `[...]` segment stands for by re-validating its values."""
+    index = segments.index("[...]")
+    container = _walk_raw(raw, segments[:index])
+    value_type = _walk_type(root, segments[:index], mapping_value=True)
+    if not isinstance(container, dict) or value_type is None:
+        return None
+    for name, value in container.items():
+        try:
+            msgspec.convert(value, value_type, strict=True)
+        except msgspec.ValidationError as exc:
+            key, message = explain(value, value_type, str(exc))
+            prefix = _join([*segments[:index], str(name)])
+            return (f"{prefix}.{key}" if key and not key.startswith("[") else prefix + key), message
+    return None
+
+
+def _walk_raw(raw: Any, segments: list[str]) -> Any:
+    node = raw
+    for seg in segments:
+        if seg.startswith("["):
+            node = node[int(seg[1:-1])] if isinstance(node, list) else None
+        else:
+            node = node.get(seg) if isinstance(node, dict) else None
+    return node
+
+
+def _struct_fields(tp: Any) -> dict[str, Any]:
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return {f.encode_name: f.type for f in msgspec.structs.fields(tp)}
+    return {}
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(tp) if a is not type(None)]
+    return [tp]
+
+
+def _walk_type(root: type, segments: list[str], *, mapping_value: bool = False) -> Any:
+    tp: Any = root
+    for seg in segments:
+        nxt = None
+        for cand in _unwrap(tp):
+            if seg.startswith("[") and typing.get_origin(cand) in (list, tuple):
+                nxt = typing.get_args(cand)[0]
+            elif seg in _struct_fields(cand):
+                nxt = _struct_fields(cand)[seg]
+            if nxt is not None:
+                break
+        if nxt is None:
+            return None
+        tp = nxt
+    if mapping_value:
+        for cand in _unwrap(tp):
+            if typing.get_origin(cand) is dict:
+                return typing.get_args(cand)[1]
+        return None
+    return tp
+
+
+def _allowed_keys(root: type, segments: list[str]) -> list[str]:
+    tp = _walk_type(root, segments)
+    for cand in _unwrap(tp) if tp is not None else []:
+        fields = _struct_fields(cand)
+        if fields:
+            return sorted(fields)
+    return []
+
+
+# ---- cross-field rules ------------------------------------------------------------------------
+
+
+def _check_model_ref(ref: str, *, file: str, key: str) -> None:
+    if "/" not in ref or ref.startswith("/") or ref.endswith("/"):
+        raise ConfigError(f"expected 'provider/model', got {ref!r}", file=file, key=key)
+
+
+def _check_semantics(config: NodmixConfig, *, file: str) -> None:
+    selection = config.agents.defaults.model
+    if selection.primary:
+        _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")
+    for i, ref in enumerate(selection.fallbacks):
+        _check_model_ref(ref, file=file, key=f"agents.defaults.model.fallbacks[{i}]")
+    seen: set[str] = set()
+    for i, agent in enumerate(config.agents.entries):
+        key = f"agents.list[{i}]"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", agent.id):
+            raise ConfigError(
+                "agent id must be lowercase letters, digits, '-' or '_'", file=file, key=f"{key}.id"
+            )
+        if agent.id in seen:
+            raise ConfigError(f"duplicate agent id {agent.id!r}", file=file, key=f"{key}.id")
+        seen.add(agent.id)
+        if isinstance(agent.model, str):
+            _check_model_ref(agent.model, file=file, key=f"{key}.model")
+        elif agent.model is not None and agent.model.primary:
+            _check_model_ref(agent.model.primary, file=file, key=f"{key}.model.primary")
+    for name, server in config.mcp.servers.items():
+        key = f"mcp.servers.{name}"
+        if bool(server.command) == bool(server.url):
+            raise ConfigError(
+                "needs exactly one of 'command' (stdio) or 'url' (remote)", file=file, key=key
+            )
+    for name, provider in config.models.providers.items():
+        for i, model in enumerate(provider.models):
+            for field in ("context_window", "max_tokens"):
+                value = getattr(model, field)
+                if value is not None and value <= 0:
+                    camel = "contextWindow" if field == "context_window" else "maxTokens"
+                    raise ConfigError(
+                        "must be a positive integer",
+                        file=file, key=f"models.providers.{name}.models[{i}].{camel}",
+                    )

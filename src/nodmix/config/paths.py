@@ -1,0 +1,33 @@
+"""Where Nodmix keeps its state, config and caches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+DEFAULT_AGENT_ID = "main"
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$NODMIX_STATE_DIR`, else `~/.nodmix`."""
+    env = os.environ if env is None else env
+    value = env.get("NODMIX_STATE_DIR")
+    return Path(value).expanduser() if value else Path.home() / ".nodmix"
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$NODMIX_CONFIG_PATH`, else `<state dir>/nodmix.json`."""
+    env = os.environ if env is None else env
+    value = env.get("NODMIX_CONFIG_PATH")
+    return Path(value).expanduser() if value else state_dir(env) / "nodmix.json"
+
+
+def sessions_dir(state: Path, agent_id: str) -> Path:
+    """`<state>/agents/<agentId>/sessions`: the session store and transcripts of one agent."""
+    return state / "agents" / agent_id / "sessions"
+
+
+def default_workspace(state: Path) -> Path:
+    """The default agent workspace, `<state>/workspace`."""
+    return state / "workspace"
