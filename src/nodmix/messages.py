@@ -30,27 +30,27 @@ class _Block(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", rename
     pass
 
 
-class TextBlock(_Block, tag="text"):
+class TextBlock(_Block, frozen=True, tag="text"):
     """Plain text."""
 
     text: str
 
 
-class ImageBlock(_Block, tag="image"):
+class ImageBlock(_Block, frozen=True, tag="image"):
     """An inline image (base64 data)."""
 
     data: str
     mime_type: str
 
 
-class ThinkingBlock(_Block, tag="thinking"):
+class ThinkingBlock(_Block, frozen=True, tag="thinking"):
     """Model reasoning that providers return separately from the answer."""
 
     thinking: str
     thinking_signature: str | None = None
 
 
-class ToolCallBlock(_Block, tag="toolCall"):
+class ToolCallBlock(_Block, frozen=True, tag="toolCall"):
     """A tool call requested by the model."""
 
     id: str
@@ -93,7 +93,7 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", rena
     pass
 
 
-class UserMessage(_Message, tag="user"):
+class UserMessage(_Message, frozen=True, tag="user"):
     """What the user said."""
 
     content: tuple[UserBlock, ...]
@@ -105,7 +105,7 @@ class UserMessage(_Message, tag="user"):
         return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
 
 
-class AssistantMessage(_Message, tag="assistant"):
+class AssistantMessage(_Message, frozen=True, tag="assistant"):
     """One model response: text, reasoning and tool calls."""
 
     content: tuple[AssistantBlock, ...]
@@ -128,7 +128,7 @@ class AssistantMessage(_Message, tag="assistant"):
         return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
 
 
-class ToolResultMessage(_Message, tag="toolResult"):
+class ToolResultMessage(_Message, frozen=True, tag="toolResult"):
     """The result of one tool call, fed back to the model."""
 
     tool_call_id: str

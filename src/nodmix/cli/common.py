@@ -12,7 +12,10 @@ def common_parent() -> argparse.ArgumentParser:
     """A parent parser so `--verbose` also works after the subcommand name."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument(
-        "--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+        "--verbose",
+        "-v",
+        action="store_true",
+        default=argparse.SUPPRESS,
         help="show tracebacks and debug logging",
     )
     return parent

@@ -45,9 +45,9 @@ def get_value(doc: Any, key: str) -> Any:
     """The value at a key path, or raise `ConfigError` when it is not set."""
     node = doc
     for seg in parse_key(key):
-        if isinstance(seg, int) and isinstance(node, list) and seg < len(node):
-            node = node[seg]
-        elif isinstance(seg, str) and isinstance(node, dict) and seg in node:
+        in_list = isinstance(seg, int) and isinstance(node, list) and seg < len(node)
+        in_dict = isinstance(seg, str) and isinstance(node, dict) and seg in node
+        if in_list or in_dict:
             node = node[seg]
         else:
             raise ConfigError("not set", key=key)

@@ -62,9 +62,7 @@ def validate(raw: Mapping[str, Any], *, file: str) -> NodmixConfig:
     return config
 
 
-def load_config(
-    path: Path | None = None, *, env: Mapping[str, str] | None = None
-) -> LoadedConfig:
+def load_config(path: Path | None = None, *, env: Mapping[str, str] | None = None) -> LoadedConfig:
     """Load the config file (missing file = defaults) and validate it."""
     env = os.environ if env is None else env
     path = path or paths.config_path(env)
@@ -246,5 +244,6 @@ def _check_semantics(config: NodmixConfig, *, file: str) -> None:
                     camel = "contextWindow" if field == "context_window" else "maxTokens"
                     raise ConfigError(
                         "must be a positive integer",
-                        file=file, key=f"models.providers.{name}.models[{i}].{camel}",
+                        file=file,
+                        key=f"models.providers.{name}.models[{i}].{camel}",
                     )

@@ -13,15 +13,21 @@ from typing import Any, Literal
 import msgspec
 
 
-class Section(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True,
-              omit_defaults=True):
+class Section(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
     """Base of every config section."""
 
 
 # ---- models -------------------------------------------------------------------------------
 
 
-class ModelEntry(Section):
+class ModelEntry(Section, frozen=True):
     """A model served by a provider."""
 
     id: str
@@ -30,7 +36,7 @@ class ModelEntry(Section):
     max_tokens: int | None = None
 
 
-class ProviderConfig(Section):
+class ProviderConfig(Section, frozen=True):
     """`models.providers.<id>`: one model endpoint. Built-in presets fill what is left out."""
 
     api: Literal["openai-completions", "anthropic-messages"] | None = None
@@ -41,13 +47,13 @@ class ProviderConfig(Section):
     models: list[ModelEntry] = []
 
 
-class ModelsConfig(Section):
+class ModelsConfig(Section, frozen=True):
     """`models`."""
 
     providers: dict[str, ProviderConfig] = {}
 
 
-class ModelSelection(Section):
+class ModelSelection(Section, frozen=True):
     """`agents.defaults.model`: the primary model and the fallback chain (`provider/model`)."""
 
     primary: str | None = None
@@ -59,7 +65,7 @@ class ModelSelection(Section):
 CodeModeLanguage = Literal["javascript", "typescript"]
 
 
-class CodeModeConfig(Section):
+class CodeModeConfig(Section, frozen=True):
     """`tools.codeMode` in object form. Only `enabled: true` turns code mode on."""
 
     enabled: bool = False
@@ -76,21 +82,21 @@ class CodeModeConfig(Section):
     max_search_limit: int | None = None
 
 
-class ExecToolConfig(Section):
+class ExecToolConfig(Section, frozen=True):
     """`tools.exec`: the shell tool."""
 
     timeout_seconds: int | None = None
     max_output_bytes: int | None = None
 
 
-class WebFetchToolConfig(Section):
+class WebFetchToolConfig(Section, frozen=True):
     """`tools.webFetch`."""
 
     max_bytes: int | None = None
     timeout_seconds: int | None = None
 
 
-class ToolsConfig(Section):
+class ToolsConfig(Section, frozen=True):
     """`tools`: policy and per-tool settings."""
 
     allow: list[str] | None = None
@@ -101,7 +107,7 @@ class ToolsConfig(Section):
     web_fetch: WebFetchToolConfig | None = None
 
 
-class AgentToolsConfig(Section):
+class AgentToolsConfig(Section, frozen=True):
     """`agents.list[].tools`: per-agent policy, merged over `tools`."""
 
     allow: list[str] | None = None
@@ -112,7 +118,7 @@ class AgentToolsConfig(Section):
 # ---- compaction -------------------------------------------------------------------------------
 
 
-class MemoryFlushConfig(Section):
+class MemoryFlushConfig(Section, frozen=True):
     """`compaction.memoryFlush`: a silent turn before compaction that writes durable notes."""
 
     enabled: bool | None = None
@@ -122,7 +128,7 @@ class MemoryFlushConfig(Section):
     system_prompt: str | None = None
 
 
-class CompactionConfig(Section):
+class CompactionConfig(Section, frozen=True):
     """`agents.defaults.compaction` (and per agent)."""
 
     mode: Literal["default", "safeguard", "off"] | None = None
@@ -143,7 +149,7 @@ class CompactionConfig(Section):
 # ---- agents -----------------------------------------------------------------------------------
 
 
-class AgentDefaults(Section):
+class AgentDefaults(Section, frozen=True):
     """`agents.defaults`."""
 
     model: ModelSelection = ModelSelection()
@@ -155,7 +161,7 @@ class AgentDefaults(Section):
     """Extra system-prompt text for every agent."""
 
 
-class AgentConfig(Section):
+class AgentConfig(Section, frozen=True):
     """`agents.list[]`: one agent."""
 
     id: str
@@ -167,7 +173,7 @@ class AgentConfig(Section):
     instructions: str | None = None
 
 
-class AgentsConfig(Section):
+class AgentsConfig(Section, frozen=True):
     """`agents`."""
 
     defaults: AgentDefaults = AgentDefaults()
@@ -178,26 +184,26 @@ class AgentsConfig(Section):
 # ---- plugins ----------------------------------------------------------------------------------
 
 
-class PluginEntry(Section):
+class PluginEntry(Section, frozen=True):
     """`plugins.entries.<id>`."""
 
     enabled: bool = True
     config: dict[str, Any] = {}
 
 
-class PluginLoadConfig(Section):
+class PluginLoadConfig(Section, frozen=True):
     """`plugins.load`."""
 
     paths: list[str] = []
 
 
-class PluginSlots(Section):
+class PluginSlots(Section, frozen=True):
     """`plugins.slots`: exclusive choices among registered implementations."""
 
     context_engine: str | None = None
 
 
-class PluginsConfig(Section):
+class PluginsConfig(Section, frozen=True):
     """`plugins`."""
 
     entries: dict[str, PluginEntry] = {}
@@ -208,14 +214,14 @@ class PluginsConfig(Section):
 # ---- MCP --------------------------------------------------------------------------------------
 
 
-class MCPToolFilter(Section):
+class MCPToolFilter(Section, frozen=True):
     """`mcp.servers.<name>.tools`."""
 
     include: list[str] | None = None
     exclude: list[str] = []
 
 
-class MCPServerConfig(Section):
+class MCPServerConfig(Section, frozen=True):
     """`mcp.servers.<name>`: stdio (`command`) or remote (`url`)."""
 
     command: str | None = None
@@ -230,7 +236,7 @@ class MCPServerConfig(Section):
     tools: MCPToolFilter | None = None
 
 
-class MCPConfig(Section):
+class MCPConfig(Section, frozen=True):
     """`mcp`."""
 
     servers: dict[str, MCPServerConfig] = {}
@@ -239,14 +245,14 @@ class MCPConfig(Section):
 # ---- gateway ----------------------------------------------------------------------------------
 
 
-class GatewayAuthConfig(Section):
+class GatewayAuthConfig(Section, frozen=True):
     """`gateway.auth`."""
 
     token: str | None = None
     """A literal token or `${ENV_VAR}`; `NODMIX_GATEWAY_TOKEN` also works."""
 
 
-class GatewayConfig(Section):
+class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
     port: int | None = None
@@ -254,7 +260,7 @@ class GatewayConfig(Section):
     auth: GatewayAuthConfig = GatewayAuthConfig()
 
 
-class NodmixConfig(Section):
+class NodmixConfig(Section, frozen=True):
     """The whole `nodmix.json`."""
 
     models: ModelsConfig = ModelsConfig()

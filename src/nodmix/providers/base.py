@@ -48,6 +48,9 @@ class ModelRequest:
     tools: Sequence[ToolSpec] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    expected_tool_names: frozenset[str] | None = None
+    """When set (code mode), the adapter checks the final payload carries exactly these tool
+    names and refuses to send anything else: the surface fails closed."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Vendor-specific knobs, namespaced by the adapter that reads them."""
 
@@ -145,7 +148,8 @@ class ResponseBuilder:
                     ThinkingBlock(thinking=event.text, thinking_signature=event.signature)
                 )
         elif isinstance(event, ToolCallEvent):
-            self._blocks.append(ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments))
+            call = ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments)
+            self._blocks.append(call)
         elif isinstance(event, UsageEvent):
             self._usage = event.usage
         else:
@@ -164,7 +168,11 @@ class ResponseBuilder:
         if stop == "stop" and any(isinstance(b, ToolCallBlock) for b in blocks):
             stop = "toolUse"
         return AssistantMessage(
-            content=blocks, provider=provider, model=model, api=api, usage=self._usage,
+            content=blocks,
+            provider=provider,
+            model=model,
+            api=api,
+            usage=self._usage,
             stop_reason=stop,
         )
 
