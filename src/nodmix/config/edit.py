@@ -62,8 +62,10 @@ def set_value(doc: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     for i, seg in enumerate(segs[:-1]):
         nxt = segs[i + 1]
         if isinstance(seg, int):
-            if not isinstance(node, list) or seg >= len(node):
+            if not isinstance(node, list) or seg > len(node):
                 raise ConfigError("list index out of range", key=key)
+            if seg == len(node):
+                node.append([] if isinstance(nxt, int) else {})
             node = node[seg]
             continue
         if not isinstance(node, dict):

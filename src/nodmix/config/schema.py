@@ -68,7 +68,7 @@ CodeModeLanguage = Literal["javascript", "typescript"]
 class CodeModeConfig(Section, frozen=True):
     """`tools.codeMode` in object form. Only `enabled: true` turns code mode on."""
 
-    enabled: bool = False
+    enabled: bool | None = None
     runtime: Literal["quickjs-wasi"] | None = None
     mode: Literal["only"] | None = None
     languages: list[CodeModeLanguage] | None = None

@@ -1,0 +1,113 @@
+"""What a plugin is and the API its `register(api)` receives."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nodmix.context.base import ContextEngineFactory
+from nodmix.errors import PluginError
+from nodmix.hooks import (
+    AfterToolCallHook,
+    BeforeToolCallHook,
+    CompactionHook,
+    Registered,
+)
+from nodmix.tools.base import FunctionTool, Tool, ToolFunction, ToolOrigin
+
+if TYPE_CHECKING:
+    from nodmix.plugins.registry import PluginRegistry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plugin:
+    """A plugin: an id and a `register` function.
+
+    Publish it through the `nodmix.plugins` entry-point group (the entry point names this object)
+    or put a module defining `plugin = Plugin(...)` on a path listed in `plugins.load.paths`.
+    """
+
+    id: str
+    name: str
+    register: Callable[[PluginAPI], None]
+    description: str = ""
+    version: str = "0"
+    default_enabled: bool = True
+    """Whether the plugin runs when `plugins.entries.<id>.enabled` is not set."""
+
+
+class PluginAPI:
+    """Handed to `Plugin.register`. Everything registered here is owned by the plugin id."""
+
+    def __init__(self, plugin_id: str, config: Mapping[str, Any], registry: PluginRegistry) -> None:
+        self.plugin_id = plugin_id
+        self.config: Mapping[str, Any] = config
+        """The plugin's own `plugins.entries.<id>.config`."""
+        self.logger = logging.getLogger(f"nodmix.plugins.{plugin_id}")
+        self._registry = registry
+
+    # ---- tools --------------------------------------------------------------------------------
+
+    def register_tool(self, tool: Tool) -> None:
+        """Add a tool. Its catalog id becomes `nodmix:<plugin id>:<name>`."""
+        origin = ToolOrigin(source="nodmix", owner=self.plugin_id, name=tool.spec.name)
+        if tool.origin != origin:
+            if not isinstance(tool, FunctionTool):
+                raise PluginError(
+                    f"plugin {self.plugin_id!r}: tool {tool.spec.name!r} must have origin "
+                    f"nodmix:{self.plugin_id}:{tool.spec.name}"
+                )
+            tool = dataclasses.replace(tool, origin=origin)
+        self._registry.add_tool(self.plugin_id, tool)
+
+    def tool(
+        self,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any] | None = None,
+        label: str | None = None,
+    ) -> Callable[[ToolFunction], ToolFunction]:
+        """Decorator form of `register_tool` for an async `fn(args, ctx) -> ToolResult`."""
+
+        def decorate(fn: ToolFunction) -> ToolFunction:
+            self.register_tool(
+                FunctionTool.create(
+                    fn,
+                    name=name,
+                    description=description,
+                    parameters=parameters,
+                    owner=self.plugin_id,
+                    label=label,
+                )
+            )
+            return fn
+
+        return decorate
+
+    # ---- hooks --------------------------------------------------------------------------------
+
+    def on_before_tool_call(self, hook: BeforeToolCallHook) -> None:
+        """Run `hook` before every tool call; it may block the call or rewrite its params."""
+        self._registry.hooks.before_tool_call.append(Registered(self.plugin_id, hook))
+
+    def on_after_tool_call(self, hook: AfterToolCallHook) -> None:
+        """Run `hook` after every tool call."""
+        self._registry.hooks.after_tool_call.append(Registered(self.plugin_id, hook))
+
+    def on_before_compaction(self, hook: CompactionHook) -> None:
+        """Run `hook` before a session is compacted."""
+        self._registry.hooks.before_compaction.append(Registered(self.plugin_id, hook))
+
+    def on_after_compaction(self, hook: CompactionHook) -> None:
+        """Run `hook` after a session was compacted."""
+        self._registry.hooks.after_compaction.append(Registered(self.plugin_id, hook))
+
+    # ---- context ------------------------------------------------------------------------------
+
+    def register_context_engine(self, engine_id: str, factory: ContextEngineFactory) -> None:
+        """Offer a context engine; `plugins.slots.contextEngine` selects it by `engine_id`."""
+        self._registry.add_context_engine(self.plugin_id, engine_id, factory)

@@ -1,0 +1,1 @@
+"""Plugins shipped with Nodmix as working examples (disabled until enabled in config)."""

@@ -1,0 +1,136 @@
+"""The `notes` example plugin: markdown notes in the agent workspace.
+
+Tools: `note_add`, `note_list`, `note_read`, `note_search` (owned by plugin `notes`, so their
+catalog ids are `nodmix:notes:<name>`). A `before_tool_call` hook keeps the generic file tools
+from rewriting notes behind the plugin's back (config `protect`, default true).
+
+Enable it with `nodmix plugins enable notes`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from nodmix.hooks import BeforeToolCallResult, ToolCallInfo
+from nodmix.plugins.api import Plugin, PluginAPI
+from nodmix.tools.base import ToolContext, ToolResult
+
+NOTES_DIR = "notes"
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+
+
+def _slug(title: str) -> str:
+    slug = _SLUG_RE.sub("-", title.lower()).strip("-")
+    return slug[:60] or "note"
+
+
+def _notes_dir(ctx: ToolContext) -> Path:
+    path = ctx.workspace / NOTES_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _title_of(path: Path) -> str:
+    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    return first.removeprefix("# ").strip() or path.stem
+
+
+async def note_add(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """Create or replace a note."""
+    title = str(args.get("title", "")).strip()
+    text = str(args.get("text", ""))
+    if not title:
+        return ToolResult.error("note_add needs a non-empty title")
+    path = _notes_dir(ctx) / f"{_slug(title)}.md"
+    existed = path.exists()
+    path.write_text(f"# {title}\n\n{text.rstrip()}\n", encoding="utf-8")
+    verb = "updated" if existed else "added"
+    return ToolResult.text(f"{verb} note {path.stem!r}", details={"id": path.stem, "title": title})
+
+
+async def note_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """List notes, newest first."""
+    files = sorted(_notes_dir(ctx).glob("*.md"), key=lambda p: p.stat().st_mtime, reverse=True)
+    notes = [{"id": p.stem, "title": _title_of(p)} for p in files]
+    lines = [f"- {n['id']}: {n['title']}" for n in notes] or ["(no notes yet)"]
+    return ToolResult.text("\n".join(lines), details={"notes": notes})
+
+
+async def note_read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """Read one note by id."""
+    note_id = _slug(str(args.get("id", "")))
+    path = _notes_dir(ctx) / f"{note_id}.md"
+    if not path.is_file():
+        return ToolResult.error(f"no note {note_id!r}; use note_list to see the ids")
+    text = path.read_text(encoding="utf-8")
+    return ToolResult.text(text, details={"id": note_id, "title": _title_of(path), "text": text})
+
+
+async def note_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """Find notes whose title or text contains every word of the query."""
+    words = [w for w in str(args.get("query", "")).lower().split() if w]
+    hits = []
+    for path in sorted(_notes_dir(ctx).glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if all(w in text.lower() for w in words):
+            hits.append({"id": path.stem, "title": _title_of(path)})
+    lines = [f"- {h['id']}: {h['title']}" for h in hits] or ["(no matching notes)"]
+    return ToolResult.text("\n".join(lines), details={"notes": hits})
+
+
+def _touches_notes(info: ToolCallInfo) -> bool:
+    if info.tool_id not in ("nodmix:core:write", "nodmix:core:edit"):
+        return False
+    path = str(info.params.get("path", "")).replace("\\", "/").lstrip("./")
+    return path == NOTES_DIR or path.startswith(f"{NOTES_DIR}/")
+
+
+def register(api: PluginAPI) -> None:
+    """Register the notes tools and the protection hook."""
+    string = {"type": "string"}
+    api.tool(
+        name="note_add",
+        description="Save a markdown note under a title (replaces a note with the same title).",
+        parameters={
+            "type": "object",
+            "properties": {
+                "title": {**string, "description": "Note title"},
+                "text": {**string, "description": "Markdown body"},
+            },
+            "required": ["title", "text"],
+        },
+    )(note_add)
+    api.tool(name="note_list", description="List saved notes (id and title).")(note_list)
+    api.tool(
+        name="note_read",
+        description="Read a saved note by its id.",
+        parameters={"type": "object", "properties": {"id": string}, "required": ["id"]},
+    )(note_read)
+    api.tool(
+        name="note_search",
+        description="Search notes; every word of the query must appear.",
+        parameters={"type": "object", "properties": {"query": string}, "required": ["query"]},
+    )(note_search)
+
+    if api.config.get("protect", True):
+
+        async def protect(info: ToolCallInfo) -> BeforeToolCallResult | None:
+            if _touches_notes(info):
+                return BeforeToolCallResult(
+                    block=True, reason="notes are managed by the notes plugin: use note_add"
+                )
+            return None
+
+        api.on_before_tool_call(protect)
+
+
+plugin = Plugin(
+    id="notes",
+    name="Notes",
+    description="Markdown notes in the agent workspace, with search.",
+    version="1.0",
+    register=register,
+    default_enabled=False,
+)

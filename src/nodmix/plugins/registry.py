@@ -1,0 +1,77 @@
+"""Typed registries for what plugins (and Nodmix itself) register, keyed by owner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from nodmix.context.base import ContextEngineFactory
+from nodmix.errors import PluginError
+from nodmix.hooks import Hooks
+from nodmix.tools.base import Tool
+
+CORE_OWNER = "core"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Owned(Generic[T]):
+    """A registered value and the plugin that registered it."""
+
+    owner: str
+    value: T
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PluginStatus:
+    """What happened to one discovered plugin."""
+
+    id: str
+    name: str
+    source: str
+    enabled: bool
+    loaded: bool
+    description: str = ""
+    version: str = "0"
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class PluginRegistry:
+    """Everything registered in this process. Built-ins register with owner `core`."""
+
+    tools: list[Owned[Tool]] = field(default_factory=list)
+    hooks: Hooks = field(default_factory=Hooks)
+    context_engines: dict[str, Owned[ContextEngineFactory]] = field(default_factory=dict)
+    statuses: dict[str, PluginStatus] = field(default_factory=dict)
+
+    def add_tool(self, owner: str, tool: Tool) -> None:
+        """Register a tool; names must be unique across owners."""
+        for existing in self.tools:
+            if existing.value.spec.name == tool.spec.name:
+                raise PluginError(
+                    f"tool name {tool.spec.name!r} from {owner!r} is already registered by "
+                    f"{existing.owner!r}"
+                )
+        self.tools.append(Owned(owner, tool))
+
+    def add_context_engine(self, owner: str, engine_id: str, factory: ContextEngineFactory) -> None:
+        """Register a context engine factory under an id."""
+        existing = self.context_engines.get(engine_id)
+        if existing is not None and existing.owner != owner:
+            raise PluginError(
+                f"context engine {engine_id!r} from {owner!r} is already registered by "
+                f"{existing.owner!r}"
+            )
+        self.context_engines[engine_id] = Owned(owner, factory)
+
+    def plugin_tools(self) -> list[Tool]:
+        """Tools registered by plugins (not core)."""
+        return [o.value for o in self.tools if o.owner != CORE_OWNER]
+
+    def remove_owner(self, owner: str) -> None:
+        """Forget everything a plugin registered (it was disabled or failed half-way)."""
+        self.tools = [o for o in self.tools if o.owner != owner]
+        self.hooks.remove_owner(owner)
+        self.context_engines = {k: v for k, v in self.context_engines.items() if v.owner != owner}

@@ -1,0 +1,81 @@
+"""Loading and validating nodmix.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodmix.config.loader import load_config, resolve_secret, validate
+from nodmix.config.schema import CodeModeConfig, NodmixConfig
+from nodmix.errors import ConfigError
+
+
+def test_missing_file_means_defaults(tmp_path: Path) -> None:
+    loaded = load_config(tmp_path / "absent.json")
+    assert loaded.exists is False
+    assert loaded.config == NodmixConfig()
+
+
+def test_json5_comments_trailing_commas_and_unquoted_keys_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_text(
+        "// my config\n{ tools: { codeMode: { enabled: true, timeoutMs: 2000, }, }, }\n",
+        encoding="utf-8",
+    )
+    config = load_config(path).config
+    assert config.tools.code_mode == CodeModeConfig(enabled=True, timeout_ms=2000)
+
+
+def test_unknown_key_names_file_dotted_path_and_allowed_keys(tmp_path: Path) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_text('{"tools": {"alow": ["read"]}}', encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.file == str(path)
+    assert err.value.key == "tools.alow"
+    assert "expected one of" in str(err.value) and "allow" in str(err.value)
+
+
+def test_wrong_type_inside_a_mapping_names_the_mapping_key() -> None:
+    doc = {"models": {"providers": {"local": {"models": [{"id": "m", "contextWindow": "big"}]}}}}
+    with pytest.raises(ConfigError) as err:
+        validate(doc, file="nodmix.json")
+    assert err.value.key == "models.providers.local.models[0].contextWindow"
+    assert "expected int, got str" in str(err.value)
+
+
+def test_invalid_json5_is_one_line_error_with_file(tmp_path: Path) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_text("{ tools: ", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("doc", "key"),
+    [
+        ({"agents": {"defaults": {"model": {"primary": "gpt"}}}}, "agents.defaults.model.primary"),
+        ({"agents": {"list": [{"id": "a"}, {"id": "a"}]}}, "agents.list[1].id"),
+        ({"agents": {"list": [{"id": "Bad Id"}]}}, "agents.list[0].id"),
+        ({"mcp": {"servers": {"x": {"command": "a", "url": "http://b"}}}}, "mcp.servers.x"),
+        (
+            {"models": {"providers": {"p": {"models": [{"id": "m", "maxTokens": 0}]}}}},
+            "models.providers.p.models[0].maxTokens",
+        ),
+    ],
+)
+def test_cross_field_rules_name_the_offending_key(doc: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate(doc, file="nodmix.json")
+    assert err.value.key == key
+
+
+def test_secret_references_resolve_from_environment() -> None:
+    assert resolve_secret("${MY_KEY}", key="k", env={"MY_KEY": "s3cret"}) == "s3cret"
+    assert resolve_secret("literal", key="k", env={}) == "literal"
+    with pytest.raises(ConfigError) as err:
+        resolve_secret("${MISSING_KEY}", key="models.providers.x.apiKey", env={})
+    assert "MISSING_KEY" in str(err.value) and err.value.key == "models.providers.x.apiKey"

@@ -1,0 +1,68 @@
+"""Resolving agent profiles from config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodmix.agents import resolve_agent
+from nodmix.config.loader import validate
+from nodmix.config.schema import CodeModeConfig
+from nodmix.errors import ConfigError
+
+
+def test_main_agent_exists_without_config(isolated_state: Path) -> None:
+    agent = resolve_agent(validate({}, file="x"), "main")
+    assert agent.id == "main"
+    assert agent.workspace == isolated_state / "workspace"
+    assert agent.model is None
+
+
+def test_agent_entry_overrides_model_and_workspace(tmp_path: Path) -> None:
+    config = validate(
+        {
+            "agents": {
+                "defaults": {"model": {"primary": "openai/a", "fallbacks": ["openai/b"]}},
+                "list": [{"id": "ops", "model": "anthropic/c", "workspace": str(tmp_path)}],
+            }
+        },
+        file="x",
+    )
+    agent = resolve_agent(config, "ops")
+    assert agent.model == "anthropic/c"
+    assert agent.fallbacks == ("openai/b",)
+    assert agent.workspace == tmp_path
+
+
+def test_agent_code_mode_merges_shallowly_over_global() -> None:
+    config = validate(
+        {
+            "tools": {"codeMode": {"enabled": True, "timeoutMs": 5000, "maxSearchLimit": 20}},
+            "agents": {"list": [{"id": "ops", "tools": {"codeMode": {"timeoutMs": 1000}}}]},
+        },
+        file="x",
+    )
+    merged = resolve_agent(config, "ops").code_mode
+    assert merged == CodeModeConfig(enabled=True, timeout_ms=1000, max_search_limit=20)
+    assert resolve_agent(config, "main").code_mode == CodeModeConfig(
+        enabled=True, timeout_ms=5000, max_search_limit=20
+    )
+
+
+def test_agent_can_turn_global_code_mode_off() -> None:
+    config = validate(
+        {
+            "tools": {"codeMode": True},
+            "agents": {"list": [{"id": "a", "tools": {"codeMode": False}}]},
+        },
+        file="x",
+    )
+    assert resolve_agent(config, "a").code_mode == CodeModeConfig(enabled=False)
+
+
+def test_unknown_agent_is_a_config_error_listing_known_ones() -> None:
+    config = validate({"agents": {"list": [{"id": "ops"}]}}, file="x")
+    with pytest.raises(ConfigError) as err:
+        resolve_agent(config, "nope")
+    assert "main" in str(err.value) and "ops" in str(err.value)
