@@ -22,8 +22,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from nodmix.plugins import PluginRegistry, load_plugins
     from nodmix.config.loader import load_config
+    from nodmix.plugins import PluginRegistry, load_plugins
 
     loaded = load_config()
     registry = PluginRegistry()

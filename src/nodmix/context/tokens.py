@@ -12,7 +12,6 @@ from nodmix.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
-    ToolCallBlock,
     ToolResultMessage,
     UserMessage,
 )

@@ -102,13 +102,14 @@ def load_plugins(
             )
             log.warning("plugin %s (%s) failed: %s", cand.id_hint, cand.source, cand.error)
         elif plugin.id in registry.statuses:
+            first = registry.statuses[plugin.id].source
             status = PluginStatus(
                 id=plugin.id,
                 name=plugin.name,
                 source=cand.source,
                 enabled=True,
                 loaded=False,
-                error=f"duplicate plugin id (already loaded from {registry.statuses[plugin.id].source})",
+                error=f"duplicate plugin id (first loaded from {first})",
             )
         else:
             status = _register(config, registry, plugin, cand.source)
