@@ -1,0 +1,182 @@
+"""The run-scoped tool catalog code mode hides behind `exec`/`wait`.
+
+Entries are the run's effective tools after policy (core, plugin, MCP, client), identified by
+`<source>:<owner>:<name>` and ordered by id in a fixed collation so ids, `ALL_TOOLS` and search
+ties are deterministic. MCP entries stay in the catalog (policy, hooks, telemetry and transcript
+projection share them) but guests reach them only through the `MCP` namespace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodmix.catalog.search import SearchIndex, make_doc
+from nodmix.tools.base import Tool, ToolSource
+
+CONTROL_OWNER = "codemode"
+"""Owner of the code-mode `exec`/`wait` tools; never cataloged."""
+CONTROL_TOOL_NAMES = frozenset({"tool_search_code", "tool_search", "tool_describe", "tool_call"})
+HELPER_NAMES = frozenset({"search", "describe", "call"})
+_IDENTIFIER_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_PUNCT_ORDER = {c: i for i, c in enumerate("_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$")}
+
+
+class CatalogLookupError(LookupError):
+    """`describe`/`call` named no entry, or more than one."""
+
+
+def collation_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Order like a locale-aware compare: `_` < `-` < `:` < digits < letters, case last."""
+    primary: list[int] = []
+    tertiary: list[int] = []
+    for ch in text:
+        if ch in _PUNCT_ORDER:
+            primary.append(_PUNCT_ORDER[ch])
+        elif ch.isdigit():
+            primary.append(100 + ord(ch))
+        else:
+            primary.append(1000 + ord(ch.lower()))
+        tertiary.append(1 if ch.isupper() else 0)
+    return tuple(primary), tuple(tertiary)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogEntry:
+    """One cataloged tool."""
+
+    id: str
+    name: str
+    description: str
+    source: ToolSource
+    source_name: str
+    tool: Tool
+    label: str | None = None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The tool's JSON Schema."""
+        return dict(self.tool.spec.parameters)
+
+    def compact(self) -> dict[str, Any]:
+        """The guest-facing entry: no schema."""
+        out: dict[str, Any] = {"id": self.id, "name": self.name}
+        if self.label:
+            out["label"] = self.label
+        out.update(
+            {"description": self.description, "source": self.source, "sourceName": self.source_name}
+        )
+        return out
+
+    def with_schema(self) -> dict[str, Any]:
+        """The entry plus its input schema (what `tools.describe` returns)."""
+        return {**self.compact(), "parameters": self.parameters}
+
+
+@dataclass(slots=True)
+class CatalogCounters:
+    """Cumulative counts for a run's catalog; they survive across `exec`/`wait` steps."""
+
+    search: int = 0
+    describe: int = 0
+    call: int = 0
+
+
+@dataclass(slots=True)
+class RunCatalog:
+    """The catalog of one run."""
+
+    entries: tuple[CatalogEntry, ...]
+    counters: CatalogCounters = field(default_factory=CatalogCounters)
+    _by_id: dict[str, CatalogEntry] = field(default_factory=dict)
+    _index: SearchIndex | None = None
+
+    @classmethod
+    def build(cls, tools: Iterable[Tool]) -> RunCatalog:
+        """Catalog the run's effective tools (control tools are left out)."""
+        entries: dict[str, CatalogEntry] = {}
+        for tool in tools:
+            origin = tool.origin
+            if origin.owner == CONTROL_OWNER or tool.spec.name in CONTROL_TOOL_NAMES:
+                continue
+            entry = CatalogEntry(
+                id=origin.id,
+                name=tool.spec.name,
+                description=tool.spec.description,
+                source=origin.source,
+                source_name=origin.owner.strip() or "core",
+                tool=tool,
+                label=tool.spec.label,
+            )
+            entries.setdefault(entry.id, entry)
+        ordered = tuple(sorted(entries.values(), key=lambda e: collation_key(e.id)))
+        return cls(entries=ordered, _by_id={e.id: e for e in ordered})
+
+    @property
+    def visible(self) -> tuple[CatalogEntry, ...]:
+        """Entries guests see in `ALL_TOOLS` and `tools.*` (everything but MCP)."""
+        return tuple(e for e in self.entries if e.source != "mcp")
+
+    @property
+    def mcp(self) -> tuple[CatalogEntry, ...]:
+        """MCP entries (reached through the `MCP` namespace only)."""
+        return tuple(e for e in self.entries if e.source == "mcp")
+
+    def by_id(self, catalog_id: str) -> CatalogEntry | None:
+        """Exact id lookup over every entry, MCP included (host-side dispatch)."""
+        return self._by_id.get(catalog_id)
+
+    def find(self, ref: str) -> CatalogEntry:
+        """Guest lookup: exact id, then exact name, among non-MCP entries."""
+        ref = str(ref).strip()
+        visible = self.visible
+        for entry in visible:
+            if entry.id == ref:
+                return entry
+        named = [e for e in visible if e.name == ref]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise CatalogLookupError(f"Ambiguous tool name: {ref}; use an exact tool id.")
+        raise CatalogLookupError(
+            f"Unknown tool id: {ref}. Use tools.search(query) or ALL_TOOLS to find valid ids."
+        )
+
+    def search(self, query: str, limit: int) -> list[CatalogEntry]:
+        """Best matches for a natural-language query among non-MCP entries."""
+        if self._index is None:
+            docs = [
+                make_doc(key=e.id, name=e.name, id=e.id, label=e.label, description=e.description)
+                for e in self.visible
+            ]
+            self._index = SearchIndex(docs)
+        keys = self._index.rank(query)[:limit]
+        return [self._by_id[k] for k in keys]
+
+    def safe_names(self) -> dict[str, CatalogEntry]:
+        """Convenience names for `tools.<name>(input)`: identifiers that are unique and don't
+        shadow the catalog helpers."""
+        counts: dict[str, int] = {}
+        for entry in self.visible:
+            counts[entry.name] = counts.get(entry.name, 0) + 1
+        return {
+            e.name: e
+            for e in self.visible
+            if counts[e.name] == 1 and _IDENTIFIER_RE.match(e.name) and e.name not in HELPER_NAMES
+        }
+
+    def telemetry(self, visible_tools: Sequence[str] = ("exec", "wait")) -> dict[str, Any]:
+        """Counts for result telemetry: catalog size, sources, search/describe/call totals."""
+        sources = {"nodmix": 0, "mcp": 0, "client": 0}
+        for entry in self.entries:
+            sources[entry.source] += 1
+        return {
+            "catalogSize": len(self.entries),
+            "sources": sources,
+            "searchCount": self.counters.search,
+            "describeCount": self.counters.describe,
+            "callCount": self.counters.call,
+            "visibleTools": list(visible_tools),
+        }
