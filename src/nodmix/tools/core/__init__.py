@@ -1,0 +1,50 @@
+"""The built-in tools every agent starts with: `exec`, `read`, `write`, `edit`, `web_fetch`."""
+
+from __future__ import annotations
+
+from nodmix.config.schema import ExecToolConfig, ToolsConfig, WebFetchToolConfig
+from nodmix.tools.base import Tool
+from nodmix.tools.core import exec as exec_module
+from nodmix.tools.core import web_fetch as web_fetch_module
+from nodmix.tools.core.edit import EditTool
+from nodmix.tools.core.exec import ExecTool
+from nodmix.tools.core.read import ReadTool
+from nodmix.tools.core.web_fetch import WebFetchTool
+from nodmix.tools.core.write import WriteTool
+
+__all__ = ["EditTool", "ExecTool", "ReadTool", "WebFetchTool", "WriteTool", "core_tools"]
+
+
+def _positive(value: int | None, default: int | float) -> int | float:
+    # `None` means "not set"; zero or negative values are treated the same rather than
+    # producing a tool that times out instantly or keeps no output.
+    return value if value is not None and value > 0 else default
+
+
+def core_tools(config: ToolsConfig | None = None) -> list[Tool]:
+    """Build the core tools, applying the `tools.exec` and `tools.webFetch` settings.
+
+    Args:
+        config: The `tools` config section, or `None` for defaults.
+    """
+    exec_config = (config.exec if config else None) or ExecToolConfig()
+    fetch_config = (config.web_fetch if config else None) or WebFetchToolConfig()
+    return [
+        ExecTool(
+            timeout_seconds=_positive(
+                exec_config.timeout_seconds, exec_module.DEFAULT_TIMEOUT_SECONDS
+            ),
+            max_output_bytes=int(
+                _positive(exec_config.max_output_bytes, exec_module.DEFAULT_MAX_OUTPUT_BYTES)
+            ),
+        ),
+        ReadTool(),
+        WriteTool(),
+        EditTool(),
+        WebFetchTool(
+            timeout_seconds=_positive(
+                fetch_config.timeout_seconds, web_fetch_module.DEFAULT_TIMEOUT_SECONDS
+            ),
+            max_bytes=int(_positive(fetch_config.max_bytes, web_fetch_module.DEFAULT_MAX_BYTES)),
+        ),
+    ]

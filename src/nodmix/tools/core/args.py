@@ -1,0 +1,54 @@
+"""Typed access to a core tool's arguments.
+
+The executor validates arguments against each tool's JSON Schema, but tools can also be called
+directly (tests, code mode internals), so they read their arguments through these accessors,
+which raise a `ToolError` the model can act on instead of a `KeyError` or `TypeError`.
+"""
+
+from __future__ import annotations
+
+from nodmix.errors import ToolError
+from nodmix.messages import JsonObject
+
+PATH_SCHEMA: JsonObject = {
+    "type": "string",
+    "description": "File path, relative to the workspace (or absolute inside it).",
+}
+"""The `path` property shared by the file tools' schemas."""
+
+
+def require_str(args: JsonObject, key: str, *, allow_empty: bool = True) -> str:
+    """The string argument `key`; it must be present."""
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise ToolError(f"`{key}` is required and must be a string.")
+    if not allow_empty and not value:
+        raise ToolError(f"`{key}` must not be empty.")
+    return value
+
+
+def optional_int(args: JsonObject, key: str, *, minimum: int) -> int | None:
+    """The integer argument `key`, or `None` when absent; it must be at least `minimum`."""
+    value = args.get(key)
+    if value is None:
+        return None
+    # bool is an int subclass; JSON `true` is not a line number.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"`{key}` must be an integer.")
+    if value < minimum:
+        raise ToolError(f"`{key}` must be at least {minimum} (got {value}).")
+    return value
+
+
+def optional_number(args: JsonObject, key: str) -> float | None:
+    """The positive number argument `key`, or `None` when absent."""
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ToolError(f"`{key}` must be a number.")
+    if value <= 0:
+        raise ToolError(f"`{key}` must be greater than 0 (got {value}).")
+    return float(value)

@@ -1,0 +1,119 @@
+"""The `read` tool: page through a text file in the workspace.
+
+The text comes back exactly as it is in the file, without line-number prefixes: the `edit` tool
+matches text exactly, and numbered output invites models to paste the numbers into `oldText`.
+Position is reported in a footer instead (`[Lines 1-2000 of 5000. Use offset=2001 ...]`), which
+is all `offset`/`limit` paging needs.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import anyio
+
+from nodmix.messages import JsonObject
+from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
+from nodmix.tools.core.args import PATH_SCHEMA, optional_int, require_str
+from nodmix.tools.core.textfiles import LineWindow, read_lines
+from nodmix.tools.workspace import display_path, resolve_path
+
+DEFAULT_MAX_LINES = 2000
+DEFAULT_MAX_BYTES = 100 * 1024
+
+_DESCRIPTION = (
+    "Read a text file from the workspace. Returns the text exactly as stored (no line numbers), "
+    "at most {lines} lines or {kb} KB per call; a footer gives the line range when the file "
+    "continues. Use `offset` and `limit` to page through large files."
+)
+
+
+def _footer(window: LineWindow, limit: int) -> str | None:
+    if window.cut_long_line:
+        return (
+            f"[Line {window.first_line} is too long and was cut. "
+            "Use `exec` with `cut` or `head -c` to see the rest of it.]"
+        )
+    if window.last_line >= window.total_lines:
+        if window.first_line == 1:
+            return None
+        return (
+            f"[Lines {window.first_line}-{window.last_line} of {window.total_lines}. End of file.]"
+        )
+    why = "" if window.last_line - window.first_line + 1 >= limit else " (size cap reached)"
+    return (
+        f"[Lines {window.first_line}-{window.last_line} of {window.total_lines}{why}. "
+        f"Use offset={window.last_line + 1} to continue.]"
+    )
+
+
+class ReadTool:
+    """Reads text files in pages of lines."""
+
+    def __init__(
+        self, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
+        """Create the tool.
+
+        Args:
+            max_lines: Most lines returned by one call (also the default `limit`).
+            max_bytes: Most bytes of text returned by one call.
+        """
+        self._max_lines = max_lines
+        self._max_bytes = max_bytes
+        self._spec = ToolSpec(
+            name="read",
+            label="Read file",
+            description=_DESCRIPTION.format(lines=max_lines, kb=max_bytes // 1024),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": PATH_SCHEMA,
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "1-based line number to start at (default 1).",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": f"Maximum number of lines to return (default {max_lines}).",
+                    },
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+        )
+        self._origin = ToolOrigin(source="nodmix", owner=CORE_OWNER, name="read")
+
+    @property
+    def spec(self) -> ToolSpec:
+        """What the model sees."""
+        return self._spec
+
+    @property
+    def origin(self) -> ToolOrigin:
+        """`nodmix:core:read`."""
+        return self._origin
+
+    async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        """Return the requested lines, with a footer saying where to continue."""
+        raw_path = require_str(args, "path")
+        offset = optional_int(args, "offset", minimum=1) or 1
+        limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
+        path = resolve_path(ctx.workspace, raw_path)
+        shown = display_path(ctx.workspace, path)
+        read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
+        window = await anyio.to_thread.run_sync(read, path, shown)
+        details = {
+            "path": shown,
+            "startLine": window.first_line,
+            "endLine": window.last_line,
+            "totalLines": window.total_lines,
+            "truncated": window.cut_long_line or window.last_line < window.total_lines,
+        }
+        if window.total_lines == 0:
+            return ToolResult.text(f"({shown} is empty)", details=details)
+        footer = _footer(window, limit)
+        text = window.text if footer is None else f"{window.text}\n\n{footer}"
+        return ToolResult.text(text, details=details)

@@ -1,0 +1,180 @@
+"""Reading and atomically writing workspace text files (shared by `read`, `write` and `edit`).
+
+Everything here is blocking file I/O; the tools run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodmix.errors import ToolError
+
+_SNIFF_BYTES = 8192
+_CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LineWindow:
+    """A run of lines read from a file."""
+
+    text: str
+    first_line: int
+    last_line: int
+    """Last line included (equal to `first_line - 1` when no line fitted)."""
+    total_lines: int
+    cut_long_line: bool = False
+    """The first line alone was over the byte cap and was cut."""
+
+
+def ensure_text(data: bytes, shown: str) -> None:
+    """Refuse data that looks binary (it contains NUL bytes)."""
+    if b"\0" in data:
+        raise ToolError(
+            f"{shown} looks like a binary file; only text files can be read or edited. "
+            "Use `exec` with a tool such as `file`, `xxd` or `strings` to inspect it."
+        )
+
+
+def open_existing(path: Path, shown: str) -> int:
+    """Check `path` is an existing regular file and return its size in bytes."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ToolError(f"File not found: {shown}") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot access {shown}: {exc.strerror}") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{shown} is a directory; use `exec` with `ls` to list it.")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file.")
+    return info.st_size
+
+
+def _count_lines(path: Path, size: int) -> int:
+    newlines = 0
+    last = b""
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK_BYTES):
+            newlines += chunk.count(b"\n")
+            last = chunk[-1:]
+    # A final line without a trailing newline still counts as a line.
+    return newlines + (1 if size and last != b"\n" else 0)
+
+
+def _line_start(path: Path, line: int) -> int | None:
+    """Byte offset where 1-based `line` starts, or None when the file has fewer lines."""
+    if line == 1:
+        return 0
+    wanted = line - 1  # newlines to pass
+    seen = 0
+    base = 0
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK_BYTES):
+            count = chunk.count(b"\n")
+            if seen + count < wanted:
+                seen += count
+                base += len(chunk)
+                continue
+            index = -1
+            while seen < wanted:
+                index = chunk.index(b"\n", index + 1)
+                seen += 1
+            return base + index + 1
+    return None
+
+
+def read_lines(path: Path, shown: str, *, offset: int, limit: int, max_bytes: int) -> LineWindow:
+    """Read up to `limit` lines from 1-based line `offset`, within `max_bytes`.
+
+    Memory stays bounded by `max_bytes` however large the file or its lines are.
+
+    Raises:
+        ToolError: Missing, binary or non-regular file, or `offset` past the end.
+    """
+    size = open_existing(path, shown)
+    with path.open("rb") as f:
+        ensure_text(f.read(_SNIFF_BYTES), shown)
+    total = _count_lines(path, size)
+    start = _line_start(path, offset)
+    if start is None or start >= size:
+        if size == 0 and offset == 1:
+            return LineWindow(text="", first_line=1, last_line=0, total_lines=0)
+        raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines).")
+    with path.open("rb") as f:
+        f.seek(start)
+        data = f.read(max_bytes + 1)
+    ensure_text(data, shown)
+    over = len(data) > max_bytes
+    lines = data.split(b"\n")
+    if over or (lines and lines[-1] == b""):
+        # The last piece is either cut by the byte cap or the empty tail after a final newline.
+        lines.pop()
+    cut_long_line = False
+    if not lines:
+        lines = [data[:max_bytes]]
+        cut_long_line = True
+    lines = lines[:limit]
+    text = b"\n".join(lines).decode("utf-8", errors="replace")
+    last = offset + len(lines) - 1
+    return LineWindow(
+        text=text,
+        first_line=offset,
+        last_line=last,
+        total_lines=total,
+        cut_long_line=cut_long_line,
+    )
+
+
+def read_text(path: Path, shown: str) -> str:
+    """The whole file as UTF-8 text (for editing, so undecodable bytes are an error).
+
+    Raises:
+        ToolError: Missing, binary or non-UTF-8 file.
+    """
+    open_existing(path, shown)
+    data = path.read_bytes()
+    ensure_text(data, shown)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{shown} is not valid UTF-8 (byte {exc.start}); "
+            "it is left untouched rather than risk corrupting it."
+        ) from None
+
+
+def write_atomic(path: Path, data: bytes, shown: str) -> None:
+    """Write `data` to `path` via a temporary file and a rename, creating parent directories.
+
+    Readers never see a half-written file. An existing file keeps its permission bits; a new
+    one gets the usual `0o666 & ~umask`.
+
+    Raises:
+        ToolError: The path is a directory or cannot be written.
+    """
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give a file path.")
+    # Shortened so the temporary name stays within NAME_MAX even for very long file names.
+    tmp = path.parent / f".{path.name[:200]}.{secrets.token_hex(6)}.tmp"
+    created = False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
+        # "x" mode creates the file honouring the umask (mkstemp would force 0o600).
+        with tmp.open("xb") as f:
+            created = True
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            tmp.chmod(mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if created:
+            tmp.unlink(missing_ok=True)
+        reason = exc.strerror or str(exc)
+        raise ToolError(f"Cannot write {shown}: {reason}") from exc
