@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from nodmix.cli.common import common_parent, print_json
 
@@ -28,7 +29,7 @@ def _list(args: argparse.Namespace) -> int:
     loaded = load_config()
     registry = PluginRegistry()
     statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for s in statuses:
         tools = sorted(o.value.spec.name for o in registry.tools if o.owner == s.id)
         rows.append(

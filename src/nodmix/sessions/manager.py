@@ -1,0 +1,339 @@
+"""Open, create, reset and list sessions: the session store plus transcripts, per agent.
+
+Concurrency model:
+
+- Within a process, one turn at a time per session: the runtime wraps each turn in
+  `async with manager.turn_lock(key)`. Transcript appends are then single-writer and need no
+  lock of their own.
+- Across processes (the gateway and a CLI), the session store is locked per change (see
+  `store.py`), and `open()` re-checks the store on every call, so a session reset by another
+  process is picked up on its next turn instead of writing on into the old transcript.
+
+File work here is synchronous: an append is one small `os.write` (microseconds) and a store
+update holds its lock for about a millisecond, cheaper than a hop to a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from nodmix.config.paths import DEFAULT_AGENT_ID, default_workspace, sessions_dir
+from nodmix.errors import SessionError
+from nodmix.messages import now_ms
+from nodmix.sessions.entries import MessageEntry
+from nodmix.sessions.keys import (
+    SessionKey,
+    is_agent_id,
+    resolve_session_key,
+    validate_agent_id,
+)
+from nodmix.sessions.session import Session, SessionSummary
+from nodmix.sessions.store import (
+    STORE_FILE_NAME,
+    SessionEntry,
+    SessionStore,
+    StoreData,
+    new_session_entry,
+)
+from nodmix.sessions.transcript import Transcript, count_messages, transcript_file_name
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_CACHED = 1024
+
+
+class SessionManager:
+    """Sessions of every agent under one state directory, with a cache of open transcripts.
+
+    The cache keeps at most `max_cached` sessions; the least recently opened is dropped (and
+    its append descriptor closed) beyond that. A caller still holding a dropped `Session` can
+    keep using it: the next `open()` loads a second `Transcript` on the same file, and each
+    append first reads in lines the other one wrote, so the chain stays linear.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        default_agent_id: str = DEFAULT_AGENT_ID,
+        workspace: Path | None = None,
+        read_only: bool = False,
+        durable: bool = True,
+        max_cached: int = DEFAULT_MAX_CACHED,
+    ) -> None:
+        """Manage the sessions under `state_dir`.
+
+        Args:
+            state_dir: The Nodmix state directory (`nodmix.config.paths.state_dir()`).
+            default_agent_id: Agent of bare session names such as `work`.
+            workspace: Default `cwd` recorded in new transcript headers.
+            read_only: Never create, repair or append (for CLI readers next to a gateway).
+            durable: Fsync session-store updates.
+            max_cached: How many open sessions to keep in memory.
+        """
+        self.state_dir = state_dir
+        self.default_agent_id = validate_agent_id(default_agent_id)
+        self.workspace = workspace or default_workspace(state_dir)
+        self.read_only = read_only
+        self.durable = durable
+        self.max_cached = max(1, max_cached)
+        self._stores: dict[str, SessionStore] = {}
+        self._cache: OrderedDict[str, Session] = OrderedDict()
+        self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+
+    # ---- lookup -------------------------------------------------------------------------------
+
+    def resolve_key(self, session_key: str | SessionKey) -> SessionKey:
+        """Parse a key; a bare name means a session of the default agent.
+
+        Raises:
+            SessionError: the key is malformed.
+        """
+        return resolve_session_key(session_key, default_agent_id=self.default_agent_id)
+
+    def store(self, agent_id: str) -> SessionStore:
+        """The session store of one agent."""
+        store = self._stores.get(agent_id)
+        if store is None:
+            validate_agent_id(agent_id)
+            store = SessionStore.for_agent(self.state_dir, agent_id, durable=self.durable)
+            self._stores[agent_id] = store
+        return store
+
+    def agent_ids(self) -> list[str]:
+        """Agents that have a session store, sorted (stray directories are skipped)."""
+        root = self.state_dir / "agents"
+        if not root.is_dir():
+            return []
+        return sorted(
+            p.name
+            for p in root.iterdir()
+            if is_agent_id(p.name) and (p / "sessions" / STORE_FILE_NAME).is_file()
+        )
+
+    def turn_lock(self, session_key: str | SessionKey) -> anyio.Lock:
+        """The lock that serialises turns of one session in this process.
+
+        Use `async with manager.turn_lock(key): ...` around a whole turn. Locks are kept only
+        while someone holds or waits on them.
+        """
+        key = str(self.resolve_key(session_key))
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = anyio.Lock()
+            self._locks[key] = lock
+        return lock
+
+    # ---- opening ------------------------------------------------------------------------------
+
+    def open(
+        self, session_key: str | SessionKey, *, create: bool = True, workspace: Path | None = None
+    ) -> Session:
+        """The session for `session_key`, creating its store entry and transcript if needed.
+
+        Raises:
+            SessionError: the key is malformed, or the session does not exist and `create` is
+                false (or the manager is read-only).
+            TranscriptError: the transcript cannot be read.
+        """
+        key = self.resolve_key(session_key)
+        store = self.store(key.agent_id)
+        entry = store.get(str(key))
+        cached = self._cache.get(str(key))
+        if (
+            cached is not None
+            and entry is not None
+            and cached.session_id == entry.session_id
+            and cached.transcript.path.name == entry.session_file
+        ):
+            cached.entry = entry
+            self._cache.move_to_end(str(key))
+            return cached
+        if entry is None:
+            if not create or self.read_only:
+                raise SessionError(f"no session {key}")
+            session = self._create(key, store, workspace)
+        else:
+            session = self._load(key, store, entry, create=create, workspace=workspace)
+        self._remember(session)
+        return session
+
+    def reset(self, session_key: str | SessionKey, *, workspace: Path | None = None) -> Session:
+        """Start a new transcript (and session id) under the key; the old file is kept.
+
+        Token counters and the compaction count start at zero; label and model are kept.
+        """
+        key = self.resolve_key(session_key)
+
+        def fresh(old: SessionEntry | None, session_id: str, file_name: str) -> SessionEntry:
+            entry = new_session_entry(session_id, file_name)
+            if old is not None:
+                entry = msgspec.structs.replace(entry, label=old.label, model=old.model)
+            return entry
+
+        return self._replace(key, fresh, workspace=workspace, successor=False)
+
+    def rotate(self, session_key: str | SessionKey, *, workspace: Path | None = None) -> Session:
+        """Continue the session in a successor transcript (for compaction that truncates).
+
+        The new transcript's header names the old file as `parentSession`; the key keeps its
+        counters. The caller writes the summary and kept tail into the new transcript.
+
+        Raises:
+            SessionError: the session does not exist.
+        """
+        key = self.resolve_key(session_key)
+
+        def successor(old: SessionEntry | None, session_id: str, file_name: str) -> SessionEntry:
+            if old is None:
+                raise SessionError(f"no session {key}")
+            return msgspec.structs.replace(
+                old, session_id=session_id, session_file=file_name, updated_at=now_ms()
+            )
+
+        return self._replace(key, successor, workspace=workspace, successor=True)
+
+    def close(self) -> None:
+        """Close every cached transcript's descriptor and empty the cache."""
+        while self._cache:
+            _, session = self._cache.popitem(last=False)
+            session.transcript.close()
+
+    # ---- listing ------------------------------------------------------------------------------
+
+    def list_sessions(self, agent_id: str | None = None) -> list[SessionSummary]:
+        """Sessions of one agent, or of every agent, most recently updated first.
+
+        Raises:
+            SessionError: a session store is corrupt.
+        """
+        agents = [validate_agent_id(agent_id)] if agent_id else self.agent_ids()
+        rows: list[SessionSummary] = []
+        for agent in agents:
+            directory = sessions_dir(self.state_dir, agent)
+            for key, entry in self.store(agent).load().items():
+                path = directory / entry.session_file
+                rows.append(
+                    SessionSummary(
+                        key=key,
+                        agent_id=agent,
+                        entry=entry,
+                        path=path,
+                        message_count=self._message_count(key, entry, path),
+                    )
+                )
+        rows.sort(key=lambda r: (-r.entry.updated_at, r.key))
+        return rows
+
+    def _message_count(self, key: str, entry: SessionEntry, path: Path) -> int:
+        cached = self._cache.get(key)
+        if cached is not None and cached.session_id == entry.session_id:
+            return sum(
+                1
+                for e in cached.transcript.entries
+                if isinstance(e, MessageEntry) and e.parent_tool_call_id is None
+            )
+        return count_messages(path)
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _transcript_path(self, key: SessionKey, file_name: str) -> Path:
+        # sessions.json is user-editable: never let it point a transcript outside the directory.
+        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
+            raise SessionError(f"session {key} has an invalid sessionFile {file_name!r}")
+        return sessions_dir(self.state_dir, key.agent_id) / file_name
+
+    def _create(self, key: SessionKey, store: SessionStore, workspace: Path | None) -> Session:
+        cwd = workspace or self.workspace
+
+        def create(data: StoreData) -> tuple[SessionEntry, Transcript | None]:
+            existing = data.get(str(key))
+            if existing is not None:  # another process created it since we looked
+                return existing, None
+            session_id = str(uuid.uuid4())
+            file_name = transcript_file_name(session_id)
+            transcript = Transcript.create(
+                self._transcript_path(key, file_name), session_id=session_id, cwd=cwd
+            )
+            data[str(key)] = new_session_entry(session_id, file_name)
+            return data[str(key)], transcript
+
+        entry, transcript = store.update(create)
+        if transcript is None:
+            return self._load(key, store, entry, create=True, workspace=workspace)
+        return Session(session_key=key, entry=entry, transcript=transcript, store=store)
+
+    def _load(
+        self,
+        key: SessionKey,
+        store: SessionStore,
+        entry: SessionEntry,
+        *,
+        create: bool,
+        workspace: Path | None,
+    ) -> Session:
+        path = self._transcript_path(key, entry.session_file)
+        if not path.exists():
+            if not create or self.read_only:
+                raise SessionError(f"session {key}: transcript {path} is missing")
+            # The store survived but the file did not (deleted by hand): start it again under
+            # the same id rather than failing every turn.
+            logger.warning("session %s: transcript %s is missing; starting it afresh", key, path)
+            transcript = Transcript.create(
+                path, session_id=entry.session_id, cwd=workspace or self.workspace
+            )
+        else:
+            transcript = Transcript.load(path, read_only=self.read_only)
+        return Session(session_key=key, entry=entry, transcript=transcript, store=store)
+
+    def _replace(
+        self,
+        key: SessionKey,
+        make_entry: Callable[[SessionEntry | None, str, str], SessionEntry],
+        *,
+        workspace: Path | None,
+        successor: bool,
+    ) -> Session:
+        if self.read_only:
+            raise SessionError(f"cannot change session {key}: the session manager is read-only")
+        store = self.store(key.agent_id)
+        cwd = workspace or self.workspace
+
+        def swap(data: StoreData) -> tuple[SessionEntry, Transcript]:
+            old = data.get(str(key))
+            session_id = str(uuid.uuid4())
+            file_name = transcript_file_name(session_id)
+            entry = make_entry(old, session_id, file_name)  # may refuse before any file exists
+            transcript = Transcript.create(
+                self._transcript_path(key, file_name),
+                session_id=session_id,
+                cwd=cwd,
+                parent_session=old.session_file if successor and old else None,
+            )
+            data[str(key)] = entry
+            return entry, transcript
+
+        entry, transcript = store.update(swap)
+        stale = self._cache.pop(str(key), None)
+        if stale is not None:
+            stale.transcript.close()
+        session = Session(session_key=key, entry=entry, transcript=transcript, store=store)
+        self._remember(session)
+        return session
+
+    def _remember(self, session: Session) -> None:
+        stale = self._cache.pop(session.key, None)
+        if stale is not None and stale is not session:
+            stale.transcript.close()
+        self._cache[session.key] = session
+        while len(self._cache) > self.max_cached:
+            _, evicted = self._cache.popitem(last=False)
+            evicted.transcript.close()
