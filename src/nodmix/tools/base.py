@@ -128,3 +128,20 @@ class FunctionTool:
         schema = parameters or {"type": "object", "properties": {}}
         spec = ToolSpec(name=name, description=description, parameters=schema, label=label)
         return cls(spec=spec, origin=ToolOrigin(source=source, owner=owner, name=name), fn=fn)
+
+
+class ToolRunner(Protocol):
+    """Runs one tool call through policy hooks, validation and error capture (the executor).
+
+    Direct model calls and code-mode nested calls both go through it.
+    """
+
+    async def run(
+        self,
+        tool: Tool,
+        args: JsonObject,
+        ctx: ToolContext,
+        *,
+        kind: Any = "tool",
+        input_kind: str | None = None,
+    ) -> ToolResult: ...

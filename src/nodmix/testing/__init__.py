@@ -1,0 +1,10 @@
+"""Test and demo support that ships with Nodmix.
+
+- `nodmix.testing.model_server`: `ScriptedModelServer`, a real HTTP server speaking the
+  OpenAI and Anthropic wire APIs, answered by a respond function; also runnable as
+  `python -m nodmix.testing.model_server --script echo`.
+- `nodmix.testing.scripts`: built-in respond functions (`echo`, `tool-then-answer`).
+
+In-process scripted models live in `nodmix.providers.fake`. This package imports Starlette
+and uvicorn, so nothing on Nodmix's start-up path may import it; nothing is imported here.
+"""

@@ -1,0 +1,327 @@
+"""A scripted model behind a real HTTP socket, speaking OpenAI and Anthropic.
+
+`ScriptedModelServer(respond)` serves, on 127.0.0.1 and a free port:
+
+- `POST /v1/chat/completions`: OpenAI chat completions, streamed (SSE) or not;
+- `POST /v1/messages`: Anthropic Messages, streamed or not;
+- `GET /v1/models`: the model list (OpenAI shape, Anthropic shape if `anthropic-version`).
+
+Requests are mapped to `ModelRequest` and answered by the same respond function that
+scripts `nodmix.providers.fake.FunctionProvider`; a `ModelError` becomes a real HTTP error
+status with a vendor-shaped body (and `Retry-After`), or an error event inside the stream
+when it has `partial` text. Every request is recorded in `server.requests`.
+
+In async code::
+
+    async with ScriptedModelServer(respond) as server:
+        provider = OpenAIProvider(base_url=server.base_url)
+
+From sync code or another thread (a CLI subprocess test pointing its config at it)::
+
+    with ScriptedModelServer(respond) as server:   # runs on a background thread
+        subprocess.run([...], env={..., "BASE_URL": server.base_url})
+
+From a shell, with a script module or file that defines `respond` (or a built-in script,
+see `nodmix.testing.scripts`)::
+
+    python -m nodmix.testing.model_server --port 8765 --script echo
+    listening on http://127.0.0.1:8765/v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.from_thread
+import uvicorn
+from anyio.abc import TaskGroup, TaskStatus
+
+from nodmix.providers.fake import Respond
+from nodmix.testing.scripts import BUILTIN_SCRIPTS
+from nodmix.testing.wire import RecordedRequest, WireState, build_app
+
+_DRAIN_SECONDS = 2.0
+
+
+class ScriptedModelServer:
+    """A real HTTP model server whose answers come from a respond function.
+
+    Args:
+        respond: Decides each reply (see `nodmix.providers.fake`); may be replaced later
+            through the `respond` attribute.
+        host: Interface to bind (loopback by default).
+        port: Port to bind; 0 picks a free one (read it from `port` once started).
+        api_key: When set, requests must carry it (`Authorization: Bearer` for OpenAI,
+            `x-api-key` for Anthropic) or get a 401.
+        models: Ids listed by `GET /v1/models` (requests may name any model).
+    """
+
+    def __init__(
+        self,
+        respond: Respond,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+        models: Sequence[str] = ("scripted",),
+    ) -> None:
+        self._state = WireState(respond=respond, api_key=api_key, models=tuple(models))
+        self._host = host
+        self._requested_port = port
+        self._port: int | None = None
+        self._stop: anyio.Event | None = None
+        self._task_group: TaskGroup | None = None
+        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._thread_cm: AbstractContextManager[ScriptedModelServer] | None = None
+
+    # ---- addresses and recordings --------------------------------------------------------
+
+    @property
+    def respond(self) -> Respond:
+        """The respond function answering requests."""
+        return self._state.respond
+
+    @respond.setter
+    def respond(self, respond: Respond) -> None:
+        self._state.respond = respond
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received, in order (raw JSON and mapped `ModelRequest`)."""
+        return self._state.requests
+
+    @property
+    def port(self) -> int:
+        """The bound port.
+
+        Raises:
+            RuntimeError: The server is not running.
+        """
+        if self._port is None:
+            raise RuntimeError("the scripted model server is not running")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """`http://host:port`, the Anthropic-style base URL."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """`http://host:port/v1`, the OpenAI-style base URL."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The base URL to give an Anthropic client (it appends `/v1/messages`)."""
+        return self.url
+
+    # ---- async lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        self._stop = anyio.Event()
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        try:
+            await task_group.start(self._serve)
+        except BaseException:
+            await self._close_task_group(*sys.exc_info())
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._close_task_group(exc_type, exc, tb)
+
+    async def _close_task_group(self, *exc_info: Any) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        task_group, self._task_group = self._task_group, None
+        if task_group is not None:
+            await task_group.__aexit__(*exc_info)
+        self._port = None
+
+    async def _serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose
+        # proto says TCP, and without it every keep-alive response stalls on delayed ACKs.
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._host, self._requested_port))
+        sock.listen(128)
+        sock.setblocking(False)
+        config = uvicorn.Config(
+            build_app(self._state),
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            ws="none",
+        )
+        config.load()
+        server = uvicorn.Server(config)
+        server.lifespan = config.lifespan_class(config)
+        # `startup()` without `serve()`: uvicorn's main loop polls every 100 ms and its
+        # shutdown sleeps; tests start and stop many servers, so we run the loop ourselves.
+        await server.startup(sockets=[sock])
+        self._port = sock.getsockname()[1]
+        task_status.started()
+        try:
+            assert self._stop is not None
+            await self._stop.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _shutdown(server)
+            sock.close()
+
+    # ---- thread lifecycle ----------------------------------------------------------------
+
+    def start_in_thread(self) -> Self:
+        """Run the server on a background thread (for sync code); `stop()` ends it."""
+        portal_cm = anyio.from_thread.start_blocking_portal()
+        portal = portal_cm.__enter__()
+        try:
+            thread_cm = portal.wrap_async_context_manager(self)
+            thread_cm.__enter__()
+        except BaseException:
+            portal_cm.__exit__(*sys.exc_info())
+            raise
+        self._portal_cm, self._thread_cm = portal_cm, thread_cm
+        return self
+
+    def stop(self) -> None:
+        """Stop a server started with `start_in_thread()`."""
+        thread_cm, self._thread_cm = self._thread_cm, None
+        portal_cm, self._portal_cm = self._portal_cm, None
+        try:
+            if thread_cm is not None:
+                thread_cm.__exit__(None, None, None)
+        finally:
+            if portal_cm is not None:
+                portal_cm.__exit__(None, None, None)
+
+    def __enter__(self) -> Self:
+        return self.start_in_thread()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+async def _shutdown(server: Any) -> None:
+    """Close uvicorn's listeners and connections, waiting (bounded) for responses to finish."""
+    for listener in server.servers:
+        listener.close()
+    for connection in list(server.server_state.connections):
+        connection.shutdown()
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        while server.server_state.connections:
+            await anyio.sleep(0.005)
+    for task in list(server.server_state.tasks):
+        task.cancel()
+    for connection in list(server.server_state.connections):
+        transport = getattr(connection, "transport", None)
+        if transport is not None:
+            transport.close()
+    for listener in server.servers:
+        await listener.wait_closed()
+
+
+# ---- command line -------------------------------------------------------------------------
+
+
+def load_script(spec: str) -> Respond:
+    """The `respond` function of a built-in script name, a `.py` file, or a module name.
+
+    Raises:
+        ValueError: The script cannot be found or defines no callable `respond`.
+    """
+    if spec in BUILTIN_SCRIPTS:
+        module: Any = importlib.import_module(BUILTIN_SCRIPTS[spec])
+    elif spec.endswith(".py") or Path(spec).is_file():
+        path = Path(spec)
+        if not path.is_file():
+            raise ValueError(f"script file not found: {spec}")
+        module_spec = importlib.util.spec_from_file_location(f"_nodmix_script_{path.stem}", path)
+        if module_spec is None or module_spec.loader is None:
+            raise ValueError(f"cannot load script file: {spec}")
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(spec)
+        except ImportError as exc:
+            builtins = ", ".join(sorted(BUILTIN_SCRIPTS))
+            raise ValueError(
+                f"unknown script {spec!r}: not a built-in ({builtins}), file or module ({exc})"
+            ) from None
+    respond = getattr(module, "respond", None)
+    if not callable(respond):
+        raise ValueError(f"script {spec!r} defines no respond(request) function")
+    return respond  # type: ignore[no-any-return]
+
+
+async def _serve_until_signal(server: ScriptedModelServer) -> None:
+    async with server:
+        print(f"listening on {server.base_url}", flush=True)
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                return
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the scripted model server until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m nodmix.testing.model_server",
+        description="A scripted OpenAI/Anthropic-compatible model server for trying Nodmix.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--script",
+        default="echo",
+        help=f"built-in ({', '.join(sorted(BUILTIN_SCRIPTS))}), a .py file or a module"
+        " defining respond(request)",
+    )
+    parser.add_argument("--api-key", default=None, help="require this API key")
+    parser.add_argument("--model", action="append", default=None, help="listed model id")
+    args = parser.parse_args(argv)
+    try:
+        respond = load_script(args.script)
+    except ValueError as exc:
+        print(f"model_server: error: {exc}", file=sys.stderr)
+        return 2
+    server = ScriptedModelServer(
+        respond,
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        models=args.model or ("scripted",),
+    )
+    anyio.run(_serve_until_signal, server)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""Built-in respond functions for the scripted model server (and `FunctionProvider`).
+
+Run one with `python -m nodmix.testing.model_server --script <name>`:
+
+- `echo`: answers with the text of the last user message. The simplest way to check that
+  Nodmix, its config and a provider adapter are wired up, without a paid API key.
+- `tool-then-answer`: if the last user message asks to read or list something, calls the
+  matching tool once (a tool named in the message, else a `read`/`list`-like tool the
+  request offers) with the path from the message, then answers with the tool result's
+  text. Otherwise it behaves like `echo`. Exercises a full tool round trip.
+
+A custom script is a Python file or module defining `respond(request: ModelRequest)`
+returning `ModelReply` or `ModelError` (see `nodmix.providers.fake`).
+"""
+
+BUILTIN_SCRIPTS = {
+    "echo": "nodmix.testing.scripts.echo",
+    "tool-then-answer": "nodmix.testing.scripts.tool_then_answer",
+    "tool_then_answer": "nodmix.testing.scripts.tool_then_answer",
+}
+"""Built-in script names -> their modules."""

@@ -1,0 +1,96 @@
+"""`python -m nodmix.testing.model_server` as a real subprocess."""
+
+from __future__ import annotations
+
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+
+pytestmark = pytest.mark.integration
+
+DEADLINE = 10.0
+
+
+def read_line(proc: subprocess.Popen[str], deadline: float = DEADLINE) -> str:
+    """One stdout line, failing instead of hanging if the server never prints it."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=deadline):
+            raise AssertionError("the server printed nothing in time")
+    return proc.stdout.readline()
+
+
+@contextmanager
+def running(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    with subprocess.Popen(
+        [sys.executable, "-m", "nodmix.testing.model_server", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            line = read_line(proc)
+            assert line.startswith("listening on http://127.0.0.1:"), line
+            yield proc, line.split()[-1]
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=DEADLINE)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def chat(base_url: str, text: str) -> str:
+    response = httpx2.post(
+        f"{base_url}/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": text}]},
+        timeout=5,
+    )
+    return str(response.json()["choices"][0]["message"]["content"])
+
+
+def test_the_echo_server_answers_and_stops_cleanly_on_sigint() -> None:
+    start = time.monotonic()
+    with running("--script", "echo") as (proc, base_url):
+        assert base_url.endswith("/v1")
+        assert chat(base_url, "ping") == "ping"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=DEADLINE) == 0
+        assert proc.stderr is not None
+        assert proc.stderr.read() == ""
+    assert time.monotonic() - start < DEADLINE
+
+
+def test_a_script_file_defines_the_answers(tmp_path: Path) -> None:
+    script = tmp_path / "shout.py"
+    script.write_text(
+        "from nodmix.providers.fake import ModelReply\n"
+        "from nodmix.testing.scripts.echo import last_user_text\n"
+        "def respond(request):\n"
+        "    return ModelReply.text((last_user_text(request) or '').upper())\n",
+        encoding="utf-8",
+    )
+    with running("--script", str(script)) as (_, base_url):
+        assert chat(base_url, "quiet") == "QUIET"
+
+
+def test_an_unknown_script_exits_with_a_one_line_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "nodmix.testing.model_server", "--script", "no-such-script"],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("model_server: error: unknown script 'no-such-script'")
+    assert "echo, tool-then-answer" in result.stderr

@@ -1,0 +1,127 @@
+"""The built-in scripts: `echo` and `tool-then-answer`."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodmix.messages import (
+    AssistantMessage,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    user_message,
+)
+from nodmix.providers.base import ModelRequest, ModelSpec, collect
+from nodmix.providers.fake import FunctionProvider, ModelReply, ReplyToolCall
+from nodmix.testing.model_server import load_script
+from nodmix.testing.scripts import echo, tool_then_answer
+from nodmix.tools.base import ToolSpec
+
+PATH = {"type": "object", "properties": {"path": {"type": "string"}}}
+READ = ToolSpec(name="read", description="", parameters=PATH)
+LS = ToolSpec(name="ls", description="", parameters=PATH)
+FETCH = ToolSpec(
+    name="web_fetch",
+    description="",
+    parameters={
+        "type": "object",
+        "properties": {"max": {"type": "integer"}, "url": {"type": "string"}},
+        "required": ["url"],
+    },
+)
+
+
+def request(*messages: object, tools: list[ToolSpec] | None = None) -> ModelRequest:
+    return ModelRequest(
+        model=ModelSpec(provider="t", id="m"),
+        system="",
+        messages=[user_message(m) if isinstance(m, str) else m for m in messages],  # type: ignore[misc]
+        tools=tools if tools is not None else [READ, LS, FETCH],
+    )
+
+
+def test_echo_answers_with_the_last_user_text() -> None:
+    assert echo.respond(request("first", "second")) == ModelReply.text("second")
+    assert echo.respond(request()) == ModelReply.text("(no user message)")
+    assert echo.respond(request("")) == ModelReply.text("(empty message)")
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "arguments"),
+    [
+        ("read notes.txt", "read", {"path": "notes.txt"}),
+        ("Please read the file `docs/guide.md`.", "read", {"path": "docs/guide.md"}),
+        ("show me notes.txt", "read", {"path": "notes.txt"}),
+        ("list the files in src", "ls", {"path": "src"}),
+        ("List the current directory.", "ls", {"path": "."}),
+        ("ls ..", "ls", {"path": ".."}),
+        (
+            "use web_fetch https://example.com/a?b=1",
+            "web_fetch",
+            {"url": "https://example.com/a?b=1"},
+        ),
+    ],
+)
+def test_reading_and_listing_requests_call_the_matching_tool(
+    text: str, name: str, arguments: dict[str, str]
+) -> None:
+    reply = tool_then_answer.respond(request(text))
+    assert reply.tool_calls == (ReplyToolCall(name, arguments),)
+
+
+def test_verbs_fall_back_to_other_tool_names() -> None:
+    read_file = ToolSpec(name="read_file", description="", parameters=PATH)
+    reply = tool_then_answer.respond(request("read a.txt", tools=[read_file]))
+    assert reply.tool_calls == (ReplyToolCall("read_file", {"path": "a.txt"}),)
+
+
+def test_without_a_matching_tool_it_echoes() -> None:
+    assert tool_then_answer.respond(request("read a.txt", tools=[])) == ModelReply.text(
+        "read a.txt"
+    )
+    assert tool_then_answer.respond(request("hello")) == ModelReply.text("hello")
+
+
+def test_after_the_tool_ran_it_answers_with_the_results() -> None:
+    call = AssistantMessage(
+        content=(
+            ToolCallBlock(id="1", name="read", arguments={"path": "a"}),
+            ToolCallBlock(id="2", name="read", arguments={"path": "b"}),
+        )
+    )
+    results = [
+        ToolResultMessage(
+            tool_call_id=i, tool_name="read", content=(TextBlock(text=t),), is_error=False
+        )
+        for i, t in (("1", "alpha"), ("2", "beta"))
+    ]
+    assert tool_then_answer.respond(request("read a and b", call, *results)) == ModelReply.text(
+        "alpha\nbeta"
+    )
+
+
+@pytest.mark.anyio
+async def test_the_full_round_trip_through_a_function_provider() -> None:
+    provider = FunctionProvider(tool_then_answer.respond)
+    first = request("read notes.txt")
+    call = await collect(provider, first)
+    result = ToolResultMessage(
+        tool_call_id=call.tool_calls[0].id,
+        tool_name="read",
+        content=(TextBlock(text="the notes"),),
+        is_error=False,
+    )
+    answer = await collect(provider, request(*first.messages, call, result))
+    assert answer.text == "the notes"
+
+
+@pytest.mark.parametrize(
+    "name", ["echo", "tool-then-answer", "tool_then_answer", "nodmix.testing.scripts.echo"]
+)
+def test_scripts_load_by_name_or_module(name: str) -> None:
+    assert callable(load_script(name))
+
+
+def test_loading_a_module_without_respond_fails_clearly() -> None:
+    with pytest.raises(ValueError, match="defines no respond"):
+        load_script("nodmix.testing.scripts")
