@@ -26,6 +26,11 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     state.mkdir()
     monkeypatch.setenv("NODMIX_STATE_DIR", str(state))
     monkeypatch.setenv("NODMIX_CONFIG_PATH", str(state / "nodmix.json"))
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "NODMIX_GATEWAY_TOKEN"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENROUTER_API_KEY",
+        "NODMIX_GATEWAY_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
     yield state

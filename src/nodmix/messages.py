@@ -11,7 +11,7 @@ which keeps appending and loading transcripts fast.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -96,6 +96,7 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", rena
 class UserMessage(_Message, frozen=True, tag="user"):
     """What the user said."""
 
+    role: ClassVar[Literal["user"]] = "user"
     content: tuple[UserBlock, ...]
     timestamp: int = msgspec.field(default_factory=now_ms)
 
@@ -108,6 +109,7 @@ class UserMessage(_Message, frozen=True, tag="user"):
 class AssistantMessage(_Message, frozen=True, tag="assistant"):
     """One model response: text, reasoning and tool calls."""
 
+    role: ClassVar[Literal["assistant"]] = "assistant"
     content: tuple[AssistantBlock, ...]
     provider: str = ""
     model: str = ""
@@ -131,6 +133,7 @@ class AssistantMessage(_Message, frozen=True, tag="assistant"):
 class ToolResultMessage(_Message, frozen=True, tag="toolResult"):
     """The result of one tool call, fed back to the model."""
 
+    role: ClassVar[Literal["toolResult"]] = "toolResult"
     tool_call_id: str
     tool_name: str
     content: tuple[ResultBlock, ...]

@@ -50,6 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _first_nodmix_error(group: BaseExceptionGroup[BaseException]) -> NodmixError | None:
+    """The first Nodmix error inside an exception group (task groups wrap what they raise)."""
+    for exc in group.exceptions:
+        if isinstance(exc, NodmixError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_nodmix_error(exc)
+            if found is not None:
+                return found
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     parser = build_parser()
@@ -65,6 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(handler(args))
+    except BaseExceptionGroup as group:
+        first = _first_nodmix_error(group)
+        if first is None:
+            raise
+        if verbose:
+            traceback.print_exc()
+        print(f"nodmix: error: {first}", file=sys.stderr)
+        return 1
     except NodmixError as exc:
         if verbose:
             traceback.print_exc()

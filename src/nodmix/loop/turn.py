@@ -44,7 +44,7 @@ from nodmix.messages import (
 )
 from nodmix.providers.base import ModelRequest, ModelSpec
 from nodmix.providers.retry import RetryPolicy
-from nodmix.tools.base import Tool, ToolContext, ToolResult
+from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
 
 ABORTED_RESULT = "The turn was cancelled before this tool call finished."
 
@@ -61,27 +61,13 @@ class SessionLike(Protocol):
     @property
     def agent_id(self) -> str: ...
 
-    def history(self) -> list[Message]:
+    def messages_for_model(self) -> list[Message]:
         """The replayed messages the model should see (repaired, compaction applied)."""
         ...
 
     def append_message(self, message: Message, *, parent_tool_call_id: str | None = None) -> Any:
         """Append one message to the transcript."""
         ...
-
-
-class ToolRunner(Protocol):
-    """The tool executor: policy, hooks, validation and error capture around a tool call."""
-
-    async def run(
-        self,
-        tool: Tool,
-        args: dict[str, Any],
-        ctx: ToolContext,
-        *,
-        kind: Any = "tool",
-        input_kind: str | None = None,
-    ) -> ToolResult: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,7 +195,7 @@ class _Turn:
             AssembleParams(
                 session_id=req.session.session_id,
                 session_key=req.session.key,
-                messages=req.session.history(),
+                messages=req.session.messages_for_model(),
                 token_budget=0,
                 available_tools=frozenset(t.spec.name for t in tools.visible),
                 model=self.model_label,
@@ -284,7 +270,15 @@ class _Turn:
                 workspace=req.agent.workspace,
                 extra=dict(req.tools.context_extra),
             )
-            result = await self.deps.executor.run(tool, dict(call.arguments), ctx)
+            args = dict(call.arguments)
+            input_kind = getattr(tool, "hook_input_kind", None)
+            result = await self.deps.executor.run(
+                tool,
+                args,
+                ctx,
+                kind=getattr(tool, "hook_kind", "tool"),
+                input_kind=input_kind(args) if input_kind else None,
+            )
         message = ToolResultMessage(
             tool_call_id=call.id,
             tool_name=call.name,

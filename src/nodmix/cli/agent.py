@@ -1,0 +1,256 @@
+"""`nodmix agent`: one turn (`-m TEXT`) or an interactive chat, in process or via the gateway."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from nodmix.cli.common import common_parent
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `agent` command."""
+    p = sub.add_parser(
+        "agent",
+        parents=[common_parent()],
+        help="talk to an agent (one message or a chat)",
+        description="Send one message with -m, or start an interactive chat without it.",
+    )
+    p.add_argument("-m", "--message", help="the message; without it an interactive chat starts")
+    p.add_argument("--local", action="store_true", help="run in this process, not via a gateway")
+    p.add_argument("--agent", dest="agent_id", help="agent id (default: main)")
+    p.add_argument("--session-key", help="session key, e.g. agent:main:work or just work")
+    p.add_argument("--model", help="model for this turn, provider/model")
+    p.add_argument("--json", action="store_true", help="print one JSON object with the outcome")
+    p.add_argument("--url", help="gateway URL (default: from config, http://127.0.0.1:18789)")
+    p.add_argument("--token", help="gateway token (default: NODMIX_GATEWAY_TOKEN or config)")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not args.local:
+        from nodmix.cli import remote
+
+        outcome = remote.try_gateway(args)
+        if outcome is not None:
+            return outcome
+    import anyio
+
+    if args.message is None:
+        return anyio.run(_chat, args)
+    return anyio.run(_one_turn, args)
+
+
+# ---- in-process -----------------------------------------------------------------------------
+
+
+async def _one_turn(args: argparse.Namespace) -> int:
+    import anyio
+
+    from nodmix.runtime import Runtime
+
+    printer = EventPrinter(stream_text=not args.json)
+    async with Runtime.open() as runtime:
+        outcome: Any = None
+
+        async def turn() -> None:
+            nonlocal outcome
+            outcome = await runtime.submit(
+                args.message,
+                agent_id=args.agent_id,
+                session_key=args.session_key,
+                emit=printer,
+                model=args.model,
+            )
+
+        interrupted = await _cancellable(turn)
+        if interrupted:
+            print("\nnodmix: turn interrupted; the transcript was kept", file=sys.stderr)
+            return 130
+    await anyio.lowlevel.checkpoint()
+    return _report(outcome, args, printer)
+
+
+def _report(outcome: Any, args: argparse.Namespace, printer: EventPrinter) -> int:
+    from nodmix.runtime import CommandOutcome
+
+    if isinstance(outcome, CommandOutcome):
+        if args.json:
+            _print_json(
+                {
+                    "command": outcome.command,
+                    "message": outcome.message,
+                    "sessionKey": outcome.session_key,
+                    "sessionId": outcome.session_id,
+                }
+            )
+        else:
+            print(outcome.message)
+        return 0
+    result = outcome.result
+    if args.json:
+        _print_json(turn_json(outcome))
+    else:
+        if printer.mid_line:
+            print()
+        if not printer.streamed and result.reply:
+            print(result.reply)
+    return 0 if result.stop_reason not in ("error",) else 1
+
+
+def turn_json(outcome: Any) -> dict[str, Any]:
+    """The `--json` shape of a finished turn."""
+    import msgspec
+
+    result = outcome.result
+    return {
+        "reply": result.reply,
+        "sessionId": outcome.session_id,
+        "sessionKey": outcome.session_key,
+        "agentId": outcome.agent_id,
+        "model": result.model,
+        "usage": msgspec.to_builtins(result.usage),
+        "stopReason": result.stop_reason,
+        "steps": result.steps,
+        "toolCalls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
+        ],
+    }
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    import anyio
+    import anyio.to_thread
+
+    from nodmix.runtime import CommandOutcome, Runtime
+
+    async with Runtime.open() as runtime:
+        agent = runtime.agent(args.agent_id)
+        key = runtime.session_key(agent, args.session_key)
+        print(f"nodmix chat with {agent.name} ({key}). /new starts over, /exit or Ctrl-D quits.")
+        while True:
+            try:
+                line = await anyio.to_thread.run_sync(input, "you> ")
+            except EOFError:
+                print()
+                return 0
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/exit", "/quit"):
+                return 0
+            printer = EventPrinter(stream_text=True)
+            outcome: Any = None
+
+            async def turn(text: str = text, printer: EventPrinter = printer) -> None:
+                nonlocal outcome
+                outcome = await runtime.submit(
+                    text, agent_id=agent.id, session_key=key, emit=printer, model=args.model
+                )
+
+            try:
+                interrupted = await _cancellable(turn)
+            except Exception as exc:  # keep the chat alive after a failed turn
+                from nodmix.errors import NodmixError
+
+                if not isinstance(exc, NodmixError):
+                    raise
+                print(f"\nnodmix: error: {exc}", file=sys.stderr)
+                continue
+            if interrupted:
+                print("\n(interrupted)", file=sys.stderr)
+            elif isinstance(outcome, CommandOutcome):
+                print(outcome.message)
+            elif printer.mid_line:
+                print()
+
+
+async def _cancellable(body: Any) -> bool:
+    """Run `body()`, cancelling it cleanly on Ctrl-C; returns True when it was interrupted."""
+    import signal
+
+    import anyio
+
+    interrupted = False
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    interrupted = True
+                    group.cancel_scope.cancel()
+                    return
+
+        async def work() -> None:
+            nonlocal failure
+            try:
+                await body()
+            except Exception as exc:  # re-raised below, outside the task group's wrapping
+                failure = exc
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        group.start_soon(work)
+    if failure is not None:
+        raise failure
+    return interrupted
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+class EventPrinter:
+    """Shows a turn as it happens: answer text on stdout, tool activity on stderr."""
+
+    def __init__(self, *, stream_text: bool) -> None:
+        self.stream_text = stream_text
+        self.streamed = False
+        self.mid_line = False
+
+    def __call__(self, event: Any) -> None:
+        kind = getattr(event, "kind", "")
+        if kind == "text_delta" and self.stream_text:
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+            self.streamed = True
+            self.mid_line = not event.text.endswith("\n")
+        elif kind == "tool_started":
+            self._line(f"{_indent(event)}→ {event.tool_name}({_args(event.arguments)})")
+        elif kind == "tool_finished":
+            mark = "✗" if event.result.is_error else "✓"
+            name = event.result.tool_name
+            self._line(f"{_indent(event)}{mark} {name} ({event.duration_ms:.0f} ms)")
+        elif kind == "model_fallback":
+            self._line(f"! {event.failed} failed ({event.error}); trying {event.next}")
+        elif kind in ("notice", "compaction") and getattr(event, "message", None) is None:
+            text = getattr(event, "text", None)
+            if text:
+                self._line(f"! {text}")
+        elif kind == "compaction":
+            self._line(f"! {event.message}")
+
+    def _line(self, text: str) -> None:
+        if self.mid_line:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.mid_line = False
+        print(text, file=sys.stderr)
+
+
+def _indent(event: Any) -> str:
+    return "    " if getattr(event, "parent_call_id", None) else "  "
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    parts = []
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = text.replace("\n", "⏎")
+        parts.append(f"{key}={text[:60] + '…' if len(text) > 60 else text}")
+    return ", ".join(parts)[:160]

@@ -1,0 +1,140 @@
+"""The host side of the guest bridge for one code-mode step.
+
+Handler methods run on the sandbox worker thread while the guest is paused inside a call, so
+they only do quick, thread-safe work: answer from the run catalog (search, describe, API data),
+collect output, and *record* tool calls. Recorded calls are dispatched on the event loop after
+the step returns, which is what lets an over-limit batch fail before any of its calls runs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nodmix.catalog import CatalogLookupError
+from nodmix.codemode.runs import NestedCall, RunState
+from nodmix.sandbox import HostCallError
+
+MAX_INPUT_BYTES = 1 << 20
+
+
+class StepHandler:
+    """`HostHandler` for one step of a run."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    # ---- synchronous calls --------------------------------------------------------------------
+
+    def on_call(self, op: str, payload_json: str) -> str | None:
+        """`boot`, `text`, `json`."""
+        if op == "boot":
+            return self.state.boot_json
+        if op == "text":
+            self._output({"type": "text", "text": payload_json})
+            return None
+        if op == "json":
+            self._output({"type": "json", "value": json.loads(payload_json)})
+            return None
+        raise HostCallError(f"unknown bridge operation {op!r}")
+
+    def _output(self, item: dict[str, Any]) -> None:
+        state = self.state
+        size = len(json.dumps(item, ensure_ascii=False).encode()) + 1
+        if state.output_bytes + size > state.settings.max_output_bytes:
+            state.output_exceeded = True
+            raise HostCallError(
+                f"code mode output limit exceeded ({state.settings.max_output_bytes} bytes): "
+                "return a smaller value or summarise instead of printing everything"
+            )
+        state.output_bytes += size
+        state.output.append(item)
+
+    # ---- asynchronous requests ----------------------------------------------------------------
+
+    def on_request(self, request_id: int, op: str, payload_json: str) -> tuple[bool, str] | None:
+        """`search` and `describe` settle at once; `call`/`mcp`/`ns`/`yield` stay pending."""
+        payload = json.loads(payload_json)
+        if op == "search":
+            return self._search(payload)
+        if op == "describe":
+            return self._describe(payload)
+        if op == "call":
+            return self._call(request_id, payload)
+        if op == "yield":
+            self.state.yield_request = (request_id, payload.get("reason"))
+            return None
+        if op == "ns":
+            return self._namespace(request_id, payload)
+        return False, f"unknown bridge operation {op!r}"
+
+    def _search(self, payload: dict[str, Any]) -> tuple[bool, str]:
+        state = self.state
+        limit = payload.get("limit")
+        if limit is None:
+            limit = state.settings.search_default_limit
+        elif (
+            isinstance(limit, bool)
+            or not isinstance(limit, int | float)
+            or limit < 1
+            or (isinstance(limit, float) and not limit.is_integer())
+        ):
+            return False, "limit must be a positive integer."
+        limit = min(int(limit), state.settings.max_search_limit)
+        state.catalog.counters.search += 1
+        hits = state.catalog.search(str(payload.get("query", "")), limit)
+        return True, json.dumps([e.compact() for e in hits], ensure_ascii=False)
+
+    def _describe(self, payload: dict[str, Any]) -> tuple[bool, str]:
+        try:
+            entry = self.state.catalog.find(str(payload.get("ref", "")))
+        except CatalogLookupError as exc:
+            return False, str(exc)
+        self.state.catalog.counters.describe += 1
+        return True, json.dumps(entry.with_schema(), ensure_ascii=False)
+
+    def _call(self, request_id: int, payload: dict[str, Any]) -> tuple[bool, str] | None:
+        try:
+            entry = self.state.catalog.find(str(payload.get("ref", "")))
+        except CatalogLookupError as exc:
+            return False, str(exc)
+        return self._record(request_id, entry, payload.get("input"), kind="call")
+
+    def _namespace(self, request_id: int, payload: dict[str, Any]) -> tuple[bool, str] | None:
+        path = str(payload.get("path", ""))
+        target = self.state.namespace_targets.get(path)
+        if target is None:
+            # Paths come from guest memory, which guest code can forge; only declared ones work.
+            return False, f"unknown namespace function {path!r}"
+        try:
+            entry, tool_input, kind = target.resolve(payload.get("args") or [])
+        except ValueError as exc:
+            return False, str(exc)
+        return self._record(request_id, entry, tool_input, kind=kind)
+
+    def _record(
+        self, request_id: int, entry: Any, tool_input: Any, *, kind: str
+    ) -> tuple[bool, str] | None:
+        state = self.state
+        if tool_input is None:
+            tool_input = {}
+        if not isinstance(tool_input, dict):
+            return False, f"{entry.name} takes one object argument, got {type(tool_input).__name__}"
+        if len(json.dumps(tool_input)) > MAX_INPUT_BYTES:
+            return False, f"input for {entry.name} is larger than {MAX_INPUT_BYTES} bytes"
+        if state.overflow or state.outstanding() >= state.settings.max_pending_tool_calls:
+            state.overflow = True
+            return False, (
+                f"too many pending tool calls (limit {state.settings.max_pending_tool_calls}): "
+                "await some calls before starting more"
+            )
+        call = NestedCall(
+            request_id=request_id,
+            entry=entry,
+            input=tool_input,
+            kind=kind,
+            call_id=state.next_call_id(entry.name),
+            parent_call_id=state.parent_call_id,
+        )
+        state.new_calls.append(call)
+        return None

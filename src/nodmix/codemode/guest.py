@@ -1,0 +1,131 @@
+"""The guest API installed in every code-mode VM: `ALL_TOOLS`, `tools`, `API`, `text`, `json`,
+`yield_control`, plus `MCP` and plugin namespaces when the run can see them.
+
+It is the sandbox "setup script": a function expression that receives the sandbox's private
+capability `{call, request}` and closes over it, so guest code can never reach the bridge.
+Boot data (the compact catalog, safe names, virtual API files, namespace descriptors) comes from
+one synchronous `call("boot")`; everything then lives in the VM heap and survives snapshots.
+Intrinsics are captured before user code runs, so a guest that replaces `JSON` or `Promise`
+cannot change how the bridge behaves.
+"""
+
+from __future__ import annotations
+
+SETUP_SCRIPT = r"""
+function (cap) {
+  const call = cap.call, request = cap.request;
+  const parse = JSON.parse, stringify = JSON.stringify, S = String, E = Error;
+  const freeze = Object.freeze, define = Object.defineProperty, create = Object.create;
+  const keys = Object.keys, isArray = Array.isArray, resolved = Promise.resolve.bind(Promise);
+  const rejected = Promise.reject.bind(Promise);
+  const boot = parse(call('boot', ''));
+
+  function safe(v) {
+    if (v === undefined) return null;
+    try {
+      const s = stringify(v);
+      return s === undefined ? S(v) : parse(s);
+    } catch (e) {
+      if (v instanceof E) return { name: S(v.name), message: S(v.message) };
+      try { return S(v); } catch (_) { return '[unserializable value]'; }
+    }
+  }
+  function frozenCopy(v) {
+    if (v === null || typeof v !== 'object') return v;
+    const out = isArray(v) ? [] : {};
+    for (const k of keys(v)) out[k] = frozenCopy(v[k]);
+    return freeze(out);
+  }
+  function lift(p) {
+    // A bridge promise settles with parsed JSON; errors are plain guest Errors.
+    return p;
+  }
+
+  const callTool = function (ref, input) {
+    return lift(request('call', { ref: S(ref), input: input === undefined ? {} : safe(input) }));
+  };
+  const tools = create(null);
+  tools.search = function (query, options) {
+    const limit = options !== null && typeof options === 'object' && options.limit !== undefined
+      ? options.limit : null;
+    return lift(request('search', { query: query === undefined ? '' : S(query), limit: limit }));
+  };
+  tools.describe = function (id) { return lift(request('describe', { ref: S(id) })); };
+  tools.call = callTool;
+  for (const name of keys(boot.safe)) {
+    const id = boot.safe[name];
+    tools[name] = function (input) { return callTool(id, input); };
+  }
+
+  const files = boot.files;
+  function checkPath(path) {
+    const p = S(path);
+    const parts = p.split('/');
+    for (const part of parts) {
+      if (part === '' || part === '.' || part === '..') {
+        throw new E('API paths are relative file paths like "mcp/index.d.ts"; "." and ".." '
+          + 'segments are not allowed: ' + p);
+      }
+    }
+    return p;
+  }
+  const API = freeze({
+    list: function (prefix) {
+      const pre = prefix === undefined || prefix === null ? '' : S(prefix).replace(/\/+$/, '');
+      const out = [];
+      for (const f of files) {
+        if (pre === '' || f.path === pre || f.path.startsWith(pre + '/')) {
+          out.push({ path: f.path, description: f.description, bytes: f.bytes });
+        }
+      }
+      return resolved(frozenCopy({ files: out }));
+    },
+    read: function (path) {
+      try {
+        const p = checkPath(path);
+        for (const f of files) if (f.path === p) return resolved(frozenCopy(f));
+        return rejected(new E('Unknown API file: ' + p + '. Use API.list() to see the files.'));
+      } catch (e) { return rejected(e); }
+    },
+  });
+
+  function makeNamespace(node, path) {
+    if (node === null || typeof node !== 'object') return node;
+    if (node.$fn !== undefined) {
+      const fnPath = node.$fn;
+      const fn = function () {
+        const args = [];
+        for (let i = 0; i < arguments.length; i++) args.push(safe(arguments[i]));
+        return lift(request('ns', { path: fnPath, args: args }));
+      };
+      return freeze(fn);
+    }
+    if (isArray(node)) return freeze(node.map(function (v) { return makeNamespace(v, path); }));
+    const out = create(null);
+    for (const k of keys(node)) out[k] = makeNamespace(node[k], path + '.' + k);
+    return freeze(out);
+  }
+  const namespaces = create(null);
+  for (const name of keys(boot.namespaces)) {
+    namespaces[name] = makeNamespace(boot.namespaces[name], name);
+  }
+
+  const g = globalThis;
+  const put = function (name, value) {
+    define(g, name, { value: value, enumerable: false, configurable: false, writable: false });
+  };
+  put('ALL_TOOLS', frozenCopy(boot.tools));
+  put('tools', freeze(tools));
+  put('API', API);
+  put('namespaces', freeze(namespaces));
+  for (const name of keys(namespaces)) put(name, namespaces[name]);
+  put('text', function (v) {
+    const s = typeof v === 'string' ? v : stringify(safe(v));
+    call('text', s === undefined ? S(v) : s);
+  });
+  put('json', function (v) { call('json', stringify(safe(v))); });
+  put('yield_control', function (reason) {
+    return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
+  });
+}
+"""

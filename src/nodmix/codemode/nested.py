@@ -1,0 +1,133 @@
+"""Nested tool calls: dispatch through the shared executor, delivery to the guest, projection.
+
+Every guest tool call runs through the same `ToolRunner` as a direct model call (policy hooks,
+validation, error capture, abort), emits the same start/finish events with `parent_call_id`, and
+is written to the transcript as a real tool call under its parent `exec`/`wait` call once the
+guest receives its result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from nodmix.catalog import RunCatalog
+from nodmix.codemode.runs import NestedCall, RunScope, RunState
+from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
+from nodmix.messages import ToolResultMessage
+from nodmix.tools.base import ToolContext, ToolResult, ToolRunner
+
+CANCELLED_TEXT = "Cancelled: the code-mode run ended before this tool call finished."
+
+
+class NestedRecorder(Protocol):
+    """Writes a finished nested call to the transcript (assistant call + tool result)."""
+
+    def __call__(self, parent_call_id: str, call: NestedCall, result: ToolResultMessage) -> None:
+        """Append the projection."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunServices:
+    """What a code-mode run needs from the agent turn that owns it."""
+
+    scope: RunScope
+    catalog: RunCatalog
+    executor: ToolRunner
+    workspace: Path
+    emit: EventSink
+    record: NestedRecorder | None = None
+
+
+def tool_message(call: NestedCall, result: ToolResult) -> ToolResultMessage:
+    """The transcript/event form of a nested result."""
+    return ToolResultMessage(
+        tool_call_id=call.call_id,
+        tool_name=call.entry.name,
+        content=result.content,
+        details=result.details,
+        is_error=result.is_error,
+    )
+
+
+async def run_nested(services: RunServices, state: RunState, call: NestedCall) -> None:
+    """Run one nested call to completion or cancellation; always marks it done."""
+    parent = call.parent_call_id
+    services.emit(
+        ToolCallStarted(
+            call_id=call.call_id,
+            tool_name=call.entry.name,
+            arguments=call.input,
+            parent_call_id=parent,
+            tool_id=call.entry.id,
+        )
+    )
+    result: ToolResult | None = None
+    with anyio.CancelScope() as scope:
+        call.cancel = scope
+        ctx = ToolContext(
+            agent_id=services.scope.agent_id,
+            session_key=services.scope.session_key,
+            session_id=services.scope.session_id,
+            run_id=services.scope.run_id,
+            call_id=call.call_id,
+            workspace=services.workspace,
+            parent_call_id=parent,
+        )
+        result = await services.executor.run(
+            call.entry.tool, dict(call.input), ctx, kind="code_mode_nested"
+        )
+    call.result = result or ToolResult.error(CANCELLED_TEXT)
+    call.finished = time.perf_counter()
+    call.done.set()
+    state.notify()
+    services.emit(
+        ToolCallFinished(
+            result=tool_message(call, call.result),
+            parent_call_id=parent,
+            duration_ms=(call.finished - call.started) * 1000,
+        )
+    )
+
+
+def delivery(call: NestedCall) -> tuple[bool, str]:
+    """What the guest receives: `(True, value_json)` or `(False, error message)`."""
+    result = call.result
+    assert result is not None
+    text = result.text_content
+    if call.kind == "mcp":
+        details = result.details
+        if isinstance(details, dict) and "content" in details:
+            return True, _dumps(details)  # MCP isError results resolve; the guest inspects them
+        return False, text or f"{call.entry.name} failed"
+    if result.is_error:
+        return False, text or f"{call.entry.name} failed"
+    if call.kind == "ns":
+        value = result.details if result.details is not None else {"text": text}
+        return True, _dumps(value)
+    return True, _dumps({"tool": call.entry.id, "text": text, "details": result.details})
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def project(services: RunServices, call: NestedCall) -> None:
+    """Record a delivered nested call in the transcript under its parent call."""
+    if services.record is None or call.result is None:
+        return
+    services.record(call.parent_call_id, call, tool_message(call, call.result))
+
+
+def cancel_all(state: RunState) -> None:
+    """Cancel every nested call of a run that is still running; drop undispatched ones."""
+    for call in state.calls.values():
+        if call.cancel is not None and not call.done.is_set():
+            call.cancel.cancel()
+    state.new_calls.clear()

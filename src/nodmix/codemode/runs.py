@@ -1,0 +1,172 @@
+"""Host-side state of a code-mode run, and the store of suspended runs.
+
+A run starts with `exec` and may be continued by `wait` steps. The VM never stays alive between
+steps: a suspended run is its compressed snapshot plus the host state the snapshot does not hold
+(nested calls in flight, output so far, catalog counters, scope). Runs live only in this process,
+are scoped to the agent and session that created them, expire after `snapshotTtlSeconds`, and
+are capped at 64 per process.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from nodmix.catalog import CatalogEntry, RunCatalog
+from nodmix.codemode.settings import SUSPENDED_RUN_CAP, CodeModeSettings
+from nodmix.tools.base import ToolResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunScope:
+    """Who a code-mode run belongs to."""
+
+    agent_id: str
+    session_key: str
+    session_id: str
+    run_id: str
+    """The agent turn that started it."""
+
+
+@dataclass(slots=True, kw_only=True)
+class NestedCall:
+    """One tool call made by guest code."""
+
+    request_id: int
+    entry: CatalogEntry
+    input: dict[str, Any]
+    call_id: str
+    kind: str = "call"
+    """`call` (tools.*), `mcp` (MCP namespace), `ns` (plugin namespace)."""
+    parent_call_id: str = ""
+    """The `exec`/`wait` call during which the guest made this call."""
+    result: ToolResult | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    cancel: anyio.CancelScope | None = None
+    started: float = field(default_factory=time.perf_counter)
+    finished: float | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The pending-call shape shown in a `waiting` result (no raw input)."""
+        return {"id": str(self.request_id), "toolId": self.entry.id, "toolName": self.entry.name}
+
+
+@dataclass(slots=True, kw_only=True)
+class RunState:
+    """Everything a run keeps between steps apart from the VM snapshot."""
+
+    scope: RunScope
+    settings: CodeModeSettings
+    catalog: RunCatalog
+    boot_json: str
+    """The guest boot data (catalog, safe names, API files, namespaces), built once per run."""
+    output: list[dict[str, Any]] = field(default_factory=list)
+    output_bytes: int = 2
+    output_exceeded: bool = False
+    calls: dict[int, NestedCall] = field(default_factory=dict)
+    """Dispatched calls whose results the guest has not received yet."""
+    new_calls: list[NestedCall] = field(default_factory=list)
+    """Calls recorded during the current step, dispatched when it returns."""
+    yield_request: tuple[int, str | None] | None = None
+    overflow: bool = False
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    seq: int = 0
+    parent_call_id: str = ""
+    nested_errors: set[str] = field(default_factory=set)
+    """Messages of errors delivered to the guest, to recognise an uncaught tool failure."""
+    namespace_targets: dict[str, Any] = field(default_factory=dict)
+    """Host-side map of callable namespace paths (filled by the namespace runtime)."""
+
+    def next_call_id(self, tool_name: str) -> str:
+        """Id of a nested call: parent call, tool and a per-run sequence number."""
+        self.seq += 1
+        parent = "".join(c if c.isalnum() or c in "_.:-" else "_" for c in self.parent_call_id)
+        return f"{parent[:120] or 'call'}:{tool_name}:{self.seq}"
+
+    def outstanding(self) -> int:
+        """Calls in flight or recorded and not yet delivered."""
+        return len(self.calls) + len(self.new_calls)
+
+    def notify(self) -> None:
+        """Wake whoever waits for a nested call to settle."""
+        self.changed.set()
+
+
+@dataclass(slots=True, kw_only=True)
+class SuspendedRun:
+    """A run parked between steps."""
+
+    id: str
+    state: RunState
+    snapshot: bytes
+    expires_at: float
+    reason: str
+    resuming: bool = False
+
+
+class RunStoreFull(Exception):
+    """The per-process cap of suspended runs is reached."""
+
+
+class RunStore:
+    """The in-process map of suspended runs (never written to disk)."""
+
+    def __init__(
+        self, *, cap: int = SUSPENDED_RUN_CAP, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._runs: OrderedDict[str, SuspendedRun] = OrderedDict()
+        self._expired: OrderedDict[str, RunScope] = OrderedDict()
+        self._cap = cap
+        self._clock = clock
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def park(self, state: RunState, snapshot: bytes, reason: str) -> SuspendedRun:
+        """Store a suspended run under a new id."""
+        if len(self._runs) >= self._cap:
+            raise RunStoreFull
+        run = SuspendedRun(
+            id=f"cm_{uuid.uuid4().hex}",
+            state=state,
+            snapshot=snapshot,
+            reason=reason,
+            expires_at=self._clock() + state.settings.snapshot_ttl_seconds,
+        )
+        self._runs[run.id] = run
+        return run
+
+    def get(self, run_id: str) -> SuspendedRun | None:
+        """A live run by id."""
+        return self._runs.get(run_id)
+
+    def was_expired(self, run_id: str) -> RunScope | None:
+        """The scope of a run that expired recently (to tell `wait` it expired, not unknown)."""
+        return self._expired.get(run_id)
+
+    def drop(self, run_id: str) -> SuspendedRun | None:
+        """Remove a run (it completed, failed, or was resumed into a new suspension)."""
+        return self._runs.pop(run_id, None)
+
+    def expire(self) -> list[SuspendedRun]:
+        """Remove and return the runs whose TTL passed (not the ones being resumed)."""
+        now = self._clock()
+        gone = [r for r in self._runs.values() if r.expires_at <= now and not r.resuming]
+        for run in gone:
+            del self._runs[run.id]
+            self._expired[run.id] = run.state.scope
+            while len(self._expired) > 1024:
+                self._expired.popitem(last=False)
+        return gone
+
+    def clear(self) -> list[SuspendedRun]:
+        """Remove every run (process shutdown)."""
+        runs = list(self._runs.values())
+        self._runs.clear()
+        return runs

@@ -1,0 +1,331 @@
+"""The composition root: config in, a running Nodmix out.
+
+`Runtime` is the only place that knows the concrete classes. It owns every long-lived resource
+(provider HTTP clients, MCP connections, the code-mode engine and its suspended runs, the session
+manager) through one `AsyncExitStack`, and runs turns for the CLI and the gateway alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.codemode import CodeModeEngine
+from nodmix.config import LoadedConfig, load_config
+from nodmix.config import paths as config_paths
+from nodmix.context.base import ContextEngine, EngineContext
+from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
+from nodmix.errors import ConfigError, PluginError, SessionError
+from nodmix.events import EventSink, Notice, TurnFailed, discard
+from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
+from nodmix.messages import user_message
+from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
+from nodmix.plugins.registry import CORE_OWNER
+from nodmix.providers.retry import RetryPolicy
+from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
+from nodmix.sessions import Session, SessionManager, resolve_session_key
+from nodmix.tools import Tool
+from nodmix.tools.executor import ToolExecutor
+
+log = logging.getLogger("nodmix.runtime")
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnOutcome:
+    """A finished turn and where it was recorded."""
+
+    result: TurnResult
+    agent_id: str
+    session_key: str
+    session_id: str
+
+
+@dataclass(slots=True, kw_only=True)
+class CommandOutcome:
+    """A chat command (`/new`, `/compact`) that ran instead of a turn."""
+
+    command: str
+    message: str
+    session_key: str
+    session_id: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class _PluginTools:
+    def __init__(self, registry: PluginRegistry) -> None:
+        self._registry = registry
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return self._registry.plugin_tools()
+
+
+class Runtime:
+    """A running Nodmix: use `async with Runtime.open() as runtime`."""
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        env: Mapping[str, str],
+        state_dir: Path,
+        registry: PluginRegistry,
+        plugin_statuses: list[PluginStatus],
+        router: ProviderRouter,
+        sessions: SessionManager,
+        engine: CodeModeEngine,
+        tool_sources: Sequence[ToolProvider],
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.env = env
+        self.state_dir = state_dir
+        self.registry = registry
+        self.plugin_statuses = plugin_statuses
+        self.router = router
+        self.sessions = sessions
+        self.engine = engine
+        self.tool_sources = list(tool_sources)
+        self.executor = ToolExecutor(registry.hooks)
+        self.retry = retry
+        self._engines: dict[str, ContextEngine] = {}
+        self.services: dict[str, Any] = {}
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        loaded: LoadedConfig | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        extra_sources: Sequence[ToolProvider] = (),
+    ) -> AsyncIterator[Runtime]:
+        """Build every part from config and close them all on exit."""
+        env = dict(os.environ if env is None else env)
+        loaded = loaded or load_config(env=env)
+        state_dir = config_paths.state_dir(env)
+        registry = PluginRegistry()
+        registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
+        statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
+        async with contextlib.AsyncExitStack() as stack:
+            router = ProviderRouter(loaded.config.models, env)
+            stack.push_async_callback(router.aclose)
+            sessions = SessionManager(state_dir)
+            stack.callback(sessions.close)
+            engine = CodeModeEngine()
+            await stack.enter_async_context(engine.running())
+            sources: list[ToolProvider] = [_PluginTools(registry)]
+            mcp = await _open_mcp(stack, loaded, env)
+            if mcp is not None:
+                sources.append(mcp)
+            sources.extend(extra_sources)
+            runtime = cls(
+                loaded,
+                env=env,
+                state_dir=state_dir,
+                registry=registry,
+                plugin_statuses=statuses,
+                router=router,
+                sessions=sessions,
+                engine=engine,
+                tool_sources=sources,
+                retry=retry,
+            )
+            runtime.services["mcp"] = mcp
+            try:
+                yield runtime
+            finally:
+                await runtime._dispose_engines()
+
+    # ---- agents, models, engines --------------------------------------------------------------
+
+    def agent(self, agent_id: str | None = None) -> AgentProfile:
+        """A resolved agent profile (`main` by default)."""
+        return resolve_agent(self.config, agent_id or config_paths.DEFAULT_AGENT_ID, env=self.env)
+
+    def agent_ids(self) -> list[str]:
+        """Configured agent ids."""
+        return agent_ids(self.config)
+
+    def model_refs(self, agent: AgentProfile, override: str | None = None) -> tuple[str, ...]:
+        """Primary model (or the override) then the fallbacks, each checked to resolve."""
+        primary = override or default_model_ref(agent.model, self.env)
+        refs = tuple(dict.fromkeys((primary, *agent.fallbacks)))
+        for ref in refs:
+            self.router.model_spec(ref)  # unknown providers/models fail before the turn starts
+        return refs
+
+    def context_engine(self) -> ContextEngine:
+        """The engine `plugins.slots.contextEngine` selects (`legacy` by default)."""
+        engine_id = self.config.plugins.slots.context_engine or LEGACY_ENGINE_ID
+        if engine_id in self._engines:
+            return self._engines[engine_id]
+        owned = self.registry.context_engines.get(engine_id)
+        if owned is None:
+            known = ", ".join(sorted(self.registry.context_engines)) or "none"
+            raise PluginError(
+                f"context engine {engine_id!r} (plugins.slots.contextEngine) is not registered "
+                f"(registered: {known}); enable the plugin that provides it or set the slot back "
+                "to 'legacy'"
+            )
+        entry = self.config.plugins.entries.get(owned.owner)
+        ctx = EngineContext(
+            config=dict(entry.config) if entry else {},
+            agent_dir=self.state_dir / "agents",
+            services=self.services,
+        )
+        try:
+            engine = owned.value(ctx)
+        except Exception as exc:
+            raise PluginError(
+                f"context engine {engine_id!r} from plugin {owned.owner!r} failed to start: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        for member in ("info", "ingest", "assemble", "compact"):
+            if not hasattr(engine, member):
+                raise PluginError(
+                    f"context engine {engine_id!r} from plugin {owned.owner!r} has no {member!r}; "
+                    "it does not implement the ContextEngine protocol"
+                )
+        self._engines[engine_id] = engine
+        return engine
+
+    async def _dispose_engines(self) -> None:
+        for engine in self._engines.values():
+            dispose = getattr(engine, "dispose", None)
+            if dispose is not None:
+                with contextlib.suppress(Exception):
+                    await dispose()
+        self._engines.clear()
+
+    # ---- sessions ------------------------------------------------------------------------------
+
+    def session_key(self, agent: AgentProfile, session_key: str | None) -> str:
+        """Full session key for an agent (`agent:<id>:main` by default; bare names allowed)."""
+        key = resolve_session_key(session_key, default_agent_id=agent.id)
+        if key.agent_id != agent.id:
+            raise SessionError(
+                f"session key {str(key)!r} belongs to agent {key.agent_id!r}, not {agent.id!r}"
+            )
+        return str(key)
+
+    def open_session(self, agent: AgentProfile, session_key: str | None) -> Session:
+        """Open (or create) a session of an agent."""
+        agent.workspace.mkdir(parents=True, exist_ok=True)
+        return self.sessions.open(self.session_key(agent, session_key), workspace=agent.workspace)
+
+    # ---- turns ---------------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        text: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        emit: EventSink = discard,
+        model: str | None = None,
+    ) -> TurnOutcome | CommandOutcome:
+        """A chat message: a `/command` or a turn."""
+        stripped = text.strip()
+        if stripped.split(maxsplit=1)[0:1] == ["/new"]:
+            return self.new_session(agent_id=agent_id, session_key=session_key)
+        return await self.run_turn(
+            text, agent_id=agent_id, session_key=session_key, emit=emit, model=model
+        )
+
+    def new_session(
+        self, *, agent_id: str | None = None, session_key: str | None = None
+    ) -> CommandOutcome:
+        """`/new`: start a fresh transcript under the same key (the old one stays on disk)."""
+        agent = self.agent(agent_id)
+        key = self.session_key(agent, session_key)
+        session = self.sessions.reset(key, workspace=agent.workspace)
+        return CommandOutcome(
+            command="new",
+            message="Started a new session.",
+            session_key=key,
+            session_id=session.session_id,
+        )
+
+    async def run_turn(
+        self,
+        text: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        emit: EventSink = discard,
+        model: str | None = None,
+    ) -> TurnOutcome:
+        """Run one agent turn on a session; a second turn on the same session waits."""
+        agent = self.agent(agent_id)
+        key = self.session_key(agent, session_key)
+        refs = self.model_refs(agent, model)
+        context = self.context_engine()
+        async with self.sessions.turn_lock(key):
+            session = self.open_session(agent, key)
+            run_id = f"run_{uuid.uuid4().hex[:16]}"
+            try:
+                tools = await build_run_tools(
+                    ToolsetInputs(
+                        tools_config=self.config.tools,
+                        agent=agent,
+                        session=session,
+                        run_id=run_id,
+                        emit=emit,
+                        executor=self.executor,
+                        engine=self.engine,
+                        sources=self.tool_sources,
+                    )
+                )
+                deps = TurnDeps(
+                    models=self.router, executor=self.executor, context=context, retry=self.retry
+                )
+                request = TurnRequest(
+                    agent=agent,
+                    session=session,
+                    prompt=user_message(text),
+                    run_id=run_id,
+                    tools=tools,
+                    model_refs=refs,
+                )
+                result = await run_turn(deps, request, emit)
+            except Exception as exc:
+                emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
+                raise
+            last = result.last_message
+            session.update_usage(
+                result.usage,
+                context_tokens=last.usage.context_tokens if last else None,
+                model=result.model,
+            )
+            if result.stop_reason == "max_steps":
+                emit(Notice(level="warning", text=f"stopped after {result.steps} steps"))
+        return TurnOutcome(
+            result=result, agent_id=agent.id, session_key=key, session_id=session.session_id
+        )
+
+
+async def _open_mcp(
+    stack: contextlib.AsyncExitStack, loaded: LoadedConfig, env: Mapping[str, str]
+) -> ToolProvider | None:
+    servers = loaded.config.mcp.servers
+    if not any(s.enabled for s in servers.values()):
+        return None
+    try:
+        from nodmix.mcp import MCPManager
+    except ImportError as exc:  # pragma: no cover - the mcp extra is a hard dependency
+        raise ConfigError(
+            f"MCP servers are configured but MCP support failed to load: {exc}"
+        ) from exc
+    manager = MCPManager(servers, env)
+    await stack.enter_async_context(manager)
+    return manager
