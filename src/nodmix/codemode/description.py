@@ -20,9 +20,9 @@ EXEC_BASE = (
     "- `ALL_TOOLS`: compact list of available tools ({id, name, description, source}).\n"
     "- `await tools.search(query, {limit})`: best-matching tools for a plain-language query.\n"
     "- `await tools.describe(id)`: one tool with its input JSON Schema.\n"
-    "- `await tools.call(id, input)`: run a tool; resolves to {tool, result} where result has "
-    "`content` (text the tool produced) and `details` (structured data), rejects with an Error "
-    "when the tool fails. `tools.<name>(input)` is a shortcut for unambiguous tool names.\n"
+    "- `await tools.call(id, input)`: run a tool; resolves to {tool, text, details} (`text` is "
+    "what the tool printed, `details` its structured data) and rejects with an Error when the "
+    "tool fails. `tools.<name>(input)` is a shortcut for unambiguous tool names.\n"
     "- `text(value)` / `json(value)`: add output for the user; the returned value is your result.\n"
     "Start several calls with Promise.all to run them in parallel. If the result has status "
     '"waiting", tools are still running: call `wait` with its runId.'

@@ -110,6 +110,50 @@ function (cap) {
     namespaces[name] = makeNamespace(boot.namespaces[name], name);
   }
 
+  function mcpServer(ident, node, info) {
+    const out = create(null);
+    for (const k of keys(node)) out[k] = makeNamespace(node[k], 'MCP.' + ident + '.' + k);
+    out.$api = function (toolName, options) {
+      const wantSchema = options !== null && typeof options === 'object' && options.schema === true;
+      let tools = info.tools, scope = 'server', header = info.header;
+      if (toolName !== undefined && toolName !== null) {
+        const t = S(toolName);
+        tools = info.tools.filter(function (x) {
+          return x.method === t || x.path.join('.') === t || x.mcpTool === t;
+        });
+        if (tools.length === 0) {
+          return rejected(new E('Unknown MCP tool ' + t + ' on server ' + ident
+            + '; call MCP.' + ident + '.$api() to list its tools.'));
+        }
+        if (tools.length === 1) {
+          scope = 'tool';
+          header = info.toolHeaders[tools[0].path.join('.')];
+        }
+      }
+      const out2 = { kind: 'mcp_api', scope: scope, server: info.server, header: header,
+                     tools: tools, note: info.note };
+      if (wantSchema) {
+        const schemas = {};
+        for (const x of tools) schemas[x.path.join('.')] = info.schemas[x.path.join('.')];
+        out2.schemas = schemas;
+      }
+      return resolved(frozenCopy(out2));
+    };
+    return freeze(out);
+  }
+  if (boot.mcp) {
+    const api = boot.mcp.api;
+    const root = create(null);
+    root.$api = function () {
+      return resolved(frozenCopy({ kind: 'mcp_api', scope: 'root', header: api.$root.header,
+                                   servers: api.$root.servers, note: api.$root.note }));
+    };
+    for (const ident of keys(boot.mcp.descriptor)) {
+      root[ident] = mcpServer(ident, boot.mcp.descriptor[ident], api[ident]);
+    }
+    namespaces.MCP = freeze(root);
+  }
+
   const g = globalThis;
   const put = function (name, value) {
     define(g, name, { value: value, enumerable: false, configurable: false, writable: false });

@@ -108,7 +108,7 @@ def delivery(call: NestedCall) -> tuple[bool, str]:
         return False, text or f"{call.entry.name} failed"
     if result.is_error:
         return False, text or f"{call.entry.name} failed"
-    if call.kind == "ns":
+    if call.kind in ("ns", "mcp_aux"):
         value = result.details if result.details is not None else {"text": text}
         return True, _dumps(value)
     return True, _dumps({"tool": call.entry.id, "text": text, "details": result.details})

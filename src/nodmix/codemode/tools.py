@@ -39,14 +39,19 @@ class CodeModeRun:
 
 
 def boot_data(
-    run_catalog: Any, files: Sequence[dict[str, Any]] = (), namespaces: dict[str, Any] | None = None
+    run_catalog: Any,
+    files: Sequence[dict[str, Any]] = (),
+    namespaces: dict[str, Any] | None = None,
+    mcp: dict[str, Any] | None = None,
 ) -> str:
-    """The guest's boot JSON: compact catalog, safe names, API files, namespace descriptors."""
+    """The guest's boot JSON: compact catalog, safe names, API files, namespace descriptors and
+    the MCP namespace (descriptor plus `$api` data), or null when no MCP tool is visible."""
     data = {
         "tools": [e.compact() for e in run_catalog.visible],
         "safe": {name: e.id for name, e in run_catalog.safe_names().items()},
         "files": list(files),
         "namespaces": namespaces or {},
+        "mcp": mcp,
     }
     return json.dumps(data, ensure_ascii=False)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nodmix.codemode.namespaces import NamespaceRegistration
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import (
@@ -111,3 +112,11 @@ class PluginAPI:
     def register_context_engine(self, engine_id: str, factory: ContextEngineFactory) -> None:
         """Offer a context engine; `plugins.slots.contextEngine` selects it by `engine_id`."""
         self._registry.add_context_engine(self.plugin_id, engine_id, factory)
+
+    # ---- code mode ----------------------------------------------------------------------------
+
+    def register_code_mode_namespace(self, registration: NamespaceRegistration) -> None:
+        """Offer a code-mode namespace backed by this plugin's tools (see
+        `nodmix.codemode.namespaces`); it is visible in a run only when all its required tools
+        are, and they are owned by this plugin."""
+        self._registry.add_namespace(self.plugin_id, registration)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from nodmix.codemode.namespaces import NamespaceRegistration, validate_registration
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import Hooks
@@ -44,6 +45,7 @@ class PluginRegistry:
     tools: list[Owned[Tool]] = field(default_factory=list)
     hooks: Hooks = field(default_factory=Hooks)
     context_engines: dict[str, Owned[ContextEngineFactory]] = field(default_factory=dict)
+    namespaces: dict[str, Owned[NamespaceRegistration]] = field(default_factory=dict)
     statuses: dict[str, PluginStatus] = field(default_factory=dict)
 
     def add_tool(self, owner: str, tool: Tool) -> None:
@@ -65,6 +67,24 @@ class PluginRegistry:
                 f"{existing.owner!r}"
             )
         self.context_engines[engine_id] = Owned(owner, factory)
+
+    def add_namespace(self, owner: str, registration: NamespaceRegistration) -> None:
+        """Register a code-mode namespace (validated now; visibility is decided per run)."""
+        try:
+            validate_registration(registration)
+        except ValueError as exc:
+            raise PluginError(f"plugin {owner!r}: {exc}") from None
+        existing = self.namespaces.get(registration.id)
+        if existing is not None and existing.owner != owner:
+            raise PluginError(
+                f"code-mode namespace {registration.id!r} from {owner!r} is already registered "
+                f"by {existing.owner!r}"
+            )
+        self.namespaces[registration.id] = Owned(owner, registration)
+
+    def clear_namespaces(self, owner: str) -> None:
+        """Drop a plugin's namespaces (rollback, disable, uninstall)."""
+        self.namespaces = {k: v for k, v in self.namespaces.items() if v.owner != owner}
 
     def plugin_tools(self) -> list[Tool]:
         """Tools registered by plugins (not core)."""

@@ -284,6 +284,11 @@ class Runtime:
                         executor=self.executor,
                         engine=self.engine,
                         sources=self.tool_sources,
+                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        plugin_configs={
+                            k: dict(v.config) for k, v in self.config.plugins.entries.items()
+                        },
+                        mcp=self.services.get("mcp"),
                     )
                 )
                 deps = TurnDeps(

@@ -3,9 +3,10 @@ the code-mode surface (`exec`/`wait` over a hidden catalog) when code mode is ac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from nodmix.agents import AgentProfile
 from nodmix.catalog import RunCatalog
@@ -21,6 +22,12 @@ from nodmix.codemode import (
     is_active,
     resolve_settings,
 )
+from nodmix.codemode.mcp_namespace import MCPAccess, build_mcp_namespace
+from nodmix.codemode.namespaces import (
+    NamespaceContext,
+    NamespaceRegistration,
+    build_plugin_namespaces,
+)
 from nodmix.codemode.nested import NestedRecorder
 from nodmix.codemode.runs import NestedCall
 from nodmix.config.schema import ToolsConfig
@@ -31,6 +38,8 @@ from nodmix.messages import AssistantMessage, ToolCallBlock, ToolResultMessage
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
+
+log = logging.getLogger("nodmix.codemode")
 
 
 class ToolProvider(Protocol):
@@ -54,6 +63,10 @@ class ToolsetInputs:
     engine: CodeModeEngine
     sources: Sequence[ToolProvider] = ()
     extra_tools: Sequence[Tool] = ()
+    namespaces: Sequence[tuple[str, NamespaceRegistration]] = ()
+    """Registered plugin namespaces as `(plugin id, registration)`."""
+    plugin_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    mcp: MCPAccess | None = None
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -85,8 +98,29 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         emit=inputs.emit,
         record=_recorder(session),
     )
+    mcp = await build_mcp_namespace(catalog.mcp, inputs.mcp)
+    plugin_ns = build_plugin_namespaces(
+        inputs.namespaces,
+        catalog,
+        lambda owner: NamespaceContext(
+            agent_id=inputs.agent.id,
+            session_key=session.key,
+            session_id=session.session_id,
+            run_id=inputs.run_id,
+            config=inputs.plugin_configs.get(owner, {}),
+        ),
+    )
+    for problem in plugin_ns.errors:
+        log.warning("%s", problem)
+    mcp_boot = {"descriptor": mcp.descriptor, "api": mcp.api} if mcp.servers else None
     run = CodeModeRun(
-        engine=inputs.engine, settings=settings, services=services, boot_json=boot_data(catalog)
+        engine=inputs.engine,
+        settings=settings,
+        services=services,
+        boot_json=boot_data(catalog, mcp.files, plugin_ns.descriptors, mcp_boot),
+        namespace_targets={**mcp.targets, **plugin_ns.targets},
+        mcp_servers=tuple(mcp.servers),
+        namespaces=tuple(plugin_ns.prompts),
     )
     return RunTools(
         visible=(ExecTool(run), WaitTool(run)),

@@ -2,7 +2,9 @@
 
 Tools: `note_add`, `note_list`, `note_read`, `note_search` (owned by plugin `notes`, so their
 catalog ids are `nodmix:notes:<name>`). A `before_tool_call` hook keeps the generic file tools
-from rewriting notes behind the plugin's back (config `protect`, default true).
+from rewriting notes behind the plugin's back (config `protect`, default true). In code mode the
+plugin also offers the `Notes` namespace: `Notes.add(title, text)`, `Notes.list()`,
+`Notes.read(id)`, `Notes.search(query)`.
 
 Enable it with `nodmix plugins enable notes`.
 """
@@ -13,6 +15,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from nodmix.codemode.namespaces import (
+    NamespaceContext,
+    NamespaceRegistration,
+    namespace_tool,
+)
 from nodmix.hooks import BeforeToolCallResult, ToolCallInfo
 from nodmix.plugins.api import Plugin, PluginAPI
 from nodmix.tools.base import ToolContext, ToolResult
@@ -87,6 +94,20 @@ def _touches_notes(info: ToolCallInfo) -> bool:
     return path == NOTES_DIR or path.startswith(f"{NOTES_DIR}/")
 
 
+def _scope(ctx: NamespaceContext) -> dict[str, Any]:
+    return {
+        "folder": NOTES_DIR,
+        "add": namespace_tool("note_add", lambda a: {"title": _arg(a, 0), "text": _arg(a, 1)}),
+        "list": namespace_tool("note_list", lambda a: {}),
+        "read": namespace_tool("note_read", lambda a: {"id": _arg(a, 0)}),
+        "search": namespace_tool("note_search", lambda a: {"query": _arg(a, 0)}),
+    }
+
+
+def _arg(args: list[Any], index: int) -> str:
+    return str(args[index]) if len(args) > index and args[index] is not None else ""
+
+
 def register(api: PluginAPI) -> None:
     """Register the notes tools and the protection hook."""
     string = {"type": "string"}
@@ -113,6 +134,18 @@ def register(api: PluginAPI) -> None:
         description="Search notes; every word of the query must appear.",
         parameters={"type": "object", "properties": {"query": string}, "required": ["query"]},
     )(note_search)
+
+    api.register_code_mode_namespace(
+        NamespaceRegistration(
+            id="notes",
+            global_name="Notes",
+            description="The user's markdown notes.",
+            prompt="Notes.add(title, text), Notes.list(), Notes.read(id), Notes.search(query); "
+            "each resolves to structured data ({id, title, text} or {notes: [...]}).",
+            required_tool_names=("note_add", "note_list", "note_read", "note_search"),
+            create_scope=_scope,
+        )
+    )
 
     if api.config.get("protect", True):
 
