@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import copy
 
-from tests.sessions.sessions_builders import TS, EntryChain, assistant, result, user
-
 from nodmix.messages import AssistantMessage, Message, TextBlock, ToolResultMessage, UserMessage
 from nodmix.sessions.entries import OpaqueEntry
 from nodmix.sessions.replay import (
@@ -13,6 +11,7 @@ from nodmix.sessions.replay import (
     messages_for_model,
     repair_tool_pairing,
 )
+from tests.sessions.sessions_builders import TS, EntryChain, assistant, result, user
 
 
 def _shape(messages: list[Message]) -> list[str]:

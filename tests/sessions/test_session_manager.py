@@ -6,13 +6,13 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
-from tests.sessions.sessions_builders import assistant, result, user
 
 from nodmix.errors import SessionError
 from nodmix.messages import Usage
 from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.manager import SessionManager
 from nodmix.sessions.transcript import Transcript
+from tests.sessions.sessions_builders import assistant, result, user
 
 
 def _manager(state: Path, **kwargs: object) -> SessionManager:

@@ -10,12 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from tests.sessions.sessions_builders import assistant, result, user
 
 from nodmix.cli.main import main
 from nodmix.messages import Usage
 from nodmix.sessions.manager import SessionManager
 from nodmix.sessions.session import Session
+from tests.sessions.sessions_builders import assistant, result, user
 
 
 def _conversation(state: Path, key: str = "work") -> Session:

@@ -4,11 +4,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.sessions.sessions_builders import assistant, result, user
-
 from nodmix.sessions.export import TRAJECTORY_FORMAT, build_trajectory, export_trajectory
 from nodmix.sessions.manager import SessionManager
 from nodmix.sessions.session import Session
+from tests.sessions.sessions_builders import assistant, result, user
 
 
 def _session(state: Path) -> Session:

@@ -6,7 +6,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.sessions.sessions_builders import TS, assistant, result, user
 
 from nodmix.messages import ImageBlock, TextBlock, ThinkingBlock, Usage
 from nodmix.sessions.entries import (
@@ -25,6 +24,7 @@ from nodmix.sessions.entries import (
     new_entry_id,
 )
 from nodmix.sessions.transcript import Transcript
+from tests.sessions.sessions_builders import TS, assistant, result, user
 
 BASE: dict[str, Any] = {"id": "abc123", "parent_id": "p0", "timestamp": TS}
 

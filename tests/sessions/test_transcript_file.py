@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.sessions.sessions_builders import assistant, result, user
 
 from nodmix.errors import TranscriptError
 from nodmix.messages import ToolResultMessage
 from nodmix.sessions.entries import MessageEntry, SessionInfoEntry
 from nodmix.sessions.transcript import Transcript, count_messages
+from tests.sessions.sessions_builders import assistant, result, user
 
 
 def _conversation(path: Path) -> Transcript:
