@@ -245,6 +245,11 @@ class AnthropicWire:
 
 def _models_endpoint(state: WireState) -> Callable[[Request], Any]:
     async def models(request: Request) -> Response:
+        vendor: Vendor = (
+            AnthropicWire(state) if "anthropic-version" in request.headers else OpenAIWire(state)
+        )
+        if not vendor.authorized(request):  # real providers also guard the model list
+            return vendor.error(401, "invalid api key")
         if "anthropic-version" in request.headers:
             data = [{"type": "model", "id": m, "display_name": m} for m in state.models]
             return JSONResponse({"data": data, "has_more": False})

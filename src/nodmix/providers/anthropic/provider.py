@@ -77,7 +77,8 @@ class AnthropicProvider:
         """The Messages endpoint requests go to."""
         return self._url
 
-    def _request_headers(self) -> dict[str, str]:
+    def request_headers(self) -> dict[str, str]:
+        """Headers of every request, credentials included (used by `nodmix doctor` probes)."""
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
@@ -102,7 +103,7 @@ class AnthropicProvider:
         log.payload(payload, tool_names)
         parser = EventParser(provider=self._name)
         events = self._transport.events(
-            self._url, headers=self._request_headers(), payload=payload, log=log
+            self._url, headers=self.request_headers(), payload=payload, log=log
         )
         # aclosing: an early `return` (or a consumer that stops) must close the HTTP response.
         async with aclosing(events):

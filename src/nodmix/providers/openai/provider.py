@@ -69,7 +69,8 @@ class OpenAIProvider:
         """The API root requests go to."""
         return self._base_url
 
-    def _request_headers(self) -> dict[str, str]:
+    def request_headers(self) -> dict[str, str]:
+        """Headers of every request, credentials included (used by `nodmix doctor` probes)."""
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
@@ -92,7 +93,7 @@ class OpenAIProvider:
         parser = ChunkParser(provider=self._name)
         events = self._transport.events(
             f"{self._base_url}/chat/completions",
-            headers=self._request_headers(),
+            headers=self.request_headers(),
             payload=payload,
             log=log,
         )

@@ -1,0 +1,260 @@
+"""`nodmix doctor`: is this installation healthy, and if not, what exactly to do."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from nodmix.cli.common import common_parent, print_json
+
+Level = Literal["ok", "warn", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One finding."""
+
+    name: str
+    level: Level
+    detail: str
+    fix: str | None = None
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `doctor` command."""
+    p = sub.add_parser(
+        "doctor", parents=[common_parent()], help="check config, models, runtime and plugins"
+    )
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--fix", action="store_true", help="install what is missing (sandbox runtime)")
+    p.add_argument("--deep", action="store_true", help="also start and probe MCP servers")
+    p.add_argument("--offline", action="store_true", help="do not contact model providers")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    checks: list[Check] = []
+    loaded = _check_config(checks)
+    _check_state_dir(checks)
+    _check_sandbox(checks, fix=args.fix)
+    if loaded is not None:
+        _check_models(checks, loaded, offline=args.offline)
+        _check_plugins(checks, loaded)
+        if loaded.config.mcp.servers:
+            _check_mcp(checks, loaded, deep=args.deep)
+    if args.json:
+        print_json([dataclasses.asdict(c) for c in checks])
+    else:
+        marks = {"ok": "✓", "warn": "!", "error": "✗"}
+        for c in checks:
+            print(f"{marks[c.level]} {c.name}: {c.detail}")
+            if c.fix and c.level != "ok":
+                print(f"    fix: {c.fix}")
+    return 1 if any(c.level == "error" for c in checks) else 0
+
+
+def _check_config(checks: list[Check]) -> Any:
+    from nodmix.config.loader import load_config
+    from nodmix.errors import ConfigError
+
+    try:
+        loaded = load_config()
+    except ConfigError as exc:
+        checks.append(
+            Check("config", "error", str(exc), "edit the file or run `nodmix config validate`")
+        )
+        return None
+    detail = f"{loaded.path} ({'valid' if loaded.exists else 'not created yet; defaults apply'})"
+    checks.append(Check("config", "ok", detail))
+    return loaded
+
+
+def _check_state_dir(checks: list[Check]) -> None:
+    from nodmix.config import paths
+
+    state = paths.state_dir()
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=state, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        checks.append(
+            Check(
+                "state dir",
+                "error",
+                f"{state} is not writable: {exc.strerror}",
+                "fix its permissions or set NODMIX_STATE_DIR to a writable folder",
+            )
+        )
+        return
+    checks.append(Check("state dir", "ok", f"{state} (writable)"))
+
+
+def _check_sandbox(checks: list[Check], *, fix: bool) -> None:
+    from nodmix.sandbox import install, status
+
+    report = status()
+    if not report.installed and fix:
+        install()
+        report = status()
+    if report.installed:
+        cache = "compiled module cached" if report.compiled_cached else "compiles on first use"
+        checks.append(Check("code-mode runtime", "ok", f"quickjs-wasi {report.version} ({cache})"))
+    else:
+        checks.append(
+            Check(
+                "code-mode runtime",
+                "warn",
+                report.hint,
+                "run `nodmix sandbox install` (or `nodmix doctor --fix`)",
+            )
+        )
+
+
+def _check_models(checks: list[Check], loaded: Any, *, offline: bool) -> None:
+    from nodmix.agents import agent_ids, resolve_agent
+    from nodmix.errors import NodmixError
+    from nodmix.providers.router import ProviderRouter, default_model_ref
+
+    router = ProviderRouter(loaded.config.models, os.environ)
+    refs: list[str] = []
+    for agent_id in agent_ids(loaded.config):
+        agent = resolve_agent(loaded.config, agent_id)
+        refs.extend([default_model_ref(agent.model, os.environ), *agent.fallbacks])
+    for ref in dict.fromkeys(refs):
+        try:
+            resolved = router.resolve(ref)
+        except NodmixError as exc:
+            checks.append(Check(f"model {ref}", "error", str(exc), _model_fix(ref)))
+            continue
+        if offline:
+            checks.append(Check(f"model {ref}", "ok", "configured (not contacted: --offline)"))
+            continue
+        checks.append(_probe_model(ref, resolved.provider))
+
+
+def _model_fix(ref: str) -> str:
+    provider = ref.split("/", 1)[0]
+    env = {
+        "openai": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+        "openrouter": "OPENROUTER_API_KEY",
+    }.get(provider)
+    if env:
+        return f"export {env}=... (or set models.providers.{provider}.apiKey)"
+    return (
+        "check models.providers in nodmix.json, or pick another model with `nodmix config set "
+        "agents.defaults.model.primary provider/model`"
+    )
+
+
+def _probe_model(ref: str, provider: Any) -> Check:
+    """A cheap authenticated GET of the provider's model list."""
+    import httpx2
+
+    base = str(getattr(provider, "base_url", "")).rstrip("/")
+    headers = dict(provider.request_headers()) if hasattr(provider, "request_headers") else {}
+    url = (
+        f"{base}/v1/models"
+        if provider.api == "anthropic-messages" and not base.endswith("/v1")
+        else f"{base}/models"
+    )
+    try:
+        response = httpx2.get(url, headers=headers, timeout=5.0)
+    except httpx2.HTTPError as exc:
+        return Check(
+            f"model {ref}",
+            "error",
+            f"{base} is not reachable ({type(exc).__name__})",
+            "start the model server or check its baseUrl",
+        )
+    if response.status_code in (401, 403):
+        return Check(
+            f"model {ref}",
+            "error",
+            f"{base} rejected the API key ({response.status_code})",
+            _model_fix(ref),
+        )
+    if response.status_code >= 400:
+        return Check(f"model {ref}", "warn", f"{url} answered {response.status_code}")
+    return Check(f"model {ref}", "ok", f"reachable at {base}")
+
+
+def _check_plugins(checks: list[Check], loaded: Any) -> None:
+    from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
+    from nodmix.plugins import PluginRegistry, load_plugins
+    from nodmix.plugins.registry import CORE_OWNER
+
+    registry = PluginRegistry()
+    registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
+    statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
+    for s in statuses:
+        if s.error:
+            checks.append(
+                Check(
+                    f"plugin {s.id}",
+                    "error",
+                    s.error,
+                    f"fix or disable it: `nodmix plugins disable {s.id}`",
+                )
+            )
+        else:
+            state = "enabled" if s.enabled else "disabled"
+            checks.append(Check(f"plugin {s.id}", "ok", f"{state} ({s.source})"))
+    engine_id = loaded.config.plugins.slots.context_engine or LEGACY_ENGINE_ID
+    owned = registry.context_engines.get(engine_id)
+    if owned is None:
+        checks.append(
+            Check(
+                "context engine",
+                "error",
+                f"{engine_id!r} (plugins.slots.contextEngine) is not registered",
+                "enable the plugin that provides it, or `nodmix config set "
+                "plugins.slots.contextEngine legacy`",
+            )
+        )
+    else:
+        checks.append(Check("context engine", "ok", f"{engine_id} (from {owned.owner})"))
+
+
+def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
+    servers = loaded.config.mcp.servers
+    if not deep:
+        enabled = [n for n, s in servers.items() if s.enabled]
+        checks.append(
+            Check(
+                "mcp servers",
+                "ok",
+                f"{len(enabled)} enabled: {', '.join(enabled)} "
+                "(`nodmix doctor --deep` or `nodmix mcp probe` starts them)",
+            )
+        )
+        return
+    import anyio
+
+    from nodmix.mcp import MCPManager
+
+    async def probe() -> dict[str, str]:
+        async with MCPManager(servers, os.environ) as manager:
+            await manager.list_tools()
+            return manager.failures
+
+    failures = anyio.run(probe)
+    for name, server in servers.items():
+        if not server.enabled:
+            continue
+        if name in failures:
+            checks.append(
+                Check(
+                    f"mcp {name}",
+                    "error",
+                    failures[name],
+                    f"check mcp.servers.{name}, then `nodmix mcp probe {name}`",
+                )
+            )
+        else:
+            checks.append(Check(f"mcp {name}", "ok", "started and listed its tools"))
