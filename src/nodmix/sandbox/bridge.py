@@ -1,0 +1,85 @@
+"""The host half of the guest bridge: the two host functions the prelude closes over.
+
+See `prelude.py` for the wire protocol. The bridge turns guest `call`/`request` crossings into
+`HostHandler` calls and keeps the set of requests that are still outstanding. It holds no
+reference to its VM or cell (the VM reaches it, not the other way round), so dropping a cell
+frees its VM immediately instead of waiting for the cycle collector.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Final
+
+from nodmix.errors import SandboxError
+from nodmix.sandbox.base import HostCallError, HostHandler
+from nodmix.sandbox.vm import VM
+from nodmix.sandbox.vmstate import HostFunction
+
+CALL_FUNCTION: Final = "nodmix.call"
+REQUEST_FUNCTION: Final = "nodmix.request"
+OK: Final = "\x00"
+ERR: Final = "\x01"
+
+
+class Bridge:
+    """Dispatches one VM's bridge crossings to a `HostHandler`.
+
+    Attributes:
+        handler: The embedding's handler.
+        outstanding: Request ids the handler left pending and nobody has delivered yet.
+    """
+
+    def __init__(self, handler: HostHandler, outstanding: tuple[int, ...] = ()) -> None:
+        self.handler = handler
+        self.outstanding: set[int] = set(outstanding)
+
+    def attach(self, vm: VM) -> None:
+        """Register the host functions on `vm` under their stable names (also after restore)."""
+        vm.host_functions[CALL_FUNCTION.encode()] = _bind(vm, self._call)
+        vm.host_functions[REQUEST_FUNCTION.encode()] = _bind(vm, self._request)
+
+    def settle_message(self, request_id: int, ok: bool, value: str) -> str:
+        """The argument of the prelude's `settle` for a delivery; forgets the request.
+
+        Raises:
+            SandboxError: The id is not outstanding.
+        """
+        if request_id not in self.outstanding:
+            raise SandboxError(f"request {request_id} is not outstanding")
+        self.outstanding.discard(request_id)
+        return f"{request_id}\0{OK if ok else ERR}{value}"
+
+    def _call(self, vm: VM, args: list[int]) -> int:
+        op, _, payload = vm.to_str(args[0]).partition("\0")
+        try:
+            reply = self.handler.on_call(op, payload)
+        except HostCallError as exc:
+            return vm.new_string(ERR + exc.message)
+        return vm.new_undefined() if reply is None else vm.new_string(OK + reply)
+
+    def _request(self, vm: VM, args: list[int]) -> int:
+        raw_id, op, payload = vm.to_str(args[0]).split("\0", 2)
+        request_id = int(raw_id)
+        try:
+            reply = self.handler.on_request(request_id, op, payload)
+        except HostCallError as exc:
+            return vm.new_string(ERR + exc.message)
+        if reply is None:
+            self.outstanding.add(request_id)
+            return vm.new_undefined()
+        ok, text = reply
+        return vm.new_string((OK if ok else ERR) + text)
+
+
+def _bind(vm: VM, method: Callable[[VM, list[int]], int]) -> HostFunction:
+    ref = weakref.ref(vm)  # the VM owns this function: a strong reference would be a cycle
+
+    def host_function(args: list[int]) -> int:
+        target = ref()
+        if target is None:  # pragma: no cover - a VM cannot run after being collected
+            raise SandboxError("the VM is gone")
+        return method(target, args)
+
+    return host_function

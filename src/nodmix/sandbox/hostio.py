@@ -1,0 +1,125 @@
+"""The host side of the wasm boundary: imports called from wasm, and linear-memory access.
+
+- `define_import`: host functions called from wasm through an unchecked raw callback, which
+  skips wasmtime-py's per-call `Caller`/`Val` wrapping (the bridge's hot path).
+- `LinearMemory`: bounds-checked reads and writes of a memory with two raw calls.
+
+Like `wasm.py`, this uses the private `wasmtime._ffi` module when available and falls back to
+the public API otherwise.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any, Final
+
+import wasmtime
+
+from nodmix.sandbox import wasm
+
+
+class OutOfBounds(Exception):
+    """A pointer from inside the sandbox does not lie within its linear memory."""
+
+
+class LinearMemory:
+    """Bounds-checked access to a wasm memory. Pointers come from inside the sandbox, so none
+    may ever address host memory outside the current linear memory.
+    """
+
+    __slots__ = ("_ctx", "_memory", "_ref", "_store")
+
+    def __init__(self, memory: wasmtime.Memory, store: wasmtime.Store) -> None:
+        self._memory = memory
+        self._store = store
+        self._ctx = ctypes.cast(store._context(), ctypes.c_void_p).value if wasm.FAST_PATH else None
+        self._ref = ctypes.addressof(memory._memory) if wasm.FAST_PATH else None
+
+    def bounds(self) -> tuple[int, int]:
+        """(host address, size in bytes). Both change when memory grows: never cache them
+        across a call into wasm.
+        """
+        if wasm.FAST_PATH:
+            return wasm.raw_memory_data(self._ctx, self._ref), wasm.raw_memory_size(
+                self._ctx, self._ref
+            )
+        base = ctypes.addressof(self._memory.data_ptr(self._store).contents)
+        return base, self._memory.data_len(self._store)
+
+    def address(self, ptr: int, size: int) -> int:
+        """Host address of `[ptr, ptr + size)` after checking it lies inside the memory.
+
+        Raises:
+            OutOfBounds: The range is not inside linear memory.
+        """
+        base, length = self.bounds()
+        if ptr < 0 or size < 0 or ptr + size > length:
+            raise OutOfBounds(ptr, size)
+        return int(base) + ptr
+
+    def read(self, ptr: int, size: int) -> bytes:
+        """Copy `size` bytes starting at `ptr`."""
+        return ctypes.string_at(self.address(ptr, size), size)
+
+    def write(self, ptr: int, data: bytes) -> None:
+        """Copy `data` to `ptr`."""
+        ctypes.memmove(self.address(ptr, len(data)), data, len(data))
+
+    def size(self) -> int:
+        """Current size in bytes."""
+        return self.bounds()[1]
+
+    def grow_to(self, size: int) -> None:
+        """Grow (never shrink) to at least `size` bytes."""
+        current = self.size()
+        if size > current:
+            self._memory.grow(self._store, -(-(size - current) // 65536))
+
+
+_KINDS: Final = {"i": "i32", "I": "i64", "d": "f64"}
+_VALTYPES: Final = {"i": wasmtime.ValType.i32, "I": wasmtime.ValType.i64, "d": wasmtime.ValType.f64}
+_keepalive: list[object] = []  # raw callbacks must outlive every linker that uses them
+
+
+def define_import(
+    linker: wasmtime.Linker,
+    module: str,
+    name: str,
+    params: str,
+    results: str,
+    func: Callable[..., Any],
+) -> None:
+    """Define a store-independent import; types are spelled like "iIi" (i=i32, I=i64, d=f64).
+
+    `func` receives native Python values. It should never raise: a `BaseException` is turned
+    into a trap of the calling store and re-raised (per thread) from the outer `FastFunc`.
+    """
+    ty = wasmtime.FuncType([_VALTYPES[c]() for c in params], [_VALTYPES[c]() for c in results])
+    if not wasm.FAST_PATH:
+        linker.define_func(module, name, ty, func)
+        return
+    kinds = [_KINDS[c] for c in params]
+    result_kind = _KINDS[results] if results else None
+
+    def raw(_env: int, _caller: Any, values: Any, _count: int) -> int:
+        try:
+            value = func(*[getattr(values[i], k) for i, k in enumerate(kinds)])
+            if result_kind is not None:
+                setattr(values[0], result_kind, value)
+            return 0
+        except BaseException as exc:  # must not unwind through wasm
+            wasm.thread_state.exception = exc
+            message = b"host function failed"
+            trap = wasm.ffi.wasmtime_trap_new(message, len(message))
+            return int(ctypes.cast(trap, ctypes.c_void_p).value or 0)
+
+    callback = wasm.ffi.wasmtime_func_unchecked_callback_t(raw)
+    _keepalive.append(callback)
+    no_finalizer = ctypes.CFUNCTYPE(None, ctypes.c_void_p)()  # a NULL function pointer
+    mod, fn = module.encode(), name.encode()
+    error = wasm.ffi.wasmtime_linker_define_func_unchecked(
+        linker.ptr(), mod, len(mod), fn, len(fn), ty.ptr(), callback, None, no_finalizer
+    )
+    if error:
+        raise wasmtime.WasmtimeError._from_ptr(error)

@@ -1,0 +1,200 @@
+"""The sandbox's internal JavaScript prelude (the guest half of the bridge).
+
+It is evaluated once per boot, before any embedding or user code, as a function expression
+called with the two raw host functions and the embedding's setup function. It:
+
+- captures every intrinsic it relies on (JSON, Promise, Map methods, String methods, Error)
+  while they are still pristine, so guests that monkey-patch them cannot affect the bridge;
+- closes over the raw host functions: they are never stored on any reachable object;
+- hands the setup function one frozen capability object `{call, request}`;
+- disables `Error.prepareStackTrace`, whose call sites would expose private functions;
+- returns `[settle, finish, describe]` to the host, which keeps their handles (they are part
+  of every snapshot, see `snapshot.CellState`, so they survive restore).
+
+Wire protocol between this prelude and `bridge.py`: one string per crossing, fields separated
+by NUL (ops may not contain NUL), because every extra argument costs host<->wasm calls.
+
+- `hostCall(op + "\\0" + payloadJson)` returns undefined or a tagged string: "\\x00" +
+  result, or "\\x01" + error message (the guest then throws `Error(message)`).
+- `hostRequest(id + "\\0" + op + "\\0" + payloadJson)` returns undefined (pending) or a
+  tagged string that settles the request at once: "\\x00" + value JSON, "\\x01" + message.
+- The host later calls `settle(id + "\\0" + tagged)` with the same tagging.
+- `finish(value)` returns the JSON text of the final value; `describe(error)` returns
+  `{"name", "message", "stack", "error"}` as JSON text.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PRELUDE_FILENAME: Final = "<nodmix>"
+
+PRELUDE: Final = r"""
+(function (hostCall, hostRequest, setup) {
+  'use strict';
+  const FunctionCall = Function.prototype.call;
+  const uncurry = (fn) => FunctionCall.bind(fn);
+  const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  const PromiseCtor = Promise;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const StringCtor = String;
+  const MapCtor = Map;
+  const freeze = Object.freeze;
+  const mapGet = uncurry(MapCtor.prototype.get);
+  const mapSet = uncurry(MapCtor.prototype.set);
+  const mapDelete = uncurry(MapCtor.prototype.delete);
+  const charCodeAt = uncurry(StringCtor.prototype.charCodeAt);
+  const slice = uncurry(StringCtor.prototype.slice);
+  const indexOf = uncurry(StringCtor.prototype.indexOf);
+  const pending = new MapCtor();
+  let nextId = 1;
+
+  // QuickJS-NG implements V8's Error.prepareStackTrace, whose call sites expose the function
+  // of every frame (strict ones included). Lock it, so a guest cannot collect the bridge's
+  // (or the setup script's) private functions from a stack trace.
+  Object.defineProperty(ErrorCtor, 'prepareStackTrace', {
+    value: undefined, writable: false, enumerable: false, configurable: false,
+  });
+
+  function safeString(value) {
+    try { return StringCtor(value); } catch (e) { return '[unprintable value]'; }
+  }
+
+  function settleEntry(id, tag, body) {
+    const entry = mapGet(pending, id);
+    if (entry === undefined) return false;
+    mapDelete(pending, id);
+    if (tag === 0) {
+      let value;
+      try { value = parse(body); } catch (e) {
+        entry.reject(new ErrorCtor('the host delivered invalid JSON'));
+        return true;
+      }
+      entry.resolve(value);
+    } else {
+      entry.reject(new ErrorCtor(body));
+    }
+    return true;
+  }
+
+  function settle(message) {
+    const cut = indexOf(message, '\0');
+    const id = +slice(message, 0, cut);
+    return settleEntry(id, charCodeAt(message, cut + 1), slice(message, cut + 2));
+  }
+
+  function checkOp(op, what) {
+    if (typeof op !== 'string' || op === '' || indexOf(op, '\0') !== -1) {
+      throw new TypeErrorCtor(what + ': op must be a non-empty string without NUL');
+    }
+  }
+
+  function call(op, payloadJson) {
+    checkOp(op, 'call');
+    if (typeof payloadJson !== 'string') {
+      throw new TypeErrorCtor('call: payload must be a JSON string');
+    }
+    const reply = hostCall(op + '\0' + payloadJson);
+    if (reply === undefined) return undefined;
+    if (charCodeAt(reply, 0) === 0) return slice(reply, 1);
+    throw new ErrorCtor(slice(reply, 1));
+  }
+
+  function request(op, payload) {
+    let entry;
+    const promise = new PromiseCtor(function (resolve, reject) {
+      entry = { resolve: resolve, reject: reject };
+    });
+    let json;
+    try {
+      checkOp(op, 'request');
+      json = stringify(payload === undefined ? null : payload);
+      if (json === undefined) json = 'null';
+    } catch (e) {
+      entry.reject(e);
+      return promise;
+    }
+    const id = nextId++;
+    mapSet(pending, id, entry);
+    const reply = hostRequest(id + '\0' + op + '\0' + json);
+    if (reply !== undefined) settleEntry(id, charCodeAt(reply, 0), slice(reply, 1));
+    return promise;
+  }
+
+  function replacer(key, value) {
+    if (typeof value === 'bigint') return safeString(value);
+    if (value instanceof ErrorCtor) {
+      return { name: safeString(value.name), message: safeString(value.message) };
+    }
+    return value;
+  }
+
+  function finish(value) {
+    if (value === undefined) return 'null';
+    const type = typeof value;
+    if (type === 'bigint' || type === 'symbol' || type === 'function') {
+      return stringify(safeString(value));
+    }
+    try {
+      const json = stringify(value, replacer);
+      return json === undefined ? 'null' : json;
+    } catch (e) {
+      let why = 'unserializable';
+      try { why = safeString(e && e.message); } catch (e2) { /* keep the default */ }
+      return stringify('[unserializable value: ' + why + ']');
+    }
+  }
+
+  function describe(error) {
+    let name = '';
+    let message = '';
+    let stack = '';
+    let isError = false;
+    try {
+      if (error !== null && (typeof error === 'object' || typeof error === 'function')) {
+        isError = error instanceof ErrorCtor;
+        const n = error.name;
+        const m = error.message;
+        const s = error.stack;
+        if (typeof n === 'string') name = n;
+        if (typeof m === 'string') message = m;
+        if (typeof s === 'string') stack = s;
+        if (!isError && name === '' && message === '') {
+          try { message = stringify(error); } catch (e) { message = undefined; }
+          if (typeof message !== 'string') message = safeString(error);
+        }
+      } else {
+        message = safeString(error);
+      }
+    } catch (e) {
+      if (message === '') message = 'unprintable exception';
+    }
+    return stringify({
+      name: slice(name, 0, 200),
+      message: slice(message, 0, 2000),
+      stack: slice(stack, 0, 4000),
+      error: isError,
+    });
+  }
+
+  if (setup !== undefined) setup(freeze({ call: call, request: request }));
+  return [settle, finish, describe];
+})
+"""
+
+
+def wrap_async(source: str) -> str:
+    """Wrap a cell body as an async IIFE, so top-level `await` and `return` work.
+
+    The opening is on the first source line, so guest line numbers stay unchanged.
+    """
+    return "(async () => {" + source + "\n})()"
+
+
+def strict_setup(setup_script: str) -> str:
+    """The setup function expression as a strict-mode script (its functions then never
+    expose `caller`/`arguments`).
+    """
+    return f"'use strict';\n({setup_script}\n)"

@@ -1,0 +1,122 @@
+"""The event-loop side of the sandbox: run cell operations in worker threads.
+
+Guest code must never run on the event loop: a `while(true){}` would stall every session.
+`AsyncCell` runs each operation with `anyio.to_thread.run_sync` under one process-wide
+`CapacityLimiter` per event loop (sized to the CPU count, since guests are CPU-bound). wasmtime
+releases the GIL while wasm runs, so the loop keeps serving; the cell's deadline (QuickJS
+interrupt plus the epoch backstop) guarantees every worker call returns.
+
+Cancellation: the awaiting task cannot abandon a running worker (the VM would be shared by
+two threads), so cancelling waits for the current operation, which is bounded by the budget.
+Call `interrupt()` (thread-safe) to make it stop sooner.
+
+Handlers run on the worker thread. Keep them short and non-blocking: record requests and let
+the event-loop side start the real work after the step returns (or use
+`anyio.from_thread.run_sync` to hand work to the loop).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+
+from nodmix.sandbox.base import HostHandler, Outcome, SandboxLimits
+from nodmix.sandbox.cell import Cell
+from nodmix.sandbox.runtime import QuickJSRuntime
+
+T = TypeVar("T")
+
+_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("nodmix_sandbox_limiter")
+
+
+def worker_limiter() -> anyio.CapacityLimiter:
+    """The sandbox's thread limiter for the current event loop (one per CPU)."""
+    try:
+        return _LIMITER.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(max(os.cpu_count() or 1, 1))
+        _LIMITER.set(limiter)
+        return limiter
+
+
+async def run_in_worker(fn: Callable[..., T], *args: object) -> T:
+    """Run a blocking sandbox function (a cell step, a TypeScript transform) off the loop."""
+    return await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter())
+
+
+class AsyncCell:
+    """Awaitable wrapper of a `Cell`; every method runs in a worker thread.
+
+    Do not call its methods concurrently: like `Cell`, it is one VM used by one thread at a
+    time (a concurrent call raises `SandboxError`).
+    """
+
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
+
+    @classmethod
+    async def boot(
+        cls,
+        setup_script: str | None,
+        handler: HostHandler,
+        *,
+        limits: SandboxLimits | None = None,
+        runtime: QuickJSRuntime | None = None,
+    ) -> AsyncCell:
+        """`Cell.boot` in a worker thread."""
+
+        def boot() -> Cell:
+            return Cell.boot(setup_script, handler, limits=limits, runtime=runtime)
+
+        return cls(await run_in_worker(boot))
+
+    @classmethod
+    async def restore(
+        cls,
+        blob: bytes,
+        handler: HostHandler,
+        *,
+        limits: SandboxLimits | None = None,
+        runtime: QuickJSRuntime | None = None,
+    ) -> AsyncCell:
+        """`Cell.restore` in a worker thread."""
+
+        def restore() -> Cell:
+            return Cell.restore(blob, handler, limits=limits, runtime=runtime)
+
+        return cls(await run_in_worker(restore))
+
+    async def run(
+        self, source: str, *, filename: str = "cell.js", wrapped: bool = False
+    ) -> Outcome:
+        """`Cell.run` in a worker thread."""
+
+        def run() -> Outcome:
+            return self.cell.run(source, filename=filename, wrapped=wrapped)
+
+        return await run_in_worker(run)
+
+    async def pump(self) -> Outcome:
+        """`Cell.pump` in a worker thread."""
+        return await run_in_worker(self.cell.pump)
+
+    async def deliver(self, request_id: int, ok: bool, value: str) -> None:
+        """`Cell.deliver` in a worker thread."""
+        await run_in_worker(self.cell.deliver, request_id, ok, value)
+
+    async def snapshot(self) -> bytes:
+        """`Cell.snapshot` in a worker thread (compression takes a few ms)."""
+        return await run_in_worker(self.cell.snapshot)
+
+    async def close(self) -> None:
+        """`Cell.close` in a worker thread (freeing a large store can take a moment)."""
+        await run_in_worker(self.cell.close)
+
+    def interrupt(self) -> None:
+        """Stop the running guest soon (thread-safe; the step fails with kind ABORTED)."""
+        self.cell.interrupt()

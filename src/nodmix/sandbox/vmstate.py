@@ -1,0 +1,81 @@
+"""Small value and signal types of the VM layer (kept apart so `vm.py` stays readable)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: A host function: receives the borrowed argument handles, returns an owned handle (or 0
+#: after throwing into the guest with `VM.throw_string`).
+HostFunction = Callable[[list[int]], int]
+
+
+class GuestThrow(Exception):
+    """A JavaScript exception escaped to the host; `handle` is the owned exception value."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+        super().__init__("guest exception")
+
+
+class VMTrapped(Exception):
+    """The wasm instance trapped; the VM is dead.
+
+    Attributes:
+        message: A short description of the trap.
+        interrupt: True if the epoch deadline (the timeout backstop) caused it.
+    """
+
+    def __init__(self, message: str, *, interrupt: bool) -> None:
+        self.message = message
+        self.interrupt = interrupt
+        super().__init__(message)
+
+
+class DeadlineExceeded(Exception):
+    """The host noticed the deadline between jobs (the guest itself was not interrupted)."""
+
+
+class VMOutOfMemory(Exception):
+    """The host could not allocate inside the VM: the guest has exhausted its memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class VMImage:
+    """Everything needed to rebuild a VM: linear memory plus the few values outside it.
+
+    The module defines exactly one mutable global (`__stack_pointer`) and a static function
+    table, so memory + stack pointer + the runtime/context pointers are the whole state.
+    """
+
+    memory: bytes | memoryview
+    stack_pointer: int
+    runtime_ptr: int
+    context_ptr: int
+    scratch_ptr: int
+
+
+class BytecodeCache:
+    """A small thread-safe LRU of compiled QuickJS bytecode, keyed by (build, name, source)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[bytes, str, str], bytes] = OrderedDict()
+
+    def get(self, key: tuple[bytes, str, str]) -> bytes | None:
+        """The cached bytecode, or None."""
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[bytes, str, str], value: bytes) -> None:
+        """Remember `value`, evicting the least recently used entries."""
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)

@@ -1,0 +1,351 @@
+"""Low-level wasmtime glue shared by the QuickJS runtime and the TypeScript transform.
+
+Everything that touches wasmtime's untyped or private API lives here, so `Any` stays contained:
+
+- `shared_engine()`: the one process-wide `Engine` (epoch interruption on, 2 MiB wasm stack) and
+  its daemon epoch-ticker thread.
+- `Exports` / `FastFunc`: lazy export lookup and unchecked calls into wasm. wasmtime-py's
+  `instance.exports()` wraps all ~450 exports of quickjs.wasm (~5 ms per instance) and
+  `Func.__call__` re-derives the function type on every call (~13 us), so exports are looked
+  up by name and called through `wasmtime_func_call_unchecked` with precomputed types
+  (pitfalls 1-2).
+- `hostio.py` holds the other direction (imports called from wasm) and memory access.
+
+The fast paths use the private `wasmtime._ffi` module (wasmtime is pinned to one major version
+in pyproject). If it is missing, everything falls back to the public API: slower, same result.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import struct
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import wasmtime
+
+try:
+    from wasmtime import _ffi as _wffi
+    from wasmtime._extern import wrap_extern as _wrap_extern
+    from wasmtime._func import maybe_raise_last_exn as _maybe_raise_last_exn
+
+    ffi: Any = _wffi
+    _call_unchecked: Any = _wffi.dll.wasmtime_func_call_unchecked
+    _call_unchecked.restype = ctypes.c_void_p
+    _call_unchecked.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_void_p]
+    # Our own prototypes (not the shared wasmtime-py ones), returning plain integers.
+    raw_memory_data: Any = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
+        ("wasmtime_memory_data", _wffi.dll)
+    )
+    raw_memory_size: Any = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)(
+        ("wasmtime_memory_data_size", _wffi.dll)
+    )
+    _RawSlot: Any = _wffi.wasmtime_val_raw_t
+    FAST_PATH = True
+except (ImportError, AttributeError):  # pragma: no cover - depends on the installed wasmtime
+    FAST_PATH = False
+
+#: Native stack for wasm code. Never raise it above 2 MiB: wasmtime panics and aborts the whole
+#: process when max_wasm_stack exceeds its async stack size, which wasmtime-py cannot set
+#: (pitfall 3).
+MAX_WASM_STACK: Final = 2 << 20
+#: Period of the epoch ticker; wasm deadlines are counted in these ticks.
+EPOCH_TICK_SECONDS: Final = 0.01
+#: Extra ticks added to every epoch deadline, so ticker jitter never cuts a budget short.
+EPOCH_GRACE_TICKS: Final = 2
+#: The epoch backstop fires at this multiple of the interrupt deadline (pitfall 5).
+EPOCH_BACKSTOP_FACTOR: Final = 1.5
+
+_engine_lock = threading.Lock()
+_engine: wasmtime.Engine | None = None
+
+
+@functools.cache
+def wasmtime_version() -> str:
+    """The installed wasmtime-py version (part of every compiled-module cache key)."""
+    # The dist-info directory name is enough, and much cheaper than importing
+    # importlib.metadata (~25 ms, which would land on every cold start).
+    site = Path(wasmtime.__file__).resolve().parent.parent
+    found = sorted(site.glob("wasmtime-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name.removeprefix("wasmtime-").removesuffix(".dist-info")
+    import importlib.metadata  # pragma: no cover - unusual installs
+
+    try:  # pragma: no cover
+        return importlib.metadata.version("wasmtime")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return "unknown"
+
+
+def engine_fingerprint() -> str:
+    """A stable description of the engine settings that affect compiled code."""
+    return f"wasmtime={wasmtime_version()};epoch=1;max_wasm_stack={MAX_WASM_STACK}"
+
+
+def _ticker(engine: wasmtime.Engine) -> None:
+    # One ticker per process: a deadline of N ticks means roughly N * 10 ms of wall clock.
+    while True:
+        time.sleep(EPOCH_TICK_SECONDS)
+        engine.increment_epoch()
+
+
+def shared_engine() -> wasmtime.Engine:
+    """The process-wide engine, created on first use together with its epoch ticker thread."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            config = wasmtime.Config()
+            config.epoch_interruption = True
+            config.max_wasm_stack = MAX_WASM_STACK
+            engine = wasmtime.Engine(config)
+            threading.Thread(
+                target=_ticker, args=(engine,), name="nodmix-sandbox-epoch", daemon=True
+            ).start()
+            _engine = engine
+        return _engine
+
+
+def epoch_ticks(seconds: float) -> int:
+    """Epoch deadline (in ticks from now) that backs up an interrupt deadline of `seconds`."""
+    seconds = max(seconds, 0.0)
+    return int(seconds * EPOCH_BACKSTOP_FACTOR / EPOCH_TICK_SECONDS) + EPOCH_GRACE_TICKS
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls into wasm
+# ---------------------------------------------------------------------------------------------
+
+
+class WasmFunc(Protocol):
+    """A bound wasm export: call it with the wasm arguments (the store is already bound).
+
+    i32 results come back as `int`; void functions return None (typed `int` for brevity: their
+    result is never used) and f64 results as `float`.
+    """
+
+    def __call__(self, *args: float) -> int: ...
+
+
+_current = threading.local()
+#: Per-thread state shared with `hostio`: the current owner and a pending BaseException.
+thread_state = _current
+
+
+def current_owner() -> object | None:
+    """The object on whose behalf this thread is executing wasm (see `FastFunc`)."""
+    ref = getattr(_current, "owner", None)
+    return None if ref is None else ref()
+
+
+_PACK: Final = {"i32": "i12x", "i64": "q8x", "f32": "f12x", "f64": "d8x"}
+
+
+class Signature:
+    """The raw-call layout of one export, derived from its type once per module."""
+
+    __slots__ = ("pack", "result", "slots")
+
+    def __init__(self, func: wasmtime.Func, store: wasmtime.Store) -> None:
+        ty = func.type(store)
+        params = [str(p) for p in ty.params]
+        results = [str(r) for r in ty.results]
+        if len(results) > 1 or any(k not in _PACK for k in params + results):
+            raise TypeError("unsupported wasm signature for FastFunc")
+        self.slots = max(len(params), len(results), 1)
+        self.pack = struct.Struct("<" + "".join(_PACK[k] for k in params)) if params else None
+        self.result = struct.Struct("<" + _PACK[results[0]][0]) if results else None
+
+
+#: Per-module caches of export signatures (keyed by export name), see `Exports`.
+SignatureCache = dict[str, Signature]
+
+
+class FastFunc:
+    """Calls one export through `wasmtime_func_call_unchecked` with precomputed types.
+
+    The argument/result buffer layout (16-byte `wasmtime_val_raw_t` slots) is derived once
+    from the export's real type, so the unchecked call is type-correct. Every call installs
+    `owner` as this thread's current owner and restores the previous one afterwards: that is
+    how the shared import callbacks find the VM that called them, even when one VM's callback
+    enters another VM (pitfall 9). The owner is held weakly, so an owner holding its exports
+    forms no reference cycle and is freed as soon as it is dropped.
+
+    The buffer and trap slot are reused across calls. That stays correct if the same export
+    is re-entered from a host callback: wasm reads its arguments when it starts and writes its
+    result when it returns, and the trap slot is cleared as soon as a trap is taken from it.
+    """
+
+    __slots__ = (
+        "_buf",
+        "_ctx",
+        "_fn",
+        "_func",
+        "_owner",
+        "_pack",
+        "_result",
+        "_slots",
+        "_store",
+        "_trap",
+        "_trap_ref",
+    )
+
+    def __init__(
+        self,
+        func: wasmtime.Func,
+        store: wasmtime.Store,
+        owner: weakref.ReferenceType[Any],
+        signature: Signature,
+    ) -> None:
+        self._slots = signature.slots
+        self._pack = signature.pack
+        self._result = signature.result
+        self._buf: Any = (_RawSlot * self._slots)()
+        self._trap = ctypes.c_void_p()
+        self._trap_ref = ctypes.byref(self._trap)
+        self._func = func  # owns the wasmtime_func_t that `_fn` points into
+        self._fn = ctypes.addressof(func._func)
+        self._ctx = ctypes.cast(store._context(), ctypes.c_void_p).value
+        self._store = store  # keeps the context (and the func's store) alive
+        self._owner = owner
+
+    def __call__(self, *args: float) -> Any:
+        buf = self._buf
+        if self._pack is not None:
+            self._pack.pack_into(buf, 0, *args)
+        local = _current
+        prev = getattr(local, "owner", None)
+        local.owner = self._owner
+        try:
+            err = _call_unchecked(self._ctx, self._fn, buf, self._slots, self._trap_ref)
+        finally:
+            local.owner = prev
+        trap = self._trap.value
+        if err or trap:
+            self._trap.value = None
+            _raise_failure(err, trap)
+        if self._result is None:
+            return None
+        return self._result.unpack_from(buf, 0)[0]
+
+
+def _raise_failure(err: int | None, trap: int | None) -> None:
+    pending = getattr(_current, "exception", None)
+    if pending is not None:  # a BaseException (e.g. KeyboardInterrupt) inside an import
+        _current.exception = None
+    if err:
+        error_ptr = ctypes.cast(err, ctypes.POINTER(_wffi.wasmtime_error_t))
+        error = wasmtime.WasmtimeError._from_ptr(error_ptr)
+        raise (pending or error)
+    assert trap, "called without an error or a trap"
+    trap_obj = wasmtime.Trap._from_ptr(ctypes.cast(trap, ctypes.POINTER(_wffi.wasm_trap_t)))
+    _maybe_raise_last_exn()  # only set by wasmtime-py's own callbacks (the slow path)
+    if pending is not None:
+        raise pending
+    raise trap_obj
+
+
+class _SlowFunc:
+    """The public-API fallback for `FastFunc` (same owner bookkeeping)."""
+
+    __slots__ = ("_func", "_owner", "_store")
+
+    def __init__(
+        self, func: wasmtime.Func, store: wasmtime.Store, owner: weakref.ReferenceType[Any]
+    ) -> None:
+        self._func = func
+        self._store = store
+        self._owner = owner
+
+    def __call__(self, *args: float) -> Any:
+        prev = getattr(_current, "owner", None)
+        _current.owner = self._owner
+        try:
+            return self._func(self._store, *args)
+        finally:
+            _current.owner = prev
+
+
+class Exports:
+    """Lazy, cached, owner-bound access to one instance's exports.
+
+    `exports.qjs_eval(...)` looks the export up on first use and caches a bound callable;
+    `exports.extern(name)` returns non-function exports (memory, globals). Pass one
+    `signatures` dict per module to share the type analysis between instances.
+    """
+
+    def __init__(
+        self,
+        instance: wasmtime.Instance,
+        store: wasmtime.Store,
+        owner: object,
+        signatures: SignatureCache | None = None,
+    ) -> None:
+        self._instance = instance
+        self._store = store
+        self._owner = weakref.ref(owner)  # the owner usually holds us: no cycle
+        self._signatures = signatures if signatures is not None else {}
+        self._all: Any = None
+
+    def extern(self, name: str) -> Any:
+        """The raw wasmtime object for export `name` (Memory, Global, Func)."""
+        value: Any = None
+        if FAST_PATH:
+            item = _wffi.wasmtime_extern_t()
+            raw = name.encode()
+            if _wffi.wasmtime_instance_export_get(
+                self._store._context(),
+                ctypes.byref(self._instance._instance),
+                raw,
+                len(raw),
+                ctypes.byref(item),
+            ):
+                value = _wrap_extern(item)
+        else:
+            if self._all is None:
+                self._all = self._instance.exports(self._store)
+            value = self._all.get(name)
+        if value is None:
+            raise AttributeError(name)
+        return value
+
+    def __getattr__(self, name: str) -> WasmFunc:
+        value = self.extern(name)
+        if not isinstance(value, wasmtime.Func):
+            raise AttributeError(f"export {name!r} is not a function")
+        bound: WasmFunc = _SlowFunc(value, self._store, self._owner)
+        if FAST_PATH:
+            signature = self._signatures.get(name)
+            try:
+                if signature is None:
+                    signature = self._signatures[name] = Signature(value, self._store)
+                bound = FastFunc(value, self._store, self._owner, signature)
+            except TypeError:
+                pass  # an exotic signature: keep the public-API call
+        setattr(self, name, bound)  # later lookups skip __getattr__
+        return bound
+
+
+# ---------------------------------------------------------------------------------------------
+# Traps
+# ---------------------------------------------------------------------------------------------
+
+
+def trap_is_interrupt(exc: BaseException) -> bool:
+    """True when `exc` is the epoch-deadline trap."""
+    return isinstance(exc, wasmtime.Trap) and exc.trap_code == wasmtime.TrapCode.INTERRUPT
+
+
+def trap_summary(exc: BaseException) -> str:
+    """A short description of a trap (wasmtime's message ends with a long wasm backtrace)."""
+    if isinstance(exc, wasmtime.Trap):
+        code = exc.trap_code
+        if code is not None:
+            return code.name.lower().replace("_", " ")
+        lines = exc.message.strip().splitlines()
+        return lines[0] if lines else "trap"
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,1 @@
+"""Tests for the QuickJS-WASI sandbox (`nodmix.sandbox`)."""

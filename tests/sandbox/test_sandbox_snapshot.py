@@ -1,0 +1,180 @@
+"""Snapshot and restore of suspended cells."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from nodmix.errors import SandboxError
+from nodmix.sandbox import Cell, Completed, Pending, QuickJSRuntime, SandboxLimits, SnapshotError
+from nodmix.sandbox import snapshot as snapshot_format
+
+if TYPE_CHECKING:
+    from conftest import Recorder
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = """
+let counter = 0;
+const bump = () => ++counter;
+bump();
+const first = await host.request('fetch', {page: 1});
+const log = [];
+log.push('after first: ' + first.items.length);
+bump();
+let failure = null;
+try { await host.request('fetch', {page: 2}); } catch (e) { failure = e.message; }
+log.push(host.call('echo', 'after restore'));
+return { counter: bump(), first, failure, log };
+"""
+
+
+def suspended(boot: Callable[..., Cell]) -> tuple[Cell, int]:
+    cell = boot()
+    outcome = cell.run(PROGRAM)
+    assert isinstance(outcome, Pending)
+    return cell, outcome.request_ids[0]
+
+
+def test_a_restored_cell_resumes_with_its_closures_and_produces_new_output(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell, first_id = suspended(boot)
+    blob = cell.snapshot()
+    del cell
+
+    restored = Cell.restore(blob, recorder, runtime=runtime)
+    assert restored.outstanding == (first_id,)
+    restored.deliver(first_id, True, '{"items": [1, 2, 3]}')
+    outcome = restored.pump()
+    assert isinstance(outcome, Pending)
+
+    again = Cell.restore(restored.snapshot(), recorder, runtime=runtime)
+    again.deliver(outcome.request_ids[0], False, "page 2 is gone")
+    final = again.pump()
+    assert isinstance(final, Completed)
+    assert final.value() == {
+        "counter": 3,
+        "first": {"items": [1, 2, 3]},
+        "failure": "page 2 is gone",
+        "log": ["after first: 3", "after restore"],
+    }
+    assert recorder.seen_calls == [("echo", '"after restore"')]
+
+
+def test_a_small_suspended_cell_snapshot_is_compact(boot: Callable[..., Cell]) -> None:
+    cell, _ = suspended(boot)
+    assert len(cell.snapshot()) < 256 * 1024
+
+
+def test_a_snapshot_from_another_build_is_rejected(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell, _ = suspended(boot)
+    blob = bytearray(cell.snapshot())
+    blob[12] ^= 0xFF  # the build id starts at offset 12
+    with pytest.raises(SnapshotError, match="different QuickJS-WASI build"):
+        Cell.restore(bytes(blob), recorder, runtime=runtime)
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda b: b[:20],
+        lambda b: b"XXXXXXXX" + b[8:],
+        lambda b: b[:60] + b"\0" * 100 + b[160:],
+        lambda b: b[:-100],
+    ],
+)
+def test_a_corrupt_snapshot_is_rejected(
+    boot: Callable[..., Cell],
+    runtime: QuickJSRuntime,
+    recorder: Recorder,
+    mangle: Callable[[bytes], bytes],
+) -> None:
+    cell, _ = suspended(boot)
+    with pytest.raises(SnapshotError):
+        Cell.restore(mangle(cell.snapshot()), recorder, runtime=runtime)
+
+
+def test_a_snapshot_larger_than_the_new_memory_limit_is_refused(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell = boot(memory_bytes=64 << 20)
+    outcome = cell.run("globalThis.keep = 'x'.repeat(12 << 20); await host.request('wait', 1)")
+    assert isinstance(outcome, Pending)
+    blob = cell.snapshot()
+    small = SandboxLimits(memory_bytes=4 << 20, memory_headroom_bytes=1 << 20)
+    with pytest.raises(SnapshotError, match="memory limit"):
+        Cell.restore(blob, recorder, limits=small, runtime=runtime)
+
+
+def test_limits_are_applied_fresh_on_restore(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell = boot(timeout=10)
+    outcome = cell.run("await host.request('wait', 1); while (true) {}")
+    assert isinstance(outcome, Pending)
+    restored = Cell.restore(
+        cell.snapshot(), recorder, limits=SandboxLimits(timeout=0.2), runtime=runtime
+    )
+    restored.deliver(outcome.request_ids[0], True, "1")
+    final = restored.pump()
+    assert final.kind.value == "timeout"  # type: ignore[union-attr]
+    assert restored.elapsed < 1.0
+
+
+def test_a_finished_cell_cannot_be_snapshotted(boot: Callable[..., Cell]) -> None:
+    cell = boot()
+    cell.run("return 1")
+    with pytest.raises(SandboxError):
+        cell.snapshot()
+
+
+def test_a_booted_template_can_be_snapshotted_and_run_after_restore(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    template = boot().snapshot()
+    assert Cell.restore(template, recorder, runtime=runtime).run("return 7") == Completed("7")
+
+
+def test_snapshot_header_records_the_build_and_memory_size(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime
+) -> None:
+    cell, _ = suspended(boot)
+    image, extra = snapshot_format.decode(cell.snapshot(), build_id=runtime.build_id)
+    assert len(image.memory) % 65536 == 0
+    assert image.runtime_ptr and image.context_ptr and image.stack_pointer
+    assert extra.endswith(b"cell.js")
+
+
+def test_a_snapshot_restores_in_another_process(boot: Callable[..., Cell], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cell, first_id = suspended(boot)
+    path = tmp_path / "cell.snap"
+    path.write_bytes(cell.snapshot())
+    script = textwrap.dedent(
+        f"""
+        from nodmix.sandbox import Cell
+
+        class Handler:
+            def on_call(self, op, payload):
+                return payload
+            def on_request(self, request_id, op, payload):
+                return (False, "no page 2")
+
+        cell = Cell.restore(open({str(path)!r}, "rb").read(), Handler())
+        cell.deliver({first_id}, True, '{{"items": []}}')
+        print(cell.pump().value_json)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"failure":"no page 2"' in result.stdout
+    assert '"counter":3' in result.stdout
