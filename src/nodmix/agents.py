@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,8 +22,7 @@ DEFAULT_MAX_STEPS = 40
 DEFAULT_TIMEOUT_SECONDS = 600
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentProfile:
+class AgentProfile(msgspec.Struct, frozen=True, kw_only=True):
     """A resolved agent."""
 
     id: str
@@ -40,7 +38,7 @@ class AgentProfile:
     instructions: str | None
     max_steps: int = DEFAULT_MAX_STEPS
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = msgspec.field(default_factory=dict)
 
 
 def agent_ids(config: NodmixConfig) -> list[str]:

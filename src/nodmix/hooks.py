@@ -9,16 +9,16 @@ call (fail closed: a policy hook that crashed must not silently allow the call).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
+
+import msgspec
 
 from nodmix.messages import JsonObject
 
 ToolKind: TypeAlias = Literal["tool", "code_mode_exec", "code_mode_wait", "code_mode_nested"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallInfo:
+class ToolCallInfo(msgspec.Struct, frozen=True, kw_only=True):
     """What hooks learn about a tool call."""
 
     tool_name: str
@@ -38,8 +38,7 @@ class ToolCallInfo:
     """The plugin id, MCP server or `core` that owns the tool."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BeforeToolCallResult:
+class BeforeToolCallResult(msgspec.Struct, frozen=True, kw_only=True):
     """A `before_tool_call` hook's decision. Return `None` from the hook to allow unchanged."""
 
     block: bool = False
@@ -49,8 +48,7 @@ class BeforeToolCallResult:
     """Replacement parameters for the call."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AfterToolCallInfo:
+class AfterToolCallInfo(msgspec.Struct, frozen=True, kw_only=True):
     """What `after_tool_call` hooks see once a call finished."""
 
     call: ToolCallInfo
@@ -61,8 +59,7 @@ class AfterToolCallInfo:
     blocked: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionInfo:
+class CompactionInfo(msgspec.Struct, frozen=True, kw_only=True):
     """What compaction hooks see."""
 
     agent_id: str
@@ -80,22 +77,20 @@ AfterToolCallHook: TypeAlias = Callable[[AfterToolCallInfo], Awaitable[None]]
 CompactionHook: TypeAlias = Callable[[CompactionInfo], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
-class Registered:
+class Registered(msgspec.Struct, frozen=True):
     """A hook plus the plugin that registered it (so disabling the plugin removes it)."""
 
     owner: str
     hook: Any
 
 
-@dataclass(slots=True)
-class Hooks:
+class Hooks(msgspec.Struct):
     """Every registered hook, by lifecycle point."""
 
-    before_tool_call: list[Registered] = field(default_factory=list)
-    after_tool_call: list[Registered] = field(default_factory=list)
-    before_compaction: list[Registered] = field(default_factory=list)
-    after_compaction: list[Registered] = field(default_factory=list)
+    before_tool_call: list[Registered] = msgspec.field(default_factory=list)
+    after_tool_call: list[Registered] = msgspec.field(default_factory=list)
+    before_compaction: list[Registered] = msgspec.field(default_factory=list)
+    after_compaction: list[Registered] = msgspec.field(default_factory=list)
 
     def remove_owner(self, owner: str) -> None:
         """Drop every hook a plugin registered."""

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from msgspec.structs import replace
 
 from nodmix.errors import ToolError
 from nodmix.hooks import (

@@ -29,9 +29,9 @@ class CodeModeSettings:
 
 
 def _clamp(value: int | None, default: int, low: int, high: int) -> int:
-    if value is None:
-        return default
-    return max(low, min(high, value))
+    # The default is clamped too: `searchDefaultLimit` (default 8) must not exceed a smaller
+    # configured `maxSearchLimit`.
+    return max(low, min(high, default if value is None else value))
 
 
 def resolve_settings(value: bool | CodeModeConfig | None) -> CodeModeSettings:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nodmix.codemode.namespaces import NamespaceRegistration
+import msgspec
+
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import (
@@ -20,6 +20,7 @@ from nodmix.hooks import (
 from nodmix.tools.base import FunctionTool, Tool, ToolFunction, ToolOrigin
 
 if TYPE_CHECKING:
+    from nodmix.codemode.namespaces import NamespaceRegistration
     from nodmix.plugins.registry import PluginRegistry
 
 
@@ -61,7 +62,7 @@ class PluginAPI:
                     f"plugin {self.plugin_id!r}: tool {tool.spec.name!r} must have origin "
                     f"nodmix:{self.plugin_id}:{tool.spec.name}"
                 )
-            tool = dataclasses.replace(tool, origin=origin)
+            tool = msgspec.structs.replace(tool, origin=origin)
         self._registry.add_tool(self.plugin_id, tool)
 
     def tool(

@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from nodmix.codemode.namespaces import NamespaceRegistration, validate_registration
+import msgspec
+
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import Hooks
 from nodmix.tools.base import Tool
+
+if TYPE_CHECKING:
+    from nodmix.codemode.namespaces import NamespaceRegistration
 
 CORE_OWNER = "core"
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Owned(Generic[T]):
+class Owned(msgspec.Struct, Generic[T], frozen=True):
     """A registered value and the plugin that registered it."""
 
     owner: str
     value: T
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PluginStatus:
+class PluginStatus(msgspec.Struct, frozen=True, kw_only=True):
     """What happened to one discovered plugin."""
 
     id: str
@@ -38,15 +39,14 @@ class PluginStatus:
     error: str | None = None
 
 
-@dataclass(slots=True)
-class PluginRegistry:
+class PluginRegistry(msgspec.Struct):
     """Everything registered in this process. Built-ins register with owner `core`."""
 
-    tools: list[Owned[Tool]] = field(default_factory=list)
-    hooks: Hooks = field(default_factory=Hooks)
-    context_engines: dict[str, Owned[ContextEngineFactory]] = field(default_factory=dict)
-    namespaces: dict[str, Owned[NamespaceRegistration]] = field(default_factory=dict)
-    statuses: dict[str, PluginStatus] = field(default_factory=dict)
+    tools: list[Owned[Tool]] = msgspec.field(default_factory=list)
+    hooks: Hooks = msgspec.field(default_factory=Hooks)
+    context_engines: dict[str, Owned[ContextEngineFactory]] = msgspec.field(default_factory=dict)
+    namespaces: dict[str, Owned[NamespaceRegistration]] = msgspec.field(default_factory=dict)
+    statuses: dict[str, PluginStatus] = msgspec.field(default_factory=dict)
 
     def add_tool(self, owner: str, tool: Tool) -> None:
         """Register a tool; names must be unique across owners."""
@@ -70,6 +70,8 @@ class PluginRegistry:
 
     def add_namespace(self, owner: str, registration: NamespaceRegistration) -> None:
         """Register a code-mode namespace (validated now; visibility is decided per run)."""
+        from nodmix.codemode.namespaces import validate_registration
+
         try:
             validate_registration(registration)
         except ValueError as exc:

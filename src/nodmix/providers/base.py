@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
+
+import msgspec
 
 from nodmix.messages import (
     AssistantBlock,
@@ -22,8 +23,7 @@ from nodmix.tools.base import ToolSpec
 ProviderAPI: TypeAlias = Literal["openai-completions", "anthropic-messages"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSpec:
+class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A model a provider serves, with the limits the runtime plans around."""
 
     provider: str
@@ -38,8 +38,7 @@ class ModelSpec:
         return f"{self.provider}/{self.id}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelRequest:
+class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Everything one model call needs, in Nodmix's own terms."""
 
     model: ModelSpec
@@ -51,20 +50,18 @@ class ModelRequest:
     expected_tool_names: frozenset[str] | None = None
     """When set (code mode), the adapter checks the final payload carries exactly these tool
     names and refuses to send anything else: the surface fails closed."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     """Vendor-specific knobs, namespaced by the adapter that reads them."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TextDelta:
+class TextDelta(msgspec.Struct, frozen=True, kw_only=True):
     """A piece of answer text."""
 
     text: str
     kind: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ThinkingDelta:
+class ThinkingDelta(msgspec.Struct, frozen=True, kw_only=True):
     """A piece of reasoning text."""
 
     text: str
@@ -72,8 +69,7 @@ class ThinkingDelta:
     kind: Literal["thinking_delta"] = "thinking_delta"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallEvent:
+class ToolCallEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A complete tool call (adapters assemble streamed argument fragments first)."""
 
     id: str
@@ -82,16 +78,14 @@ class ToolCallEvent:
     kind: Literal["tool_call"] = "tool_call"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UsageEvent:
+class UsageEvent(msgspec.Struct, frozen=True, kw_only=True):
     """Token usage for the response (may arrive more than once; the last one wins)."""
 
     usage: Usage
     kind: Literal["usage"] = "usage"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResponseDone:
+class ResponseDone(msgspec.Struct, frozen=True, kw_only=True):
     """The end of the stream."""
 
     stop_reason: StopReason

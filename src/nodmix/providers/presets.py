@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import get_args
 
+import msgspec
+
 from nodmix.config.schema import ModelEntry, ProviderConfig
 from nodmix.errors import ConfigError
 from nodmix.providers.base import ModelSpec, ProviderAPI
@@ -185,7 +187,7 @@ def _merge_models(
     merged = {m.id: m for m in base}
     for entry in entries:
         current = merged.get(entry.id) or ModelSpec(provider=provider_id, id=entry.id)
-        merged[entry.id] = replace(
+        merged[entry.id] = msgspec.structs.replace(
             current,
             name=entry.name if entry.name is not None else current.name,
             context_window=entry.context_window or current.context_window,

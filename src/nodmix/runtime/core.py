@@ -14,10 +14,9 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
-from nodmix.codemode import CodeModeEngine
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
 from nodmix.context.base import ContextEngine, EngineContext
@@ -34,6 +33,9 @@ from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.tools import Tool
 from nodmix.tools.executor import ToolExecutor
+
+if TYPE_CHECKING:
+    from nodmix.codemode.engine import CodeModeEngine
 
 log = logging.getLogger("nodmix.runtime")
 
@@ -121,6 +123,8 @@ class Runtime:
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
             stack.callback(sessions.close)
+            from nodmix.codemode.engine import CodeModeEngine
+
             engine = CodeModeEngine()
             await stack.enter_async_context(engine.running())
             sources: list[ToolProvider] = [_PluginTools(registry)]

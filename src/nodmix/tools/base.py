@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import msgspec
 
 from nodmix.messages import JsonObject, ResultBlock, TextBlock
 
 ToolSource: TypeAlias = Literal["nodmix", "mcp", "client"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolSpec:
+class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What the model sees of a tool."""
 
     name: str
@@ -25,8 +25,7 @@ class ToolSpec:
     """Short human label, shown in UIs and the code-mode catalog."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolOrigin:
+class ToolOrigin(msgspec.Struct, frozen=True, kw_only=True):
     """Where a tool comes from; gives its stable catalog id `<source>:<owner>:<name>`."""
 
     source: ToolSource
@@ -44,8 +43,7 @@ class ToolOrigin:
 CORE_OWNER = "core"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolResult:
+class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of a tool call, as the model will see it."""
 
     content: tuple[ResultBlock, ...]
@@ -69,8 +67,7 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolContext:
+class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     """What a tool call knows about the run it belongs to."""
 
     agent_id: str
@@ -81,7 +78,7 @@ class ToolContext:
     workspace: Path
     parent_call_id: str | None = None
     """For calls made from a code-mode program: the outer `exec`/`wait` call id."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 @runtime_checkable
@@ -100,8 +97,7 @@ class Tool(Protocol):
 ToolFunction: TypeAlias = Callable[[JsonObject, ToolContext], Awaitable[ToolResult]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FunctionTool:
+class FunctionTool(msgspec.Struct, frozen=True, kw_only=True):
     """A tool made from an async function; the usual way plugins and tests define tools."""
 
     spec: ToolSpec

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, TypeAlias
 
 import anyio
+import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.hooks import (
@@ -190,7 +190,7 @@ class ToolExecutor:
                     details={"blocked": True, "hookOwner": registered.owner, "reason": reason},
                 )
             if decision.params is not None:
-                info = replace(info, params=decision.params)
+                info = msgspec.structs.replace(info, params=decision.params)
                 rewritten = True
         # Rewritten arguments are checked like the model's: the tool must never see bad input.
         return info, self._validate(tool, info.params) if rewritten else None

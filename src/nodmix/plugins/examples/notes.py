@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodmix.codemode.namespaces import (
-    NamespaceContext,
-    NamespaceRegistration,
-    namespace_tool,
-)
 from nodmix.hooks import BeforeToolCallResult, ToolCallInfo
 from nodmix.plugins.api import Plugin, PluginAPI
 from nodmix.tools.base import ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from nodmix.codemode.namespaces import NamespaceContext
 
 NOTES_DIR = "notes"
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
@@ -95,6 +93,8 @@ def _touches_notes(info: ToolCallInfo) -> bool:
 
 
 def _scope(ctx: NamespaceContext) -> dict[str, Any]:
+    from nodmix.codemode.namespaces import namespace_tool
+
     return {
         "folder": NOTES_DIR,
         "add": namespace_tool("note_add", lambda a: {"title": _arg(a, 0), "text": _arg(a, 1)}),
@@ -134,6 +134,8 @@ def register(api: PluginAPI) -> None:
         description="Search notes; every word of the query must appear.",
         parameters={"type": "object", "properties": {"query": string}, "required": ["query"]},
     )(note_search)
+
+    from nodmix.codemode.namespaces import NamespaceRegistration
 
     api.register_code_mode_namespace(
         NamespaceRegistration(
