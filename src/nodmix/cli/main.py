@@ -29,8 +29,9 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every command group registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser. With `only`, just that command group is registered: a run that
+    names its command does not import or build the others (start-up time matters)."""
     parser = argparse.ArgumentParser(
         prog="nodmix", description="Nodmix: a self-hosted AI agent gateway."
     )
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
+        if only is not None and name != only:
+            continue
         try:
             module = importlib.import_module(f"nodmix.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -64,8 +67,10 @@ def _first_nodmix_error(group: BaseExceptionGroup[BaseException]) -> NodmixError
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    parser = build_parser(command if command in COMMAND_MODULES else None)
+    args = parser.parse_args(arguments)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

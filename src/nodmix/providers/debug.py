@@ -20,8 +20,9 @@ import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
+
+import msgspec
 
 logger = logging.getLogger("nodmix.providers")
 
@@ -90,8 +91,7 @@ def _cap(text: str, limit: int) -> str:
     return f"{text[:limit]}… [truncated, {len(text)} chars total]"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DebugSettings:
+class DebugSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Which kinds of model traffic to log. The default logs nothing."""
 
     transport: bool = False

@@ -9,7 +9,6 @@ which wire `api` it speaks and where (`baseUrl`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import get_args
 
 import msgspec
@@ -19,8 +18,7 @@ from nodmix.errors import ConfigError
 from nodmix.providers.base import ModelSpec, ProviderAPI
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProviderDefinition:
+class ProviderDefinition(msgspec.Struct, frozen=True, kw_only=True):
     """Everything needed to build one provider: built-in defaults merged with config."""
 
     id: str
@@ -32,7 +30,7 @@ class ProviderDefinition:
     """The environment variable a preset reads its key from."""
     key_required: bool = True
     """Whether requests are pointless without a key (false for local servers)."""
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
     models: tuple[ModelSpec, ...] = ()
     preset: bool = False
     """Built in: any model id is accepted, with default limits when not listed."""
@@ -171,7 +169,7 @@ def merge_definition(
         )
     if config is None:
         return preset
-    return replace(
+    return msgspec.structs.replace(
         preset,
         api=config.api or preset.api,
         base_url=config.base_url or preset.base_url,

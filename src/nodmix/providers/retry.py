@@ -11,10 +11,10 @@ import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import msgspec
 
 from nodmix.errors import ProviderUnavailableError, RateLimitedError
 from nodmix.providers.base import ModelEvent, ModelRequest, Provider
@@ -24,8 +24,7 @@ logger = logging.getLogger("nodmix.providers")
 Sleep = Callable[[float], Awaitable[Any]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """How often and how patiently to retry a model request."""
 
     attempts: int = 4
@@ -40,7 +39,7 @@ class RetryPolicy:
     """Backoff is scaled by a random factor in `[1 - jitter, 1 + jitter]`."""
     sleep: Sleep = anyio.sleep
     """How to wait; tests inject a recorder so they never actually sleep."""
-    rand: Callable[[], float] = field(default=random.random)
+    rand: Callable[[], float] = msgspec.field(default=random.random)
     """Source of jitter in `[0, 1)`."""
 
     def delay(self, retry: int, error: Exception) -> float:

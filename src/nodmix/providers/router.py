@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self
+
+import msgspec
 
 from nodmix.config.loader import resolve_secret
 from nodmix.config.schema import ModelsConfig
@@ -73,8 +74,7 @@ DEFAULT_FACTORIES: Mapping[str, ProviderFactory] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedModel:
+class ResolvedModel(msgspec.Struct, frozen=True):
     """A model reference resolved to the provider that serves it."""
 
     provider: Provider

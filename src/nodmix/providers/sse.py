@@ -8,11 +8,10 @@ blank line has arrived. It follows the WHATWG rules that matter for model APIs: 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SSEEvent:
+class SSEEvent(msgspec.Struct, frozen=True, kw_only=True):
     """One server-sent event."""
 
     event: str = "message"

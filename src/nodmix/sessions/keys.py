@@ -9,7 +9,8 @@ compaction starts a successor transcript. The name may itself contain `:` segmen
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 from nodmix.config.paths import DEFAULT_AGENT_ID
 from nodmix.errors import SessionError
@@ -26,8 +27,7 @@ _NAME_SEGMENT = re.compile(r"[^\s:\x00-\x1f\x7f]+")
 _MAX_NAME_LENGTH = 256
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class SessionKey:
+class SessionKey(msgspec.Struct, frozen=True):
     """A parsed session key; `str(key)` gives `agent:<agent_id>:<name>`."""
 
     agent_id: str

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -138,8 +137,7 @@ class Session:
         return updated
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionSummary:
+class SessionSummary(msgspec.Struct, frozen=True, kw_only=True):
     """One row of `SessionManager.list_sessions`."""
 
     key: str

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from nodmix.config.schema import AgentToolsConfig, ToolsConfig
 from nodmix.tools.base import CORE_OWNER, Tool
@@ -71,8 +72,7 @@ def entry_matches(entry: str, tool: Tool) -> bool:
     return _like(entry, tool.spec.name) or _like(entry, owner)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolPolicy:
+class ToolPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """An allow list (or none) and a deny list of policy entries."""
 
     allow: Sequence[str] | None = None

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from nodmix.errors import ContextOverflowError, ProviderUnavailableError
 from nodmix.messages import StopReason, Usage
@@ -47,12 +48,11 @@ _USAGE_FIELDS = {
 }
 
 
-@dataclass(slots=True)
-class _ToolUse:
+class _ToolUse(msgspec.Struct):
     id: str
     name: str
     initial: dict[str, Any]
-    parts: list[str] = field(default_factory=list)
+    parts: list[str] = msgspec.field(default_factory=list)
 
 
 class EventParser:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from nodmix.errors import ProviderUnavailableError
 from nodmix.messages import StopReason, Usage
@@ -68,11 +69,10 @@ def _reasoning(delta: Mapping[str, Any]) -> str:
     return ""
 
 
-@dataclass(slots=True)
-class _PendingCall:
+class _PendingCall(msgspec.Struct):
     id: str = ""
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
+    arguments: list[str] = msgspec.field(default_factory=list)
 
 
 class ChunkParser:

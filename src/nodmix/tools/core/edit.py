@@ -8,10 +8,10 @@ CRLF files are edited as if they used LF and written back with CRLF, since model
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
@@ -26,8 +26,7 @@ _MAX_DIFF_LINES = 40
 _MAX_HINT_LINES = 20_000
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EditOutcome:
+class EditOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """Where an edit landed and what it changed."""
 
     first_line: int

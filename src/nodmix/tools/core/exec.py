@@ -11,10 +11,10 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import msgspec
 from anyio.abc import ByteReceiveStream, Process
 
 from nodmix.errors import ToolError
@@ -39,8 +39,7 @@ _DESCRIPTION = (
 )
 
 
-@dataclass(slots=True)
-class OutputBuffer:
+class OutputBuffer(msgspec.Struct):
     """Keeps the first and last bytes of a stream within `limit` bytes in total."""
 
     limit: int
@@ -81,8 +80,7 @@ class OutputBuffer:
         return f"{head}\n\n[... {cut} bytes of output omitted ...]\n\n{tail}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
+class _Outcome(msgspec.Struct, frozen=True):
     exit_code: int | None
     output: OutputBuffer
     timed_out: bool

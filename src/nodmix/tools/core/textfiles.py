@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import secrets
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from nodmix.errors import ToolError
 
@@ -17,8 +18,7 @@ _SNIFF_BYTES = 8192
 _CHUNK_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LineWindow:
+class LineWindow(msgspec.Struct, frozen=True, kw_only=True):
     """A run of lines read from a file."""
 
     text: str

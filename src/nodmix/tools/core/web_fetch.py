@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import codecs
 import logging
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 import anyio
 import httpx2
+import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
@@ -41,8 +41,7 @@ _TEXT_TYPES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Fetched:
+class _Fetched(msgspec.Struct, frozen=True):
     url: str
     status: int
     reason: str
