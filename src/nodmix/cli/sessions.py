@@ -59,6 +59,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=_export)
 
     p = cmds.add_parser(
+        "compact",
+        parents=[parent],
+        help="summarise a session's older history now (the full history stays on disk)",
+    )
+    p.add_argument("key", help="session key, or a session name of the default agent")
+    p.add_argument("--instructions", metavar="TEXT", help="what the summary should focus on")
+    p.add_argument("--agent", metavar="ID", help="agent (default: from the key, else main)")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(handler=_compact)
+
+    p = cmds.add_parser(
         "repair-store",
         parents=[parent],
         help="move a corrupt sessions.json aside so the agent can start again",
@@ -190,6 +201,25 @@ def _export(args: argparse.Namespace) -> int:
     else:
         print_json(document)
     return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    import anyio
+
+    return anyio.run(_compact_session, args)
+
+
+async def _compact_session(args: argparse.Namespace) -> int:
+    from nodmix.compaction.service import compaction_message
+    from nodmix.runtime import Runtime
+
+    async with Runtime.open() as runtime:
+        done = await runtime.compact_session(args.agent, args.key, instructions=args.instructions)
+    if args.json:
+        print_json(done.to_json())
+    else:
+        print(f"{done.session_key}: {compaction_message(done)}")
+    return 0 if done.result.ok else 1
 
 
 def _repair_store(args: argparse.Namespace) -> int:

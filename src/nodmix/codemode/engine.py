@@ -34,7 +34,7 @@ from anyio.abc import TaskGroup
 from nodmix.codemode import results
 from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.guest import SETUP_SCRIPT
-from nodmix.codemode.nested import RunServices, cancel_all, delivery, project, run_nested
+from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
 from nodmix.codemode.results import ErrorCode, Result
 from nodmix.codemode.runs import NestedCall, RunState, RunStore, RunStoreFull, SuspendedRun
 from nodmix.codemode.settings import CodeModeSettings
@@ -67,22 +67,36 @@ _FAILURE_CODES: dict[FailureKind, ErrorCode | None] = {
 class CodeModeEngine:
     """Process-wide: owns the suspended-run store and the task group of nested calls."""
 
-    def __init__(self, store: RunStore | None = None) -> None:
-        self.store = store or RunStore()
+    def __init__(self, store: RunStore | None = None, *, group: TaskGroup | None = None) -> None:
+        """`group` is a task group owned by the caller (the runtime); without one, use
+        `running()`."""
+        # Not `store or RunStore()`: an empty store has len() 0 and is falsy, so an injected
+        # store (e.g. with a test clock) would silently be replaced.
+        self.store = store if store is not None else RunStore()
         self._group: TaskGroup | None = None
+        if group is not None:
+            self.attach(group)
+
+    def attach(self, group: TaskGroup) -> None:
+        """Run nested calls and the expiry sweeper in `group`."""
+        self._group = group
+        group.start_soon(self._sweeper)
+
+    def shutdown(self) -> None:
+        """Drop every suspended run and cancel its nested calls (process shutdown)."""
+        for run in self.store.clear():
+            cancel_all(run.state)
+        self._group = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[CodeModeEngine]:
         """Run the engine's background work; on exit every run and nested call is dropped."""
         async with anyio.create_task_group() as group:
-            self._group = group
-            group.start_soon(self._sweeper)
+            self.attach(group)
             try:
                 yield self
             finally:
-                for run in self.store.clear():
-                    cancel_all(run.state)
-                self._group = None
+                self.shutdown()
                 group.cancel_scope.cancel()
 
     # ---- exec -----------------------------------------------------------------------------
@@ -104,6 +118,7 @@ class CodeModeEngine:
             catalog=services.catalog,
             boot_json=boot_json,
             parent_call_id=call_id,
+            turn_id=services.scope.run_id,
             namespace_targets=dict(namespace_targets or {}),
         )
         prepared = prepare(args, settings.languages)
@@ -123,8 +138,11 @@ class CodeModeEngine:
         handler = StepHandler(state)
         limits = _limits(settings)
         deadline = anyio.current_time() + settings.timeout_ms / 1000
+        ref = _CellRef()
         try:
-            cell, outcome = await _in_worker(_boot_and_run, handler, limits, source, wrapped)
+            cell, outcome = await _guest_step(
+                ref, _boot_and_run, ref, handler, limits, source, wrapped
+            )
         except RuntimeUnavailableError as exc:
             return self._failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
@@ -140,7 +158,11 @@ class CodeModeEngine:
         run_id = args.get("runId")
         if not isinstance(run_id, str) or not run_id.strip():
             return results.failed(
-                "wait needs the runId of a waiting code-mode result.", "invalid_input", [], empty
+                "wait needs the runId of a waiting exec/wait result; to run a new program, "
+                "call exec.",
+                "invalid_input",
+                [],
+                empty,
             )
         run_id = run_id.strip()
         parked = self.store.get(run_id)
@@ -150,20 +172,30 @@ class CodeModeEngine:
             return results.failed(message, code, [], empty)
         assert parked is not None
         parked.resuming = True
+        try:
+            return await self._resume(services, parked, call_id)
+        except BaseException:
+            # The wait was cancelled (its turn was aborted) or broke. The run ends here, like a
+            # cancelled exec: its snapshot is dropped, its nested calls are cancelled, and a
+            # later wait on the id is told the run was aborted. (Leaving it parked would keep
+            # nested calls running for a turn that no longer exists.)
+            self.store.drop(parked.id)
+            self.store.mark_ended(parked.id, parked.state.scope, "aborted")
+            cancel_all(parked.state)
+            raise
+
+    async def _resume(self, services: RunServices, parked: SuspendedRun, call_id: str) -> Result:
         state = parked.state
         state.parent_call_id = call_id
+        state.turn_id = services.scope.run_id
         deadline = anyio.current_time() + state.settings.timeout_ms / 1000
-        try:
-            if state.yield_request is not None:  # a yield resumes at once
-                settled = sorted(
-                    (c for c in state.calls.values() if c.done.is_set()),
-                    key=lambda c: c.request_id,
-                )
-            else:
-                settled = await _settled_by(state, deadline)
-        except BaseException:
-            parked.resuming = False
-            raise
+        if state.yield_request is not None:  # a yield resumes at once
+            settled = sorted(
+                (c for c in state.calls.values() if c.done.is_set()),
+                key=lambda c: c.request_id,
+            )
+        else:
+            settled = await _settled_by(state, deadline)
         if not settled and state.yield_request is None:
             parked.resuming = False
             return results.waiting(
@@ -174,11 +206,21 @@ class CodeModeEngine:
                 state.catalog.telemetry(),
             )
         self.store.drop(parked.id)
+        # Remembered so that a second wait on this id (concurrent, or after the result came
+        # back) is told it was resumed, not that it is unknown and should be started over.
+        self.store.mark_ended(parked.id, state.scope, "resumed")
         handler = StepHandler(state)
         items = self._deliveries(services, state, settled)
+        ref = _CellRef()
         try:
-            cell, outcome = await _in_worker(
-                _restore_and_pump, parked.snapshot, handler, _limits(state.settings), items
+            cell, outcome = await _guest_step(
+                ref,
+                _restore_and_pump,
+                ref,
+                parked.snapshot,
+                handler,
+                _limits(state.settings),
+                items,
             )
         except (SandboxError, RuntimeUnavailableError) as exc:
             failure: ErrorCode = (
@@ -194,8 +236,20 @@ class CodeModeEngine:
     ) -> tuple[str, ErrorCode] | None:
         scope = services.scope
         if parked is None:
-            expired = self.store.was_expired(run_id)
-            if expired is not None and expired.session_id == scope.session_id:
+            ended = self.store.ended(run_id)
+            if ended is not None and ended[0].session_id == scope.session_id:
+                if ended[1] == "resumed":
+                    return (
+                        f"code mode run {run_id} was already resumed by another wait call; use "
+                        "that call's result (if it is waiting again, it has a new runId).",
+                        "invalid_input",
+                    )
+                if ended[1] == "aborted":
+                    return (
+                        f"code mode run {run_id} was aborted (its turn was cancelled) and "
+                        "cannot be resumed; start over with exec.",
+                        "aborted",
+                    )
                 return (
                     f"code mode run {run_id} expired and was discarded; start over with exec.",
                     "snapshot_expired",
@@ -247,10 +301,8 @@ class CodeModeEngine:
         deadline: float,
     ) -> Result:
         while True:
-            if isinstance(outcome, Completed):
-                return self._completed(state, outcome)
-            if isinstance(outcome, Failed):
-                return self._from_failure(state, outcome)
+            # Overflow first: the guest usually does not catch the rejection (`Promise.all`
+            # rejects at once), and whatever it did next, none of the batch may run.
             if state.overflow:
                 return self._failed(
                     state,
@@ -259,6 +311,10 @@ class CodeModeEngine:
                     "of the new calls were started. Await calls in smaller batches.",
                     "too_many_pending_tool_calls",
                 )
+            if isinstance(outcome, Completed):
+                return self._completed(state, outcome)
+            if isinstance(outcome, Failed):
+                return self._from_failure(state, outcome)
             if state.output_exceeded:
                 return self._failed(
                     state, "code mode output limit exceeded.", "output_limit_exceeded"
@@ -268,13 +324,12 @@ class CodeModeEngine:
             if not settled:
                 return await self._suspend(state, cell)
             items = self._deliveries(services, state, settled)
-            outcome = await _in_worker(_deliver_and_pump, cell, items)
+            outcome = await _guest_step(_CellRef(cell), _deliver_and_pump, cell, items)
 
     def _dispatch(self, services: RunServices, state: RunState) -> None:
         assert self._group is not None, "CodeModeEngine.running() is not active"
         for call in state.new_calls:
-            state.calls[call.request_id] = call
-            self._group.start_soon(run_nested, services, state, call)
+            dispatch(self._group, services, state, call)
         state.new_calls.clear()
 
     def _deliveries(
@@ -358,6 +413,22 @@ class CodeModeEngine:
         cancel_all(state)
         return results.failed(message, code, state.output, state.catalog.telemetry())
 
+    # ---- abort ----------------------------------------------------------------------------
+
+    def abort_turn(self, run_id: str) -> int:
+        """An agent turn was cancelled: drop the runs it left parked and cancel their calls.
+
+        A cancelled `exec`/`wait` cleans up after itself. This covers the gap between steps: a
+        turn aborted while the model is streaming after a `waiting` result would otherwise
+        leave that run's nested calls running until the snapshot TTL. A later `wait` on such a
+        run fails with code `aborted`. Returns how many runs were dropped.
+        """
+        gone = self.store.take(lambda run: run.state.turn_id == run_id)
+        for run in gone:
+            self.store.mark_ended(run.id, run.state.scope, "aborted")
+            cancel_all(run.state)
+        return len(gone)
+
     # ---- expiry ---------------------------------------------------------------------------
 
     def _expire(self) -> None:
@@ -403,12 +474,70 @@ async def _in_worker(fn: Any, *args: Any) -> Any:
     return await run_in_worker(fn, *args)
 
 
+class _CellRef:
+    """The cell a worker step runs, shared with the event loop so an abort can interrupt it.
+
+    The worker sets `cell` as soon as the VM exists and then checks `aborted`; the loop sets
+    `aborted` and then interrupts `cell` if it is set. Either order, the guest gets stopped.
+    """
+
+    __slots__ = ("aborted", "cell")
+
+    def __init__(self, cell: Any = None) -> None:
+        self.cell = cell
+        self.aborted = False
+
+    def attach(self, cell: Any) -> None:
+        self.cell = cell
+        if self.aborted:
+            cell.interrupt()
+
+    def abort(self) -> None:
+        self.aborted = True
+        if self.cell is not None:
+            self.cell.interrupt()
+
+
+async def _guest_step(ref: _CellRef, fn: Any, *args: Any) -> Any:
+    """Run a step that executes guest code in a worker thread, interruptibly.
+
+    A worker thread cannot be abandoned (the VM would be shared by two threads), so cancelling
+    the awaiting task alone would wait until the guest used up its whole budget: an aborted turn
+    stuck in `while (true) {}` would hang for `timeoutMs`. On cancellation the guest is
+    interrupted instead, the worker returns at once and the cancellation proceeds.
+    """
+    finished = False
+
+    async def interrupt_on_cancel() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                ref.abort()
+
+    result: Any = None
+    error: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(interrupt_on_cancel)
+        try:
+            result = await _in_worker(fn, *args)
+        except Exception as exc:  # re-raised below: a task group would wrap it in a group
+            error = exc
+        finally:
+            finished = True
+            group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return result
+
+
 def _boot_and_run(
-    handler: StepHandler, limits: SandboxLimits, source: str, wrapped: bool
+    ref: _CellRef, handler: StepHandler, limits: SandboxLimits, source: str, wrapped: bool
 ) -> tuple[Any, Outcome]:
     from nodmix.sandbox import Cell
 
     cell = Cell.boot(SETUP_SCRIPT, handler, limits=limits)
+    ref.attach(cell)
     return cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped)
 
 
@@ -419,9 +548,14 @@ def _deliver_and_pump(cell: Any, items: list[tuple[int, bool, str]]) -> Outcome:
 
 
 def _restore_and_pump(
-    blob: bytes, handler: StepHandler, limits: SandboxLimits, items: list[tuple[int, bool, str]]
+    ref: _CellRef,
+    blob: bytes,
+    handler: StepHandler,
+    limits: SandboxLimits,
+    items: list[tuple[int, bool, str]],
 ) -> tuple[Any, Outcome]:
     from nodmix.sandbox import Cell
 
     cell = Cell.restore(blob, handler, limits=limits)
+    ref.attach(cell)
     return cell, _deliver_and_pump(cell, items)

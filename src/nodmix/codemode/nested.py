@@ -3,18 +3,21 @@
 Every guest tool call runs through the same `ToolRunner` as a direct model call (policy hooks,
 validation, error capture, abort), emits the same start/finish events with `parent_call_id`, and
 is written to the transcript as a real tool call under its parent `exec`/`wait` call once the
-guest receives its result.
+guest receives its result (or, if the run ends first, once the call stops: a call that ran is
+always on record).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
+from anyio.abc import TaskGroup
 
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
@@ -22,6 +25,7 @@ from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
 from nodmix.messages import ToolResultMessage
 from nodmix.tools.base import ToolContext, ToolResult, ToolRunner
 
+log = logging.getLogger("nodmix.codemode")
 CANCELLED_TEXT = "Cancelled: the code-mode run ended before this tool call finished."
 
 
@@ -56,8 +60,29 @@ def tool_message(call: NestedCall, result: ToolResult) -> ToolResultMessage:
     )
 
 
+def dispatch(group: TaskGroup, services: RunServices, state: RunState, call: NestedCall) -> None:
+    """Start a recorded call as a task of `group`.
+
+    Its cancel scope is created here rather than in the task, so `cancel_all` right after
+    dispatch (an exec aborted at that moment) stops the call even if its task has not started
+    yet; otherwise the tool would run anyway, after its run was gone.
+    """
+    call.cancel = anyio.CancelScope()
+    call.services = services
+    state.calls[call.request_id] = call
+    group.start_soon(run_nested, services, state, call)
+
+
 async def run_nested(services: RunServices, state: RunState, call: NestedCall) -> None:
     """Run one nested call to completion or cancellation; always marks it done."""
+    scope = call.cancel if call.cancel is not None else anyio.CancelScope()
+    call.cancel, call.services = scope, services
+    if scope.cancel_called:  # the run ended before this task started: the tool never runs
+        call.result = ToolResult.error(CANCELLED_TEXT)
+        call.done.set()
+        state.notify()
+        return
+    call.ran = True
     parent = call.parent_call_id
     services.emit(
         ToolCallStarted(
@@ -69,8 +94,7 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
         )
     )
     result: ToolResult | None = None
-    with anyio.CancelScope() as scope:
-        call.cancel = scope
+    with scope:
         ctx = ToolContext(
             agent_id=services.scope.agent_id,
             session_key=services.scope.session_key,
@@ -94,6 +118,9 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
             duration_ms=(call.finished - call.started) * 1000,
         )
     )
+    if call.abandoned:
+        # The guest will never receive it, but the tool did run: keep it in the transcript.
+        project_abandoned(call)
 
 
 def delivery(call: NestedCall) -> tuple[bool, str]:
@@ -119,15 +146,35 @@ def _dumps(value: Any) -> str:
 
 
 def project(services: RunServices, call: NestedCall) -> None:
-    """Record a delivered nested call in the transcript under its parent call."""
-    if services.record is None or call.result is None:
+    """Record a nested call in the transcript under its parent call (at most once)."""
+    if services.record is None or call.result is None or call.projected or not call.ran:
         return
+    call.projected = True
     services.record(call.parent_call_id, call, tool_message(call, call.result))
 
 
+def project_abandoned(call: NestedCall) -> None:
+    """Project a call whose run ended first; never raises (it may run during shutdown)."""
+    if call.services is None:
+        return
+    try:
+        project(call.services, call)
+    except Exception:
+        log.warning("could not record abandoned nested call %s", call.call_id, exc_info=True)
+
+
 def cancel_all(state: RunState) -> None:
-    """Cancel every nested call of a run that is still running; drop undispatched ones."""
+    """End a run's nested calls that the guest will never receive.
+
+    Running calls are cancelled, calls whose task has not started never run, and undispatched
+    ones are dropped. Calls that did run still go into the transcript under their parent (with
+    their result, or the cancellation once they stop), so an aborted or failed program leaves
+    a complete record of what it did.
+    """
     for call in state.calls.values():
-        if call.cancel is not None and not call.done.is_set():
+        call.abandoned = True
+        if call.done.is_set():
+            project_abandoned(call)
+        elif call.cancel is not None:
             call.cancel.cancel()
     state.new_calls.clear()

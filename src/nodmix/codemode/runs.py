@@ -49,8 +49,17 @@ class NestedCall:
     result: ToolResult | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel: anyio.CancelScope | None = None
+    """Created at dispatch, so the call can be cancelled even before its task starts."""
     started: float = field(default_factory=time.perf_counter)
     finished: float | None = None
+    services: Any = None
+    """The `RunServices` of the step that dispatched it (to project it if it is abandoned)."""
+    ran: bool = False
+    """The tool was actually invoked (a call cancelled before its task started never runs)."""
+    abandoned: bool = False
+    """The run ended before the guest received the result (completed, failed, aborted...)."""
+    projected: bool = False
+    """Already written to the transcript."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""
@@ -78,6 +87,8 @@ class RunState:
     changed: anyio.Event = field(default_factory=anyio.Event)
     seq: int = 0
     parent_call_id: str = ""
+    turn_id: str = ""
+    """The agent turn that last drove the run (exec, or the latest wait); see `abort_turn`."""
     nested_errors: set[str] = field(default_factory=set)
     """Messages of errors delivered to the guest, to recognise an uncaught tool failure."""
     namespace_targets: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +132,9 @@ class RunStore:
         self, *, cap: int = SUSPENDED_RUN_CAP, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._runs: OrderedDict[str, SuspendedRun] = OrderedDict()
-        self._expired: OrderedDict[str, RunScope] = OrderedDict()
+        self._ended: OrderedDict[str, tuple[RunScope, str]] = OrderedDict()
+        """Recently ended runs (`expired`, `aborted`, `resumed`), so `wait` can say what
+        happened to them."""
         self._cap = cap
         self._clock = clock
 
@@ -148,7 +161,18 @@ class RunStore:
 
     def was_expired(self, run_id: str) -> RunScope | None:
         """The scope of a run that expired recently (to tell `wait` it expired, not unknown)."""
-        return self._expired.get(run_id)
+        ended = self._ended.get(run_id)
+        return ended[0] if ended is not None and ended[1] == "expired" else None
+
+    def ended(self, run_id: str) -> tuple[RunScope, str] | None:
+        """Scope and reason (`expired`, `aborted`, `resumed`) of a run no longer parked."""
+        return self._ended.get(run_id)
+
+    def mark_ended(self, run_id: str, scope: RunScope, reason: str) -> None:
+        """Remember why a run ended (bounded: the oldest of 1024 records are forgotten)."""
+        self._ended[run_id] = (scope, reason)
+        while len(self._ended) > 1024:
+            self._ended.popitem(last=False)
 
     def drop(self, run_id: str) -> SuspendedRun | None:
         """Remove a run (it completed, failed, or was resumed into a new suspension)."""
@@ -160,9 +184,14 @@ class RunStore:
         gone = [r for r in self._runs.values() if r.expires_at <= now and not r.resuming]
         for run in gone:
             del self._runs[run.id]
-            self._expired[run.id] = run.state.scope
-            while len(self._expired) > 1024:
-                self._expired.popitem(last=False)
+            self.mark_ended(run.id, run.state.scope, "expired")
+        return gone
+
+    def take(self, predicate: Callable[[SuspendedRun], bool]) -> list[SuspendedRun]:
+        """Remove and return the parked runs (not being resumed) that match `predicate`."""
+        gone = [r for r in self._runs.values() if not r.resuming and predicate(r)]
+        for run in gone:
+            del self._runs[run.id]
         return gone
 
     def clear(self) -> list[SuspendedRun]:

@@ -58,17 +58,19 @@ def prepare(args: dict[str, Any], languages: tuple[str, ...]) -> Prepared:
             error=f"language {language!r} is disabled for code mode here (enabled: {enabled}).",
             code_kind="unsupported_language",
         )
-    if looks_like_shell(source):
-        return _bad(
-            "exec runs JavaScript, not shell commands. To run a shell command, write e.g. "
-            "`const r = await tools.call('nodmix:core:exec', {command: 'ls -la'}); return r.text`."
-        )
+    # Module access is checked before the shell heuristic: `export * from 'x'` starts with a
+    # shell word (`export`) but is JavaScript module syntax, and must say so.
     access = find_module_access(source)
     if access is not None:
         return Prepared(
             error=f"{access.message.split('; ')[0]}; reach files, network and other actions "
             "through tools.search/tools.call instead.",
             code_kind="module_access_denied",
+        )
+    if looks_like_shell(source):
+        return _bad(
+            "exec runs JavaScript, not shell commands. To run a shell command, write e.g. "
+            "`const r = await tools.call('nodmix:core:exec', {command: 'ls -la'}); return r.text`."
         )
     return Prepared(code=source, language=language)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodmix.catalog import RunCatalog
-from nodmix.codemode.engine import CodeModeEngine
+from nodmix.codemode.engine import CodeModeEngine, debug_enabled
 from nodmix.codemode.mcp_namespace import MCPAccess, build_mcp_namespace
 from nodmix.codemode.namespaces import (
     NamespaceContext,
@@ -47,6 +47,15 @@ async def build_code_mode_tools(
     """The `exec` and `wait` tools of one run. Fails closed if the runtime is missing."""
     require_runtime()
     catalog = RunCatalog.build(effective)
+    if debug_enabled():
+        # `NODMIX_DEBUG_CODE_MODE=1`: what the model sees and what went into the hidden catalog.
+        telemetry = catalog.telemetry()
+        log.info(
+            "code mode active for run %s: model tools exec,wait; hidden catalog %d tools %s",
+            scope.run_id,
+            telemetry["catalogSize"],
+            telemetry["sources"],
+        )
     services = RunServices(
         scope=scope,
         catalog=catalog,

@@ -92,7 +92,9 @@ class ExecTool:
         """Run the program."""
         run = self._run
         if debug_enabled():
-            log.info("code mode exec %s (%d chars)", ctx.call_id, len(str(args.get("code", ""))))
+            source = args.get("code") or args.get("command") or ""
+            language = args.get("language") or "javascript"
+            log.info("code mode exec %s (%s, %d chars)", ctx.call_id, language, len(str(source)))
         result = await run.engine.exec(
             run.services,
             run.settings,
@@ -102,7 +104,7 @@ class ExecTool:
             run.namespace_targets,
         )
         if debug_enabled():
-            log.info("code mode exec %s -> %s", ctx.call_id, result["status"])
+            log.info("code mode exec %s -> %s", ctx.call_id, _outcome(result))
         return to_tool_result(result)
 
 
@@ -122,5 +124,15 @@ class WaitTool:
         """Resume the run."""
         result = await self._run.engine.wait(self._run.services, dict(args), ctx.call_id)
         if debug_enabled():
-            log.info("code mode wait %s -> %s", args.get("runId"), result["status"])
+            log.info("code mode wait %s -> %s", args.get("runId"), _outcome(result))
         return to_tool_result(result)
+
+
+def _outcome(result: Result) -> str:
+    """`completed`, `waiting <runId>` or `failed <code>`, for the debug log."""
+    status = str(result["status"])
+    if status == "waiting":
+        return f"waiting {result['runId']}"
+    if status == "failed":
+        return f"failed {result.get('code') or 'guest_error'}"
+    return status

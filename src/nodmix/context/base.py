@@ -3,15 +3,21 @@
 Nodmix calls the active engine at four points of a turn: `ingest` when a message is added,
 `assemble` before every model request, `compact` when the window is full or the user asks, and
 `after_turn` when a turn ends. Optional members are looked up with `getattr` and skipped when
-absent; see `context-engine.md` in the spec for the contract.
+absent; see `context-engine.md` in the spec for the contract. An engine that has `ingest_batch`
+receives a finished turn's messages in one call instead of one `ingest` per message; the runtime
+calls `bootstrap` the first time an engine meets a session id and `dispose` at shutdown.
+
+The parameter and result types are frozen `msgspec.Struct`s (built in C, cheap at start-up);
+construct them with keyword arguments.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import msgspec
 
 from nodmix.messages import Message
 
@@ -19,8 +25,7 @@ PromptAuthority: TypeAlias = Literal["assembled", "preassembly_may_overflow"]
 CompactionTrigger: TypeAlias = Literal["auto", "manual", "overflow", "budget"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ContextEngineInfo:
+class ContextEngineInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Identity of an engine and whether it owns compaction."""
 
     id: str
@@ -29,8 +34,7 @@ class ContextEngineInfo:
     owns_compaction: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IngestParams:
+class IngestParams(msgspec.Struct, frozen=True, kw_only=True):
     """One message added to a session."""
 
     session_id: str
@@ -39,8 +43,7 @@ class IngestParams:
     is_heartbeat: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AssembleParams:
+class AssembleParams(msgspec.Struct, frozen=True, kw_only=True):
     """Input of `assemble`: the replayed session history and the budget it must fit."""
 
     session_id: str
@@ -51,8 +54,7 @@ class AssembleParams:
     model: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AssembleResult:
+class AssembleResult(msgspec.Struct, frozen=True, kw_only=True):
     """What the model will see, and the engine's estimate of its size."""
 
     messages: Sequence[Message]
@@ -61,8 +63,7 @@ class AssembleResult:
     prompt_authority: PromptAuthority = "assembled"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactParams:
+class CompactParams(msgspec.Struct, frozen=True, kw_only=True):
     """Input of `compact`."""
 
     session_id: str
@@ -72,10 +73,12 @@ class CompactParams:
     instructions: str | None = None
     token_budget: int | None = None
     current_tokens: int | None = None
+    runtime_context: object | None = None
+    """Opaque state from the runtime (event sink, model chain, the live session, the attempt
+    number). Engines that delegate pass `params` on unchanged; they never need to read it."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactResult:
+class CompactResult(msgspec.Struct, frozen=True, kw_only=True):
     """Outcome of `compact`. A rotated transcript is named by `session_id`/`session_file`."""
 
     ok: bool
@@ -88,13 +91,58 @@ class CompactResult:
     session_file: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AfterTurnParams:
+class AfterTurnParams(msgspec.Struct, frozen=True, kw_only=True):
     """A finished turn."""
 
     session_id: str
     session_key: str
     messages: Sequence[Message]
+
+
+class BootstrapParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Input of the optional `bootstrap`: the first time an engine sees a session."""
+
+    session_id: str
+    session_key: str
+    messages: Sequence[Message]
+    """The session's history as the model would see it now (compaction applied)."""
+
+
+class IngestBatchParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Input of the optional `ingest_batch`: every message a finished turn added."""
+
+    session_id: str
+    session_key: str
+    messages: Sequence[Message]
+
+
+class SubagentSpawnParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Input of the optional `prepare_subagent_spawn`."""
+
+    parent_session_key: str
+    child_session_key: str
+    context_mode: Literal["isolated", "fork"] = "isolated"
+    transcript_files: Sequence[str] = ()
+    ttl_seconds: float | None = None
+
+
+class SubagentEndedParams(msgspec.Struct, frozen=True, kw_only=True):
+    """Input of the optional `on_subagent_ended`."""
+
+    parent_session_key: str
+    child_session_key: str
+    reason: Literal["completed", "failed", "swept"] = "completed"
+
+
+OPTIONAL_MEMBERS = (
+    "bootstrap",
+    "ingest_batch",
+    "after_turn",
+    "prepare_subagent_spawn",
+    "on_subagent_ended",
+    "dispose",
+)
+"""Members an engine may leave out; Nodmix skips a lifecycle point whose member is missing."""
 
 
 @runtime_checkable
@@ -112,15 +160,14 @@ class ContextEngine(Protocol):
     async def compact(self, params: CompactParams) -> CompactResult: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineContext:
+class EngineContext(msgspec.Struct, frozen=True, kw_only=True):
     """What an engine factory receives."""
 
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """The owning plugin's `plugins.entries.<id>.config`."""
     agent_dir: Path | None = None
     workspace_dir: Path | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
+    services: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Runtime services an engine may use (e.g. `compact_with_runtime`)."""
 
 

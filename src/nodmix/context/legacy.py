@@ -18,6 +18,7 @@ from nodmix.context.base import (
     EngineContext,
     IngestParams,
 )
+from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.context.tokens import estimate_tokens
 
 LEGACY_ENGINE_ID = "legacy"
@@ -51,5 +52,5 @@ class LegacyContextEngine:
 
 def legacy_factory(ctx: EngineContext) -> LegacyContextEngine:
     """Registry factory for the legacy engine."""
-    compactor = ctx.services.get("compact_with_runtime")
+    compactor = ctx.services.get(COMPACT_SERVICE)
     return LegacyContextEngine(compactor)

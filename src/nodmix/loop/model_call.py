@@ -7,7 +7,7 @@ from typing import Protocol
 
 from nodmix.errors import ProviderError
 from nodmix.events import EventSink, ModelFallback, TextDeltaEvent, ThinkingDeltaEvent
-from nodmix.messages import AssistantMessage
+from nodmix.messages import AssistantMessage, Message
 from nodmix.providers.base import (
     ModelRequest,
     ModelSpec,
@@ -17,6 +17,7 @@ from nodmix.providers.base import (
     ThinkingDelta,
 )
 from nodmix.providers.retry import RetryPolicy, stream_with_retry
+from nodmix.tools.base import ToolSpec
 
 
 class ResolvedModelLike(Protocol):
@@ -33,6 +34,26 @@ class ModelResolver(Protocol):
     """Turns `provider/model` into a provider and a spec (the provider router)."""
 
     def resolve(self, ref: str) -> ResolvedModelLike: ...
+
+
+def request_builder(
+    system: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    expected_tool_names: frozenset[str] | None = None,
+) -> Callable[[ModelSpec], ModelRequest]:
+    """Builds the same request for whichever model of the chain ends up answering."""
+
+    def build(spec: ModelSpec) -> ModelRequest:
+        return ModelRequest(
+            model=spec,
+            system=system,
+            messages=list(messages),
+            tools=list(tools),
+            expected_tool_names=expected_tool_names,
+        )
+
+    return build
 
 
 class ModelCall:

@@ -1,11 +1,17 @@
 """The agent loop: one user message in, model steps and tool calls until the model stops.
 
 ```
-append user message ─► ┌ assemble context (engine) ─► model (fallbacks, retries, streaming)
+append user message ─► ┌ assemble context (engine) ─► guard: fits? ─► model (fallbacks, retries)
+                        │     ▲        compact ◄─ no ┘    context overflow ─► compact, retry
                         │ append assistant message
                         │ no tool calls? ─► done
                         └ run tool calls in parallel ─► append results ─► next step
 ```
+
+The context guard (`nodmix.context.guard`) keeps every request inside the model's window: it
+trims old tool results, asks for compaction before a request that would not leave the reserved
+headroom (at most once per step), and the loop compacts and retries when the provider still
+answers with a context-overflow error (at most `MAX_OVERFLOW_COMPACTIONS` times per turn).
 
 Cancellation (Ctrl-C, a client hanging up) leaves the transcript valid: a partial answer is kept
 with `stopReason: "aborted"`, and every tool call that has no result gets an error result.
@@ -13,6 +19,7 @@ with `stopReason: "aborted"`, and every tool call that has no result gets an err
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +29,16 @@ from typing import Any, Protocol
 import anyio
 
 from nodmix.agents import AgentProfile
-from nodmix.context.base import AssembleParams, ContextEngine, IngestParams
+from nodmix.context.base import (
+    AfterTurnParams,
+    AssembleParams,
+    ContextEngine,
+    IngestBatchParams,
+    IngestParams,
+)
+from nodmix.context.guard import ContextGuard, RequestDraft
+from nodmix.context.overflow import recover_from_overflow
+from nodmix.errors import ContextOverflowError
 from nodmix.events import (
     AssistantMessageEvent,
     EventSink,
@@ -31,7 +47,7 @@ from nodmix.events import (
     TurnFinished,
     TurnStarted,
 )
-from nodmix.loop.model_call import ModelCall, ModelResolver
+from nodmix.loop.model_call import ModelCall, ModelResolver, request_builder
 from nodmix.loop.prompt import build_system_prompt
 from nodmix.messages import (
     AssistantMessage,
@@ -42,11 +58,12 @@ from nodmix.messages import (
     Usage,
     UserMessage,
 )
-from nodmix.providers.base import ModelRequest, ModelSpec
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
 
 ABORTED_RESULT = "The turn was cancelled before this tool call finished."
+
+log = logging.getLogger("nodmix.loop")
 
 
 class SessionLike(Protocol):
@@ -96,6 +113,8 @@ class TurnDeps:
     context: ContextEngine
     retry: RetryPolicy | None = None
     clock: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone())
+    guard: ContextGuard | None = None
+    """Keeps requests inside the context window; without one, nothing is trimmed or compacted."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,9 +158,16 @@ class _Turn:
         self.model_call = ModelCall(deps.models, emit, deps.retry)
         self.model_label = req.model_refs[0]
         self.pending_calls: dict[str, ToolCallBlock] = {}
+        self.added: list[Message] = []
+        self.overflow_compactions = 0
+        # An engine with `ingest_batch` receives the turn's messages at once, at the end.
+        self.batch_ingest = getattr(deps.context, "ingest_batch", None)
 
     async def run(self) -> TurnResult:
         req = self.req
+        if self.deps.guard is not None:
+            # The transcript byte guard may move the session to a successor transcript.
+            await self.deps.guard.before_turn()
         self.emit(
             TurnStarted(
                 run_id=req.run_id,
@@ -158,6 +184,7 @@ class _Turn:
             with anyio.CancelScope(shield=True):
                 await self._finish_aborted()
             raise
+        await self._engine_after_turn()
         reply = self.last.text if self.last else ""
         self.emit(
             TurnFinished(
@@ -189,39 +216,56 @@ class _Turn:
         return "max_steps"
 
     async def _model_step(self) -> AssistantMessage:
-        req, deps = self.req, self.deps
+        req, deps, guard = self.req, self.deps, self.deps.guard
         tools = req.tools
-        assembled = await deps.context.assemble(
-            AssembleParams(
-                session_id=req.session.session_id,
-                session_key=req.session.key,
-                messages=req.session.messages_for_model(),
-                token_budget=0,
-                available_tools=frozenset(t.spec.name for t in tools.visible),
-                model=self.model_label,
-            )
-        )
         specs = [t.spec for t in tools.visible]
-        system = build_system_prompt(
-            agent_name=req.agent.name,
-            workspace=req.agent.workspace,
-            tools=specs,
-            now=deps.clock(),
-            instructions=req.agent.instructions,
-            addition=assembled.system_prompt_addition,
-            code_mode=tools.code_mode,
-        )
-
-        def build(spec: ModelSpec) -> ModelRequest:
-            return ModelRequest(
-                model=spec,
-                system=system,
-                messages=list(assembled.messages),
-                tools=specs,
-                expected_tool_names=tools.expected_tool_names,
+        may_compact = True
+        while True:
+            history = req.session.messages_for_model()
+            assembled = await deps.context.assemble(
+                AssembleParams(
+                    session_id=req.session.session_id,
+                    session_key=req.session.key,
+                    messages=history,
+                    token_budget=guard.token_budget if guard is not None else 0,
+                    available_tools=frozenset(t.spec.name for t in tools.visible),
+                    model=self.model_label,
+                )
             )
-
-        assistant = await self.model_call.run(req.model_refs, build)
+            system = build_system_prompt(
+                agent_name=req.agent.name,
+                workspace=req.agent.workspace,
+                tools=specs,
+                now=deps.clock(),
+                instructions=req.agent.instructions,
+                addition=assembled.system_prompt_addition,
+                code_mode=tools.code_mode,
+            )
+            messages = assembled.messages
+            if guard is not None:
+                draft = RequestDraft(
+                    assembled=assembled, unwindowed=history, system=system, tools=specs
+                )
+                plan = await guard.review(draft, may_compact=may_compact)
+                if plan.compact and may_compact:
+                    # One precheck compaction per step; if the request still does not fit,
+                    # the next review trims harder and the provider has the final word.
+                    may_compact = False
+                    await guard.compact("auto", attempt=0)
+                    continue
+                messages = plan.messages
+            try:
+                build = request_builder(system, messages, specs, tools.expected_tool_names)
+                assistant = await self.model_call.run(req.model_refs, build)
+            except ContextOverflowError as exc:
+                if guard is None:
+                    raise
+                self.overflow_compactions = await recover_from_overflow(
+                    guard, exc, self.overflow_compactions
+                )
+                may_compact = False
+                continue
+            break
         model = self.model_call.model
         if model is not None:
             self.model_label = model.ref
@@ -293,9 +337,27 @@ class _Turn:
     async def _append(self, message: Message) -> None:
         session = self.req.session
         session.append_message(message)
-        await self.deps.context.ingest(
-            IngestParams(session_id=session.session_id, session_key=session.key, message=message)
-        )
+        self.added.append(message)
+        if self.batch_ingest is None:
+            await self.deps.context.ingest(
+                IngestParams(
+                    session_id=session.session_id, session_key=session.key, message=message
+                )
+            )
+
+    async def _engine_after_turn(self) -> None:
+        """The engine's optional end-of-turn members; their failures never undo the turn."""
+        session, engine = self.req.session, self.deps.context
+        after_turn = getattr(engine, "after_turn", None)
+        added = tuple(self.added)
+        ids = {"session_id": session.session_id, "session_key": session.key}
+        try:
+            if self.batch_ingest is not None:
+                await self.batch_ingest(IngestBatchParams(**ids, messages=added))
+            if after_turn is not None:
+                await after_turn(AfterTurnParams(**ids, messages=added))
+        except Exception:
+            log.exception("context engine %s failed after the turn", engine.info.id)
 
     async def _finish_aborted(self) -> None:
         partial = self.model_call.partial() if self.model_call.builder is not None else None

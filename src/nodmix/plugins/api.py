@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from nodmix.compaction.base import CompactionProvider
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import (
@@ -121,3 +122,15 @@ class PluginAPI:
         `nodmix.codemode.namespaces`); it is visible in a run only when all its required tools
         are, and they are owned by this plugin."""
         self._registry.add_namespace(self.plugin_id, registration)
+
+    def register_compaction_provider(self, provider_id: str, provider: CompactionProvider) -> None:
+        """Offer a summariser for compaction; `compaction.provider` selects it by `provider_id`.
+
+        When it raises or returns nothing, Nodmix falls back to its built-in summary.
+        """
+        if not callable(getattr(provider, "summarize", None)):
+            raise PluginError(
+                f"plugin {self.plugin_id!r}: compaction provider {provider_id!r} has no "
+                "summarize() method"
+            )
+        self._registry.add_compaction_provider(self.plugin_id, provider_id, provider)

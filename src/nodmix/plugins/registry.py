@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import msgspec
 
+from nodmix.compaction.base import CompactionProvider
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import Hooks
@@ -46,6 +47,7 @@ class PluginRegistry(msgspec.Struct):
     hooks: Hooks = msgspec.field(default_factory=Hooks)
     context_engines: dict[str, Owned[ContextEngineFactory]] = msgspec.field(default_factory=dict)
     namespaces: dict[str, Owned[NamespaceRegistration]] = msgspec.field(default_factory=dict)
+    compaction_providers: dict[str, Owned[CompactionProvider]] = msgspec.field(default_factory=dict)
     statuses: dict[str, PluginStatus] = msgspec.field(default_factory=dict)
 
     def add_tool(self, owner: str, tool: Tool) -> None:
@@ -88,6 +90,18 @@ class PluginRegistry(msgspec.Struct):
         """Drop a plugin's namespaces (rollback, disable, uninstall)."""
         self.namespaces = {k: v for k, v in self.namespaces.items() if v.owner != owner}
 
+    def add_compaction_provider(
+        self, owner: str, provider_id: str, provider: CompactionProvider
+    ) -> None:
+        """Register a compaction provider under an id (`compaction.provider` selects it)."""
+        existing = self.compaction_providers.get(provider_id)
+        if existing is not None and existing.owner != owner:
+            raise PluginError(
+                f"compaction provider {provider_id!r} from {owner!r} is already registered by "
+                f"{existing.owner!r}"
+            )
+        self.compaction_providers[provider_id] = Owned(owner, provider)
+
     def plugin_tools(self) -> list[Tool]:
         """Tools registered by plugins (not core)."""
         return [o.value for o in self.tools if o.owner != CORE_OWNER]
@@ -97,3 +111,7 @@ class PluginRegistry(msgspec.Struct):
         self.tools = [o for o in self.tools if o.owner != owner]
         self.hooks.remove_owner(owner)
         self.context_engines = {k: v for k, v in self.context_engines.items() if v.owner != owner}
+        self.compaction_providers = {
+            k: v for k, v in self.compaction_providers.items() if v.owner != owner
+        }
+        self.clear_namespaces(owner)

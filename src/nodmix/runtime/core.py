@@ -16,11 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+from anyio.abc import TaskGroup
+
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.compaction.guard import TurnGuard
+from nodmix.compaction.service import (
+    CompactionService,
+    SessionCompaction,
+    compaction_message,
+    flush_runner,
+)
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
 from nodmix.context.base import ContextEngine, EngineContext
+from nodmix.context.checked import create_engine
 from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
+from nodmix.context.lifecycle import Bootstrapper
+from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import ConfigError, PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
@@ -31,7 +44,7 @@ from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
-from nodmix.tools import Tool
+from nodmix.tools import Tool, core_tools
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
@@ -82,7 +95,7 @@ class Runtime:
         plugin_statuses: list[PluginStatus],
         router: ProviderRouter,
         sessions: SessionManager,
-        engine: CodeModeEngine,
+        background: TaskGroup,
         tool_sources: Sequence[ToolProvider],
         retry: RetryPolicy | None = None,
     ) -> None:
@@ -94,12 +107,25 @@ class Runtime:
         self.plugin_statuses = plugin_statuses
         self.router = router
         self.sessions = sessions
-        self.engine = engine
+        self.background = background
+        self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
         self.retry = retry
         self._engines: dict[str, ContextEngine] = {}
-        self.services: dict[str, Any] = {}
+        self.engine_failures: dict[str, str] = {}
+        """Latest failure per context engine id (for `nodmix doctor`)."""
+        self._bootstrapper = Bootstrapper()
+        self.compaction = CompactionService(
+            models=router,
+            sessions=sessions,
+            hooks=registry.hooks,
+            providers=lambda: {k: o.value for k, o in registry.compaction_providers.items()},
+            agent_for_key=lambda key: self.agent(resolve_session_key(key).agent_id),
+            model_refs=self.model_refs,
+            flush=flush_runner(router, self.executor, core_tools(self.config.tools)),
+        )
+        self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -123,10 +149,8 @@ class Runtime:
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
             stack.callback(sessions.close)
-            from nodmix.codemode.engine import CodeModeEngine
-
-            engine = CodeModeEngine()
-            await stack.enter_async_context(engine.running())
+            background = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             sources: list[ToolProvider] = [_PluginTools(registry)]
             mcp = await _open_mcp(stack, loaded, env)
             if mcp is not None:
@@ -140,7 +164,7 @@ class Runtime:
                 plugin_statuses=statuses,
                 router=router,
                 sessions=sessions,
-                engine=engine,
+                background=background,
                 tool_sources=sources,
                 retry=retry,
             )
@@ -149,6 +173,17 @@ class Runtime:
                 yield runtime
             finally:
                 await runtime._dispose_engines()
+                if runtime._engine is not None:
+                    runtime._engine.shutdown()
+
+    @property
+    def engine(self) -> CodeModeEngine:
+        """The code-mode engine, created on first use (plain runs never import it)."""
+        if self._engine is None:
+            from nodmix.codemode.engine import CodeModeEngine
+
+            self._engine = CodeModeEngine(group=self.background)
+        return self._engine
 
     # ---- agents, models, engines --------------------------------------------------------------
 
@@ -176,32 +211,32 @@ class Runtime:
         owned = self.registry.context_engines.get(engine_id)
         if owned is None:
             known = ", ".join(sorted(self.registry.context_engines)) or "none"
-            raise PluginError(
+            message = (
                 f"context engine {engine_id!r} (plugins.slots.contextEngine) is not registered "
                 f"(registered: {known}); enable the plugin that provides it or set the slot back "
                 "to 'legacy'"
             )
+            self.engine_failures[engine_id] = message
+            raise PluginError(message)
         entry = self.config.plugins.entries.get(owned.owner)
         ctx = EngineContext(
             config=dict(entry.config) if entry else {},
             agent_dir=self.state_dir / "agents",
             services=self.services,
         )
-        try:
-            engine = owned.value(ctx)
-        except Exception as exc:
-            raise PluginError(
-                f"context engine {engine_id!r} from plugin {owned.owner!r} failed to start: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        for member in ("info", "ingest", "assemble", "compact"):
-            if not hasattr(engine, member):
-                raise PluginError(
-                    f"context engine {engine_id!r} from plugin {owned.owner!r} has no {member!r}; "
-                    "it does not implement the ContextEngine protocol"
-                )
+        engine = create_engine(
+            owned.value,
+            ctx,
+            engine_id=engine_id,
+            owner=owned.owner,
+            trusted=owned.owner == CORE_OWNER,
+            on_failure=self._engine_failed,
+        )
         self._engines[engine_id] = engine
         return engine
+
+    def _engine_failed(self, engine_id: str, message: str) -> None:
+        self.engine_failures[engine_id] = message
 
     async def _dispose_engines(self) -> None:
         for engine in self._engines.values():
@@ -240,8 +275,20 @@ class Runtime:
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn."""
         stripped = text.strip()
-        if stripped.split(maxsplit=1)[0:1] == ["/new"]:
+        command, _, rest = stripped.partition(" ")
+        if command == "/new":
             return self.new_session(agent_id=agent_id, session_key=session_key)
+        if command == "/compact":
+            done = await self.compact_session(
+                agent_id, session_key, instructions=rest.strip() or None, emit=emit
+            )
+            return CommandOutcome(
+                command="compact",
+                message=compaction_message(done),
+                session_key=done.session_key,
+                session_id=done.session_id,
+                data=done.to_json(),
+            )
         return await self.run_turn(
             text, agent_id=agent_id, session_key=session_key, emit=emit, model=model
         )
@@ -258,6 +305,37 @@ class Runtime:
             message="Started a new session.",
             session_key=key,
             session_id=session.session_id,
+        )
+
+    async def compact_session(
+        self,
+        agent_id: str | None,
+        session_key: str | None,
+        instructions: str | None = None,
+        *,
+        emit: EventSink = discard,
+    ) -> SessionCompaction:
+        """Compact a session now (`/compact`, `nodmix sessions compact`, `sessions.compact`).
+
+        Waits up to 15 s for a turn running on the session to finish.
+
+        Raises:
+            SessionError: the session does not exist, or a turn kept it busy too long.
+            PluginError: the context engine cannot be resolved or broke its contract.
+        """
+        if agent_id is None and session_key and session_key.startswith("agent:"):
+            agent_id = resolve_session_key(session_key).agent_id
+        agent = self.agent(agent_id)
+        key = self.session_key(agent, session_key)
+        engine = self.context_engine()
+        return await self.compaction.compact_session(
+            engine,
+            agent=agent,
+            session_key=key,
+            refs=self.model_refs(agent),
+            instructions=instructions,
+            emit=emit,
+            prepare=lambda session: self._bootstrapper.bootstrap(engine, session),
         )
 
     async def run_turn(
@@ -286,7 +364,7 @@ class Runtime:
                         run_id=run_id,
                         emit=emit,
                         executor=self.executor,
-                        engine=self.engine,
+                        engine=lambda: self.engine,
                         sources=self.tool_sources,
                         namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
                         plugin_configs={
@@ -295,8 +373,21 @@ class Runtime:
                         mcp=self.services.get("mcp"),
                     )
                 )
+                await self._bootstrapper.bootstrap(context, session)
+                guard = TurnGuard(
+                    service=self.compaction,
+                    engine=context,
+                    agent=agent,
+                    session=session,
+                    refs=refs,
+                    emit=emit,
+                )
                 deps = TurnDeps(
-                    models=self.router, executor=self.executor, context=context, retry=self.retry
+                    models=self.router,
+                    executor=self.executor,
+                    context=context,
+                    retry=self.retry,
+                    guard=guard,
                 )
                 request = TurnRequest(
                     agent=agent,
@@ -307,6 +398,11 @@ class Runtime:
                     model_refs=refs,
                 )
                 result = await run_turn(deps, request, emit)
+            except anyio.get_cancelled_exc_class():
+                # Runs this turn parked between steps must not keep their tools running.
+                if self._engine is not None:
+                    self._engine.abort_turn(run_id)
+                raise
             except Exception as exc:
                 emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
                 raise

@@ -6,9 +6,10 @@ Code mode is imported only for runs that use it, so plain runs start faster.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
 
 from nodmix.agents import AgentProfile
 from nodmix.codemode.settings import is_active, resolve_settings
@@ -35,8 +36,7 @@ class ToolProvider(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolsetInputs:
+class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     """What assembling a run's tools needs."""
 
     tools_config: ToolsConfig
@@ -45,12 +45,13 @@ class ToolsetInputs:
     run_id: str
     emit: EventSink
     executor: ToolRunner
-    engine: CodeModeEngine
+    engine: Callable[[], CodeModeEngine]
+    """Gives the code-mode engine; only called when code mode is active."""
     sources: Sequence[ToolProvider] = ()
     extra_tools: Sequence[Tool] = ()
     namespaces: Sequence[tuple[str, NamespaceRegistration]] = ()
     """Registered plugin namespaces as `(plugin id, registration)`."""
-    plugin_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    plugin_configs: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
     mcp: MCPAccess | None = None
 
 
@@ -80,7 +81,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
             session_id=session.session_id,
             run_id=inputs.run_id,
         ),
-        engine=inputs.engine,
+        engine=inputs.engine(),
         executor=inputs.executor,
         workspace=inputs.agent.workspace,
         emit=inputs.emit,

@@ -1,0 +1,117 @@
+"""Selecting a context engine through `plugins.slots.contextEngine`, with real plugins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from nodmix.config import load_config
+from nodmix.context.status import context_engine_status, reset_slot_for_disabled_plugin
+from nodmix.errors import PluginError
+from nodmix.providers.base import ModelRequest
+from nodmix.providers.fake import ModelReply
+from nodmix.runtime import Runtime
+from nodmix.testing.model_server import ScriptedModelServer
+
+from .runtime_support import BROKEN_ENGINE_PLUGIN, TINY_ENGINE_PLUGIN, plugin_file, write_config
+
+pytestmark = pytest.mark.anyio
+
+
+def answer(request: ModelRequest) -> ModelReply:
+    return ModelReply.text("answered")
+
+
+async def test_the_selected_plugin_engine_assembles_what_the_model_receives(
+    isolated_state: Path,
+) -> None:
+    plugin = plugin_file(isolated_state / "plugins", "tiny", TINY_ENGINE_PLUGIN)
+    async with ScriptedModelServer(answer) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            plugins={
+                "load": {"paths": [str(plugin)]},
+                "slots": {"contextEngine": "tiny"},
+                "entries": {"tiny-plugin": {"config": {"tag": "TAG-FROM-CONFIG"}}},
+            },
+        )
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(10):
+                await runtime.run_turn("first question")
+                await runtime.run_turn("second question")
+            status = context_engine_status(runtime)
+        body = server.requests[-1].body
+    messages = body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[1]["content"] == "[tiny] second question"
+    assert messages[0]["content"].startswith("TAG-FROM-CONFIG")
+    assert status == {
+        "slot": "tiny",
+        "engineId": "tiny",
+        "owner": "tiny-plugin",
+        "registered": ["legacy", "tiny"],
+        "ok": True,
+        "error": None,
+        "name": "Tiny",
+        "version": "1.2",
+        "ownsCompaction": False,
+    }
+
+
+async def test_an_unregistered_engine_fails_the_run_with_the_fix(isolated_state: Path) -> None:
+    write_config(
+        isolated_state, "http://127.0.0.1:9/v1", plugins={"slots": {"contextEngine": "lossless"}}
+    )
+    async with Runtime.open() as runtime:
+        with pytest.raises(PluginError) as caught:
+            await runtime.run_turn("hi")
+        status = context_engine_status(runtime)
+    text = str(caught.value)
+    assert "'lossless'" in text and "set the slot back to 'legacy'" in text
+    assert status["ok"] is False and status["error"] == text and status["owner"] is None
+
+
+async def test_an_engine_breaking_its_contract_fails_the_run_and_doctor_sees_it(
+    isolated_state: Path,
+) -> None:
+    plugin = plugin_file(isolated_state / "plugins", "broken", BROKEN_ENGINE_PLUGIN)
+    async with ScriptedModelServer(answer) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            plugins={"load": {"paths": [str(plugin)]}, "slots": {"contextEngine": "broken"}},
+        )
+        async with Runtime.open() as runtime:
+            with pytest.raises(PluginError) as caught:
+                await runtime.run_turn("hi")
+            status = context_engine_status(runtime)
+        assert server.requests == []
+    assert "'broken'" in str(caught.value) and "'broken-plugin'" in str(caught.value)
+    assert "returned dict, not AssembleResult" in str(caught.value)
+    assert status["ok"] is False and "returned dict" in status["error"]
+
+
+async def test_legacy_is_the_default_engine(isolated_state: Path) -> None:
+    write_config(isolated_state, "http://127.0.0.1:9/v1")
+    async with Runtime.open() as runtime:
+        status = context_engine_status(runtime)
+    assert status["engineId"] == "legacy" and status["owner"] == "core" and status["ok"]
+
+
+def test_disabling_the_plugin_that_provides_the_selected_engine_resets_the_slot(
+    isolated_state: Path,
+) -> None:
+    plugin = plugin_file(isolated_state / "plugins", "tiny", TINY_ENGINE_PLUGIN)
+    write_config(
+        isolated_state,
+        "http://127.0.0.1:9/v1",
+        plugins={"load": {"paths": [str(plugin)]}, "slots": {"contextEngine": "tiny"}},
+    )
+    loaded = load_config()
+    doc, deselected = reset_slot_for_disabled_plugin(loaded, dict(loaded.raw), "tiny-plugin")
+    assert deselected == "tiny" and doc["plugins"]["slots"]["contextEngine"] == "legacy"
+    same, none = reset_slot_for_disabled_plugin(loaded, dict(loaded.raw), "notes")
+    assert none is None and same["plugins"]["slots"]["contextEngine"] == "tiny"
