@@ -29,28 +29,38 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from nodmix.codemode import results
 from nodmix.codemode.bridge import StepHandler
-from nodmix.codemode.guest import SETUP_SCRIPT
 from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
 from nodmix.codemode.results import ErrorCode, Result
 from nodmix.codemode.runs import NestedCall, RunState, RunStore, RunStoreFull, SuspendedRun
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.codemode.source import prepare
+from nodmix.codemode.steps import (
+    CellRef,
+    boot_and_run,
+    debug_enabled,
+    deliver_and_pump,
+    guest_step,
+    in_worker,
+    interruptible,
+    limits_for,
+    restore_and_pump,
+    settled_by,
+)
 from nodmix.errors import RuntimeUnavailableError, SandboxError
 from nodmix.sandbox import (
     Completed,
     Failed,
     FailureKind,
     Outcome,
-    SandboxLimits,
     TypeScriptTransformError,
 )
 
 log = logging.getLogger("nodmix.codemode")
-CELL_FILENAME = "cell.js"
 _SWEEP_SECONDS = 1.0
 
 _FAILURE_CODES: dict[FailureKind, ErrorCode | None] = {
@@ -126,22 +136,22 @@ class CodeModeEngine:
             return self._failed(state, prepared.error, prepared.code_kind)
         source, wrapped = prepared.code, False
         if prepared.language == "typescript":
-            from nodmix.sandbox import run_in_worker, transform_typescript
+            from nodmix.sandbox import transform_typescript
 
             try:
-                source = await run_in_worker(transform_typescript, source)
+                source = await in_worker(transform_typescript, source)
             except TypeScriptTransformError as exc:
                 return self._failed(state, f"TypeScript: {exc}", "typescript_transform_failed")
             except RuntimeUnavailableError as exc:
                 return self._failed(state, str(exc), "runtime_unavailable")
             wrapped = True
         handler = StepHandler(state)
-        limits = _limits(settings)
+        limits = limits_for(settings)
         deadline = anyio.current_time() + settings.timeout_ms / 1000
-        ref = _CellRef()
+        ref = CellRef()
         try:
-            cell, outcome = await _guest_step(
-                ref, _boot_and_run, ref, handler, limits, source, wrapped
+            cell, outcome = await guest_step(
+                ref, boot_and_run, ref, handler, limits, source, wrapped
             )
         except RuntimeUnavailableError as exc:
             return self._failed(state, str(exc), "runtime_unavailable")
@@ -195,7 +205,7 @@ class CodeModeEngine:
                 key=lambda c: c.request_id,
             )
         else:
-            settled = await _settled_by(state, deadline)
+            settled = await settled_by(state, deadline)
         if not settled and state.yield_request is None:
             parked.resuming = False
             return results.waiting(
@@ -211,15 +221,15 @@ class CodeModeEngine:
         self.store.mark_ended(parked.id, state.scope, "resumed")
         handler = StepHandler(state)
         items = self._deliveries(services, state, settled)
-        ref = _CellRef()
+        ref = CellRef()
         try:
-            cell, outcome = await _guest_step(
+            cell, outcome = await guest_step(
                 ref,
-                _restore_and_pump,
+                restore_and_pump,
                 ref,
                 parked.snapshot,
                 handler,
-                _limits(state.settings),
+                limits_for(state.settings),
                 items,
             )
         except (SandboxError, RuntimeUnavailableError) as exc:
@@ -300,6 +310,22 @@ class CodeModeEngine:
         outcome: Outcome,
         deadline: float,
     ) -> Result:
+        # One interrupt watcher for the whole drive (a task group per step would cost more than
+        # the step itself when a cell makes many quick calls).
+        ref = CellRef(cell)
+        result: Result = await interruptible(
+            ref, self._drive_steps, services, state, cell, outcome, deadline
+        )
+        return result
+
+    async def _drive_steps(
+        self,
+        services: RunServices,
+        state: RunState,
+        cell: Any,
+        outcome: Outcome,
+        deadline: float,
+    ) -> Result:
         while True:
             # Overflow first: the guest usually does not catch the rejection (`Promise.all`
             # rejects at once), and whatever it did next, none of the batch may run.
@@ -320,11 +346,11 @@ class CodeModeEngine:
                     state, "code mode output limit exceeded.", "output_limit_exceeded"
                 )
             self._dispatch(services, state)
-            settled = [] if state.yield_request else await _settled_by(state, deadline)
+            settled = [] if state.yield_request else await settled_by(state, deadline)
             if not settled:
                 return await self._suspend(state, cell)
             items = self._deliveries(services, state, settled)
-            outcome = await _guest_step(_CellRef(cell), _deliver_and_pump, cell, items)
+            outcome = await in_worker(deliver_and_pump, cell, items)
 
     def _dispatch(self, services: RunServices, state: RunState) -> None:
         assert self._group is not None, "CodeModeEngine.running() is not active"
@@ -353,7 +379,7 @@ class CodeModeEngine:
     async def _suspend(self, state: RunState, cell: Any) -> Result:
         reason = "yield" if state.yield_request is not None else "pending_tools"
         try:
-            blob = await _in_worker(cell.snapshot)
+            blob = await in_worker(cell.snapshot)
         except SandboxError as exc:
             return self._failed(state, f"could not suspend the program: {exc}", "internal_error")
         if len(blob) > state.settings.max_snapshot_bytes:
@@ -439,123 +465,3 @@ class CodeModeEngine:
         while True:
             await anyio.sleep(_SWEEP_SECONDS)
             self._expire()
-
-
-def debug_enabled() -> bool:
-    """`NODMIX_DEBUG_CODE_MODE=1`."""
-    import os
-
-    return os.environ.get("NODMIX_DEBUG_CODE_MODE", "") not in ("", "0", "false")
-
-
-def _limits(settings: CodeModeSettings) -> SandboxLimits:
-    return SandboxLimits(
-        timeout=settings.timeout_ms / 1000, memory_bytes=settings.memory_limit_bytes
-    )
-
-
-async def _settled_by(state: RunState, deadline: float) -> list[NestedCall]:
-    """Nested calls that have settled, waiting until at least one has or the deadline passes."""
-    while True:
-        settled = [c for c in state.calls.values() if c.done.is_set()]
-        if settled or not state.calls:
-            return sorted(settled, key=lambda c: c.request_id)
-        state.changed = anyio.Event()
-        remaining = deadline - anyio.current_time()
-        if remaining <= 0:
-            return []
-        with anyio.move_on_after(remaining):
-            await state.changed.wait()
-
-
-async def _in_worker(fn: Any, *args: Any) -> Any:
-    from nodmix.sandbox import run_in_worker
-
-    return await run_in_worker(fn, *args)
-
-
-class _CellRef:
-    """The cell a worker step runs, shared with the event loop so an abort can interrupt it.
-
-    The worker sets `cell` as soon as the VM exists and then checks `aborted`; the loop sets
-    `aborted` and then interrupts `cell` if it is set. Either order, the guest gets stopped.
-    """
-
-    __slots__ = ("aborted", "cell")
-
-    def __init__(self, cell: Any = None) -> None:
-        self.cell = cell
-        self.aborted = False
-
-    def attach(self, cell: Any) -> None:
-        self.cell = cell
-        if self.aborted:
-            cell.interrupt()
-
-    def abort(self) -> None:
-        self.aborted = True
-        if self.cell is not None:
-            self.cell.interrupt()
-
-
-async def _guest_step(ref: _CellRef, fn: Any, *args: Any) -> Any:
-    """Run a step that executes guest code in a worker thread, interruptibly.
-
-    A worker thread cannot be abandoned (the VM would be shared by two threads), so cancelling
-    the awaiting task alone would wait until the guest used up its whole budget: an aborted turn
-    stuck in `while (true) {}` would hang for `timeoutMs`. On cancellation the guest is
-    interrupted instead, the worker returns at once and the cancellation proceeds.
-    """
-    finished = False
-
-    async def interrupt_on_cancel() -> None:
-        try:
-            await anyio.sleep_forever()
-        finally:
-            if not finished:
-                ref.abort()
-
-    result: Any = None
-    error: Exception | None = None
-    async with anyio.create_task_group() as group:
-        group.start_soon(interrupt_on_cancel)
-        try:
-            result = await _in_worker(fn, *args)
-        except Exception as exc:  # re-raised below: a task group would wrap it in a group
-            error = exc
-        finally:
-            finished = True
-            group.cancel_scope.cancel()
-    if error is not None:
-        raise error
-    return result
-
-
-def _boot_and_run(
-    ref: _CellRef, handler: StepHandler, limits: SandboxLimits, source: str, wrapped: bool
-) -> tuple[Any, Outcome]:
-    from nodmix.sandbox import Cell
-
-    cell = Cell.boot(SETUP_SCRIPT, handler, limits=limits)
-    ref.attach(cell)
-    return cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped)
-
-
-def _deliver_and_pump(cell: Any, items: list[tuple[int, bool, str]]) -> Outcome:
-    for request_id, ok, payload in items:
-        cell.deliver(request_id, ok, payload)
-    return cell.pump()  # type: ignore[no-any-return]
-
-
-def _restore_and_pump(
-    ref: _CellRef,
-    blob: bytes,
-    handler: StepHandler,
-    limits: SandboxLimits,
-    items: list[tuple[int, bool, str]],
-) -> tuple[Any, Outcome]:
-    from nodmix.sandbox import Cell
-
-    cell = Cell.restore(blob, handler, limits=limits)
-    ref.attach(cell)
-    return cell, _deliver_and_pump(cell, items)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodmix.catalog import RunCatalog
-from nodmix.codemode.engine import CodeModeEngine, debug_enabled
+from nodmix.codemode.engine import CodeModeEngine
 from nodmix.codemode.mcp_namespace import MCPAccess, build_mcp_namespace
 from nodmix.codemode.namespaces import (
     NamespaceContext,
@@ -21,6 +21,7 @@ from nodmix.codemode.namespaces import (
 from nodmix.codemode.nested import NestedRecorder, RunServices
 from nodmix.codemode.runs import NestedCall, RunScope
 from nodmix.codemode.settings import CodeModeSettings
+from nodmix.codemode.steps import debug_enabled
 from nodmix.codemode.tools import CodeModeRun, ExecTool, WaitTool, boot_data
 from nodmix.errors import RuntimeUnavailableError
 from nodmix.events import EventSink

@@ -14,10 +14,11 @@ from nodmix.codemode.description import (
     exec_parameters,
     wait_parameters,
 )
-from nodmix.codemode.engine import CodeModeEngine, debug_enabled, log
+from nodmix.codemode.engine import CodeModeEngine, log
 from nodmix.codemode.nested import RunServices
 from nodmix.codemode.results import Result
 from nodmix.codemode.settings import CodeModeSettings
+from nodmix.codemode.steps import debug_enabled
 from nodmix.messages import JsonObject, TextBlock
 from nodmix.tools.base import ToolContext, ToolOrigin, ToolResult, ToolSpec
 

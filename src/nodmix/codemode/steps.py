@@ -1,0 +1,151 @@
+"""Worker steps of the code-mode engine: running guest code off the event loop, interruptibly.
+
+Each step (boot and run, deliver and pump, restore and pump) runs in a sandbox worker thread.
+A worker thread cannot be abandoned, so an aborted turn interrupts the cell instead of waiting
+out the guest's budget.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from nodmix.codemode.bridge import StepHandler
+from nodmix.codemode.guest import SETUP_SCRIPT
+from nodmix.codemode.runs import NestedCall, RunState
+from nodmix.codemode.settings import CodeModeSettings
+from nodmix.sandbox import Outcome, SandboxLimits
+
+CELL_FILENAME = "cell.js"
+
+
+def debug_enabled() -> bool:
+    """`NODMIX_DEBUG_CODE_MODE=1`."""
+    return os.environ.get("NODMIX_DEBUG_CODE_MODE", "") not in ("", "0", "false")
+
+
+def limits_for(settings: CodeModeSettings) -> SandboxLimits:
+    return SandboxLimits(
+        timeout=settings.timeout_ms / 1000, memory_bytes=settings.memory_limit_bytes
+    )
+
+
+async def settled_by(state: RunState, deadline: float) -> list[NestedCall]:
+    """Nested calls that have settled, waiting until at least one has or the deadline passes."""
+    # Fast tools usually finish within a scheduler pass or two of being dispatched; checking
+    # again after a couple of checkpoints avoids arming an event and a timeout for each call.
+    for _ in range(2):
+        if any(c.done.is_set() for c in state.calls.values()) or not state.calls:
+            break
+        await anyio.lowlevel.checkpoint()
+    while True:
+        settled = [c for c in state.calls.values() if c.done.is_set()]
+        if settled or not state.calls:
+            return sorted(settled, key=lambda c: c.request_id)
+        state.changed = anyio.Event()
+        remaining = deadline - anyio.current_time()
+        if remaining <= 0:
+            return []
+        with anyio.move_on_after(remaining):
+            await state.changed.wait()
+
+
+async def in_worker(fn: Any, *args: Any) -> Any:
+    from nodmix.sandbox import run_in_worker
+
+    return await run_in_worker(fn, *args)
+
+
+class CellRef:
+    """The cell a worker step runs, shared with the event loop so an abort can interrupt it.
+
+    The worker sets `cell` as soon as the VM exists and then checks `aborted`; the loop sets
+    `aborted` and then interrupts `cell` if it is set. Either order, the guest gets stopped.
+    """
+
+    __slots__ = ("aborted", "cell")
+
+    def __init__(self, cell: Any = None) -> None:
+        self.cell = cell
+        self.aborted = False
+
+    def attach(self, cell: Any) -> None:
+        self.cell = cell
+        if self.aborted:
+            cell.interrupt()
+
+    def abort(self) -> None:
+        self.aborted = True
+        if self.cell is not None:
+            self.cell.interrupt()
+
+
+async def guest_step(ref: CellRef, fn: Any, *args: Any) -> Any:
+    """Run one worker step (`fn(*args)` in a worker thread), interruptibly."""
+    return await interruptible(ref, in_worker, fn, *args)
+
+
+async def interruptible(ref: CellRef, body: Any, *args: Any) -> Any:
+    """Await `body(*args)`, whose worker steps execute guest code, interruptibly.
+
+    A worker thread cannot be abandoned (the VM would be shared by two threads), so cancelling
+    the awaiting task alone would wait until the guest used up its whole budget: an aborted turn
+    stuck in `while (true) {}` would hang for `timeoutMs`. On cancellation the guest is
+    interrupted instead, the worker returns at once and the cancellation proceeds.
+    """
+    finished = False
+
+    async def interrupt_on_cancel() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                ref.abort()
+
+    result: Any = None
+    error: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(interrupt_on_cancel)
+        try:
+            result = await body(*args)
+        except Exception as exc:  # re-raised below: a task group would wrap it in a group
+            error = exc
+        finally:
+            finished = True
+            group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return result
+
+
+def boot_and_run(
+    ref: CellRef, handler: StepHandler, limits: SandboxLimits, source: str, wrapped: bool
+) -> tuple[Any, Outcome]:
+    from nodmix.sandbox import Cell
+
+    cell = Cell.boot(SETUP_SCRIPT, handler, limits=limits)
+    ref.attach(cell)
+    return cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped)
+
+
+def deliver_and_pump(cell: Any, items: list[tuple[int, bool, str]]) -> Outcome:
+    for request_id, ok, payload in items:
+        cell.deliver(request_id, ok, payload)
+    return cell.pump()  # type: ignore[no-any-return]
+
+
+def restore_and_pump(
+    ref: CellRef,
+    blob: bytes,
+    handler: StepHandler,
+    limits: SandboxLimits,
+    items: list[tuple[int, bool, str]],
+) -> tuple[Any, Outcome]:
+    from nodmix.sandbox import Cell
+
+    cell = Cell.restore(blob, handler, limits=limits)
+    ref.attach(cell)
+    return cell, deliver_and_pump(cell, items)
