@@ -43,10 +43,16 @@ def _config(state: Path, base_url: str) -> None:
     (state / "nodmix.json").write_text(
         json.dumps(
             {
-                "models": {"providers": {"local": {
-                    "api": "openai-completions", "baseUrl": base_url, "apiKey": "bench",
-                    "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-                }}},
+                "models": {
+                    "providers": {
+                        "local": {
+                            "api": "openai-completions",
+                            "baseUrl": base_url,
+                            "apiKey": "bench",
+                            "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+                        }
+                    }
+                },
                 "agents": {"defaults": {"model": {"primary": "local/m"}}},
             }
         ),
@@ -74,8 +80,11 @@ def bench_startup(runs: int) -> dict[str, Any]:
             before = len(arrivals)
             start = time.perf_counter()
             done = subprocess.run(
-                [*command, "agent", "--local", "-m", "hi", "--json"], env=env,
-                capture_output=True, text=True, check=False,
+                [*command, "agent", "--local", "-m", "hi", "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if done.returncode != 0 or len(arrivals) != before + 1:
                 raise RuntimeError(f"agent run failed: {done.stderr.strip()}")
@@ -155,22 +164,37 @@ async def _loop_overhead(steps: int) -> dict[str, Any]:
             r.spec = ModelSpec(provider="bench", id="m")  # type: ignore[attr-defined]
             return r
 
-    tool = FunctionTool.create(noop, name="noop", description="Does nothing.",
-                               parameters={"type": "object", "properties": {"n": {"type": "integer"}}})
+    tool = FunctionTool.create(
+        noop,
+        name="noop",
+        description="Does nothing.",
+        parameters={"type": "object", "properties": {"n": {"type": "integer"}}},
+    )
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
         session = SessionManager(state).open("agent:main:main")
         agent = AgentProfile(
-            id="main", name="Bench", model="bench/m", fallbacks=(), workspace=state / "ws",
-            tools=None, code_mode=None, compaction=CompactionConfig(), instructions=None,
+            id="main",
+            name="Bench",
+            model="bench/m",
+            fallbacks=(),
+            workspace=state / "ws",
+            tools=None,
+            code_mode=None,
+            compaction=CompactionConfig(),
+            instructions=None,
             max_steps=steps + 1,
         )
         deps = TurnDeps(
             models=Resolver(), executor=ToolExecutor(Hooks()), context=LegacyContextEngine()
         )
         request = TurnRequest(
-            agent=agent, session=session, prompt=user_message("go"), run_id="bench",
-            tools=RunTools(visible=(tool,)), model_refs=("bench/m",),
+            agent=agent,
+            session=session,
+            prompt=user_message("go"),
+            run_id="bench",
+            tools=RunTools(visible=(tool,)),
+            model_refs=("bench/m",),
         )
         start = time.perf_counter()
         result = await run_turn(deps, request, lambda event: None)
@@ -195,19 +219,29 @@ def main() -> int:
     startup = bench_startup(args.runs)
     loop = anyio.run(_loop_overhead, args.steps)
     rows = [
-        ("`nodmix agent --local` start to first model request (median)",
-         f"{startup['median_ms']:.0f} ms (p90 {startup['p90_ms']:.0f})",
-         f"≤ {TARGET_STARTUP_MS:.0f} ms", startup["median_ms"] <= TARGET_STARTUP_MS),
-        (f"loop overhead per step ({loop['steps']} steps, model and tool time excluded)",
-         f"{loop['overhead_per_step_ms']:.2f} ms", f"≤ {TARGET_STEP_MS:.0f} ms",
-         loop["overhead_per_step_ms"] <= TARGET_STEP_MS),
+        (
+            "`nodmix agent --local` start to first model request (median)",
+            f"{startup['median_ms']:.0f} ms (p90 {startup['p90_ms']:.0f})",
+            f"≤ {TARGET_STARTUP_MS:.0f} ms",
+            startup["median_ms"] <= TARGET_STARTUP_MS,
+        ),
+        (
+            f"loop overhead per step ({loop['steps']} steps, model and tool time excluded)",
+            f"{loop['overhead_per_step_ms']:.2f} ms",
+            f"≤ {TARGET_STEP_MS:.0f} ms",
+            loop["overhead_per_step_ms"] <= TARGET_STEP_MS,
+        ),
     ]
     print("| benchmark | result | target | ok |")
     print("|---|---|---|---|")
     for name, value, target, ok in rows:
         print(f"| {name} | {value} | {target} | {'yes' if ok else 'NO'} |")
-    document = {"benchmark": "agent", "startup": startup, "loop": loop,
-                "all_targets_met": all(row[3] for row in rows)}
+    document = {
+        "benchmark": "agent",
+        "startup": startup,
+        "loop": loop,
+        "all_targets_met": all(row[3] for row in rows),
+    }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0
