@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from nodmix.config.schema import CodeModeConfig
 
@@ -10,8 +10,7 @@ SUSPENDED_RUN_CAP = 64
 """Suspended code-mode runs kept per process."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CodeModeSettings:
+class CodeModeSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Code-mode settings with defaults applied and values clamped to the allowed ranges."""
 
     enabled: bool = False

@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 import anyio
+import msgspec
 
 from nodmix.agents import AgentProfile
 from nodmix.context.base import (
@@ -87,15 +87,14 @@ class SessionLike(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunTools:
+class RunTools(msgspec.Struct, frozen=True, kw_only=True):
     """The tools of one run, as the model sees them."""
 
     visible: Sequence[Tool]
     expected_tool_names: frozenset[str] | None = None
     """Code mode: the provider payload must carry exactly these names."""
     code_mode: bool = False
-    context_extra: Mapping[str, Any] = field(default_factory=dict)
+    context_extra: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Extra values every `ToolContext` of the run carries (e.g. the code-mode run scope)."""
 
     @property
@@ -104,21 +103,19 @@ class RunTools:
         return {t.spec.name: t for t in self.visible}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnDeps:
+class TurnDeps(msgspec.Struct, frozen=True, kw_only=True):
     """Collaborators of a turn (built by the runtime)."""
 
     models: ModelResolver
     executor: ToolRunner
     context: ContextEngine
     retry: RetryPolicy | None = None
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone())
+    clock: Callable[[], datetime] = msgspec.field(default=lambda: datetime.now().astimezone())
     guard: ContextGuard | None = None
     """Keeps requests inside the context window; without one, nothing is trimmed or compacted."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnRequest:
+class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One turn to run."""
 
     agent: AgentProfile
@@ -129,8 +126,7 @@ class TurnRequest:
     model_refs: tuple[str, ...]
 
 
-@dataclass(slots=True, kw_only=True)
-class TurnResult:
+class TurnResult(msgspec.Struct, kw_only=True):
     """How a turn ended."""
 
     reply: str
@@ -139,7 +135,7 @@ class TurnResult:
     steps: int
     model: str
     last_message: AssistantMessage | None = None
-    tool_calls: list[ToolCallBlock] = field(default_factory=list)
+    tool_calls: list[ToolCallBlock] = msgspec.field(default_factory=list)
 
 
 async def run_turn(deps: TurnDeps, req: TurnRequest, emit: EventSink) -> TurnResult:

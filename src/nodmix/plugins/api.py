@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
     from nodmix.plugins.registry import PluginRegistry
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Plugin:
+class Plugin(msgspec.Struct, frozen=True, kw_only=True):
     """A plugin: an id and a `register` function.
 
     Publish it through the `nodmix.plugins` entry-point group (the entry point names this object)

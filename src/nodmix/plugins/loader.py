@@ -6,8 +6,9 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from nodmix.config.schema import PluginsConfig
 from nodmix.plugins.api import Plugin, PluginAPI
@@ -17,8 +18,7 @@ ENTRY_POINT_GROUP = "nodmix.plugins"
 log = logging.getLogger("nodmix.plugins")
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True):
     """A discovered plugin, or the reason it could not even be imported."""
 
     source: str

@@ -12,11 +12,11 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
@@ -53,8 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("nodmix.runtime")
 
 
-@dataclass(slots=True, kw_only=True)
-class TurnOutcome:
+class TurnOutcome(msgspec.Struct, kw_only=True):
     """A finished turn and where it was recorded."""
 
     result: TurnResult
@@ -63,15 +62,14 @@ class TurnOutcome:
     session_id: str
 
 
-@dataclass(slots=True, kw_only=True)
-class CommandOutcome:
+class CommandOutcome(msgspec.Struct, kw_only=True):
     """A chat command (`/new`, `/compact`) that ran instead of a turn."""
 
     command: str
     message: str
     session_key: str
     session_id: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class _PluginTools:
