@@ -1,0 +1,64 @@
+"""`nodmix gateway`: run the gateway (web page, OpenAI API, WebSocket) in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from nodmix.cli.common import common_parent
+
+if TYPE_CHECKING:
+    from nodmix.gateway.settings import GatewaySettings
+    from nodmix.runtime import Runtime
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `gateway` command."""
+    p = sub.add_parser(
+        "gateway",
+        parents=[common_parent()],
+        help="run the gateway (web page, OpenAI-compatible API, WebSocket)",
+        description=(
+            "Serve agents over HTTP and WebSocket until Ctrl-C or SIGTERM. Running turns get a "
+            "grace period to finish on shutdown; a second Ctrl-C cancels them."
+        ),
+    )
+    p.add_argument("--port", type=int, help="TCP port (default: gateway.port or 18789)")
+    p.add_argument(
+        "--bind",
+        metavar="loopback|lan|ADDRESS",
+        help="where to listen (default: gateway.bind or loopback); lan needs a token",
+    )
+    p.add_argument(
+        "--token", help="bearer token clients must send (default: NODMIX_GATEWAY_TOKEN or config)"
+    )
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from nodmix.config.loader import load_config
+    from nodmix.gateway.server import banner, configure_logging, serve_until_signal
+    from nodmix.gateway.settings import resolve_settings
+
+    env = dict(os.environ)
+    verbose = bool(getattr(args, "verbose", False))
+    loaded = load_config(env=env)
+    settings = resolve_settings(
+        loaded.config.gateway,
+        env,
+        port=args.port,
+        bind=args.bind,
+        token=args.token,
+        verbose=verbose,
+    )
+    configure_logging(verbose)
+
+    def ready(bound: GatewaySettings, runtime: Runtime) -> None:
+        print(banner(bound, runtime), flush=True)
+
+    anyio.run(lambda: serve_until_signal(settings, loaded=loaded, env=env, ready=ready))
+    print("nodmix gateway stopped", flush=True)
+    return 0

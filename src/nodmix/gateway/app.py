@@ -1,0 +1,266 @@
+"""The gateway's ASGI app: `create_app(runtime, settings)` and the state its routes share.
+
+The app serves an already open `Runtime` (the CLI opens it around uvicorn, and closes it, with
+its MCP servers and code-mode engine, after the server stopped). The app's lifespan owns what
+belongs to serving: the task group that runs turns (drained on shutdown) and the config
+watcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+
+from nodmix import __version__
+from nodmix.agents import AgentProfile
+from nodmix.events import EventSink
+from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.errors import APIError, classify, not_found
+from nodmix.gateway.reload import ConfigWatcher
+from nodmix.gateway.runs import ActiveRun, RunTracker
+from nodmix.gateway.settings import GatewaySettings
+from nodmix.runtime import Runtime
+from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
+
+STATIC_DIR = Path(__file__).parent / "static"
+"""The web page (plain HTML, JS and CSS shipped as package data; nothing is built)."""
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class Gateway:
+    """What every route shares: the runtime, the settings, running turns, config state."""
+
+    def __init__(self, runtime: Runtime, settings: GatewaySettings) -> None:
+        """Serve `runtime` (already open) as `settings` say."""
+        self.runtime = runtime
+        self.settings = settings
+        self.runs = RunTracker()
+        self.watcher = ConfigWatcher(
+            runtime.loaded, env=runtime.env, poll_seconds=settings.config_poll_seconds
+        )
+        self.started_monotonic = time.monotonic()
+        self.started_at = time.time()
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[Gateway]:
+        """Accept turns (and watch the config) inside the block; drain turns on exit."""
+        async with anyio.create_task_group() as group:
+            if self.settings.watch_config:
+                group.start_soon(self.watcher.watch)
+            async with self.runs.running(self.settings.grace_seconds):
+                yield self
+            group.cancel_scope.cancel()
+
+    # ---- agents and sessions ------------------------------------------------------------------
+
+    def agent(self, agent_id: str | None) -> AgentProfile:
+        """A configured agent (`main` by default).
+
+        Raises:
+            APIError: 404 when no such agent is configured.
+        """
+        known = self.runtime.agent_ids()
+        if agent_id is not None and agent_id not in known:
+            raise not_found(
+                f"unknown agent {agent_id!r} (configured: {', '.join(known)})",
+                code="unknown_agent",
+            )
+        return self.runtime.agent(agent_id)
+
+    def session_key(self, agent: AgentProfile, session_key: str | None) -> str:
+        """The full session key of `session_key` for `agent`.
+
+        Raises:
+            APIError: 400 when the key is malformed or belongs to another agent.
+        """
+        try:
+            return self.runtime.session_key(agent, session_key)
+        except Exception as exc:
+            raise classify(exc) from None
+
+    def start_turn(
+        self,
+        text: str,
+        *,
+        agent: AgentProfile,
+        session_key: str,
+        emit: EventSink,
+        origin: str,
+        model: str | None = None,
+        seed: Callable[[], Awaitable[None]] | None = None,
+    ) -> ActiveRun:
+        """Run a chat message (a turn, or a command such as `/new`) in the background.
+
+        Raises:
+            APIError: 503 while the gateway shuts down.
+        """
+        runtime = self.runtime
+
+        async def body() -> Any:
+            if seed is not None:
+                await seed()
+            return await runtime.submit(
+                text, agent_id=agent.id, session_key=session_key, emit=emit, model=model
+            )
+
+        return self.runs.start(body, agent_id=agent.id, session_key=session_key, origin=origin)
+
+    async def seed_session(
+        self,
+        agent: AgentProfile,
+        session_key: str,
+        *,
+        note: str | None,
+        history: list[Any],
+        note_type: str,
+    ) -> None:
+        """Record a client's earlier conversation, but only into a session with no messages."""
+        async with self.runtime.sessions.turn_lock(session_key):
+            session = self.runtime.open_session(agent, session_key)
+            if any(_is_conversation(entry) for entry in session.entries):
+                return
+            if note:
+                session.transcript.append_custom_message(note_type, note, display=False)
+            for message in history:
+                session.append_message(message)
+
+    # ---- health -------------------------------------------------------------------------------
+
+    def health(self, *, detailed: bool) -> dict[str, Any]:
+        """`/health` (public) or, with `detailed`, the WebSocket `health` answer."""
+        out: dict[str, Any] = {
+            "status": "ok",
+            "version": __version__,
+            "uptimeSeconds": round(time.monotonic() - self.started_monotonic, 3),
+            "auth": "token" if self.settings.token else "none",
+        }
+        if detailed:
+            runtime = self.runtime
+            main = runtime.agent(None)
+            out.update(
+                startedAt=int(self.started_at * 1000),
+                agents=[
+                    {"id": agent_id, "model": _model_ref(runtime, agent_id)}
+                    for agent_id in runtime.agent_ids()
+                ],
+                defaultAgent=main.id,
+                activeRuns=[run.describe() for run in self.runs.active],
+                config=self.watcher.state.describe(),
+                stateDir=str(runtime.state_dir),
+            )
+        return out
+
+
+def _is_conversation(entry: Entry) -> bool:
+    return isinstance(entry, MessageEntry | CustomMessageEntry)
+
+
+def _model_ref(runtime: Runtime, agent_id: str) -> str | None:
+    try:
+        return runtime.model_refs(runtime.agent(agent_id))[0]
+    except Exception:  # a broken model config must not break health; turns report it
+        return None
+
+
+def gateway_of(connection: HTTPConnection) -> Gateway:
+    """The `Gateway` behind a request or WebSocket."""
+    gateway: Gateway = connection.app.state.gateway
+    return gateway
+
+
+def gateway_of_app(app: Starlette) -> Gateway:
+    """The `Gateway` behind an app made by `create_app`."""
+    gateway: Gateway = app.state.gateway
+    return gateway
+
+
+def api_route(endpoint: Endpoint) -> Endpoint:
+    """Turn `APIError`s (and unexpected failures) into OpenAI-shaped error responses."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except Exception as exc:
+            return classify(exc).response()
+
+    wrapped.__name__ = endpoint.__name__
+    wrapped.__doc__ = endpoint.__doc__
+    return wrapped
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse(gateway_of(request).health(detailed=False))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    # Unknown paths and methods answer in the same error shape as everything else.
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+    return APIError(status=status, message=str(detail), code=code).response()
+
+
+async def _index(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "index.html", headers={"cache-control": "no-cache"})
+
+
+class _Revalidated(StaticFiles):
+    """Static files that browsers revalidate on every load (cheap with ETags), so an upgraded
+    gateway never runs yesterday's script against today's protocol."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["cache-control"] = "no-cache"
+        return response
+
+
+def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
+    """The gateway app for an open `runtime`.
+
+    Its lifespan must run (uvicorn does that; in-process tests use
+    `app.router.lifespan_context(app)`), because turns run in the task group it owns.
+    """
+    from nodmix.gateway.openai_api import chat_completions, list_models
+    from nodmix.gateway.tools_api import invoke_tool
+    from nodmix.gateway.ws import websocket_endpoint
+
+    gateway = Gateway(runtime, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with gateway.serving():
+            yield
+
+    routes: list[BaseRoute] = [
+        Route("/", _index, methods=["GET"]),
+        Route("/health", _health, methods=["GET"]),
+        Route("/v1/models", api_route(list_models), methods=["GET"]),
+        Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
+        Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
+        WebSocketRoute("/ws", websocket_endpoint),
+        Mount("/static", _Revalidated(directory=STATIC_DIR), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(GuardMiddleware, token=settings.token)],
+        lifespan=lifespan,
+        exception_handlers={404: _http_error, 405: _http_error},
+    )
+    app.state.gateway = gateway
+    return app
+
+
+__all__ = ["APIError", "Gateway", "create_app", "gateway_of", "gateway_of_app"]

@@ -1,0 +1,209 @@
+"""The OpenAI-compatible API: `POST /v1/chat/completions` and `GET /v1/models`.
+
+A completion is one agent turn (see `openai_mapping` for how a request maps to a session and a
+prompt). Tool calls and code-mode cells run inside the gateway; the client sees only the
+assistant's text. A streamed completion sends the text deltas of every model step as they
+arrive, so interim text the model writes before using a tool is part of the stream, while the
+non-streamed `content` is the final answer only.
+
+Streaming waits for the first piece of text (or the end of the turn) before sending headers:
+a failure before any text, which is when nearly all failures happen, still gets a real HTTP
+status and an error body. A failure after text arrives ends the stream with an OpenAI-style
+`data: {"error": ...}` event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from nodmix.events import EventSink, RunEvent, TextDeltaEvent
+from nodmix.gateway.app import gateway_of
+from nodmix.gateway.errors import APIError, classify, not_found
+from nodmix.gateway.openai_mapping import (
+    MODEL_PREFIX,
+    SYSTEM_NOTE_TYPE,
+    ChatRequest,
+    Completion,
+    agent_of_model,
+    finish_reason,
+    fresh_session_name,
+    parse_request,
+    prompt_text,
+    seed,
+)
+from nodmix.gateway.runs import ActiveRun
+from nodmix.messages import Usage
+from nodmix.runtime import CommandOutcome, TurnOutcome
+
+SESSION_HEADER = "x-nodmix-session-key"
+
+
+async def list_models(request: Request) -> Response:
+    """`GET /v1/models`: `nodmix` and `nodmix/<agentId>` for every configured agent."""
+    gateway = gateway_of(request)
+    created = int(gateway.started_at)
+    ids = [MODEL_PREFIX, *(f"{MODEL_PREFIX}/{a}" for a in gateway.runtime.agent_ids())]
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": [
+                {"id": model, "object": "model", "created": created, "owned_by": "nodmix"}
+                for model in ids
+            ],
+        }
+    )
+
+
+async def chat_completions(request: Request) -> Response:
+    """`POST /v1/chat/completions`: one agent turn, streamed (SSE) or not."""
+    gateway = gateway_of(request)
+    chat = parse_request(await request.body())
+    try:
+        agent_id = agent_of_model(chat.model)
+    except ValueError:
+        raise not_found(
+            f"model {chat.model!r} does not exist; use {MODEL_PREFIX!r} or "
+            f"'{MODEL_PREFIX}/<agentId>' (see GET /v1/models)",
+            code="model_not_found",
+        ) from None
+    agent = gateway.agent(agent_id)
+    named = request.headers.get(SESSION_HEADER) or chat.user
+    key = gateway.session_key(agent, named or fresh_session_name())
+    prompt = prompt_text(chat)
+    note, history = seed(chat)
+
+    async def seed_session() -> None:
+        await gateway.seed_session(
+            agent, key, note=note, history=history, note_type=SYSTEM_NOTE_TYPE
+        )
+
+    def start(emit: EventSink) -> ActiveRun:
+        return gateway.start_turn(
+            prompt,
+            agent=agent,
+            session_key=key,
+            emit=emit,
+            origin="http",
+            seed=seed_session if note or history else None,
+        )
+
+    headers = {SESSION_HEADER: key}
+    if chat.stream:
+        return await _stream(chat, start, headers)
+    run = start(_ignore)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_disconnect, request, run)
+            await run.done.wait()
+            group.cancel_scope.cancel()
+        outcome = await run.result()
+    finally:
+        run.cancel()
+    reply, stop, usage = _summary(outcome)
+    body = Completion(chat.model).body(reply, finish_reason(stop), usage)
+    return JSONResponse(body, headers=headers)
+
+
+async def _cancel_on_disconnect(request: Request, run: ActiveRun) -> None:
+    # The body has been read, so the next ASGI message is the client hanging up.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    run.cancel()
+
+
+def _ignore(event: RunEvent) -> None:
+    """Non-streamed completions need no events."""
+
+
+def _summary(outcome: TurnOutcome | CommandOutcome) -> tuple[str, str, Usage]:
+    if isinstance(outcome, CommandOutcome):
+        return outcome.message, "stop", Usage()
+    result = outcome.result
+    if result.stop_reason == "error":
+        last = result.last_message
+        detail = (last.error_message if last else None) or "the model returned an error"
+        raise APIError(status=502, message=detail, kind="api_error", code="model_error")
+    return result.reply, result.stop_reason, result.usage
+
+
+async def _stream(
+    chat: ChatRequest, start: Callable[[EventSink], ActiveRun], headers: dict[str, str]
+) -> Response:
+    send, receive = anyio.create_memory_object_stream[RunEvent](math.inf)
+    first_text = anyio.Event()
+
+    def emit(event: RunEvent) -> None:
+        if isinstance(event, TextDeltaEvent) and event.text:
+            first_text.set()
+            send.send_nowait(event)
+
+    def finished() -> None:
+        first_text.set()
+        send.close()
+
+    run = start(emit)
+    run.on_done(finished)
+    try:
+        await first_text.wait()
+        if run.done.is_set():
+            await run.result()  # a failure before any text is a plain HTTP error
+    except BaseException:
+        run.cancel()
+        receive.close()
+        raise
+    return StreamingResponse(
+        _sse(Completion(chat.model), run, receive, include_usage=chat.include_usage),
+        media_type="text/event-stream",
+        headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+    )
+
+
+def _data(payload: Any) -> bytes:
+    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+async def _sse(
+    completion: Completion,
+    run: ActiveRun,
+    events: MemoryObjectReceiveStream[RunEvent],
+    *,
+    include_usage: bool,
+) -> AsyncIterator[bytes]:
+    try:
+        yield _data(completion.chunk({"role": "assistant", "content": ""}))
+        async with events:
+            async for event in events:
+                text = event.text if isinstance(event, TextDeltaEvent) else ""
+                # Deltas that arrived together go out as one chunk: fewer writes, same text.
+                while True:
+                    try:
+                        more = events.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                    if isinstance(more, TextDeltaEvent):
+                        text += more.text
+                if text:
+                    yield _data(completion.chunk({"content": text}))
+        try:
+            outcome = await run.result()
+            reply, stop, usage = _summary(outcome)
+        except Exception as exc:
+            yield _data(classify(exc).body())
+            return
+        if isinstance(outcome, CommandOutcome):
+            yield _data(completion.chunk({"content": reply}))
+        yield _data(completion.chunk({}, finish_reason(stop)))
+        if include_usage:
+            yield _data(completion.usage_chunk(usage))
+        yield b"data: [DONE]\n\n"
+    finally:
+        # The client went away (or the stream ended): a turn still running is aborted.
+        run.cancel()

@@ -1,0 +1,207 @@
+"""OpenAI chat-completions requests in Nodmix terms, and the response shapes sent back.
+
+The mapping rule (also in docs/gateway.md):
+
+- `model` is `nodmix` (the default agent, `main`) or `nodmix/<agentId>`.
+- The session key is the `x-nodmix-session-key` header, else the `user` field, else a fresh
+  session `openai:<random>` for this request only. A key is resolved like everywhere else: a
+  bare name is a session of the chosen agent, `agent:<id>:<name>` is taken as is.
+- The last message must be a `user` message; its text is the turn's prompt.
+- Earlier messages seed the session only when it has no messages yet, so a stateless client
+  that resends its whole history gets that history once and the gateway's own transcript
+  afterwards. `system` and `developer` messages become one leading note the model reads as
+  client instructions; `user` and `assistant` texts are recorded as they are; `tool` messages
+  and assistant tool calls are dropped (the client's tools are not the agent's).
+- Images and other non-text parts are refused with a 400.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+import msgspec
+
+from nodmix.gateway.errors import bad_request
+from nodmix.messages import AssistantMessage, Message, TextBlock, Usage, user_message
+from nodmix.providers.openai.encode import usage_to_openai
+
+MODEL_PREFIX = "nodmix"
+SYSTEM_NOTE_TYPE = "openai.system"
+"""`customType` of the transcript entry holding a client's system messages."""
+SYSTEM_NOTE_INTRO = "Instructions from the client application for this conversation:"
+
+
+class StreamOptions(msgspec.Struct, kw_only=True):
+    """`stream_options`."""
+
+    include_usage: bool = False
+
+
+class ChatMessage(msgspec.Struct, kw_only=True):
+    """One entry of `messages` (fields the gateway does not use are ignored)."""
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(msgspec.Struct, kw_only=True):
+    """The parts of a chat-completions request the gateway honours.
+
+    Sampling knobs (`temperature`, `max_tokens`, ...) and `tools` are accepted and ignored:
+    the agent's own configuration decides them.
+    """
+
+    model: str
+    messages: list[ChatMessage]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    user: str | None = None
+
+    @property
+    def include_usage(self) -> bool:
+        """Whether a streamed response ends with a usage chunk."""
+        return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+
+_DECODER = msgspec.json.Decoder(ChatRequest)
+
+
+def parse_request(body: bytes) -> ChatRequest:
+    """Decode and check a request body.
+
+    Raises:
+        APIError: a 400 naming what is wrong.
+    """
+    try:
+        request = _DECODER.decode(body)
+    except msgspec.ValidationError as exc:
+        raise bad_request(f"invalid request: {exc}") from None
+    except msgspec.DecodeError:
+        raise bad_request("the request body is not valid JSON") from None
+    if not request.messages:
+        raise bad_request("messages must not be empty", param="messages")
+    if request.messages[-1].role != "user":
+        raise bad_request("the last message must have role 'user'", param="messages")
+    return request
+
+
+def agent_of_model(model: str) -> str | None:
+    """`nodmix` -> None (the default agent), `nodmix/<id>` -> `<id>`; anything else is foreign.
+
+    Raises:
+        ValueError: not a Nodmix model name (the caller answers 404).
+    """
+    if model == MODEL_PREFIX:
+        return None
+    prefix, sep, agent_id = model.partition("/")
+    if prefix != MODEL_PREFIX or not sep or not agent_id:
+        raise ValueError(model)
+    return agent_id
+
+
+def message_text(message: ChatMessage, index: int) -> str:
+    """The text of a message; list content must be text parts only.
+
+    Raises:
+        APIError: the content holds images, audio or unknown parts.
+    """
+    content = message.content
+    if content is None or isinstance(content, str):
+        return content or ""
+    texts: list[str] = []
+    for part in content:
+        if part.get("type") != "text" or not isinstance(part.get("text"), str):
+            kind = part.get("type", "unknown")
+            raise bad_request(
+                f"messages[{index}]: content part of type {kind!r} is not supported; send text",
+                param=f"messages[{index}].content",
+            )
+        texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def prompt_text(request: ChatRequest) -> str:
+    """The turn's prompt: the text of the last (user) message."""
+    return message_text(request.messages[-1], len(request.messages) - 1)
+
+
+def seed(request: ChatRequest) -> tuple[str | None, list[Message]]:
+    """What to record before the turn on a new session: a system note and earlier messages."""
+    system: list[str] = []
+    history: list[Message] = []
+    for index, message in enumerate(request.messages[:-1]):
+        text = message_text(message, index)
+        if message.role in ("system", "developer"):
+            if text.strip():
+                system.append(text.strip())
+        elif message.role == "user":
+            history.append(user_message(text))
+        elif message.role == "assistant" and text:
+            history.append(
+                AssistantMessage(content=(TextBlock(text=text),), provider="client", model="client")
+            )
+    note = f"{SYSTEM_NOTE_INTRO}\n\n" + "\n\n".join(system) if system else None
+    return note, history
+
+
+def fresh_session_name() -> str:
+    """The session name of a request that named none."""
+    return f"openai:{uuid.uuid4().hex[:20]}"
+
+
+class Completion:
+    """Builds the response objects of one completion (shared id, model and timestamp)."""
+
+    def __init__(self, model: str) -> None:
+        """Start a response for the model name the client asked for."""
+        self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.model = model
+        self.created = int(time.time())
+
+    def body(self, reply: str, finish_reason: str, usage: Usage) -> dict[str, Any]:
+        """A non-streamed `chat.completion`."""
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": usage_to_openai(usage),
+        }
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        """One `chat.completion.chunk` with a single choice."""
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+
+    def usage_chunk(self, usage: Usage) -> dict[str, Any]:
+        """The final chunk of a stream with `include_usage`: no choices, only usage."""
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage_to_openai(usage),
+        }
+
+
+def finish_reason(stop_reason: str) -> str:
+    """OpenAI's `finish_reason` for how a turn ended."""
+    return "length" if stop_reason in ("length", "max_steps") else "stop"

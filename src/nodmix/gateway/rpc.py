@@ -1,0 +1,240 @@
+"""The WebSocket methods: `agent`, `agent.abort`, `sessions.*`, `runs.list`, `health`.
+
+Each method takes the connection, the request id and the params object and returns the
+`payload` of its response; raising `APIError` (or any runtime error, see `errors.classify`)
+answers `ok: false`. Methods that start a run (`agent`, `sessions.compact`) stream its events
+as `agent` event frames tagged with the request id, and answer when the run has finished.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from nodmix.agents import AgentProfile
+from nodmix.events import EventSink, RunEvent
+from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.wire import event_json, outcome_json
+from nodmix.sessions import SessionSummary, parse_session_key
+from nodmix.sessions.entries import entry_to_builtins
+
+if TYPE_CHECKING:
+    from nodmix.gateway.ws import Connection
+
+Method = Callable[["Connection", str | int, dict[str, Any]], Awaitable[Any]]
+T = TypeVar("T")
+
+DEFAULT_HISTORY_LIMIT = 500
+DEFAULT_LIST_LIMIT = 200
+
+
+def _param(params: dict[str, Any], name: str, kind: type[T], *, required: bool = False) -> T | None:
+    value = params.get(name)
+    if value is None:
+        if required:
+            raise bad_request(f"params.{name} is required", param=name)
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise bad_request(f"params.{name} must be a {kind.__name__}", param=name)
+    return value
+
+
+def _agent_and_key(conn: Connection, params: dict[str, Any]) -> tuple[AgentProfile, str]:
+    """The agent (from `agentId`, else the key's own agent) and the full session key."""
+    agent_id = _param(params, "agentId", str)
+    key = _param(params, "sessionKey", str)
+    if agent_id is None and key and key.startswith("agent:"):
+        try:
+            agent_id = parse_session_key(key).agent_id
+        except Exception as exc:
+            raise bad_request(str(exc), param="sessionKey") from None
+    agent = conn.gateway.agent(agent_id)
+    return agent, conn.gateway.session_key(agent, key)
+
+
+def _streamer(conn: Connection, req_id: str | int) -> tuple[EventSink, Callable[[ActiveRun], None]]:
+    """An event sink forwarding to the connection, and how to tell it the run id."""
+    state: dict[str, Any] = {"run_id": None, "seq": 0}
+
+    def emit(event: RunEvent) -> None:
+        state["seq"] += 1
+        data = event_json(event)
+        if "runId" in data:  # `turn_started` carries the runtime's own id for the turn
+            data["turnId"] = data.pop("runId")
+        conn.event(
+            "agent", {"reqId": req_id, "runId": state["run_id"], "seq": state["seq"], **data}
+        )
+
+    def bind(run: ActiveRun) -> None:
+        state["run_id"] = run.run_id
+
+    return emit, bind
+
+
+# ---- runs ---------------------------------------------------------------------------------------
+
+
+async def agent(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Run a chat message on a session; stream its events; answer with the outcome."""
+    message = _param(params, "message", str, required=True)
+    assert message is not None
+    if not message.strip():
+        raise bad_request("params.message is empty", param="message")
+    profile, key = _agent_and_key(conn, params)
+    emit, bind = _streamer(conn, req_id)
+    gateway = conn.gateway
+    queued = gateway.runtime.sessions.turn_lock(key).locked()
+    run = gateway.start_turn(
+        message,
+        agent=profile,
+        session_key=key,
+        emit=emit,
+        origin="ws",
+        model=_param(params, "model", str),
+    )
+    bind(run)
+    accepted = {"kind": "accepted", "sessionKey": key, "agentId": profile.id, "queued": queued}
+    conn.event("agent", {"reqId": req_id, "runId": run.run_id, "seq": 0, **accepted})
+    return {"runId": run.run_id, **outcome_json(await run.result())}
+
+
+async def agent_abort(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Cancel a run in flight (started by any client)."""
+    run_id = _param(params, "runId", str, required=True)
+    run = conn.gateway.runs.get(run_id or "")
+    if run is None:
+        return {"runId": run_id, "aborted": False}
+    run.cancel()
+    return {"runId": run_id, "aborted": True}
+
+
+async def runs_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Runs in flight."""
+    return {"runs": [run.describe() for run in conn.gateway.runs.active]}
+
+
+# ---- sessions -----------------------------------------------------------------------------------
+
+
+def session_row(summary: SessionSummary, busy: set[str]) -> dict[str, Any]:
+    """One session as `sessions.list` reports it."""
+    entry = summary.entry
+    return {
+        "key": summary.key,
+        "agentId": summary.agent_id,
+        "name": summary.key.split(":", 2)[2],
+        "sessionId": entry.session_id,
+        "label": entry.label,
+        "model": entry.model,
+        "createdAt": entry.created_at,
+        "updatedAt": entry.updated_at,
+        "messageCount": summary.message_count,
+        "totalTokens": entry.total_tokens,
+        "contextTokens": entry.context_tokens,
+        "compactionCount": entry.compaction_count,
+        "running": summary.key in busy,
+    }
+
+
+async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Sessions, most recently updated first (`agentId` limits to one agent)."""
+    agent_id = _param(params, "agentId", str)
+    limit = max(1, _param(params, "limit", int) or DEFAULT_LIST_LIMIT)
+    if agent_id is not None:
+        conn.gateway.agent(agent_id)
+    rows = conn.gateway.runtime.sessions.list_sessions(agent_id)
+    busy = conn.gateway.runs.busy_sessions()
+    return {"sessions": [session_row(row, busy) for row in rows[:limit]], "total": len(rows)}
+
+
+async def sessions_create(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Open a new (empty) session; `name` defaults to a timestamped `web-...` name."""
+    name = _param(params, "name", str)
+    if name is None:
+        name = time.strftime("web-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
+    profile, key = _agent_and_key(conn, {**params, "sessionKey": name})
+    session = conn.gateway.runtime.open_session(profile, key)
+    summary = SessionSummary(
+        key=session.key,
+        agent_id=session.agent_id,
+        entry=session.entry,
+        path=session.transcript.path,
+        message_count=0,
+    )
+    return session_row(summary, conn.gateway.runs.busy_sessions())
+
+
+async def sessions_history(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """The transcript entries of a session (the newest `limit`, in file order)."""
+    profile, key = _agent_and_key(conn, params)
+    limit = max(1, _param(params, "limit", int) or DEFAULT_HISTORY_LIMIT)
+    try:
+        session = conn.gateway.runtime.sessions.open(key, create=False)
+    except Exception as exc:
+        raise not_found(str(exc), code="unknown_session") from None
+    entries = list(session.entries)
+    return {
+        "sessionKey": key,
+        "sessionId": session.session_id,
+        "agentId": profile.id,
+        "total": len(entries),
+        "running": key in conn.gateway.runs.busy_sessions(),
+        "entries": [entry_to_builtins(e) for e in entries[-limit:]],
+    }
+
+
+async def sessions_reset(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Start a fresh transcript under the key (the old file is kept on disk)."""
+    profile, key = _agent_and_key(conn, params)
+    outcome = conn.gateway.runtime.new_session(agent_id=profile.id, session_key=key)
+    return outcome_json(outcome)
+
+
+async def sessions_compact(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Compact a session now, streaming its `compaction` events (`Runtime.compact_session`)."""
+    profile, key = _agent_and_key(conn, params)
+    compact = getattr(conn.gateway.runtime, "compact_session", None)
+    if compact is None:  # a runtime built without the compaction service
+        raise APIError(
+            status=501,
+            message="manual compaction is not available in this version of the runtime",
+            kind="api_error",
+            code="unsupported",
+        )
+    instructions = _param(params, "instructions", str)
+    emit, bind = _streamer(conn, req_id)
+
+    async def body() -> Any:
+        return await compact(profile.id, key, instructions=instructions, emit=emit)
+
+    run = conn.gateway.runs.start(body, agent_id=profile.id, session_key=key, origin="ws")
+    bind(run)
+    done = await run.result()
+    from nodmix.compaction.service import compaction_message
+
+    return {**done.to_json(), "message": compaction_message(done)}
+
+
+# ---- gateway ------------------------------------------------------------------------------------
+
+
+async def health(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Gateway status, agents and their models, active runs, config state."""
+    return conn.gateway.health(detailed=True)
+
+
+METHODS: dict[str, Method] = {
+    "agent": agent,
+    "agent.abort": agent_abort,
+    "runs.list": runs_list,
+    "sessions.list": sessions_list,
+    "sessions.create": sessions_create,
+    "sessions.history": sessions_history,
+    "sessions.reset": sessions_reset,
+    "sessions.compact": sessions_compact,
+    "health": health,
+}
+"""Method name -> handler."""

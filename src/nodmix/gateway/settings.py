@@ -1,0 +1,117 @@
+"""Where the gateway listens and who may talk to it: `GatewaySettings` and how it is resolved.
+
+Precedence for every value: the command line, then the environment, then `gateway.*` in
+`nodmix.json`, then the built-in default. The token is the one secret here; it is resolved
+once at start (`${ENV}` references included) and never logged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from nodmix.config.loader import resolve_secret
+from nodmix.config.schema import GatewayConfig
+from nodmix.errors import ConfigError
+
+DEFAULT_PORT = 18789
+DEFAULT_GRACE_SECONDS = 10.0
+TOKEN_ENV = "NODMIX_GATEWAY_TOKEN"
+
+_BIND_ALIASES = {"loopback": "127.0.0.1", "localhost": "127.0.0.1", "lan": "0.0.0.0"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewaySettings:
+    """How one gateway process serves."""
+
+    host: str = "127.0.0.1"
+    """The address to bind (`loopback` and `lan` are already resolved to addresses)."""
+    port: int = DEFAULT_PORT
+    """TCP port; 0 picks a free one (tests)."""
+    token: str | None = None
+    """Bearer token every API and WebSocket request must carry; `None` disables auth."""
+    verbose: bool = False
+    """Debug logging and uvicorn's access log."""
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+    """On shutdown, how long running turns may take to finish before they are cancelled."""
+    watch_config: bool = True
+    """Poll the config file and report changes (see `nodmix.gateway.reload`)."""
+    config_poll_seconds: float = 1.0
+
+    @property
+    def loopback_only(self) -> bool:
+        """Whether only this machine can reach the listener."""
+        return is_loopback(self.host)
+
+    @property
+    def url(self) -> str:
+        """The base URL a local client uses (`0.0.0.0` is reached through loopback)."""
+        host = self.host
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+
+def resolve_bind(bind: str | None) -> str:
+    """`loopback` (default), `lan` or a literal address -> the address to bind.
+
+    Raises:
+        ConfigError: the value is neither an alias nor an IP address.
+    """
+    text = (bind or "loopback").strip()
+    if text in _BIND_ALIASES:
+        return _BIND_ALIASES[text]
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        raise ConfigError(
+            f"invalid bind {text!r}: use loopback, lan or an IP address", key="gateway.bind"
+        ) from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or `localhost`) is a loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_settings(
+    config: GatewayConfig,
+    env: Mapping[str, str],
+    *,
+    port: int | None = None,
+    bind: str | None = None,
+    token: str | None = None,
+    verbose: bool = False,
+) -> GatewaySettings:
+    """Merge command-line values over the environment and the `gateway` config section.
+
+    Raises:
+        ConfigError: the bind address is invalid, the token refers to an unset variable, or
+            the gateway would listen beyond loopback without a token.
+    """
+    host = resolve_bind(bind or config.bind)
+    chosen_port = port if port is not None else (config.port or DEFAULT_PORT)
+    if not 0 <= chosen_port <= 65535:
+        raise ConfigError(f"invalid port {chosen_port}", key="gateway.port")
+    secret = (
+        token
+        or env.get(TOKEN_ENV)
+        or resolve_secret(config.auth.token, key="gateway.auth.token", env=env)
+    )
+    secret = secret.strip() if secret else None
+    settings = GatewaySettings(host=host, port=chosen_port, token=secret or None, verbose=verbose)
+    if settings.token is None and not settings.loopback_only:
+        raise ConfigError(
+            f"refusing to listen on {host} without a token: set gateway.auth.token, "
+            f"{TOKEN_ENV} or --token (or bind to loopback)"
+        )
+    return settings

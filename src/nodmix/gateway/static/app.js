@@ -1,0 +1,365 @@
+// The Nodmix web page: log in once, chat with streaming replies, switch and create sessions.
+// It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
+
+import { Conversation, el } from "./render.js";
+
+const TOKEN_KEY = "nodmix.token";
+const SESSION_KEY = "nodmix.session";
+const PROTOCOL = "nodmix.v1";
+const $ = (id) => document.getElementById(id);
+
+function base64url(text) {
+  const bytes = new TextEncoder().encode(text);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+class RequestError extends Error {
+  constructor(error) {
+    super(error.message || "request failed");
+    this.code = error.code;
+  }
+}
+
+/** The WebSocket connection: requests with ids, answers, and run events routed by request id. */
+class GatewaySocket {
+  constructor(token, { onOpen, onClose }) {
+    this.token = token;
+    this.onOpen = onOpen;
+    this.onClose = onClose;
+    this.nextId = 1;
+    this.pending = new Map();
+    this.retryMs = 500;
+  }
+
+  connect() {
+    const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+    const protocols = [PROTOCOL];
+    if (this.token) protocols.push(`nodmix.bearer.${base64url(this.token)}`);
+    const ws = new WebSocket(url, protocols);
+    this.ws = ws;
+    ws.onopen = () => {
+      this.retryMs = 500;
+      this.onOpen();
+    };
+    ws.onmessage = (message) => this.receive(JSON.parse(message.data));
+    ws.onclose = () => {
+      for (const { reject } of this.pending.values()) reject(new RequestError({ message: "connection lost" }));
+      this.pending.clear();
+      this.onClose();
+      setTimeout(() => this.connect(), this.retryMs);
+      this.retryMs = Math.min(this.retryMs * 2, 8000);
+    };
+  }
+
+  receive(frame) {
+    if (frame.type === "event") {
+      this.pending.get(String(frame.payload.reqId))?.onEvent?.(frame.payload);
+    } else if (frame.type === "res") {
+      const waiter = this.pending.get(String(frame.id));
+      if (!waiter) return;
+      this.pending.delete(String(frame.id));
+      if (frame.ok) waiter.resolve(frame.payload);
+      else waiter.reject(new RequestError(frame.error || {}));
+    }
+  }
+
+  request(method, params = {}, onEvent = null) {
+    const id = String(this.nextId++);
+    return new Promise((resolve, reject) => {
+      if (this.ws?.readyState !== WebSocket.OPEN) {
+        reject(new RequestError({ message: "not connected to the gateway" }));
+        return;
+      }
+      this.pending.set(id, { resolve, reject, onEvent });
+      this.ws.send(JSON.stringify({ type: "req", id, method, params }));
+    });
+  }
+}
+
+const state = {
+  socket: null,
+  agentId: "main",
+  sessionKey: localStorage.getItem(SESSION_KEY) || "agent:main:main",
+  runId: null,
+  busy: false,
+};
+const conversation = new Conversation($("messages"));
+conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
+
+function setRunState(name, text) {
+  const label = { idle: "", queued: "queued behind another turn…", running: "running…" };
+  $("run-state").dataset.state = name;
+  $("run-state").textContent = text ?? label[name] ?? name;
+  const active = name !== "idle";
+  $("stop").hidden = !active;
+  $("send").disabled = active;
+}
+
+function sessionName(key) {
+  return key.split(":").slice(2).join(":");
+}
+
+function showSession(key) {
+  state.sessionKey = key;
+  localStorage.setItem(SESSION_KEY, key);
+  $("session-title").replaceChildren(
+    sessionName(key),
+    el("span", { class: "agent-tag" }, ` · agent ${key.split(":")[1]}`),
+  );
+  for (const button of document.querySelectorAll("#sessions button")) {
+    button.classList.toggle("active", button.dataset.key === key);
+  }
+}
+
+function ago(ms) {
+  const seconds = Math.max(0, (Date.now() - ms) / 1000);
+  if (seconds < 60) return "just now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return new Date(ms).toLocaleDateString();
+}
+
+async function refreshSessions() {
+  const { sessions } = await state.socket.request("sessions.list", { agentId: state.agentId });
+  const rows = sessions.some((row) => row.key === state.sessionKey)
+    ? sessions
+    : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...sessions];
+  $("sessions").replaceChildren(
+    ...rows.map((row) => {
+      const meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
+      const button = el(
+        "button",
+        { type: "button", "data-key": row.key, class: row.key === state.sessionKey ? "active" : "" },
+        el("span", { class: `name${row.running ? " busy" : ""}` }, row.label || row.name),
+        el("span", { class: "meta" }, meta),
+      );
+      button.addEventListener("click", () => switchSession(row.key));
+      return el("li", {}, button);
+    }),
+  );
+}
+
+async function loadHistory() {
+  const key = state.sessionKey;
+  try {
+    const history = await state.socket.request("sessions.history", { sessionKey: key });
+    if (key !== state.sessionKey) return;
+    conversation.load(history.entries);
+    if (!history.entries.length) conversation.hint("No messages yet. Say hello.");
+    if (history.running && !state.busy) setRunState("running", "a turn is running in this session");
+  } catch (error) {
+    conversation.clear();
+    if (error.code === "unknown_session") conversation.hint("No messages yet. Say hello.");
+    else conversation.notice(error.message, "error");
+  }
+  conversation.scroll();
+}
+
+async function switchSession(key) {
+  showSession(key);
+  if (!state.busy) setRunState("idle");
+  await loadHistory();
+}
+
+async function refreshHealth() {
+  const health = await state.socket.request("health");
+  const banner = $("banner");
+  const config = health.config || {};
+  if (config.error) {
+    banner.textContent = `The config file has an error, so the gateway keeps its old settings: ${config.error}`;
+  } else if (config.restartRequired) {
+    banner.textContent = `Configuration changed (${config.changedSections.join(", ")}); restart the gateway to apply.`;
+  }
+  banner.hidden = !(config.error || config.restartRequired);
+  return health;
+}
+
+function onRunEvent(event, key) {
+  if (event.kind === "accepted") {
+    state.runId = event.runId;
+    if (event.queued) setRunState("queued");
+  }
+  if (key !== state.sessionKey) return; // the user switched away; the transcript keeps it all
+  switch (event.kind) {
+    case "turn_started":
+      setRunState("running");
+      break;
+    case "text_delta":
+      if ($("run-state").dataset.state !== "running") setRunState("running");
+      conversation.appendDelta(event.text);
+      break;
+    case "assistant_message":
+      conversation.endAssistant(event.message);
+      break;
+    case "tool_started":
+      if ($("run-state").dataset.state === "waiting") setRunState("running");
+      conversation.toolStarted(event);
+      break;
+    case "tool_finished":
+      conversation.toolFinished(event);
+      break;
+    case "compaction":
+      if (event.phase === "start") conversation.notice("Compacting the conversation…");
+      else if (event.phase === "end") {
+        conversation.notice(`Compacted: ${event.tokensBefore ?? "?"} → ${event.tokensAfter ?? "?"} tokens.`);
+      } else conversation.notice(event.message || "Compaction failed.", "warning");
+      break;
+    case "notice":
+      conversation.notice(event.text, event.level);
+      break;
+    case "model_fallback":
+      conversation.notice(`${event.failed} failed (${event.error}); trying ${event.next}.`, "warning");
+      break;
+    // `turn_failed` is followed by the request's error answer, which `send` shows.
+  }
+}
+
+async function send(text) {
+  const key = state.sessionKey;
+  state.busy = true;
+  conversation.addUser(text);
+  setRunState("running", "starting…");
+  try {
+    const answer = await state.socket.request(
+      "agent",
+      { message: text, sessionKey: key, agentId: state.agentId },
+      (event) => onRunEvent(event, key),
+    );
+    if (answer.command && key === state.sessionKey) await loadHistory();
+    if (answer.command) conversation.notice(answer.message);
+  } catch (error) {
+    if (key === state.sessionKey) {
+      conversation.notice(error.code === "aborted" ? "Stopped." : error.message, error.code === "aborted" ? "info" : "error");
+    }
+  } finally {
+    state.busy = false;
+    state.runId = null;
+    setRunState("idle");
+    refreshSessions().catch(() => {});
+  }
+}
+
+function wireUi() {
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("input").value.trim();
+    if (!text || state.busy) return;
+    $("input").value = "";
+    send(text);
+  });
+  $("input").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("stop").addEventListener("click", () => {
+    if (state.runId) state.socket.request("agent.abort", { runId: state.runId }).catch(() => {});
+  });
+  $("new-session").addEventListener("click", async () => {
+    const row = await state.socket.request("sessions.create", { agentId: state.agentId });
+    showSession(row.key);
+    await refreshSessions();
+    await switchSession(row.key);
+  });
+  $("compact").addEventListener("click", async () => {
+    const key = state.sessionKey;
+    try {
+      const done = await state.socket.request("sessions.compact", { sessionKey: key }, (event) =>
+        onRunEvent(event, key),
+      );
+      await loadHistory();
+      if (key === state.sessionKey) conversation.notice(done.message);
+    } catch (error) {
+      conversation.notice(`Compact: ${error.message}`, "warning");
+    }
+  });
+  $("agent").addEventListener("change", async () => {
+    state.agentId = $("agent").value;
+    showSession(`agent:${state.agentId}:main`);
+    await refreshSessions();
+    await loadHistory();
+  });
+  $("forget-token").addEventListener("click", () => {
+    localStorage.removeItem(TOKEN_KEY);
+    location.reload();
+  });
+}
+
+async function onConnected() {
+  $("status").textContent = "connected";
+  const health = await refreshHealth();
+  const agents = health.agents.map((agent) => agent.id);
+  state.agentId = state.sessionKey.split(":")[1];
+  if (!agents.includes(state.agentId)) {
+    state.agentId = health.defaultAgent;
+    state.sessionKey = `agent:${state.agentId}:main`;
+  }
+  $("agent").replaceChildren(
+    ...health.agents.map((agent) =>
+      el("option", { value: agent.id, selected: agent.id === state.agentId }, `${agent.id} (${agent.model ?? "no model"})`),
+    ),
+  );
+  showSession(state.sessionKey);
+  await refreshSessions();
+  await loadHistory();
+  document.body.dataset.ready = "true";
+}
+
+function openApp(token) {
+  $("login").hidden = true;
+  $("app").hidden = false;
+  $("forget-token").hidden = !token;
+  wireUi();
+  state.socket = new GatewaySocket(token, {
+    onOpen: () => onConnected().catch((error) => conversation.notice(error.message, "error")),
+    onClose: () => {
+      $("status").textContent = "disconnected, reconnecting…";
+      document.body.dataset.ready = "false";
+    },
+  });
+  state.socket.connect();
+  setInterval(() => refreshHealth().catch(() => {}), 15000);
+}
+
+async function tokenAccepted(token) {
+  const response = await fetch("/v1/models", { headers: { Authorization: `Bearer ${token}` } });
+  return response.status !== 401;
+}
+
+function showLogin(message) {
+  $("app").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+  $("token").focus();
+}
+
+async function start() {
+  const health = await (await fetch("/health")).json();
+  if (health.auth !== "token") {
+    openApp(null);
+    return;
+  }
+  const saved = localStorage.getItem(TOKEN_KEY);
+  if (saved && (await tokenAccepted(saved))) {
+    openApp(saved);
+    return;
+  }
+  showLogin(saved ? "The saved token is no longer accepted." : "");
+  $("login-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (!(await tokenAccepted(token))) {
+      $("login-error").textContent = "That token was not accepted.";
+      return;
+    }
+    localStorage.setItem(TOKEN_KEY, token);
+    openApp(token);
+  });
+}
+
+start().catch((error) => {
+  document.body.append(el("p", { class: "error" }, `Could not reach the gateway: ${error.message}`));
+});

@@ -1,0 +1,320 @@
+// Rendering a conversation: messages, streamed replies, tool calls and code-mode cells.
+//
+// Everything that comes from a model, a tool or a transcript enters the page as text nodes
+// (never innerHTML), so a reply that contains markup is shown, not executed.
+
+/** Create an element; string children become text nodes. */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-")) node.setAttribute(key, String(value));
+    else node[key] = value;
+  }
+  for (const child of children) {
+    if (child !== undefined && child !== null) node.append(child);
+  }
+  return node;
+}
+
+const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+
+function appendInline(parent, text) {
+  text.split("\n").forEach((line, index) => {
+    if (index) parent.append(el("br"));
+    let last = 0;
+    for (const match of line.matchAll(INLINE)) {
+      if (match.index > last) parent.append(line.slice(last, match.index));
+      const token = match[0];
+      parent.append(
+        token.startsWith("`") ? el("code", {}, token.slice(1, -1)) : el("strong", {}, token.slice(2, -2)),
+      );
+      last = match.index + token.length;
+    }
+    if (last < line.length) parent.append(line.slice(last));
+  });
+}
+
+/** Render a small, safe subset of Markdown: fenced code, inline code, bold, paragraphs. */
+export function renderMarkdown(target, text) {
+  target.replaceChildren();
+  text.split("```").forEach((part, index) => {
+    if (index % 2 === 1) {
+      // Inside a fence; the first line names the language. An unclosed fence (a reply still
+      // streaming) renders as code too.
+      const newline = part.indexOf("\n");
+      const body = newline >= 0 ? part.slice(newline + 1) : part;
+      target.append(el("pre", {}, el("code", {}, body.replace(/\n$/, ""))));
+      return;
+    }
+    for (const paragraph of part.split(/\n{2,}/)) {
+      if (!paragraph.trim()) continue;
+      const p = el("p");
+      appendInline(p, paragraph.replace(/^\n+|\n+$/g, ""));
+      target.append(p);
+    }
+  });
+}
+
+function textOf(content) {
+  if (typeof content === "string") return content;
+  return (content || []).filter((b) => b.type === "text").map((b) => b.text).join("\n");
+}
+
+function pretty(value) {
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+function preview(args) {
+  const text = Object.entries(args || {})
+    .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`)
+    .join(", ")
+    .replace(/\n/g, "⏎");
+  return text.length > 90 ? `${text.slice(0, 90)}…` : text;
+}
+
+/** A code-mode call (`exec` with a program, or `wait` resuming one)? */
+function isCodeCell(name, args) {
+  return (name === "exec" && typeof args?.code === "string") || (name === "wait" && args?.runId);
+}
+
+/** The code-mode result object of a tool result (its details, else its JSON text). */
+function codeResult(result) {
+  if (result.details && typeof result.details === "object" && result.details.status) {
+    return result.details;
+  }
+  try {
+    const parsed = JSON.parse(textOf(result.content));
+    return parsed && parsed.status ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The messages of one session, live (events) or replayed (transcript entries). */
+export class Conversation {
+  constructor(root) {
+    this.root = root;
+    this.calls = new Map();
+    this.bubble = null;
+    this.pendingRender = false;
+    this.onWaiting = () => {};
+  }
+
+  clear() {
+    this.root.replaceChildren();
+    this.calls.clear();
+    this.bubble = null;
+  }
+
+  scroll() {
+    this.root.scrollTop = this.root.scrollHeight;
+  }
+
+  place(node, parentCallId) {
+    this.root.querySelector(".empty-hint")?.remove();
+    const parent = parentCallId ? this.calls.get(parentCallId) : null;
+    if (parent && parent.nested) {
+      parent.nested.hidden = false;
+      parent.nested.previousElementSibling.hidden = false;
+      parent.nested.append(el("li", {}, node));
+    } else {
+      this.root.append(node);
+    }
+    this.scroll();
+  }
+
+  addUser(text) {
+    this.bubble = null;
+    this.place(el("div", { class: "msg user" }, text));
+  }
+
+  notice(text, level = "info") {
+    this.place(el("div", { class: `notice ${level}` }, text));
+  }
+
+  /** A hint shown in an empty session; the first message replaces it. */
+  hint(text) {
+    this.root.append(el("div", { class: "notice empty-hint" }, text));
+  }
+
+  appendDelta(text) {
+    if (!this.bubble) {
+      this.bubble = el("div", { class: "msg assistant streaming", "data-deltas": 0 });
+      this.bubble.raw = "";
+      this.place(this.bubble);
+    }
+    const bubble = this.bubble;
+    bubble.raw += text;
+    bubble.dataset.deltas = String(Number(bubble.dataset.deltas) + 1);
+    // Re-render at most once a frame: long replies arrive in many small pieces.
+    if (!this.pendingRender) {
+      this.pendingRender = true;
+      requestAnimationFrame(() => {
+        this.pendingRender = false;
+        renderMarkdown(bubble, bubble.raw);
+        this.scroll();
+      });
+    }
+  }
+
+  endAssistant(message) {
+    const text = textOf(message.content);
+    if (this.bubble) {
+      this.bubble.raw = text || this.bubble.raw;
+      renderMarkdown(this.bubble, this.bubble.raw);
+      this.bubble.classList.remove("streaming");
+    } else if (text) {
+      const bubble = el("div", { class: "msg assistant" });
+      renderMarkdown(bubble, text);
+      this.place(bubble);
+    }
+    if (message.errorMessage) this.notice(message.errorMessage, "error");
+    this.bubble = null;
+  }
+
+  toolStarted({ callId, toolName, arguments: args, parentCallId }) {
+    this.bubble = null;
+    const view = isCodeCell(toolName, args) ? codeCell(toolName, args) : toolCard(toolName, args);
+    view.node.dataset.callId = callId;
+    this.calls.set(callId, view);
+    this.place(view.node, parentCallId);
+  }
+
+  toolFinished({ result, durationMs }) {
+    const view = this.calls.get(result.toolCallId);
+    if (!view) return;
+    view.finish(result, durationMs);
+    if (view.status === "waiting") this.onWaiting(view.runId);
+  }
+
+  /** Replay transcript entries (as `sessions.history` returns them). */
+  load(entries) {
+    this.clear();
+    for (const entry of entries) {
+      if (entry.type === "compaction") {
+        this.notice(`Earlier messages were compacted (${entry.tokensBefore} tokens summarised).`);
+      } else if (entry.type === "custom_message" && entry.display) {
+        this.notice(textOf(entry.content));
+      } else if (entry.type === "message") {
+        this.replay(entry.message, entry.parentToolCallId);
+      }
+    }
+    this.bubble = null;
+  }
+
+  replay(message, parentCallId) {
+    if (message.role === "user" && !parentCallId) {
+      this.addUser(textOf(message.content));
+    } else if (message.role === "assistant") {
+      if (!parentCallId) this.endAssistant({ ...message, content: message.content.filter((b) => b.type === "text") });
+      for (const block of message.content) {
+        if (block.type === "toolCall") {
+          this.toolStarted({ callId: block.id, toolName: block.name, arguments: block.arguments, parentCallId });
+        }
+      }
+    } else if (message.role === "toolResult") {
+      const view = this.calls.get(message.toolCallId);
+      if (view) view.finish(message);
+    }
+  }
+}
+
+function toolCard(name, args) {
+  const result = el("pre", { class: "result" }, "…");
+  const timing = el("span", { class: "timing" });
+  const node = el(
+    "details",
+    { class: "tool", "data-tool": name, "data-state": "running" },
+    el("summary", {}, el("strong", {}, name), ` (${preview(args)}) `, timing),
+    el(
+      "div",
+      { class: "body" },
+      el("div", { class: "label" }, "arguments"),
+      el("pre", {}, pretty(args)),
+      el("div", { class: "label" }, "result"),
+      result,
+    ),
+  );
+  return {
+    node,
+    finish(message, durationMs) {
+      node.dataset.state = message.isError ? "error" : "ok";
+      result.textContent = textOf(message.content) || "(no output)";
+      if (durationMs !== undefined) timing.textContent = `${Math.round(durationMs)} ms`;
+    },
+  };
+}
+
+function codeCell(name, args) {
+  const status = el("span", { class: "cell-status" }, "running");
+  const program =
+    name === "exec"
+      ? el("pre", { class: "program" }, el("code", {}, args.code))
+      : el("pre", { class: "program" }, `resume run ${args.runId}`);
+  const nested = el("ul", { class: "nested", hidden: true });
+  const output = el("pre", { class: "output", hidden: true });
+  const value = el("pre", { class: "value", hidden: true });
+  const note = el("p", { class: "waiting-note", hidden: true });
+  const labels = {
+    output: el("div", { class: "label", hidden: true }, "output"),
+    value: el("div", { class: "label", hidden: true }, "value"),
+  };
+  const node = el(
+    "div",
+    { class: "cell", "data-tool": name, "data-status": "running" },
+    el(
+      "div",
+      { class: "cell-head" },
+      el("span", {}, name === "exec" ? "code mode" : "code mode · wait"),
+      status,
+      el("span", {}, args.language || ""),
+    ),
+    el(
+      "div",
+      { class: "cell-body" },
+      el("div", { class: "label" }, name === "exec" ? "program" : "resume"),
+      program,
+      el("div", { class: "label", hidden: true }, "calls"),
+      nested,
+      labels.output,
+      output,
+      labels.value,
+      value,
+      note,
+    ),
+  );
+  const view = {
+    node,
+    nested,
+    status: "running",
+    runId: null,
+    finish(message) {
+      const outcome = codeResult(message) || { status: message.isError ? "failed" : "completed", value: textOf(message.content) };
+      view.status = outcome.status;
+      node.dataset.status = outcome.status;
+      status.textContent = outcome.status;
+      const printed = (outcome.output || []).map((item) => (item.type === "text" ? item.text : pretty(item.value)));
+      if (printed.length) {
+        output.textContent = printed.join("\n");
+        output.hidden = labels.output.hidden = false;
+      }
+      if (outcome.status === "completed") {
+        value.textContent = outcome.value === undefined ? "undefined" : pretty(outcome.value);
+        value.hidden = labels.value.hidden = false;
+      } else if (outcome.status === "failed") {
+        value.textContent = outcome.code ? `${outcome.code}: ${outcome.error}` : String(outcome.error);
+        value.hidden = labels.value.hidden = false;
+        labels.value.textContent = "error";
+      } else if (outcome.status === "waiting") {
+        view.runId = outcome.runId;
+        const pending = (outcome.pendingToolCalls || []).map((call) => call.toolName || call.toolId || call.id);
+        note.textContent =
+          `Waiting (run ${outcome.runId}, ${outcome.reason})` + (pending.length ? ` for: ${pending.join(", ")}` : "");
+        note.hidden = false;
+      }
+    },
+  };
+  return view;
+}

@@ -1,0 +1,233 @@
+"""Helpers for the gateway tests: config for a scripted model, gateways in process and on a
+socket, and a WebSocket client.
+
+Every gateway here is the real thing: a real `Runtime` from a real config file, the real app,
+and (for socket tests) real uvicorn started by `BackgroundGateway`. The model behind it is a
+`ScriptedModelServer` on its own socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+
+from nodmix.config.loader import load_config
+from nodmix.gateway import BackgroundGateway, GatewaySettings, create_app
+from nodmix.gateway.server import STOP_HINT
+from nodmix.providers.retry import RetryPolicy
+from nodmix.runtime import Runtime
+
+TOKEN = "test-token-0123"
+NO_RETRY = RetryPolicy(attempts=1)
+DEADLINE_S = 10.0
+
+
+def write_config(
+    state: Path, base_url: str, extra: str = "", *, agents: str = "", providers: str = ""
+) -> Path:
+    """A config whose default model is `local/scripted` at `base_url`.
+
+    `extra` adds top-level sections, `agents` keys of the `agents` section and `providers`
+    more entries of `models.providers`.
+    """
+    provider = (
+        f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', "
+        "apiKey: 'sk-test-secret-key', "
+        "models: [{ id: 'scripted', contextWindow: 32000, maxTokens: 2048 }] }"
+    )
+    path = state / "nodmix.json"
+    path.write_text(
+        f"{{ models: {{ providers: {{ {provider}, {providers} }} }}, "
+        f"agents: {{ defaults: {{ model: {{ primary: 'local/scripted' }} }}, {agents} }}, "
+        f"{extra} }}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def workspace_file(state: Path, name: str, text: str) -> Path:
+    """Write a file into the default agent workspace."""
+    workspace = state / "workspace"
+    workspace.mkdir(exist_ok=True)
+    path = workspace / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@contextlib.asynccontextmanager
+async def asgi_client(
+    *, token: str | None = TOKEN, watch_config: bool = False
+) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client talking to a gateway app in this process (lifespan running)."""
+    env = dict(os.environ)
+    settings = GatewaySettings(port=0, token=token, watch_config=watch_config)
+    async with Runtime.open(load_config(env=env), env=env, retry=NO_RETRY) as runtime:
+        app = create_app(runtime, settings)
+        async with app.router.lifespan_context(app):
+            headers = {"authorization": f"Bearer {token}"} if token else {}
+            transport = httpx2.ASGITransport(app=app)
+            async with httpx2.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1:18789", headers=headers
+            ) as client:
+                yield client
+
+
+@contextlib.contextmanager
+def socket_gateway(
+    *, token: str | None = TOKEN, grace_seconds: float = 5.0, watch_config: bool = False
+) -> Iterator[BackgroundGateway]:
+    """A gateway on a free port (real uvicorn), stopped gracefully at the end."""
+    settings = GatewaySettings(
+        port=0,
+        token=token,
+        grace_seconds=grace_seconds,
+        watch_config=watch_config,
+        config_poll_seconds=0.05,
+    )
+    with BackgroundGateway(settings, retry=NO_RETRY) as gateway:
+        yield gateway
+
+
+def sse_payloads(text: str) -> list[Any]:
+    """The `data:` payloads of an SSE body (`[DONE]` kept as the string)."""
+    out: list[Any] = []
+    for block in text.split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("data: "):
+                data = line.removeprefix("data: ")
+                out.append(data if data == "[DONE]" else json.loads(data))
+    return out
+
+
+async def poll_until(
+    check: Callable[[], Awaitable[bool]], *, what: str, timeout: float = DEADLINE_S
+) -> None:
+    """Await `check()` until it holds, under a deadline (polling, never a fixed sleep)."""
+    try:
+        with anyio.fail_after(timeout):
+            while not await check():
+                await anyio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+def wait_until(predicate: Callable[[], bool], *, what: str, timeout: float = DEADLINE_S) -> None:
+    """Poll `predicate` until it holds (a deadline, never a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+class GatewayProcess:
+    """`nodmix gateway` as a subprocess: started, its banner read, stopped with a signal."""
+
+    def __init__(self, state: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.env = {
+            **os.environ,
+            "NODMIX_STATE_DIR": str(state),
+            "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
+            **(env or {}),
+        }
+        self.args = ["gateway", "--port", "0", *args]
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.errors: list[str] = []
+        self._error_pump: threading.Thread | None = None
+        self.banner: list[str] = []
+        self.url = ""
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> GatewayProcess:
+        """Start and wait for the banner (fails with the process output if it exits)."""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "nodmix", *self.args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+        self._error_pump = threading.Thread(target=self._pump_errors, daemon=True)
+        self._error_pump.start()
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if line is None:
+                raise AssertionError(f"the gateway exited early: {self.stop()[1]}")
+            self.banner.append(line)
+            if "listening on" in line:
+                self.url = line.split("listening on ", 1)[1].strip()
+            if line == STOP_HINT:
+                return self
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def _pump_errors(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.errors.append(line)
+
+    def stderr_so_far(self) -> str:
+        """What the process wrote to stderr until now."""
+        return "".join(self.errors)
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        """Signal the process and return its exit code and stderr."""
+        assert self.proc is not None and self._error_pump is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=DEADLINE_S * 2)
+        self._error_pump.join(DEADLINE_S)
+        return code, self.stderr_so_far()
+
+    def __enter__(self) -> GatewayProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+
+
+def run_nodmix(
+    state: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the `nodmix` command against a state directory."""
+    full_env = {
+        **os.environ,
+        "NODMIX_STATE_DIR": str(state),
+        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "nodmix", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+        check=False,
+    )

@@ -1,0 +1,101 @@
+"""How an OpenAI request maps to a prompt and to the history seeded into a new session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nodmix.gateway.errors import APIError
+from nodmix.gateway.openai_mapping import (
+    SYSTEM_NOTE_INTRO,
+    agent_of_model,
+    finish_reason,
+    parse_request,
+    prompt_text,
+    seed,
+)
+from nodmix.messages import AssistantMessage, UserMessage
+
+
+def _request(*messages: dict[str, object], **extra: object) -> bytes:
+    return json.dumps({"model": "nodmix", "messages": list(messages), **extra}).encode()
+
+
+def test_the_prompt_is_the_last_user_message_and_earlier_turns_are_seeded() -> None:
+    request = parse_request(
+        _request(
+            {"role": "developer", "content": "Be brief."},
+            {"role": "system", "content": [{"type": "text", "text": "Use metric units."}]},
+            {"role": "user", "content": "How far is it?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "x"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "42"},
+            {"role": "assistant", "content": "42 km."},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "And"}, {"type": "text", "text": "back?"}],
+            },
+            temperature=0.2,
+            tools=[{"type": "function", "function": {"name": "x"}}],
+        )
+    )
+    assert prompt_text(request) == "And\nback?"
+    note, history = seed(request)
+    assert note == f"{SYSTEM_NOTE_INTRO}\n\nBe brief.\n\nUse metric units."
+    assert [type(m) for m in history] == [UserMessage, AssistantMessage]
+    assert [m.text for m in history] == ["How far is it?", "42 km."]
+
+
+def test_a_single_message_seeds_nothing() -> None:
+    assert seed(parse_request(_request({"role": "user", "content": "hi"}))) == (None, [])
+
+
+@pytest.mark.parametrize(
+    ("model", "agent"), [("nodmix", None), ("nodmix/main", "main"), ("nodmix/a-b_1", "a-b_1")]
+)
+def test_nodmix_model_names_choose_the_agent(model: str, agent: str | None) -> None:
+    assert agent_of_model(model) == agent
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "nodmix/", "nodmixx", "openai/nodmix"])
+def test_other_model_names_are_not_ours(model: str) -> None:
+    with pytest.raises(ValueError):
+        agent_of_model(model)
+
+
+def test_stream_usage_is_only_sent_when_asked_for() -> None:
+    asked = parse_request(
+        _request(
+            {"role": "user", "content": "x"}, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    plain = parse_request(_request({"role": "user", "content": "x"}, stream=True))
+    assert asked.include_usage and not plain.include_usage
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[]",
+        _request({"role": "wizard", "content": "x"}),
+        _request({"role": "user", "content": 5}),
+        json.dumps({"messages": [{"role": "user", "content": "x"}]}).encode(),
+    ],
+)
+def test_malformed_requests_are_400s(body: bytes) -> None:
+    with pytest.raises(APIError) as raised:
+        parse_request(body)
+    assert raised.value.status == 400 and raised.value.body()["error"]["message"]
+
+
+def test_turns_cut_short_finish_with_length() -> None:
+    assert [finish_reason(s) for s in ("stop", "length", "max_steps", "aborted")] == [
+        "stop",
+        "length",
+        "length",
+        "stop",
+    ]

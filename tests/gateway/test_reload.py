@@ -1,0 +1,85 @@
+"""Config file changes while the gateway runs: reported, never applied half-way."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from nodmix.config.loader import load_config
+from nodmix.gateway.client import GatewayClient
+from nodmix.gateway.reload import ConfigWatcher
+from nodmix.testing.model_server import ScriptedModelServer
+from tests.gateway.support import TOKEN, poll_until, socket_gateway, write_config
+
+
+def _touch_forward(path: Path) -> None:
+    # Make the change visible even on filesystems with coarse timestamps.
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+
+def test_a_valid_change_asks_for_a_restart_and_names_the_sections(
+    configured: Path, model_server: ScriptedModelServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    watcher = ConfigWatcher(load_config(), env=os.environ)
+    assert watcher.check() is False
+    path = write_config(configured, model_server.base_url, "tools: { deny: ['exec'] }")
+    _touch_forward(path)
+    with caplog.at_level(logging.INFO, logger="nodmix.gateway"):
+        assert watcher.check() is True
+    assert watcher.state.changed == ["tools"] and watcher.state.restart_required
+    assert "restart the gateway to apply" in caplog.text and "tools" in caplog.text
+
+
+def test_an_invalid_file_is_reported_and_the_running_config_kept(
+    configured: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    watcher = ConfigWatcher(load_config(), env=os.environ)
+    path = configured / "nodmix.json"
+    path.write_text("{ agents: { defualts: {} } }", encoding="utf-8")
+    _touch_forward(path)
+    with caplog.at_level(logging.INFO, logger="nodmix.gateway"):
+        watcher.check()
+    assert watcher.state.error is not None and "agents.defualts" in watcher.state.error
+    assert not watcher.state.restart_required
+    assert "still running the configuration it started with" in caplog.text
+
+
+def test_saving_an_equivalent_file_needs_no_restart(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    watcher = ConfigWatcher(load_config(), env=os.environ)
+    path = configured / "nodmix.json"
+    path.write_text(path.read_text(encoding="utf-8") + "\n// a comment\n", encoding="utf-8")
+    _touch_forward(path)
+    assert watcher.check() is True
+    assert watcher.state.changed == [] and watcher.state.error is None
+
+
+@pytest.mark.anyio
+async def test_the_running_gateway_reports_a_pending_restart_in_health(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    with socket_gateway(watch_config=True) as gateway:
+        async with GatewayClient.connect(gateway.url, token=TOKEN) as client:
+            before = await client.request("health")
+            path = write_config(configured, model_server.base_url, agents="list: [{ id: 'x' }]")
+            _touch_forward(path)
+
+            async def restart_pending() -> bool:
+                health = await client.request("health")
+                return bool(health["config"]["restartRequired"])
+
+            await poll_until(restart_pending, what="the watcher to see the change")
+            after = await client.request("health")
+    assert before["config"]["restartRequired"] is False
+    assert after["config"] == {
+        "path": str(path),
+        "restartRequired": True,
+        "changedSections": ["agents"],
+        "error": None,
+    }
+    assert [a["id"] for a in after["agents"]] == ["main"]  # still the config it started with
