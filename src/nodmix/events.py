@@ -7,14 +7,14 @@ Consumers (the CLI, the gateway's WebSocket and SSE streams) receive them throug
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
+
+import msgspec
 
 from nodmix.messages import AssistantMessage, JsonObject, ToolResultMessage, Usage
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnStarted:
+class TurnStarted(msgspec.Struct, frozen=True, kw_only=True):
     """A turn began on a session."""
 
     run_id: str
@@ -25,32 +25,28 @@ class TurnStarted:
     kind: Literal["turn_started"] = "turn_started"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TextDeltaEvent:
+class TextDeltaEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A piece of the assistant's answer."""
 
     text: str
     kind: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ThinkingDeltaEvent:
+class ThinkingDeltaEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A piece of the model's reasoning."""
 
     text: str
     kind: Literal["thinking_delta"] = "thinking_delta"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AssistantMessageEvent:
+class AssistantMessageEvent(msgspec.Struct, frozen=True, kw_only=True):
     """One complete model response (a turn may have several, one per step)."""
 
     message: AssistantMessage
     kind: Literal["assistant_message"] = "assistant_message"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallStarted:
+class ToolCallStarted(msgspec.Struct, frozen=True, kw_only=True):
     """A tool call is about to run. `parent_call_id` is set for calls made by a code-mode cell."""
 
     call_id: str
@@ -61,8 +57,7 @@ class ToolCallStarted:
     kind: Literal["tool_started"] = "tool_started"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallFinished:
+class ToolCallFinished(msgspec.Struct, frozen=True, kw_only=True):
     """A tool call finished."""
 
     result: ToolResultMessage
@@ -71,8 +66,7 @@ class ToolCallFinished:
     kind: Literal["tool_finished"] = "tool_finished"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelFallback:
+class ModelFallback(msgspec.Struct, frozen=True, kw_only=True):
     """The model failed with a retryable error and the next one in the chain takes over."""
 
     failed: str
@@ -81,8 +75,7 @@ class ModelFallback:
     kind: Literal["model_fallback"] = "model_fallback"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionEvent:
+class CompactionEvent(msgspec.Struct, frozen=True, kw_only=True):
     """Compaction started or ended on the session."""
 
     phase: Literal["start", "end", "failed"]
@@ -93,8 +86,7 @@ class CompactionEvent:
     kind: Literal["compaction"] = "compaction"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Notice:
+class Notice(msgspec.Struct, frozen=True, kw_only=True):
     """Something the user should see that is not part of the conversation."""
 
     level: Literal["info", "warning"]
@@ -102,8 +94,7 @@ class Notice:
     kind: Literal["notice"] = "notice"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnFinished:
+class TurnFinished(msgspec.Struct, frozen=True, kw_only=True):
     """The turn ended. `reply` is the final assistant text."""
 
     reply: str
@@ -115,8 +106,7 @@ class TurnFinished:
     kind: Literal["turn_finished"] = "turn_finished"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnFailed:
+class TurnFailed(msgspec.Struct, frozen=True, kw_only=True):
     """The turn could not complete; `error` is one readable line."""
 
     error: str

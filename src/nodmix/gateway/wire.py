@@ -8,7 +8,6 @@ their transcript encoding (also camelCase), so a tool result looks the same in a
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import msgspec
@@ -42,7 +41,7 @@ def event_json(event: RunEvent) -> dict[str, Any]:
     names = _FIELDS.get(type(event))
     if names is None:
         names = tuple(
-            (f.name, _camel(f.name)) for f in dataclasses.fields(event) if f.name != "kind"
+            (name, _camel(name)) for name in event.__struct_fields__ if name != "kind"
         )
         _FIELDS[type(event)] = names
     out: dict[str, Any] = {"kind": event.kind}

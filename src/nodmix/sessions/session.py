@@ -96,7 +96,7 @@ class Session:
                 last_interaction_at=now,
             )
 
-        return self._update(change)
+        return self._update(change, sync=False)
 
     def set_label(self, label: str | None) -> SessionEntry:
         """Set or clear the session's display label."""
@@ -115,7 +115,9 @@ class Session:
 
         return self._update(change)
 
-    def _update(self, change: Callable[[SessionEntry], SessionEntry]) -> SessionEntry:
+    def _update(
+        self, change: Callable[[SessionEntry], SessionEntry], *, sync: bool = True
+    ) -> SessionEntry:
         session_id = self.session_id
 
         def apply(data: StoreData) -> SessionEntry | None:
@@ -125,7 +127,7 @@ class Session:
             data[self.key] = change(current)
             return data[self.key]
 
-        updated = self._store.update(apply)
+        updated = self._store.update(apply, sync=sync)
         if updated is None:
             logger.warning(
                 "session %s was reset or removed elsewhere; not updating session %s",

@@ -114,11 +114,13 @@ class SessionStore:
         """
         return self._read().get(session_key)
 
-    def update(self, change: Callable[[StoreData], T]) -> T:
+    def update(self, change: Callable[[StoreData], T], *, sync: bool = True) -> T:
         """Apply `change` to the current entries under the store lock and save the result.
 
         `change` mutates the dict it receives; its return value is passed through. Keep it
-        short: other processes wait for the lock meanwhile.
+        short: other processes wait for the lock meanwhile. `sync=False` skips the fsync for
+        bookkeeping that is cheap to lose on a power cut (usage counters); the replace stays
+        atomic, so the file is never torn either way.
 
         Raises:
             SessionError: the store is corrupt or the lock could not be taken in time.
@@ -126,7 +128,7 @@ class SessionStore:
         with self._locked():
             data = dict(self._read())
             result = change(data)
-            self._write(data)
+            self._write(data, sync=sync)
             return result
 
     def update_entry(
@@ -186,7 +188,7 @@ class SessionStore:
         self._cache, self._signature = parsed, signature
         return parsed
 
-    def _write(self, data: StoreData) -> None:
+    def _write(self, data: StoreData, *, sync: bool = True) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = _ENCODER.encode(data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{new_entry_id()}.tmp")
@@ -194,7 +196,7 @@ class SessionStore:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 os.write(fd, payload)
-                if self.durable:
+                if self.durable and sync:
                     os.fsync(fd)  # else a power loss could replace the store with an empty file
             finally:
                 os.close(fd)

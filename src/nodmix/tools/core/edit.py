@@ -7,7 +7,6 @@ CRLF files are edited as if they used LF and written back with CRLF, since model
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import anyio
@@ -54,6 +53,8 @@ def _closest_line_hint(lines: list[str], old: str) -> str | None:
     if not probe:
         return None
     best_ratio, best_index = 0.0, -1
+    import difflib  # only when an edit fails to match (start-up time)
+
     matcher = difflib.SequenceMatcher(b=probe, autojunk=False)
     for index, line in enumerate(lines):
         matcher.set_seq1(line.strip())
@@ -77,6 +78,8 @@ def _no_match_message(text: str, old: str, shown: str) -> str:
 
 
 def _diff(before: str, after: str) -> str:
+    import difflib
+
     lines = list(
         difflib.unified_diff(before.split("\n"), after.split("\n"), n=_DIFF_CONTEXT, lineterm="")
     )[2:]  # drop the ---/+++ file header

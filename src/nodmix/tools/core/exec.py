@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -144,9 +144,9 @@ async def _run_command(
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
                 [shell, "-c", command],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stdin=_subprocess().DEVNULL,
+                stdout=_subprocess().PIPE,
+                stderr=_subprocess().STDOUT,
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
@@ -265,3 +265,10 @@ class ExecTool:
         failed = outcome.timed_out or outcome.exit_code != 0
         result = ToolResult.error if failed else ToolResult.text
         return result(f"{text.rstrip()}\n\n{status}", details=details)
+
+
+def _subprocess() -> Any:
+    # Imported when a command runs, not when the tool list is built (start-up time).
+    import subprocess
+
+    return subprocess

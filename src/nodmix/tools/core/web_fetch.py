@@ -23,7 +23,6 @@ from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
 from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
 from nodmix.tools.core.args import require_str
-from nodmix.tools.core.html_text import html_to_text
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +108,8 @@ def _extract_html(html: str, url: str) -> tuple[str, str]:
         text = None
     if text and text.strip():
         return text.strip(), "trafilatura"
+    from nodmix.tools.core.html_text import html_to_text
+
     return html_to_text(html), "fallback"
 
 
