@@ -40,9 +40,7 @@ def event_json(event: RunEvent) -> dict[str, Any]:
     """One run event as a JSON object (`kind` first, fields in camelCase)."""
     names = _FIELDS.get(type(event))
     if names is None:
-        names = tuple(
-            (name, _camel(name)) for name in event.__struct_fields__ if name != "kind"
-        )
+        names = tuple((name, _camel(name)) for name in event.__struct_fields__ if name != "kind")
         _FIELDS[type(event)] = names
     out: dict[str, Any] = {"kind": event.kind}
     for name, key in names:
