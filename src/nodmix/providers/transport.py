@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 import httpx2
 import msgspec
@@ -136,3 +137,24 @@ class SSETransport:
         client, self._client = self._client, None
         if client is not None and self._owns_client:
             await client.aclose()
+
+
+class TransportProvider:
+    """What the HTTP adapters share: closing their transport, and `async with` support."""
+
+    _transport: SSETransport
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._transport.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from types import TracebackType
-from typing import Self
 
 import httpx2
 
@@ -15,7 +13,7 @@ from nodmix.providers.anthropic.stream import EventParser, parse_message
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.debug import DebugSettings
 from nodmix.providers.guard import check_tool_surface
-from nodmix.providers.transport import JSON_EVENT, SSETransport
+from nodmix.providers.transport import JSON_EVENT, SSETransport, TransportProvider
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -26,7 +24,7 @@ def messages_url(base_url: str) -> str:
     return f"{root}/messages" if root.endswith("/v1") else f"{root}/v1/messages"
 
 
-class AnthropicProvider:
+class AnthropicProvider(TransportProvider):
     """Streams responses from `POST {base_url}/v1/messages`.
 
     Args:
@@ -116,18 +114,3 @@ class AnthropicProvider:
                     yield event
         for event in parser.finish():
             yield event
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        await self._transport.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

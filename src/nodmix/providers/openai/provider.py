@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from types import TracebackType
-from typing import Self
 
 import httpx2
 
@@ -15,10 +13,10 @@ from nodmix.providers.guard import check_tool_surface
 from nodmix.providers.openai.errors import error_from_response
 from nodmix.providers.openai.mapping import build_payload, payload_tool_names
 from nodmix.providers.openai.stream import ChunkParser, parse_completion
-from nodmix.providers.transport import JSON_EVENT, SSETransport
+from nodmix.providers.transport import JSON_EVENT, SSETransport, TransportProvider
 
 
-class OpenAIProvider:
+class OpenAIProvider(TransportProvider):
     """Streams chat completions from `POST {base_url}/chat/completions`.
 
     Args:
@@ -108,18 +106,3 @@ class OpenAIProvider:
                     yield event
         for event in parser.finish():
             yield event
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        await self._transport.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -1,4 +1,4 @@
-"""Typed access to a core tool's arguments.
+"""Typed access to a core tool's arguments, and the base the core tools share.
 
 The executor validates arguments against each tool's JSON Schema, but tools can also be called
 directly (tests, code mode internals), so they read their arguments through these accessors,
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
+from nodmix.tools.base import CORE_OWNER, ToolOrigin, ToolSpec
 
 PATH_SCHEMA: JsonObject = {
     "type": "string",
@@ -52,3 +53,22 @@ def optional_number(args: JsonObject, key: str) -> float | None:
     if value <= 0:
         raise ToolError(f"`{key}` must be greater than 0 (got {value}).")
     return float(value)
+
+
+class CoreTool:
+    """What the built-in tools share: a fixed spec and the `nodmix:core:<name>` origin.
+
+    Subclasses set `self._spec` in `__init__` and implement `call`.
+    """
+
+    _spec: ToolSpec
+
+    @property
+    def spec(self) -> ToolSpec:
+        """What the model sees."""
+        return self._spec
+
+    @property
+    def origin(self) -> ToolOrigin:
+        """`nodmix:core:<name>`."""
+        return ToolOrigin(source="nodmix", owner=CORE_OWNER, name=self._spec.name)

@@ -14,8 +14,8 @@ import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
-from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
-from nodmix.tools.core.args import PATH_SCHEMA, require_str
+from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
+from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, require_str
 from nodmix.tools.core.textfiles import read_text, write_atomic
 from nodmix.tools.workspace import display_path, resolve_path
 
@@ -114,7 +114,7 @@ def apply_edit(path: Path, shown: str, old: str, new: str) -> EditOutcome:
     return EditOutcome(first_line=text.count("\n", 0, index) + 1, diff=_diff(text, updated))
 
 
-class EditTool:
+class EditTool(CoreTool):
     """Replaces one exact, unique piece of text in a file."""
 
     def __init__(self) -> None:
@@ -145,17 +145,6 @@ class EditTool:
                 "additionalProperties": False,
             },
         )
-        self._origin = ToolOrigin(source="nodmix", owner=CORE_OWNER, name="edit")
-
-    @property
-    def spec(self) -> ToolSpec:
-        """What the model sees."""
-        return self._spec
-
-    @property
-    def origin(self) -> ToolOrigin:
-        """`nodmix:core:edit`."""
-        return self._origin
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Apply the edit and show the changed lines."""

@@ -19,8 +19,8 @@ from anyio.abc import ByteReceiveStream, Process
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
-from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
-from nodmix.tools.core.args import optional_number, require_str
+from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
+from nodmix.tools.core.args import CoreTool, optional_number, require_str
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
@@ -180,7 +180,7 @@ def _describe_exit(code: int | None) -> str:
     return f"Exit code: {code}"
 
 
-class ExecTool:
+class ExecTool(CoreTool):
     """Runs shell commands in the workspace, with a timeout and an output cap."""
 
     def __init__(
@@ -224,17 +224,6 @@ class ExecTool:
                 "additionalProperties": False,
             },
         )
-        self._origin = ToolOrigin(source="nodmix", owner=CORE_OWNER, name="exec")
-
-    @property
-    def spec(self) -> ToolSpec:
-        """What the model sees."""
-        return self._spec
-
-    @property
-    def origin(self) -> ToolOrigin:
-        """`nodmix:core:exec`."""
-        return self._origin
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Run the command and report its output and exit status."""

@@ -13,8 +13,8 @@ from functools import partial
 import anyio
 
 from nodmix.messages import JsonObject
-from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
-from nodmix.tools.core.args import PATH_SCHEMA, optional_int, require_str
+from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
+from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, optional_int, require_str
 from nodmix.tools.core.textfiles import LineWindow, read_lines
 from nodmix.tools.workspace import display_path, resolve_path
 
@@ -47,7 +47,7 @@ def _footer(window: LineWindow, limit: int) -> str | None:
     )
 
 
-class ReadTool:
+class ReadTool(CoreTool):
     """Reads text files in pages of lines."""
 
     def __init__(
@@ -84,17 +84,6 @@ class ReadTool:
                 "additionalProperties": False,
             },
         )
-        self._origin = ToolOrigin(source="nodmix", owner=CORE_OWNER, name="read")
-
-    @property
-    def spec(self) -> ToolSpec:
-        """What the model sees."""
-        return self._spec
-
-    @property
-    def origin(self) -> ToolOrigin:
-        """`nodmix:core:read`."""
-        return self._origin
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Return the requested lines, with a footer saying where to continue."""

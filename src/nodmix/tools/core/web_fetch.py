@@ -21,8 +21,8 @@ import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
-from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
-from nodmix.tools.core.args import require_str
+from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
+from nodmix.tools.core.args import CoreTool, require_str
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def _extract_html(html: str, url: str) -> tuple[str, str]:
     return html_to_text(html), "fallback"
 
 
-class WebFetchTool:
+class WebFetchTool(CoreTool):
     """Fetches http(s) URLs and returns their content as text."""
 
     def __init__(
@@ -156,17 +156,6 @@ class WebFetchTool:
                 "additionalProperties": False,
             },
         )
-        self._origin = ToolOrigin(source="nodmix", owner=CORE_OWNER, name="web_fetch")
-
-    @property
-    def spec(self) -> ToolSpec:
-        """What the model sees."""
-        return self._spec
-
-    @property
-    def origin(self) -> ToolOrigin:
-        """`nodmix:core:web_fetch`."""
-        return self._origin
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Fetch the URL and return a header (final URL, status, type) and the text."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 import anyio
 
 from nodmix.messages import JsonObject
-from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
-from nodmix.tools.core.args import PATH_SCHEMA, require_str
+from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
+from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, require_str
 from nodmix.tools.core.textfiles import write_atomic
 from nodmix.tools.workspace import display_path, resolve_path
 
 
-class WriteTool:
+class WriteTool(CoreTool):
     """Writes whole files atomically, creating missing parent directories."""
 
     def __init__(self) -> None:
@@ -36,17 +36,6 @@ class WriteTool:
                 "additionalProperties": False,
             },
         )
-        self._origin = ToolOrigin(source="nodmix", owner=CORE_OWNER, name="write")
-
-    @property
-    def spec(self) -> ToolSpec:
-        """What the model sees."""
-        return self._spec
-
-    @property
-    def origin(self) -> ToolOrigin:
-        """`nodmix:core:write`."""
-        return self._origin
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Write the file and report how many bytes were written."""
