@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodmix.catalog.search import SearchIndex, make_doc
+from nodmix.context.tokens import chars_to_tokens, estimate_tool_tokens
 from nodmix.tools.base import Tool, ToolSource
 
 CONTROL_OWNER = "codemode"
@@ -82,6 +83,12 @@ class CatalogCounters:
     search: int = 0
     describe: int = 0
     call: int = 0
+    steps: int = 0
+    """`exec`/`wait` calls, each answering one model request."""
+    delivered_chars: int = 0
+    """Characters of nested tool results delivered into programs (kept out of the context)."""
+    returned_chars: int = 0
+    """Characters of values, errors and output that `exec`/`wait` returned to the model."""
 
 
 @dataclass(slots=True)
@@ -90,8 +97,11 @@ class RunCatalog:
 
     entries: tuple[CatalogEntry, ...]
     counters: CatalogCounters = field(default_factory=CatalogCounters)
+    surface_tokens: int = 0
+    """Estimated tokens of the tool definitions the model sees instead (`exec`, `wait`)."""
     _by_id: dict[str, CatalogEntry] = field(default_factory=dict)
     _index: SearchIndex | None = None
+    _schema_tokens: int | None = None
 
     @classmethod
     def build(cls, tools: Iterable[Tool]) -> RunCatalog:
@@ -148,7 +158,14 @@ class RunCatalog:
         """Best matches for a natural-language query among non-MCP entries."""
         if self._index is None:
             docs = [
-                make_doc(key=e.id, name=e.name, id=e.id, label=e.label, description=e.description)
+                make_doc(
+                    key=e.id,
+                    name=e.name,
+                    id=e.id,
+                    label=e.label,
+                    description=e.description,
+                    parameters=e.tool.spec.parameters,
+                )
                 for e in self.visible
             ]
             self._index = SearchIndex(docs)
@@ -167,8 +184,36 @@ class RunCatalog:
             if counts[e.name] == 1 and _IDENTIFIER_RE.match(e.name) and e.name not in HELPER_NAMES
         }
 
+    def schema_tokens(self) -> int:
+        """Estimated tokens of every entry's tool definition, as direct mode would send them
+        with each model request (computed once per catalog)."""
+        if self._schema_tokens is None:
+            self._schema_tokens = estimate_tool_tokens([e.tool.spec for e in self.entries])
+        return self._schema_tokens
+
+    def tokens_avoided(self) -> dict[str, int]:
+        """What code mode kept out of the model's context in this run so far (estimates).
+
+        `schemaTokens`: the catalog's direct-mode tool definitions minus the `exec`/`wait`
+        definitions, once per model request answered by an `exec`/`wait` step.
+        `resultTokens`: nested tool results delivered into programs minus what the steps
+        returned to the model (values, errors, output), never below zero.
+        """
+        per_request = max(0, self.schema_tokens() - self.surface_tokens)
+        counters = self.counters
+        schema = per_request * max(1, counters.steps)
+        delivered = chars_to_tokens(counters.delivered_chars)
+        results = max(0, delivered - chars_to_tokens(counters.returned_chars))
+        return {
+            "schemaTokens": schema,
+            "resultTokens": results,
+            "total": schema + results,
+            "schemaTokensPerRequest": per_request,
+        }
+
     def telemetry(self, visible_tools: Sequence[str] = ("exec", "wait")) -> dict[str, Any]:
-        """Counts for result telemetry: catalog size, sources, search/describe/call totals."""
+        """Counts for result telemetry: catalog size, sources, search/describe/call totals and
+        the tokens code mode avoided."""
         sources = {"nodmix": 0, "mcp": 0, "client": 0}
         for entry in self.entries:
             sources[entry.source] += 1
@@ -179,4 +224,5 @@ class RunCatalog:
             "describeCount": self.counters.describe,
             "callCount": self.counters.call,
             "visibleTools": list(visible_tools),
+            "tokensAvoided": self.tokens_avoided(),
         }

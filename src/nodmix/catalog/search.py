@@ -6,11 +6,16 @@ outrank the tool whose name says exactly what was asked. Here:
 1. an entry whose name or id equals the query (or whose name equals the query's words joined
    by `_`) ranks first;
 2. every other entry is scored with BM25F: query terms (lowercased, split on punctuation and
-   camelCase/snake_case, lightly stemmed, stop words dropped) matched as whole words in four
-   fields weighted name 4 > id 3 > label 2 > description 1, with per-field length normalisation
-   and inverse document frequency over the catalog;
-3. a term that is only a prefix (≥ 3 characters) of a field word counts at a third of the weight,
-   so `calend` still finds `calendar_list`;
+   camelCase/snake_case, Porter-stemmed, stop words and question words dropped) matched as whole
+   words in five fields weighted name 4 > id 3 > label 2 > description 1 > parameters 0.5 (the
+   input schema's property names, descriptions and enum values), with per-field length
+   normalisation and inverse document frequency over the catalog;
+3. a query word may also match through a small table of synonyms common in tool catalogs
+   (`get`/`fetch`/`retrieve`, `delete`/`remove`, `vm`/`instance`, `invoice`/`bill`, ...), at half
+   weight; a word the catalog does not contain at all (≥ 3 characters) matches the words it is
+   a prefix of at a third of the weight, so `calend` still finds `calendar_list`. Each form is
+   scored with its own document frequency and a word's forms add up (a query word repeated in
+   the query still counts once);
 4. ties are broken by catalog order (ids in a fixed collation), so results are deterministic.
 """
 
@@ -19,32 +24,85 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from nodmix.catalog.stemming import porter_stem
 
 _SPLIT_RE = re.compile(r"[^a-z0-9]+")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 STOP_WORDS = frozenset(
     "a an the to of for and or in on at by with from into via as is are be it this that my me "
-    "i you your our we please can could would should some any all do does using use".split()
+    "i you your our we please can could would should some any all do does using use "
+    "how what which who whom whose where when why there their them they its was were been has "
+    "have had did just up out so than then also about".split()
 )
-FIELD_WEIGHTS = {"name": 4.0, "id": 3.0, "label": 2.0, "description": 1.0}
+FIELD_WEIGHTS = {"name": 4.0, "id": 3.0, "label": 2.0, "description": 1.0, "parameters": 0.5}
+SYNONYMS: tuple[str, ...] = (
+    "get fetch retrieve read show view display",
+    "find search lookup locate query",
+    "create add new make insert register save store",
+    "update edit change modify",
+    "delete remove erase destroy purge wipe",
+    "cancel void revoke abort",
+    "stop halt shutdown",
+    "start launch boot trigger begin",
+    "restart reboot",
+    "approve accept confirm",
+    "reject decline deny refuse",
+    "schedule book reserve arrange",
+    "send deliver dispatch",
+    "summary summarize summarise digest recap overview",
+    "meeting event appointment",
+    "free available availability busy freebusy",
+    "employee staff colleague coworker personnel worker",
+    "customer client buyer shopper",
+    "company organization organisation business firm",
+    "invoice bill",
+    "payment charge transaction",
+    "refund reimburse reimbursement",
+    "document doc file",
+    "package parcel shipment",
+    "vm instance server machine host",
+    "repo repository",
+    "pr pull",
+    "bug issue defect",
+    "error failure fail exception crash",
+    "log logs output console",
+    "vacation holiday leave pto absence",
+    "salary pay payroll wage compensation",
+    "password secret credential",
+    "laptop device computer hardware",
+    "sms text",
+    "phone telephone mobile cell",
+    "spreadsheet sheet workbook excel",
+    "wiki documentation knowledge confluence",
+    "email mail inbox mailbox",
+    "cost spend spending",
+    "price rate quote",
+    "revenue sales income earnings",
+    "sell sale sold",
+    "login signin authentication",
+    "mfa 2fa otp authenticator",
+    "deploy deployment release rollout",
+    "rollback revert undo",
+    "note comment memo",
+    "task todo chore",
+    "contract agreement",
+    "route directions navigation",
+    "label tag category",
+)
 _K1 = 1.2
 _B = 0.75
 _PREFIX_FACTOR = 1 / 3
+_SYNONYM_FACTOR = 0.5
 _EXACT_BONUS = 1000.0
 
 
 def stem(word: str) -> str:
-    """A deliberately small suffix stripper (files→file, reading→read, listed→list)."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "es" and not word.endswith(("sses", "ches", "shes", "xes")):
-                continue
-            if suffix == "s" and word.endswith("ss"):
-                continue
-            return word[: len(word) - len(suffix)] + keep
-    return word
+    """The search stem of a lowercase word (Porter: files→file, scheduling→schedul)."""
+    return porter_stem(word)
 
 
 def tokenize(text: str, *, drop_stop_words: bool = False) -> list[str]:
@@ -57,6 +115,38 @@ def tokenize(text: str, *, drop_stop_words: bool = False) -> list[str]:
     return [stem(w) for w in words]
 
 
+def _synonym_table() -> dict[str, tuple[str, ...]]:
+    table: dict[str, list[str]] = {}
+    for group in SYNONYMS:
+        stems = list(dict.fromkeys(stem(w) for w in group.split()))
+        for s in stems:
+            table.setdefault(s, []).extend(o for o in stems if o != s and o not in table[s])
+    return {k: tuple(v) for k, v in table.items()}
+
+
+_SYNONYM_TABLE = _synonym_table()
+
+
+def schema_text(schema: Mapping[str, Any] | None, depth: int = 0) -> str:
+    """Property names, descriptions and enum values of an input schema (two levels deep)."""
+    if not isinstance(schema, Mapping) or depth > 1:
+        return ""
+    parts: list[str] = []
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        for name, sub in properties.items():
+            parts.append(str(name))
+            if isinstance(sub, Mapping):
+                description = sub.get("description")
+                if isinstance(description, str):
+                    parts.append(description)
+                enum = sub.get("enum")
+                if isinstance(enum, list):
+                    parts.extend(str(v) for v in enum)
+                parts.append(schema_text(sub, depth + 1))
+    return " ".join(p for p in parts if p)
+
+
 @dataclass(frozen=True, slots=True)
 class SearchDoc:
     """One searchable entry: its fields, tokenised once when the catalog is built."""
@@ -67,7 +157,15 @@ class SearchDoc:
     fields: dict[str, list[str]]
 
 
-def make_doc(*, key: str, name: str, id: str, label: str | None, description: str) -> SearchDoc:
+def make_doc(
+    *,
+    key: str,
+    name: str,
+    id: str,
+    label: str | None,
+    description: str,
+    parameters: Mapping[str, Any] | None = None,
+) -> SearchDoc:
     """Tokenise an entry's fields."""
     return SearchDoc(
         key=key,
@@ -78,6 +176,7 @@ def make_doc(*, key: str, name: str, id: str, label: str | None, description: st
             "id": tokenize(id),
             "label": tokenize(label or ""),
             "description": tokenize(description),
+            "parameters": tokenize(schema_text(parameters)),
         },
     )
 
@@ -92,12 +191,37 @@ class SearchIndex:
             for f in FIELD_WEIGHTS
         }
         self._counts = [{f: Counter(d.fields[f]) for f in FIELD_WEIGHTS} for d in self._docs]
+        self._norms = [
+            {f: 1 - _B + _B * len(d.fields[f]) / (self._avg[f] or 1.0) for f in FIELD_WEIGHTS}
+            for d in self._docs
+        ]
         df: Counter[str] = Counter()
         for d in self._docs:
             df.update({w for f in FIELD_WEIGHTS for w in d.fields[f]})
+        self._df = df
         n = len(self._docs)
-        self._idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
-        self._default_idf = math.log(1 + (n + 0.5) / 0.5) if n else 1.0
+        self._n = n
+        self._idf = {w: self._idf_of(c) for w, c in df.items()}
+
+    def _idf_of(self, count: int) -> float:
+        return math.log(1 + (self._n - count + 0.5) / (count + 0.5))
+
+    def _forms(self, term: str) -> list[tuple[float, frozenset[str], float]]:
+        """How a query word can match: `(weight, words, idf)` per form."""
+        forms: list[tuple[float, frozenset[str], float]] = []
+        if term in self._df:
+            forms.append((1.0, frozenset([term]), self._idf[term]))
+        elif len(term) >= 3:
+            words = frozenset(w for w in self._df if w.startswith(term))
+            if words:
+                count = sum(1 for d in self._docs if any(w in words for w in _words(d)))
+                forms.append((_PREFIX_FACTOR, words, self._idf_of(count)))
+        forms.extend(
+            (_SYNONYM_FACTOR, frozenset([synonym]), self._idf[synonym])
+            for synonym in _SYNONYM_TABLE.get(term, ())
+            if synonym in self._df
+        )
+        return forms
 
     def rank(self, query: str) -> list[str]:
         """Keys of matching entries, best first; every entry (in order) for an empty query."""
@@ -106,9 +230,10 @@ class SearchIndex:
         if not terms:
             return [d.key for d in self._docs]
         joined = "_".join(_SPLIT_RE.split(raw)).strip("_")
+        forms = [self._forms(t) for t in dict.fromkeys(terms)]  # repeated words count once
         scored: list[tuple[float, int, str]] = []
         for index, doc in enumerate(self._docs):
-            score = self._score(index, terms)
+            score = sum(self._term_score(index, f) for f in forms)
             if raw in (doc.name, doc.id) or (joined and joined == doc.name):
                 score += _EXACT_BONUS
             if score > 0:
@@ -116,25 +241,23 @@ class SearchIndex:
         scored.sort()
         return [key for _, _, key in scored]
 
-    def _score(self, index: int, terms: list[str]) -> float:
-        doc = self._docs[index]
-        counts = self._counts[index]
+    def _term_score(self, index: int, forms: list[tuple[float, frozenset[str], float]]) -> float:
+        counts, norms = self._counts[index], self._norms[index]
         total = 0.0
-        for term in dict.fromkeys(terms):  # repeated query words do not count twice
+        for weight, words, idf in forms:
             weighted_tf = 0.0
-            for field, weight in FIELD_WEIGHTS.items():
-                tf = float(counts[field].get(term, 0))
-                if tf == 0 and len(term) >= 3:
-                    tf = _PREFIX_FACTOR * sum(
-                        1 for w in doc.fields[field] if w != term and w.startswith(term)
-                    )
+            for field, field_weight in FIELD_WEIGHTS.items():
+                field_counts = counts[field]
+                tf = sum(field_counts.get(w, 0) for w in words)
                 if tf:
-                    norm = 1 - _B + _B * len(doc.fields[field]) / (self._avg[field] or 1.0)
-                    weighted_tf += weight * tf / norm
+                    weighted_tf += field_weight * tf / norms[field]
             if weighted_tf:
-                idf = self._idf.get(term, self._default_idf)
-                total += idf * weighted_tf * (_K1 + 1) / (weighted_tf + _K1)
+                total += weight * idf * weighted_tf * (_K1 + 1) / (weighted_tf + _K1)
         return total
+
+
+def _words(doc: SearchDoc) -> set[str]:
+    return {w for words in doc.fields.values() for w in words}
 
 
 def substring_rank(

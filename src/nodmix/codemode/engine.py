@@ -35,7 +35,7 @@ from anyio.abc import TaskGroup
 from nodmix.codemode import results
 from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
-from nodmix.codemode.results import ErrorCode, Result
+from nodmix.codemode.results import ErrorCode, Result, delivered, returned
 from nodmix.codemode.runs import NestedCall, RunState, RunStore, RunStoreFull, SuspendedRun
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.codemode.source import prepare
@@ -122,6 +122,7 @@ class CodeModeEngine:
     ) -> Result:
         """Run a new cell."""
         self._expire()
+        services.catalog.counters.steps += 1
         state = RunState(
             scope=services.scope,
             settings=settings,
@@ -164,6 +165,7 @@ class CodeModeEngine:
     async def wait(self, services: RunServices, args: dict[str, Any], call_id: str) -> Result:
         """Resume a parked run."""
         self._expire()
+        services.catalog.counters.steps += 1
         empty = services.catalog.telemetry()
         run_id = args.get("runId")
         if not isinstance(run_id, str) or not run_id.strip():
@@ -208,6 +210,7 @@ class CodeModeEngine:
             settled = await settled_by(state, deadline)
         if not settled and state.yield_request is None:
             parked.resuming = False
+            returned(state)
             return results.waiting(
                 parked.id,
                 "pending_tools",
@@ -370,6 +373,7 @@ class CodeModeEngine:
             state.calls.pop(call.request_id, None)
             state.catalog.counters.call += 1
             ok, payload = delivery(call)
+            delivered(state, call)
             if not ok:
                 state.nested_errors.add(payload)
             items.append((call.request_id, ok, payload))
@@ -400,6 +404,7 @@ class CodeModeEngine:
             )
         if debug_enabled():
             log.info("code mode run %s suspended (%s, %d bytes)", parked.id, reason, len(blob))
+        returned(state)
         return results.waiting(
             parked.id,
             "yield" if reason == "yield" else "pending_tools",
@@ -421,6 +426,7 @@ class CodeModeEngine:
                 f"{state.settings.max_output_bytes} bytes; return a summary instead.",
                 "output_limit_exceeded",
             )
+        returned(state, len(outcome.value_json))
         return results.completed(outcome.value(), state.output, state.catalog.telemetry())
 
     def _from_failure(self, state: RunState, outcome: Failed) -> Result:
@@ -437,6 +443,7 @@ class CodeModeEngine:
 
     def _failed(self, state: RunState, message: str, code: ErrorCode | None) -> Result:
         cancel_all(state)
+        returned(state, len(message))
         return results.failed(message, code, state.output, state.catalog.telemetry())
 
     # ---- abort ----------------------------------------------------------------------------

@@ -1,8 +1,12 @@
-"""The `exec`/`wait` result union (`completed`, `waiting`, `failed`) and its error codes."""
+"""The `exec`/`wait` result union (`completed`, `waiting`, `failed`), its error codes, and the
+accounting behind `telemetry.tokensAvoided` (results delivered into programs vs returned)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from nodmix.codemode.runs import NestedCall, RunState
 
 ErrorCode: TypeAlias = Literal[
     "invalid_input",
@@ -64,3 +68,16 @@ def failed(
         out["output"] = output
     out["telemetry"] = telemetry
     return out
+
+
+def returned(state: RunState, chars: int = 0) -> None:
+    """Count what a result hands back to the model (its value or error, `chars`, and the
+    output so far) against the run's `tokensAvoided.resultTokens`."""
+    state.catalog.counters.returned_chars += chars + state.output_bytes
+
+
+def delivered(state: RunState, call: NestedCall) -> None:
+    """Count a nested result delivered into the program: the text a direct-mode model would
+    have read for this call."""
+    if call.result is not None:
+        state.catalog.counters.delivered_chars += len(call.result.text_content)

@@ -23,6 +23,7 @@ from nodmix.codemode.runs import NestedCall, RunScope
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.codemode.steps import debug_enabled
 from nodmix.codemode.tools import CodeModeRun, ExecTool, WaitTool, boot_data
+from nodmix.context.tokens import estimate_tool_tokens
 from nodmix.errors import RuntimeUnavailableError
 from nodmix.events import EventSink
 from nodmix.messages import AssistantMessage, Message, ToolCallBlock, ToolResultMessage
@@ -90,7 +91,9 @@ async def build_code_mode_tools(
         mcp_servers=tuple(mcp_ns.servers),
         namespaces=tuple(plugin_ns.prompts),
     )
-    return ExecTool(run), WaitTool(run)
+    exec_tool, wait_tool = ExecTool(run), WaitTool(run)
+    catalog.surface_tokens = estimate_tool_tokens([exec_tool.spec, wait_tool.spec])
+    return exec_tool, wait_tool
 
 
 def require_runtime() -> None:
