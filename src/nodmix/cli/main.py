@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -76,10 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     verbose = bool(getattr(args, "verbose", False))
-    if verbose:
+    debug = any(k.startswith("NODMIX_DEBUG_") and v not in ("", "0") for k, v in os.environ.items())
+    if verbose or debug:
         import logging
 
-        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+        # NODMIX_DEBUG_* traffic and code-mode logs are INFO records on `nodmix.*` loggers.
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("nodmix").setLevel(logging.DEBUG if verbose else logging.INFO)
     try:
         return int(handler(args))
     except BaseExceptionGroup as group:
@@ -100,7 +104,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
