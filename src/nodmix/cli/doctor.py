@@ -185,12 +185,9 @@ def _probe_model(ref: str, provider: Any) -> Check:
 
 
 def _check_plugins(checks: list[Check], loaded: Any) -> None:
-    from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
     from nodmix.plugins import PluginRegistry, load_plugins
-    from nodmix.plugins.registry import CORE_OWNER
 
     registry = PluginRegistry()
-    registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
     statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
     for s in statuses:
         if s.error:
@@ -205,20 +202,35 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
         else:
             state = "enabled" if s.enabled else "disabled"
             checks.append(Check(f"plugin {s.id}", "ok", f"{state} ({s.source})"))
-    engine_id = loaded.config.plugins.slots.context_engine or LEGACY_ENGINE_ID
-    owned = registry.context_engines.get(engine_id)
-    if owned is None:
-        checks.append(
-            Check(
-                "context engine",
-                "error",
-                f"{engine_id!r} (plugins.slots.contextEngine) is not registered",
-                "enable the plugin that provides it, or `nodmix config set "
-                "plugins.slots.contextEngine legacy`",
-            )
+    checks.append(_check_engine(loaded))
+
+
+def _check_engine(loaded: Any) -> Check:
+    """Resolve the selected context engine the way a run does (factory and contract checks)."""
+    import anyio
+
+    from nodmix.context.status import context_engine_status
+    from nodmix.errors import NodmixError
+    from nodmix.runtime import Runtime
+
+    async def probe() -> dict[str, Any]:
+        async with Runtime.open(loaded) as runtime:
+            return context_engine_status(runtime)
+
+    try:
+        report = anyio.run(probe)
+    except NodmixError as exc:
+        return Check("context engine", "error", str(exc))
+    engine_id = report["engineId"]
+    if not report["ok"]:
+        return Check(
+            "context engine",
+            "error",
+            f"{engine_id!r}: {report['error']}",
+            "enable the plugin that provides it, or `nodmix config set "
+            "plugins.slots.contextEngine legacy`",
         )
-    else:
-        checks.append(Check("context engine", "ok", f"{engine_id} (from {owned.owner})"))
+    return Check("context engine", "ok", f"{engine_id} (from {report['owner']})")
 
 
 def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
