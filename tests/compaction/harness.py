@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,9 +92,7 @@ class Harness:
             providers=dict,
             agent_for_key=lambda key: self.agent,
             model_refs=lambda agent: ("p/m",),
-            flush=FlushRunner(models=self.models, executor=self.executor, tools=core_tools())
-            if self.flush
-            else None,
+            flush=self._flush_factory() if self.flush else None,
             retry=SummaryRetry(sleep=no_sleep),
         )
         if self.engine is None:
@@ -140,3 +138,9 @@ class Harness:
             model_refs=("p/m",),
         )
         return await run_turn(deps, request, self.events.append)
+
+    def _flush_factory(self) -> Callable[[], FlushRunner]:
+        def build() -> FlushRunner:
+            return FlushRunner(models=self.models, executor=self.executor, tools=core_tools())
+
+        return build

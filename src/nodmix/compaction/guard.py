@@ -160,7 +160,7 @@ class TurnGuard:
 
     def _flush_due(self, tokens: int | None) -> bool:
         flush = self.settings.memory_flush
-        if not flush.enabled or self._service.flush_runner is None:
+        if not flush.enabled or not self._service.can_flush:
             return False
         if tokens is not None:
             threshold = self.settings.prompt_budget - max(0, flush.soft_threshold_tokens)

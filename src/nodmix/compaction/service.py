@@ -88,7 +88,7 @@ class CompactionService:
         providers: Callable[[], Mapping[str, CompactionProvider]],
         agent_for_key: Callable[[str], AgentProfile],
         model_refs: Callable[[AgentProfile], tuple[str, ...]],
-        flush: FlushRunner | None = None,
+        flush: Callable[[], FlushRunner] | None = None,
         summarizer_factory: SummarizerFactory | None = None,
         retry: SummaryRetry | None = None,
     ) -> None:
@@ -98,9 +98,22 @@ class CompactionService:
         self._providers = providers
         self._agent_for_key = agent_for_key
         self._model_refs = model_refs
-        self.flush_runner = flush
+        self._flush_factory = flush
+        self._flush: FlushRunner | None = None
         self._summarizer_factory = summarizer_factory
         self._retry = retry
+
+    @property
+    def can_flush(self) -> bool:
+        """Whether a memory flush is available (without building its runner)."""
+        return self._flush_factory is not None
+
+    @property
+    def flush_runner(self) -> FlushRunner | None:
+        """The memory-flush runner, built on first use (it loads the agent loop's tool set)."""
+        if self._flush is None and self._flush_factory is not None:
+            self._flush = self._flush_factory()
+        return self._flush
 
     def settings(self, agent: AgentProfile, model_ref: str) -> CompactionSettings:
         """The agent's compaction settings, clamped to the model's window."""

@@ -23,7 +23,6 @@ from nodmix.errors import (
     ProviderUnavailableError,
     RateLimitedError,
 )
-from nodmix.providers.overflow import is_context_overflow
 
 _MAX_MESSAGE = 400
 
@@ -125,10 +124,17 @@ def classify_error(
         return RateLimitedError(
             full, retry_after=retry_after, provider=provider, status=status, body=body
         )
-    elif is_context_overflow(text):
+    elif _is_overflow(text):
         kind = ContextOverflowError
     elif status is None or status == 408 or status >= 500:
         kind = ProviderUnavailableError
     else:
         kind = ProviderRequestError
     return kind(full, provider=provider, status=status, body=body)
+
+
+def _is_overflow(text: str) -> bool:
+    # The signature list compiles a large pattern: load it only once an error happens.
+    from nodmix.providers.overflow import is_context_overflow
+
+    return is_context_overflow(text)

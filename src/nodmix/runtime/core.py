@@ -121,7 +121,7 @@ class Runtime:
             providers=lambda: {k: o.value for k, o in registry.compaction_providers.items()},
             agent_for_key=lambda key: self.agent(resolve_session_key(key).agent_id),
             model_refs=self.model_refs,
-            flush=flush_runner(router, self.executor, core_tools(self.config.tools)),
+            flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
 
