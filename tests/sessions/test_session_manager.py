@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -125,7 +126,46 @@ def test_update_usage_accumulates_tokens_and_tracks_the_latest_context(
     assert entry.model == "openai/gpt-5"
     assert entry.last_interaction_at >= entry.created_at
     assert session.update_usage(context_tokens=42).context_tokens == 42
+    session.flush()
     assert _manager(isolated_state).store("main").get("agent:main:work") == session.entry
+
+
+def test_usage_counters_are_coalesced_and_written_on_close(isolated_state: Path) -> None:
+    manager = _manager(isolated_state)
+    session = manager.open("work")
+    for _ in range(6):
+        session.update_usage(Usage(input=10, output=1))  # within a second: kept in memory
+    stored = _manager(isolated_state).store("main").get("agent:main:work")
+    assert stored is not None and stored.input_tokens == 0
+    assert session.entry.input_tokens == 60
+    manager.close()
+    stored = _manager(isolated_state).store("main").get("agent:main:work")
+    assert stored is not None and (stored.input_tokens, stored.output_tokens) == (60, 6)
+
+
+def test_flush_due_writes_every_due_session_in_one_store_update(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = _manager(isolated_state)
+    first, second = manager.open("a"), manager.open("b")
+    first.update_usage(Usage(input=3))
+    second.update_usage(Usage(input=4))
+    store = manager.store("main")
+    writes: list[int] = []
+    real_update = store.update
+
+    def counting_update(change: Any, *, sync: bool = True) -> Any:
+        writes.append(1)
+        return real_update(change, sync=sync)
+
+    monkeypatch.setattr(store, "update", counting_update)
+    monkeypatch.setattr("nodmix.sessions.session.USAGE_WRITE_INTERVAL", 0.0)
+    assert manager.flush_due() == 2
+    assert writes == [1]
+    fresh = _manager(isolated_state).store("main")
+    entries = [fresh.get(k) for k in ("agent:main:a", "agent:main:b")]
+    assert [e.input_tokens if e else None for e in entries] == [3, 4]
+    assert manager.flush_due() == 0
 
 
 def test_list_sessions_spans_agents_with_message_counts(isolated_state: Path) -> None:

@@ -30,6 +30,7 @@ def _conversation(state: Path, key: str = "work") -> Session:
         summary="user looked for the config", first_kept_entry_id=first_kept.id, tokens_before=900
     )
     session.update_usage(Usage(input=40, output=2))
+    session.flush()  # another process (the CLI under test) reads the store
     return session
 
 

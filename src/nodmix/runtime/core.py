@@ -410,6 +410,7 @@ class Runtime:
                 context_tokens=last.usage.context_tokens if last else None,
                 model=result.model,
             )
+            self.sessions.flush_due()
             if result.stop_reason == "max_steps":
                 emit(Notice(level="warning", text=f"stopped after {result.steps} steps"))
         return TurnOutcome(

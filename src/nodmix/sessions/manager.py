@@ -201,8 +201,40 @@ class SessionManager:
 
         return self._replace(key, successor, workspace=workspace, successor=True)
 
+    def flush_due(self) -> int:
+        """Write the usage counters that have waited long enough, one store write per agent.
+
+        The runtime calls this after each turn, so a burst of one-shot sessions (stateless API
+        clients) costs one store rewrite instead of one per request. Returns how many sessions
+        were written.
+        """
+        due: dict[str, list[Session]] = {}
+        for session in self._cache.values():
+            if session.flush_due():
+                due.setdefault(session.agent_id, []).append(session)
+        self._write_pending(due)
+        return sum(len(v) for v in due.values())
+
+    def _write_pending(self, due: dict[str, list[Session]]) -> None:
+        for agent_id, sessions in due.items():
+
+            def apply(data: StoreData, sessions: list[Session] = sessions) -> None:
+                for session in sessions:
+                    session.take_pending(data)
+
+            self.store(agent_id).update(apply, sync=False)
+
+    def flush_all(self) -> None:
+        """Write every pending usage counter of this process (one store write per agent)."""
+        due: dict[str, list[Session]] = {}
+        for session in self._cache.values():
+            if session.has_pending:
+                due.setdefault(session.agent_id, []).append(session)
+        self._write_pending(due)
+
     def close(self) -> None:
-        """Close every cached transcript's descriptor and empty the cache."""
+        """Write pending usage counters, close every cached transcript and empty the cache."""
+        self.flush_all()
         while self._cache:
             _, session = self._cache.popitem(last=False)
             session.transcript.close()
@@ -215,6 +247,7 @@ class SessionManager:
         Raises:
             SessionError: a session store is corrupt.
         """
+        self.flush_all()  # counters this process still holds belong in the listing
         agents = [validate_agent_id(agent_id)] if agent_id else self.agent_ids()
         rows: list[SessionSummary] = []
         for agent in agents:
@@ -321,6 +354,9 @@ class SessionManager:
             data[str(key)] = entry
             return entry, transcript
 
+        current = self._cache.get(str(key))
+        if current is not None:
+            current.flush()  # its counters belong to the session being replaced
         entry, transcript = store.update(swap)
         stale = self._cache.pop(str(key), None)
         if stale is not None:
@@ -332,8 +368,10 @@ class SessionManager:
     def _remember(self, session: Session) -> None:
         stale = self._cache.pop(session.key, None)
         if stale is not None and stale is not session:
+            stale.flush()
             stale.transcript.close()
         self._cache[session.key] = session
         while len(self._cache) > self.max_cached:
             _, evicted = self._cache.popitem(last=False)
+            evicted.flush()
             evicted.transcript.close()

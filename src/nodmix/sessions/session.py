@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,10 +19,14 @@ from nodmix.sessions.transcript import Transcript
 logger = logging.getLogger(__name__)
 
 
+USAGE_WRITE_INTERVAL = 1.0
+"""Seconds between store writes of one session's usage counters."""
+
+
 class Session:
     """One open session: its key, its store entry and its transcript."""
 
-    __slots__ = ("_store", "entry", "session_key", "transcript")
+    __slots__ = ("_last_write", "_pending", "_store", "entry", "session_key", "transcript")
 
     def __init__(
         self,
@@ -37,6 +42,9 @@ class Session:
         """The store entry as last read or written by this process."""
         self.transcript = transcript
         self._store = store
+        self._pending: Callable[[SessionEntry], SessionEntry] | None = None
+        """Usage changes not written to the store yet (see `update_usage`)."""
+        self._last_write = time.monotonic()  # a new or freshly opened entry was just read
 
     @property
     def key(self) -> str:
@@ -96,7 +104,42 @@ class Session:
                 last_interaction_at=now,
             )
 
-        return self._update(change, sync=False)
+        # Counters are bookkeeping: write them at most once a second per session (a busy
+        # gateway would otherwise rewrite the store on every turn) and fold the rest into the
+        # next write or `flush()`. `entry` is always current in this process.
+        earlier = self._pending
+        self._pending = change if earlier is None else (lambda e: change(earlier(e)))
+        self.entry = change(self.entry)
+        if time.monotonic() - self._last_write >= USAGE_WRITE_INTERVAL:
+            return self.flush()
+        return self.entry
+
+    def flush(self) -> SessionEntry:
+        """Write usage counters that are still only in memory."""
+        if self._pending is None:
+            return self.entry
+        return self._update(lambda entry: entry, sync=False)
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether usage counters are waiting to be written."""
+        return self._pending is not None
+
+    def flush_due(self) -> bool:
+        """Whether counters are pending and the write interval has passed."""
+        return (
+            self._pending is not None
+            and time.monotonic() - self._last_write >= USAGE_WRITE_INTERVAL
+        )
+
+    def take_pending(self, data: StoreData) -> None:
+        """Apply pending counters to `data` (inside a store update) and clear them."""
+        pending, self._pending = self._pending, None
+        self._last_write = time.monotonic()
+        current = data.get(self.key)
+        if pending is None or current is None or current.session_id != self.session_id:
+            return
+        data[self.key] = pending(current)
 
     def set_label(self, label: str | None) -> SessionEntry:
         """Set or clear the session's display label."""
@@ -119,14 +162,18 @@ class Session:
         self, change: Callable[[SessionEntry], SessionEntry], *, sync: bool = True
     ) -> SessionEntry:
         session_id = self.session_id
+        pending, self._pending = self._pending, None
 
         def apply(data: StoreData) -> SessionEntry | None:
             current = data.get(self.key)
             if current is None or current.session_id != session_id:
                 return None
+            if pending is not None:
+                current = pending(current)
             data[self.key] = change(current)
             return data[self.key]
 
+        self._last_write = time.monotonic()
         updated = self._store.update(apply, sync=sync)
         if updated is None:
             logger.warning(
