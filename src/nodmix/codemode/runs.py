@@ -34,6 +34,25 @@ class RunScope:
     """The agent turn that started it."""
 
 
+class Flag:
+    """Set once when a nested call settles. A plain flag, not an `anyio.Event`: calls are
+    recorded on the sandbox worker thread, outside the event loop, and nothing awaits it
+    (waiters use `RunState.changed`)."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        """Mark the call settled."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """Whether the call settled."""
+        return self._set
+
+
 @dataclass(slots=True, kw_only=True)
 class NestedCall:
     """One tool call made by guest code."""
@@ -47,7 +66,7 @@ class NestedCall:
     parent_call_id: str = ""
     """The `exec`/`wait` call during which the guest made this call."""
     result: ToolResult | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: Flag = field(default_factory=lambda: Flag())
     cancel: anyio.CancelScope | None = None
     """Created at dispatch, so the call can be cancelled even before its task starts."""
     started: float = field(default_factory=time.perf_counter)
