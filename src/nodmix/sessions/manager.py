@@ -87,6 +87,8 @@ class SessionManager:
         self.max_cached = max(1, max_cached)
         self._stores: dict[str, SessionStore] = {}
         self._cache: OrderedDict[str, Session] = OrderedDict()
+        self._pending: dict[int, Session] = {}
+        """Sessions whose usage counters wait to be written (by `id`)."""
         self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
 
     # ---- lookup -------------------------------------------------------------------------------
@@ -209,8 +211,10 @@ class SessionManager:
         were written.
         """
         due: dict[str, list[Session]] = {}
-        for session in self._cache.values():
-            if session.flush_due():
+        for key, session in list(self._pending.items()):
+            if not session.has_pending:  # it flushed on its own (a store write folds counters in)
+                del self._pending[key]
+            elif session.flush_due():
                 due.setdefault(session.agent_id, []).append(session)
         self._write_pending(due)
         return sum(len(v) for v in due.values())
@@ -223,14 +227,17 @@ class SessionManager:
                     session.take_pending(data)
 
             self.store(agent_id).update(apply, sync=False)
+            for session in sessions:
+                self._pending.pop(id(session), None)
 
     def flush_all(self) -> None:
         """Write every pending usage counter of this process (one store write per agent)."""
         due: dict[str, list[Session]] = {}
-        for session in self._cache.values():
+        for session in list(self._pending.values()):
             if session.has_pending:
                 due.setdefault(session.agent_id, []).append(session)
         self._write_pending(due)
+        self._pending.clear()
 
     def close(self) -> None:
         """Write pending usage counters, close every cached transcript and empty the cache."""
@@ -299,7 +306,9 @@ class SessionManager:
             data[str(key)] = new_session_entry(session_id, file_name)
             return data[str(key)], transcript
 
-        entry, transcript = store.update(create)
+        # No fsync for a new entry: transcript appends are not fsynced either, and a power cut
+        # that loses this entry only means the next open starts a session (the file stays).
+        entry, transcript = store.update(create, sync=False)
         if transcript is None:
             return self._load(key, store, entry, create=True, workspace=workspace)
         return Session(session_key=key, entry=entry, transcript=transcript, store=store)
@@ -365,7 +374,11 @@ class SessionManager:
         self._remember(session)
         return session
 
+    def _track_pending(self, session: Session) -> None:
+        self._pending[id(session)] = session
+
     def _remember(self, session: Session) -> None:
+        session.on_pending = self._track_pending
         stale = self._cache.pop(session.key, None)
         if stale is not None and stale is not session:
             stale.flush()

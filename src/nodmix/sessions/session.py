@@ -26,7 +26,15 @@ USAGE_WRITE_INTERVAL = 1.0
 class Session:
     """One open session: its key, its store entry and its transcript."""
 
-    __slots__ = ("_last_write", "_pending", "_store", "entry", "session_key", "transcript")
+    __slots__ = (
+        "_last_write",
+        "_pending",
+        "_store",
+        "entry",
+        "on_pending",
+        "session_key",
+        "transcript",
+    )
 
     def __init__(
         self,
@@ -45,6 +53,8 @@ class Session:
         self._pending: Callable[[SessionEntry], SessionEntry] | None = None
         """Usage changes not written to the store yet (see `update_usage`)."""
         self._last_write = time.monotonic()  # a new or freshly opened entry was just read
+        self.on_pending: Callable[[Session], None] | None = None
+        """Told when counters start waiting to be written (the manager tracks those sessions)."""
 
     @property
     def key(self) -> str:
@@ -109,6 +119,8 @@ class Session:
         # next write or `flush()`. `entry` is always current in this process.
         earlier = self._pending
         self._pending = change if earlier is None else (lambda e: change(earlier(e)))
+        if earlier is None and self.on_pending is not None:
+            self.on_pending(self)
         self.entry = change(self.entry)
         if time.monotonic() - self._last_write >= USAGE_WRITE_INTERVAL:
             return self.flush()
