@@ -6,7 +6,7 @@ import pytest
 
 from nodmix.providers.overflow import is_context_overflow
 
-# /work/shared/spec/compaction.md, "Recognized overflow signatures".
+# the compaction spec (compaction.md), "Recognized overflow signatures".
 SPEC_SIGNATURES = [
     "request_too_large",
     "context length exceeded",
