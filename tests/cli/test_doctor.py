@@ -101,3 +101,23 @@ def test_missing_sandbox_runtime_is_reported_with_the_install_command(
     runtime = findings["code-mode runtime"]
     assert runtime["level"] == "warn" and "nodmix sandbox install" in runtime["fix"]
     assert code == 0  # code mode is off by default, so a missing runtime is not an error
+
+
+def _anthropic(base_url: str, key: str) -> str:
+    provider = (
+        f"claude: {{api: 'anthropic-messages', baseUrl: '{base_url}', apiKey: '{key}', "
+        "models: [{id: 'm'}]}"
+    )
+    agents = "agents: {defaults: {model: {primary: 'claude/m'}}}"
+    return f"{{models: {{providers: {{{provider}}}}}, {agents}}}"
+
+
+def test_anthropic_protocol_endpoint_is_probed_at_its_model_list(
+    isolated_state: Path, model_server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _config(isolated_state, _anthropic(model_server.anthropic_base_url, "sekret"))
+    code, findings = _doctor(capsys)
+    assert code == 0 and findings["model claude/m"]["level"] == "ok"
+    _config(isolated_state, _anthropic(model_server.anthropic_base_url, "wrong"))
+    code, findings = _doctor(capsys)
+    assert code == 1 and "rejected the API key" in findings["model claude/m"]["detail"]

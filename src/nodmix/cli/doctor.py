@@ -156,13 +156,12 @@ def _probe_model(ref: str, provider: Any) -> Check:
     """A cheap authenticated GET of the provider's model list."""
     import httpx2
 
-    base = str(getattr(provider, "base_url", "")).rstrip("/")
-    headers = dict(provider.request_headers()) if hasattr(provider, "request_headers") else {}
-    url = (
-        f"{base}/v1/models"
-        if provider.api == "anthropic-messages" and not base.endswith("/v1")
-        else f"{base}/models"
-    )
+    try:
+        url = str(provider.models_url)
+    except (AttributeError, NotImplementedError):
+        return Check(f"model {ref}", "ok", "configured (this provider has no model list to probe)")
+    base = url.rsplit("/", 1)[0]
+    headers = dict(provider.request_headers())
     try:
         response = httpx2.get(url, headers=headers, timeout=5.0)
     except httpx2.HTTPError as exc:
@@ -170,7 +169,9 @@ def _probe_model(ref: str, provider: Any) -> Check:
             f"model {ref}",
             "error",
             f"{base} is not reachable ({type(exc).__name__})",
-            "start the model server or check its baseUrl",
+            "start that model server (for Ollama: `ollama serve`), or use another model, e.g. "
+            "export OPENAI_API_KEY=... and `nodmix config set agents.defaults.model.primary "
+            "openai/gpt-4.1-mini`",
         )
     if response.status_code in (401, 403):
         return Check(

@@ -140,9 +140,41 @@ class SSETransport:
 
 
 class TransportProvider:
-    """What the HTTP adapters share: closing their transport, and `async with` support."""
+    """What the HTTP adapters share: name, credentials, the SSE transport, the model-list URL
+    (for `nodmix doctor`), closing, and `async with` support."""
 
+    _name: str
+    _api_key: str | None
+    _headers: dict[str, str]
     _transport: SSETransport
+
+    def _init_transport(
+        self,
+        *,
+        name: str,
+        api_key: str | None,
+        headers: Mapping[str, str] | None,
+        map_error: ErrorMapper,
+        timeout: httpx2.Timeout | float | None,
+        debug: DebugSettings | None,
+        client: httpx2.AsyncClient | None,
+    ) -> None:
+        self._name = name
+        self._api_key = api_key
+        self._headers = dict(headers or {})
+        self._transport = SSETransport(
+            provider=name, map_error=map_error, timeout=timeout, debug=debug, client=client
+        )
+
+    @property
+    def name(self) -> str:
+        """The provider id."""
+        return self._name
+
+    @property
+    def models_url(self) -> str:
+        """The endpoint listing the provider's models (an authenticated, cheap probe)."""
+        raise NotImplementedError
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

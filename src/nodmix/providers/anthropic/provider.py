@@ -13,7 +13,7 @@ from nodmix.providers.anthropic.stream import EventParser, parse_message
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.debug import DebugSettings
 from nodmix.providers.guard import check_tool_surface
-from nodmix.providers.transport import JSON_EVENT, SSETransport, TransportProvider
+from nodmix.providers.transport import JSON_EVENT, TransportProvider
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -48,12 +48,11 @@ class AnthropicProvider(TransportProvider):
         debug: DebugSettings | None = None,
         client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self._name = name
         self._url = messages_url(base_url)
-        self._api_key = api_key
-        self._headers = dict(headers or {})
-        self._transport = SSETransport(
-            provider=name,
+        self._init_transport(
+            name=name,
+            api_key=api_key,
+            headers=headers,
             map_error=lambda status, hdrs, body: error_from_response(name, status, hdrs, body),
             timeout=timeout,
             debug=debug,
@@ -61,9 +60,9 @@ class AnthropicProvider(TransportProvider):
         )
 
     @property
-    def name(self) -> str:
-        """The provider id."""
-        return self._name
+    def models_url(self) -> str:
+        """The model-list endpoint."""
+        return self._url.removesuffix("/messages") + "/models"
 
     @property
     def api(self) -> str:

@@ -13,7 +13,7 @@ from nodmix.providers.guard import check_tool_surface
 from nodmix.providers.openai.errors import error_from_response
 from nodmix.providers.openai.mapping import build_payload, payload_tool_names
 from nodmix.providers.openai.stream import ChunkParser, parse_completion
-from nodmix.providers.transport import JSON_EVENT, SSETransport, TransportProvider
+from nodmix.providers.transport import JSON_EVENT, TransportProvider
 
 
 class OpenAIProvider(TransportProvider):
@@ -40,12 +40,11 @@ class OpenAIProvider(TransportProvider):
         debug: DebugSettings | None = None,
         client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self._name = name
         self._base_url = base_url.rstrip("/")
-        self._api_key = api_key
-        self._headers = dict(headers or {})
-        self._transport = SSETransport(
-            provider=name,
+        self._init_transport(
+            name=name,
+            api_key=api_key,
+            headers=headers,
             map_error=lambda status, hdrs, body: error_from_response(name, status, hdrs, body),
             timeout=timeout,
             debug=debug,
@@ -53,9 +52,9 @@ class OpenAIProvider(TransportProvider):
         )
 
     @property
-    def name(self) -> str:
-        """The provider id."""
-        return self._name
+    def models_url(self) -> str:
+        """The model-list endpoint."""
+        return f"{self._base_url}/models"
 
     @property
     def api(self) -> str:
