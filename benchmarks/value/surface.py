@@ -31,7 +31,7 @@ from nodmix.tools import Tool
 from nodmix.tools.base import ToolSpec
 from nodmix.tools.executor import ToolExecutor
 
-WORKSPACE = Path("/home/user/.nodmix/workspace")
+WORKSPACE = Path("~/.nodmix/workspace")
 NOW = datetime.datetime(2026, 3, 2, 9, 30, tzinfo=datetime.UTC)
 PROMPT = "Which of my open deals close this month, and who owns them?"
 TARGET_RATIO_AT_500 = 0.02

@@ -193,7 +193,7 @@ async def test_disabled_server_contributes_no_tools_and_is_never_started() -> No
 async def test_stdio_server_gets_a_minimal_environment_plus_its_own_variables() -> None:
     parent = {
         "PATH": os.environ["PATH"],
-        "HOME": "/home/nodmix-test",
+        "HOME": "/nonexistent/nodmix-test-home",
         "NODMIX_TEST_API_KEY": "parent-secret",
         "NODMIX_TEST_TOKEN": "resolved-token",
     }
@@ -203,7 +203,7 @@ async def test_stdio_server_gets_a_minimal_environment_plus_its_own_variables() 
     env = json.loads(result.text_content)
     assert env["TOKEN"] == "resolved-token"
     assert env["MODE"] == "test"
-    assert env["HOME"] == "/home/nodmix-test"
+    assert env["HOME"] == "/nonexistent/nodmix-test-home"
     assert "NODMIX_TEST_API_KEY" not in env
     assert "NODMIX_TEST_TOKEN" not in env
 
