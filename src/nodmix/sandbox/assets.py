@@ -189,11 +189,23 @@ class InstallReport:
         return f"{'; '.join(parts)}; runtime at {self.wasm_path}"
 
 
+_VERIFIED: set[tuple[str, int, int, int]] = set()
+"""Files already hashed and found good, by (path, inode, size, mtime): code mode checks the
+runtime on every turn, and re-hashing an unchanged 637 KB file each time is wasted work."""
+
+
 def _installed_ok(path: Path) -> bool:
     try:
-        return path.stat().st_size == WASM_SIZE and sha256_hex(path.read_bytes()) == WASM_SHA256
+        st = path.stat()
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in _VERIFIED:
+            return True
+        ok = st.st_size == WASM_SIZE and sha256_hex(path.read_bytes()) == WASM_SHA256
     except OSError:
         return False
+    if ok:
+        _VERIFIED.add(key)
+    return ok
 
 
 def install(
