@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 from nodmix.cli.common import common_parent
@@ -78,20 +79,13 @@ def _report(outcome: Any, args: argparse.Namespace, printer: EventPrinter) -> in
 
     if isinstance(outcome, CommandOutcome):
         if args.json:
-            _print_json(
-                {
-                    "command": outcome.command,
-                    "message": outcome.message,
-                    "sessionKey": outcome.session_key,
-                    "sessionId": outcome.session_id,
-                }
-            )
+            _print_json(outcome.to_json())
         else:
             print(outcome.message)
         return 0
     result = outcome.result
     if args.json:
-        _print_json(turn_json(outcome))
+        _print_json(outcome.to_json())
     else:
         if printer.mid_line:
             print()
@@ -100,29 +94,7 @@ def _report(outcome: Any, args: argparse.Namespace, printer: EventPrinter) -> in
     return 0 if result.stop_reason not in ("error",) else 1
 
 
-def turn_json(outcome: Any) -> dict[str, Any]:
-    """The `--json` shape of a finished turn."""
-    import msgspec
-
-    result = outcome.result
-    return {
-        "reply": result.reply,
-        "sessionId": outcome.session_id,
-        "sessionKey": outcome.session_key,
-        "agentId": outcome.agent_id,
-        "model": result.model,
-        "usage": msgspec.to_builtins(result.usage),
-        "stopReason": result.stop_reason,
-        "steps": result.steps,
-        "toolCalls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
-        ],
-    }
-
-
 async def _chat(args: argparse.Namespace) -> int:
-    import anyio
-    import anyio.to_thread
 
     from nodmix.runtime import CommandOutcome, Runtime
 
@@ -130,17 +102,7 @@ async def _chat(args: argparse.Namespace) -> int:
         agent = runtime.agent(args.agent_id)
         key = runtime.session_key(agent, args.session_key)
         print(f"nodmix chat with {agent.name} ({key}). /new starts over, /exit or Ctrl-D quits.")
-        while True:
-            try:
-                line = await anyio.to_thread.run_sync(input, "you> ")
-            except EOFError:
-                print()
-                return 0
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/exit", "/quit"):
-                return 0
+        async for text in chat_lines():
             printer = EventPrinter(stream_text=True)
             outcome: Any = None
 
@@ -165,6 +127,25 @@ async def _chat(args: argparse.Namespace) -> int:
                 print(outcome.message)
             elif printer.mid_line:
                 print()
+    return 0
+
+
+async def chat_lines() -> AsyncIterator[str]:
+    """Lines typed at the chat prompt, until `/exit`, `/quit` or Ctrl-D (shared with the
+    gateway client's chat)."""
+    import anyio.to_thread
+
+    while True:
+        try:
+            line = await anyio.to_thread.run_sync(input, "you> ")
+        except EOFError:
+            print()
+            return
+        text = line.strip()
+        if text in ("/exit", "/quit"):
+            return
+        if text:
+            yield text
 
 
 async def _cancellable(body: Any) -> bool:

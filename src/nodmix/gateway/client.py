@@ -278,9 +278,7 @@ def _print_json(value: Any) -> None:
 
 
 async def _chat(args: argparse.Namespace, url: str, token: str | None) -> int:
-    import anyio.to_thread
-
-    from nodmix.cli.agent import EventPrinter
+    from nodmix.cli.agent import EventPrinter, chat_lines
 
     async with GatewayClient.connect(url, token=token) as client:
         health = await client.request("health")
@@ -290,17 +288,7 @@ async def _chat(args: argparse.Namespace, url: str, token: str | None) -> int:
             f"nodmix chat with {agent_id} ({key}) via the gateway at {url}. "
             "/new starts over, /exit or Ctrl-D quits."
         )
-        while True:
-            try:
-                line = await anyio.to_thread.run_sync(input, "you> ")
-            except EOFError:
-                print()
-                return 0
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/exit", "/quit"):
-                return 0
+        async for text in chat_lines():
             printer = EventPrinter(stream_text=True)
             try:
                 answer, interrupted = await _turn(client, _params(args, text), printer)
@@ -313,3 +301,4 @@ async def _chat(args: argparse.Namespace, url: str, token: str | None) -> int:
                 print(answer.get("message", ""))
             elif printer.mid_line:
                 print()
+    return 0

@@ -51,25 +51,4 @@ def event_json(event: RunEvent) -> dict[str, Any]:
 
 def outcome_json(outcome: TurnOutcome | CommandOutcome) -> dict[str, Any]:
     """A finished turn (the `nodmix agent --json` shape) or a chat command's result."""
-    if isinstance(outcome, CommandOutcome):
-        return {
-            "command": outcome.command,
-            "message": outcome.message,
-            "sessionKey": outcome.session_key,
-            "sessionId": outcome.session_id,
-            **({"data": to_json(outcome.data)} if outcome.data else {}),
-        }
-    result = outcome.result
-    return {
-        "reply": result.reply,
-        "sessionId": outcome.session_id,
-        "sessionKey": outcome.session_key,
-        "agentId": outcome.agent_id,
-        "model": result.model,
-        "usage": to_json(result.usage),
-        "stopReason": result.stop_reason,
-        "steps": result.steps,
-        "toolCalls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
-        ],
-    }
+    return outcome.to_json()
