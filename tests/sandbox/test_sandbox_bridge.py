@@ -91,6 +91,34 @@ def test_parallel_requests_are_all_reported_and_settle_in_any_order(
     assert cell.pump() == Completed('"123"')
 
 
+def test_resume_delivers_several_results_and_pumps_in_one_step(
+    boot: Callable[..., Cell],
+) -> None:
+    cell = boot()
+    source = "const [a, b, c] = await Promise.all(['x', 'y', 'z'].map(k => host.request(k, k)));"
+    outcome = cell.run(source + "\nreturn a + b + c")
+    assert isinstance(outcome, Pending)
+    first, second, third = outcome.request_ids
+    assert cell.resume([(third, True, '"3"'), (first, True, '"1"')]) == Pending((second,))
+    assert cell.resume([(second, True, '"2"')]) == Completed('"123"')
+
+
+def test_resume_with_a_bad_id_delivers_nothing(boot: Callable[..., Cell]) -> None:
+    cell = boot()
+    outcome = cell.run(
+        "const [a, b] = await Promise.all([host.request('x', 1), host.request('y', 2)]);"
+        "\nreturn a + b"
+    )
+    assert isinstance(outcome, Pending)
+    first, second = outcome.request_ids
+    with pytest.raises(SandboxError, match="999"):
+        cell.resume([(first, True, "1"), (999, True, "1")])
+    with pytest.raises(SandboxError, match="twice"):
+        cell.resume([(first, True, "1"), (first, True, "1")])
+    assert cell.outstanding == (first, second)  # nothing was forgotten
+    assert cell.resume([(first, True, "1"), (second, True, "2")]) == Completed("3")
+
+
 def test_a_rejected_delivery_is_caught_by_the_guest(boot: Callable[..., Cell]) -> None:
     cell = boot()
     source = """

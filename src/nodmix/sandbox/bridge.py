@@ -51,6 +51,19 @@ class Bridge:
         self.outstanding.discard(request_id)
         return f"{request_id}\0{OK if ok else ERR}{value}"
 
+    def settle_messages(self, items: list[tuple[int, bool, str]]) -> list[str]:
+        """`settle_message` for several deliveries, all checked before any is forgotten.
+
+        Raises:
+            SandboxError: An id is not outstanding or appears twice.
+        """
+        ids = {request_id for request_id, _, _ in items}
+        if len(ids) != len(items):
+            raise SandboxError("a request is delivered twice")
+        for request_id in sorted(ids - self.outstanding):
+            raise SandboxError(f"request {request_id} is not outstanding")
+        return [self.settle_message(*item) for item in items]
+
     def _call(self, vm: VM, args: list[int]) -> int:
         op, _, payload = vm.to_str(args[0]).partition("\0")
         try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Final
 
@@ -204,6 +204,26 @@ class Cell:
         message = self._bridge.settle_message(request_id, ok, value)
         self._drive(lambda: self._settle_request(message))
 
+    def resume(self, deliveries: Iterable[tuple[int, bool, str]]) -> Outcome:
+        """`deliver` each `(request_id, ok, value)`, then `pump`, in one entry into the VM.
+
+        Raises:
+            SandboxError: An id is not outstanding, or the cell is finished or not started.
+        """
+        if self._final is not None:
+            raise SandboxError("resume() on a finished cell")
+        if not self._promise:
+            raise SandboxError("resume() before run()")
+        self._check_open()
+        messages = self._bridge.settle_messages(list(deliveries))
+
+        def body() -> Outcome:
+            for message in messages:
+                self._settle_request(message)
+            return self._evaluate()
+
+        return self._drive(body)
+
     def snapshot(self) -> bytes:
         """Serialize the whole VM (zstd-1) with the bridge state; see `snapshot.py`.
 
@@ -340,7 +360,7 @@ class Cell:
     def _evaluate(self) -> Outcome:
         vm = self._vm
         vm.run_jobs()
-        state = vm.promise_state(self._promise)
+        state = vm.known_promise_state(self._promise)
         if state == PROMISE_PENDING:
             return Pending(self.outstanding) if self._bridge.outstanding else outcomes.STALLED
         result = vm.promise_result(self._promise)

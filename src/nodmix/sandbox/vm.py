@@ -57,6 +57,22 @@ _SCRATCH_MAX_ARGS: Final = (_SCRATCH_TEXT - _SCRATCH_ARGV) // 4
 _SCRATCH_TEXT_MAX: Final = _SCRATCH_SIZE - _SCRATCH_TEXT - 1
 
 _bytecode = BytecodeCache(16)
+#: Exports that only inspect, box, copy or free values: no guest code, no parsing, no GC run.
+_QUICK_EXPORTS: Final = frozenset(
+    {
+        "qjs_is_exception",
+        "qjs_is_promise",
+        "qjs_is_job_pending",
+        "qjs_promise_state",
+        "qjs_get_undefined",
+        "qjs_new_string",
+        "qjs_get_string_len",
+        "qjs_free_cstring",
+        "qjs_free_value",
+        "wasm_malloc",
+        "wasm_free",
+    }
+)
 
 
 class VM:
@@ -84,7 +100,9 @@ class VM:
         # With epoch interruption on, a new store's deadline is "now": set one before any call.
         self.store.set_epoch_deadline(wasm.epoch_ticks(limits.timeout))
         instance = runtime.pre.instantiate(self.store)
-        self.x = wasm.Exports(instance, self.store, owner=self, signatures=runtime.signatures)
+        self.x = wasm.Exports(
+            instance, self.store, owner=self, signatures=runtime.signatures, quick=_QUICK_EXPORTS
+        )
         self.mem = hostio.LinearMemory(self.x.extern("memory"), self.store)
         self._stack_pointer: wasmtime.Global = self.x.extern("__stack_pointer")
         try:
@@ -351,6 +369,10 @@ class VM:
         """PROMISE_PENDING, PROMISE_FULFILLED, PROMISE_REJECTED, or None for a non-promise."""
         return self.x.qjs_promise_state(handle) if self.x.qjs_is_promise(handle) else None
 
+    def known_promise_state(self, handle: int) -> int:
+        """`promise_state` of a handle already known to be a promise (one crossing fewer)."""
+        return self.x.qjs_promise_state(handle)
+
     def promise_result(self, handle: int) -> int:
         """The settled value or reason (a new handle)."""
         return self.x.qjs_promise_result(handle)
@@ -362,11 +384,18 @@ class VM:
             GuestThrow: A job failed uncatchably (interrupt, out of memory).
             DeadlineExceeded: The deadline passed between jobs.
         """
-        pending, execute = self.x.qjs_is_job_pending, self.x.qjs_execute_pending_job
-        while pending():
+        # `qjs_execute_pending_job` returns 0 when the queue is empty, so the common case needs
+        # no separate `qjs_is_job_pending` crossing per job.
+        execute = self.x.qjs_execute_pending_job
+        while True:
             if self.should_interrupt():
-                raise DeadlineExceeded()
-            if execute() < 0:
+                if self.x.qjs_is_job_pending():
+                    raise DeadlineExceeded()
+                return
+            ran = execute()
+            if ran == 0:
+                return
+            if ran < 0:
                 raise GuestThrow(self.x.qjs_get_exception())
 
     def capture(self) -> VMImage:

@@ -37,6 +37,11 @@ try:
     _call_unchecked: Any = _wffi.dll.wasmtime_func_call_unchecked
     _call_unchecked.restype = ctypes.c_void_p
     _call_unchecked.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_void_p]
+    # The same entry point without releasing the GIL, for exports that never run guest code
+    # and return within microseconds (see `Exports`, `quick`).
+    _call_unchecked_gil: Any = ctypes.PYFUNCTYPE(
+        ctypes.c_void_p, *[ctypes.c_void_p] * 3, ctypes.c_size_t, ctypes.c_void_p
+    )(("wasmtime_func_call_unchecked", _wffi.dll))
     # Our own prototypes (not the shared wasmtime-py ones), returning plain integers.
     raw_memory_data: Any = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
         ("wasmtime_memory_data", _wffi.dll)
@@ -181,6 +186,7 @@ class FastFunc:
 
     __slots__ = (
         "_buf",
+        "_call",
         "_ctx",
         "_fn",
         "_func",
@@ -199,7 +205,10 @@ class FastFunc:
         store: wasmtime.Store,
         owner: weakref.ReferenceType[Any],
         signature: Signature,
+        *,
+        hold_gil: bool = False,
     ) -> None:
+        self._call = _call_unchecked_gil if hold_gil else _call_unchecked
         self._slots = signature.slots
         self._pack = signature.pack
         self._result = signature.result
@@ -220,7 +229,7 @@ class FastFunc:
         prev = getattr(local, "owner", None)
         local.owner = self._owner
         try:
-            err = _call_unchecked(self._ctx, self._fn, buf, self._slots, self._trap_ref)
+            err = self._call(self._ctx, self._fn, buf, self._slots, self._trap_ref)
         finally:
             local.owner = prev
         trap = self._trap.value
@@ -275,6 +284,11 @@ class Exports:
     `exports.qjs_eval(...)` looks the export up on first use and caches a bound callable;
     `exports.extern(name)` returns non-function exports (memory, globals). Pass one
     `signatures` dict per module to share the type analysis between instances.
+
+    Calls release the GIL, so other threads (the event loop) run while wasm does. Exports
+    named in `quick` keep it instead: they never run guest code and return within
+    microseconds, and a thread that gives up the GIL a dozen times per guest tool call pays
+    for taking it back from a busy event loop each time.
     """
 
     def __init__(
@@ -283,7 +297,9 @@ class Exports:
         store: wasmtime.Store,
         owner: object,
         signatures: SignatureCache | None = None,
+        quick: frozenset[str] = frozenset(),
     ) -> None:
+        self._quick = quick
         self._instance = instance
         self._store = store
         self._owner = weakref.ref(owner)  # the owner usually holds us: no cycle
@@ -322,7 +338,9 @@ class Exports:
             try:
                 if signature is None:
                     signature = self._signatures[name] = Signature(value, self._store)
-                bound = FastFunc(value, self._store, self._owner, signature)
+                bound = FastFunc(
+                    value, self._store, self._owner, signature, hold_gil=name in self._quick
+                )
             except TypeError:
                 pass  # an exotic signature: keep the public-API call
         setattr(self, name, bound)  # later lookups skip __getattr__
