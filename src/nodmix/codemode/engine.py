@@ -22,18 +22,22 @@ when the run completes, fails, expires, is aborted, or the process shuts down.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import sniffio
 from anyio.abc import TaskGroup
 
 from nodmix.codemode import results
 from nodmix.codemode.bridge import StepHandler
+from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
 from nodmix.codemode.results import ErrorCode, Result, delivered, returned
 from nodmix.codemode.runs import NestedCall, RunState, RunStore, RunStoreFull, SuspendedRun
@@ -43,7 +47,7 @@ from nodmix.codemode.steps import (
     CellRef,
     boot_and_run,
     debug_enabled,
-    deliver_and_pump,
+    deliver_and_drive,
     guest_step,
     in_worker,
     interruptible,
@@ -149,7 +153,7 @@ class CodeModeEngine:
         handler = StepHandler(state)
         limits = limits_for(settings)
         deadline = anyio.current_time() + settings.timeout_ms / 1000
-        ref = CellRef()
+        ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
             cell, outcome = await guest_step(
                 ref, boot_and_run, ref, handler, limits, source, wrapped
@@ -158,7 +162,12 @@ class CodeModeEngine:
             return self._failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
             return self._failed(state, f"code mode sandbox failed: {exc}", "internal_error")
-        return await self._guarded_drive(services, state, cell, outcome, deadline)
+        except BaseException:
+            cancel_all(state)  # the step may have dispatched calls through its fast lane
+            raise
+        finally:
+            state.handoff = None
+        return await self._guarded_drive(services, state, cell, outcome, deadline, ref.handoff)
 
     # ---- wait -----------------------------------------------------------------------------
 
@@ -224,7 +233,7 @@ class CodeModeEngine:
         self.store.mark_ended(parked.id, state.scope, "resumed")
         handler = StepHandler(state)
         items = self._deliveries(services, state, settled)
-        ref = CellRef()
+        ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
             cell, outcome = await guest_step(
                 ref,
@@ -242,7 +251,9 @@ class CodeModeEngine:
                 else "internal_error"
             )
             return self._failed(state, f"could not restore the code-mode run: {exc}", failure)
-        return await self._guarded_drive(services, state, cell, outcome, deadline)
+        finally:
+            state.handoff = None
+        return await self._guarded_drive(services, state, cell, outcome, deadline, ref.handoff)
 
     def _check_wait(
         self, parked: SuspendedRun | None, run_id: str, services: RunServices
@@ -297,8 +308,10 @@ class CodeModeEngine:
         cell: Any,
         outcome: Outcome,
         deadline: float,
+        handoff: Handoff | None,
     ) -> Result:
         try:
+            _raise_step_error(handoff)
             return await self._drive(services, state, cell, outcome, deadline)
         except BaseException:
             # Aborted (the turn was cancelled) or broken: nothing of this run may keep running.
@@ -317,18 +330,19 @@ class CodeModeEngine:
         # the step itself when a cell makes many quick calls).
         ref = CellRef(cell)
         result: Result = await interruptible(
-            ref, self._drive_steps, services, state, cell, outcome, deadline
+            ref, self._drive_steps, ref, services, state, outcome, deadline
         )
         return result
 
     async def _drive_steps(
         self,
+        ref: CellRef,
         services: RunServices,
         state: RunState,
-        cell: Any,
         outcome: Outcome,
         deadline: float,
     ) -> Result:
+        cell = ref.cell
         while True:
             # Overflow first: the guest usually does not catch the rejection (`Promise.all`
             # rejects at once), and whatever it did next, none of the batch may run.
@@ -353,7 +367,26 @@ class CodeModeEngine:
             if not settled:
                 return await self._suspend(state, cell)
             items = self._deliveries(services, state, settled)
-            outcome = await in_worker(deliver_and_pump, cell, items)
+            ref.handoff = self._fast_lane(services, state, deadline)
+            try:
+                outcome = await in_worker(deliver_and_drive, ref, cell, items)
+            finally:
+                state.handoff = None
+            _raise_step_error(ref.handoff)
+
+    def _fast_lane(self, services: RunServices, state: RunState, deadline: float) -> Handoff | None:
+        """A `Handoff` for the next worker step (asyncio only), attached to `state`."""
+        if sniffio.current_async_library() != "asyncio":
+            return None
+        handoff = Handoff(
+            asyncio.get_running_loop(),
+            state,
+            lambda: self._dispatch(services, state),
+            lambda settled: self._deliveries(services, state, settled),
+            time.monotonic() + (deadline - anyio.current_time()),
+        )
+        state.handoff = handoff
+        return handoff
 
     def _dispatch(self, services: RunServices, state: RunState) -> None:
         assert self._group is not None, "CodeModeEngine.running() is not active"
@@ -472,3 +505,9 @@ class CodeModeEngine:
         while True:
             await anyio.sleep(_SWEEP_SECONDS)
             self._expire()
+
+
+def _raise_step_error(handoff: Handoff | None) -> None:
+    """Re-raise what dispatching or delivering raised on the loop during a fast-lane step."""
+    if handoff is not None and handoff.error is not None:
+        raise handoff.error

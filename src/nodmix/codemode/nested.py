@@ -110,14 +110,16 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     call.result = result or ToolResult.error(CANCELLED_TEXT)
     call.finished = time.perf_counter()
     call.done.set()
-    state.notify()
-    services.emit(
-        ToolCallFinished(
-            result=tool_message(call, call.result),
-            parent_call_id=parent,
-            duration_ms=(call.finished - call.started) * 1000,
+    try:  # the finished event goes out before the guest (possibly on a waiting worker) sees it
+        services.emit(
+            ToolCallFinished(
+                result=tool_message(call, call.result),
+                parent_call_id=parent,
+                duration_ms=(call.finished - call.started) * 1000,
+            )
         )
-    )
+    finally:
+        state.notify()
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)

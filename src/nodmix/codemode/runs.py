@@ -112,6 +112,8 @@ class RunState:
     """Messages of errors delivered to the guest, to recognise an uncaught tool failure."""
     namespace_targets: dict[str, Any] = field(default_factory=dict)
     """Host-side map of callable namespace paths (filled by the namespace runtime)."""
+    handoff: Any = None
+    """The fast lane of the worker step in progress, if any (`codemode.handoff.Handoff`)."""
 
     def next_call_id(self, tool_name: str) -> str:
         """Id of a nested call: parent call, tool and a per-run sequence number."""
@@ -124,8 +126,10 @@ class RunState:
         return len(self.calls) + len(self.new_calls)
 
     def notify(self) -> None:
-        """Wake whoever waits for a nested call to settle."""
+        """Wake whoever waits for a nested call to settle (on the event loop)."""
         self.changed.set()
+        if self.handoff is not None:
+            self.handoff.offer()
 
 
 @dataclass(slots=True, kw_only=True)

@@ -15,6 +15,7 @@ import anyio.lowlevel
 
 from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.guest import SETUP_SCRIPT
+from nodmix.codemode.handoff import Delivery, Handoff
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.sandbox import Outcome, SandboxLimits
@@ -66,10 +67,11 @@ class CellRef:
     `aborted` and then interrupts `cell` if it is set. Either order, the guest gets stopped.
     """
 
-    __slots__ = ("aborted", "cell")
+    __slots__ = ("aborted", "cell", "handoff")
 
-    def __init__(self, cell: Any = None) -> None:
+    def __init__(self, cell: Any = None, handoff: Handoff | None = None) -> None:
         self.cell = cell
+        self.handoff = handoff
         self.aborted = False
 
     def attach(self, cell: Any) -> None:
@@ -79,6 +81,8 @@ class CellRef:
 
     def abort(self) -> None:
         self.aborted = True
+        if self.handoff is not None:
+            self.handoff.cancel()
         if self.cell is not None:
             self.cell.interrupt()
 
@@ -128,13 +132,22 @@ def boot_and_run(
 
     cell = Cell.boot(SETUP_SCRIPT, handler, limits=limits)
     ref.attach(cell)
-    return cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped)
+    return cell, _fast(ref, cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped))
 
 
-def deliver_and_pump(cell: Any, items: list[tuple[int, bool, str]]) -> Outcome:
-    for request_id, ok, payload in items:
-        cell.deliver(request_id, ok, payload)
-    return cell.pump()  # type: ignore[no-any-return]
+def deliver_and_pump(cell: Any, items: list[Delivery]) -> Outcome:
+    return cell.resume(items)  # type: ignore[no-any-return]
+
+
+def deliver_and_drive(ref: CellRef, cell: Any, items: list[Delivery]) -> Outcome:
+    """Deliver, pump, and keep going through the fast lane while calls settle quickly."""
+    return _fast(ref, cell, deliver_and_pump(cell, items))
+
+
+def _fast(ref: CellRef, cell: Any, outcome: Outcome) -> Outcome:
+    if ref.handoff is None:
+        return outcome
+    return ref.handoff.drive(cell, outcome, deliver_and_pump)
 
 
 def restore_and_pump(
@@ -142,10 +155,10 @@ def restore_and_pump(
     blob: bytes,
     handler: StepHandler,
     limits: SandboxLimits,
-    items: list[tuple[int, bool, str]],
+    items: list[Delivery],
 ) -> tuple[Any, Outcome]:
     from nodmix.sandbox import Cell
 
     cell = Cell.restore(blob, handler, limits=limits)
     ref.attach(cell)
-    return cell, deliver_and_pump(cell, items)
+    return cell, deliver_and_drive(ref, cell, items)

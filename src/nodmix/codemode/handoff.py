@@ -1,0 +1,156 @@
+"""The fast lane between a sandbox worker step and the event loop.
+
+A guest awaiting a quick tool would otherwise cost two full trips per call: the worker step
+returns to the event loop, the loop runs the tool, and a new worker step delivers the result
+(~100 µs of thread and future machinery each way, plus a cold worker). With a `Handoff`, the
+worker keeps the cell after a step that ends with pending calls: it asks the loop to dispatch
+them and waits a few milliseconds. When a call settles on the loop within that window, the loop
+builds the deliveries and hands them straight to the waiting worker, which delivers and pumps
+again in the same step. Only when nothing settles in time does the step return, and the engine
+falls back to its normal async wait (and, past the step budget, to a snapshot).
+
+Thread rules: everything that touches the run's host state (dispatching calls, building
+deliveries, which pops settled calls and writes the transcript) runs on the event loop, either
+while the worker is parked in `exchange` or after the step has ended. The lock makes the
+hand-over atomic, so a result is taken by exactly one side: the waiting worker, or the engine's
+normal path once the worker has given up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+import sniffio
+
+from nodmix.codemode.runs import NestedCall, RunState
+from nodmix.sandbox import Outcome, Pending
+
+#: How long a worker waits for a nested call to settle before handing the run back to the
+#: loop. Long enough for in-process tools and warm MCP calls, short enough that a worker
+#: parked behind a slow tool is back in the pool almost at once.
+FAST_WINDOW_SECONDS: Final = 0.005
+
+Delivery = tuple[int, bool, str]
+
+
+class Handoff:
+    """One worker step's rendezvous with the event loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        state: RunState,
+        dispatch: Callable[[], None],
+        deliveries: Callable[[list[NestedCall]], list[Delivery]],
+        deadline: float,
+        window: float = FAST_WINDOW_SECONDS,
+    ) -> None:
+        """`deadline` is the step's end on the `time.monotonic()` clock; `dispatch` and
+        `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones)."""
+        self._loop = loop
+        self._state = state
+        self._dispatch = dispatch
+        self._deliveries = deliveries
+        self._deadline = deadline
+        self._window = window
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._items: list[Delivery] | None = None
+        self._waiting = False
+        self._closed = False
+        # Loop callbacks run outside any task; anyio (cancel scopes, task groups) needs to know
+        # which async library it is on there, so they run in the engine's context with the
+        # library named explicitly.
+        self._context = contextvars.copy_context()
+        self._context.run(sniffio.current_async_library_cvar.set, "asyncio")
+        self.error: BaseException | None = None
+        """What dispatching or delivering raised on the loop; the engine re-raises it."""
+
+    # ---- worker side ----------------------------------------------------------------------
+
+    def drive(self, cell: object, outcome: Outcome, pump: Callable[..., Outcome]) -> Outcome:
+        """Keep `cell` going while its calls settle within the window; returns the outcome the
+        engine should handle (final, or pending with nothing settled in time)."""
+        try:
+            while isinstance(outcome, Pending) and self._may_continue():
+                items = self._exchange()
+                if items is None:
+                    break
+                outcome = pump(cell, items)
+            return outcome
+        finally:
+            with self._lock:
+                self._closed = True
+
+    def _may_continue(self) -> bool:
+        # Overflow, output over the limit and yield_control are the engine's to handle.
+        state = self._state
+        return not (state.overflow or state.output_exceeded or state.yield_request is not None)
+
+    def _exchange(self) -> list[Delivery] | None:
+        timeout = min(self._window, self._deadline - time.monotonic())
+        if timeout <= 0:
+            return None
+        with self._lock:
+            if self._closed:
+                return None
+            self._waiting, self._items = True, None
+            self._ready.clear()
+        try:
+            self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
+        except RuntimeError:  # the loop is closing: let the engine's normal path handle it
+            return None
+        self._ready.wait(timeout)
+        with self._lock:
+            self._waiting = False
+            items, self._items = self._items, None
+        return items
+
+    # ---- loop side ------------------------------------------------------------------------
+
+    def _on_loop(self) -> None:
+        with self._lock:
+            if self._closed or not self._waiting:
+                return
+            self._guarded(self._dispatch)
+            self._offer()
+
+    def offer(self) -> None:
+        """A nested call settled (called on the loop): hand the results to a waiting worker."""
+        with self._lock:
+            if not self._closed and self._waiting:
+                self._offer()
+
+    def _offer(self) -> None:
+        if self._items is not None or self.error is not None:
+            return
+        settled = [c for c in self._state.calls.values() if c.done.is_set()]
+        if settled:
+            ordered = sorted(settled, key=lambda c: c.request_id)
+            self._guarded(lambda: self._hand_over(ordered))
+
+    def _hand_over(self, settled: list[NestedCall]) -> None:
+        self._items = self._deliveries(settled)
+        self._ready.set()
+
+    def _guarded(self, body: Callable[[], None]) -> None:
+        # Never raise into a loop callback or a nested call's task: stop the fast lane and
+        # let the engine raise the error where the normal path would have.
+        if self.error is not None:
+            return
+        try:
+            body()
+        except Exception as exc:
+            self.error, self._closed = exc, True
+            self._ready.set()
+
+    def cancel(self) -> None:
+        """The turn was aborted (thread-safe): wake the worker and hand over nothing more."""
+        with self._lock:
+            self._closed = True
+        self._ready.set()

@@ -1,0 +1,229 @@
+"""The fast lane: a worker step keeps its cell while nested calls settle quickly, and hands the
+run back to the event loop (exactly once, nothing lost) when they do not."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import nodmix.sandbox
+from nodmix.catalog import RunCatalog
+from nodmix.codemode import CodeModeEngine
+from nodmix.codemode.handoff import Handoff
+from nodmix.codemode.runs import NestedCall, RunScope, RunState
+from nodmix.codemode.settings import resolve_settings
+from nodmix.config.schema import CodeModeConfig
+from nodmix.sandbox import Pending
+from nodmix.sessions import SessionManager
+from nodmix.tools import ToolContext, ToolResult
+
+from .support import Gate, build_harness, make_tool, text_tool, wait_until
+
+
+@pytest.fixture
+def worker_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the sandbox worker steps run (every guest step goes through run_in_worker)."""
+    seen: list[str] = []
+    real = nodmix.sandbox.run_in_worker
+
+    async def counting(fn: Callable[..., Any], *args: Any) -> Any:
+        seen.append(getattr(fn, "__name__", repr(fn)))
+        return await real(fn, *args)
+
+    monkeypatch.setattr(nodmix.sandbox, "run_in_worker", counting)
+    return seen
+
+
+@pytest.mark.anyio
+async def test_quick_tool_results_are_delivered_inside_the_same_worker_step(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, worker_steps: list[str]
+) -> None:
+    h = await build_harness(engine, sessions, workspace, extra_tools=[text_tool("lookup")])
+    code = "let n = 0; for (let i = 0; i < 20; i++) { await tools.lookup({ i }); n++ } return n"
+    result = await h.exec(code)
+    assert result["status"] == "completed" and result["value"] == 20
+    assert result["telemetry"]["callCount"] == 20
+    # Boot, run and all twenty round trips happened in one worker step.
+    assert worker_steps == ["boot_and_run"]
+    assert [e.arguments for e in h.started()] == [{"i": i} for i in range(20)]
+
+
+@pytest.mark.anyio
+async def test_a_call_slower_than_the_window_goes_back_through_the_event_loop(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, worker_steps: list[str]
+) -> None:
+    release = anyio.Event()
+
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await release.wait()
+        return ToolResult.text("late", details={"late": True})
+
+    h = await build_harness(engine, sessions, workspace, extra_tools=[make_tool("slow", slow)])
+    async with anyio.create_task_group() as group:
+
+        async def release_after_the_worker_gave_up() -> None:
+            # The worker waits at most a few milliseconds; release well after that.
+            await wait_until(lambda: len(h.started()) == 1, "the slow call to start")
+            await anyio.sleep(0.05)
+            release.set()
+
+        group.start_soon(release_after_the_worker_gave_up)
+        result = await h.exec("const r = await tools.slow({}); return r.details.late")
+    assert result["status"] == "completed" and result["value"] is True
+    assert worker_steps == ["boot_and_run", "deliver_and_drive"]
+
+
+@pytest.mark.anyio
+async def test_parallel_calls_settling_at_different_times_all_arrive(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    gate = Gate()
+    h = await build_harness(
+        engine, sessions, workspace, extra_tools=[gate.tool, text_tool("quick")]
+    )
+    async with anyio.create_task_group() as group:
+
+        async def release_later() -> None:
+            await wait_until(lambda: len(gate.started) == 2, "both gated calls")
+            gate.release.set()
+
+        group.start_soon(release_later)
+        code = """
+        const rs = await Promise.all([
+          tools.quick({ k: 1 }), tools.slow({ tag: 'a' }), tools.quick({ k: 2 }),
+          tools.slow({ tag: 'b' }),
+        ]);
+        return rs.map(r => r.text)"""
+        result = await h.exec(code)
+    assert result["value"] == ["ok", "released a", "ok", "released b"]
+    assert result["telemetry"]["callCount"] == 4
+
+
+# ---- the rendezvous itself ---------------------------------------------------------------
+
+
+class HeldLoop:
+    """Stands in for the event loop: callbacks wait until the test runs them."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], None]] = []
+        self.lock = threading.Lock()
+
+    def call_soon_threadsafe(self, callback: Callable[[], None], *, context: Any = None) -> None:
+        with self.lock:
+            self.callbacks.append(lambda: context.run(callback))
+
+    def run_pending(self) -> int:
+        with self.lock:
+            pending, self.callbacks = self.callbacks, []
+        for callback in pending:
+            callback()
+        return len(pending)
+
+
+def _state() -> RunState:
+    return RunState(
+        scope=RunScope(agent_id="a", session_key="k", session_id="s", run_id="r"),
+        settings=resolve_settings(CodeModeConfig(enabled=True)),
+        catalog=RunCatalog.build([]),
+        boot_json="{}",
+    )
+
+
+def _settled_call(state: RunState, request_id: int) -> NestedCall:
+    entry = RunCatalog.build([text_tool("t")]).entries[0]
+    call = NestedCall(request_id=request_id, entry=entry, input={}, call_id=f"c{request_id}")
+    call.done.set()
+    state.calls[request_id] = call
+    return call
+
+
+@pytest.mark.anyio
+async def test_a_result_handed_over_after_the_worker_gave_up_stays_with_the_engine() -> None:
+    loop, state = HeldLoop(), _state()
+    dispatched: list[int] = []
+    delivered: list[list[int]] = []
+
+    def deliveries(settled: list[NestedCall]) -> list[tuple[int, bool, str]]:
+        delivered.append([c.request_id for c in settled])
+        for call in settled:
+            state.calls.pop(call.request_id)
+        return [(c.request_id, True, "{}") for c in settled]
+
+    handoff = Handoff(
+        loop,  # type: ignore[arg-type]
+        state,
+        lambda: dispatched.append(1),
+        deliveries,
+        deadline=time.monotonic() + 10,
+        window=0.01,
+    )
+    pumps: list[object] = []
+    outcome = handoff.drive(object(), Pending((1,)), lambda cell, items: pumps.append(items))
+    assert outcome == Pending((1,)) and pumps == []  # nothing settled within the window
+    _settled_call(state, 1)
+    assert loop.run_pending() == 1  # the late callback finds the step over
+    handoff.offer()
+    assert dispatched == [] and delivered == []
+    assert 1 in state.calls  # still there for the engine's normal path
+
+
+@pytest.mark.anyio
+async def test_cancel_wakes_a_waiting_worker_at_once() -> None:
+    loop, state = HeldLoop(), _state()
+    handoff = Handoff(
+        loop,  # type: ignore[arg-type]
+        state,
+        lambda: None,
+        lambda settled: [],
+        deadline=time.monotonic() + 60,
+        window=60.0,
+    )
+    done = threading.Event()
+    outcomes: list[object] = []
+
+    def worker() -> None:
+        outcomes.append(handoff.drive(object(), Pending((1,)), lambda cell, items: None))
+        done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    await wait_until(lambda: bool(loop.callbacks), "the worker to ask the loop")
+    handoff.cancel()
+    await wait_until(done.is_set, "the worker to return")
+    thread.join()
+    assert outcomes == [Pending((1,))]
+
+
+@pytest.mark.anyio
+async def test_an_error_while_delivering_stops_the_lane_and_is_kept_for_the_engine() -> None:
+    loop, state = HeldLoop(), _state()
+
+    def broken(settled: list[NestedCall]) -> list[tuple[int, bool, str]]:
+        raise OSError("transcript disk is full")
+
+    handoff = Handoff(
+        loop,  # type: ignore[arg-type]
+        state,
+        lambda: None,
+        broken,
+        deadline=time.monotonic() + 60,
+        window=60.0,
+    )
+    _settled_call(state, 1)
+    finished = threading.Event()
+    thread = threading.Thread(
+        target=lambda: (handoff.drive(object(), Pending((1,)), lambda c, i: None), finished.set())
+    )
+    thread.start()
+    await wait_until(lambda: bool(loop.callbacks), "the worker to ask the loop")
+    loop.run_pending()  # the loop tries to deliver: the recorder fails
+    await wait_until(finished.is_set, "the worker to give up")
+    thread.join()
+    assert isinstance(handoff.error, OSError)
