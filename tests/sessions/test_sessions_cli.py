@@ -167,10 +167,29 @@ def test_repair_store_moves_a_corrupt_store_aside(
     assert main(["sessions", "list"]) == 1
     assert str(store) in capsys.readouterr().err
     assert main(["sessions", "repair-store"]) == 0
-    assert "moved the corrupt session store" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "moved the corrupt session store" in out
+    # The session's latest change is in the journal, which is intact: it survives the repair.
+    assert "1 session(s) recovered from the journal" in out
     assert main(["sessions", "list"]) == 0
-    assert capsys.readouterr().out.strip() == "no sessions for agent main"
+    assert "agent:main:work" in capsys.readouterr().out
     assert len(list(store.parent.glob("sessions.json.corrupt-*"))) == 1
+
+
+def test_repair_store_moves_a_corrupt_journal_aside_and_keeps_the_store_file(
+    isolated_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _conversation(isolated_state)
+    journal = isolated_state / "agents/main/sessions/sessions.json.journal"
+    with journal.open("ab") as f:
+        f.write(b"not a change\n{}\n")
+    assert main(["sessions", "list"]) == 1
+    err = capsys.readouterr().err
+    assert str(journal) in err and "repair-store" in err
+    assert main(["sessions", "repair-store"]) == 0
+    assert "sessions.json.journal.corrupt-" in capsys.readouterr().out
+    assert main(["sessions", "list"]) == 0
+    assert "agent:main:work" in capsys.readouterr().out
 
 
 @pytest.mark.integration

@@ -229,5 +229,7 @@ def _repair_store(args: argparse.Namespace) -> int:
     if moved is None:
         print(f"{store.path}: nothing to repair")
     else:
-        print(f"moved the corrupt session store to {moved}; a new one starts empty")
+        kept = len(store.load())
+        rest = f"{kept} session(s) recovered from the journal" if kept else "a new one starts empty"
+        print(f"moved the corrupt session store to {moved}; {rest}")
     return 0

@@ -118,7 +118,11 @@ class SessionManager:
         return sorted(
             p.name
             for p in root.iterdir()
-            if is_agent_id(p.name) and (p / "sessions" / STORE_FILE_NAME).is_file()
+            if is_agent_id(p.name)
+            and any(
+                (p / "sessions" / name).is_file()
+                for name in (STORE_FILE_NAME, f"{STORE_FILE_NAME}.journal")
+            )
         )
 
     def turn_lock(self, session_key: str | SessionKey) -> anyio.Lock:
@@ -206,18 +210,23 @@ class SessionManager:
     def flush_due(self) -> int:
         """Write the usage counters that have waited long enough, one store write per agent.
 
-        The runtime calls this after each turn, so a burst of one-shot sessions (stateless API
-        clients) costs one store rewrite instead of one per request. Returns how many sessions
-        were written.
+        The runtime calls this after each turn. Once any session of an agent is due, every
+        pending session of that agent goes in the same write, so a stream of one-shot sessions
+        (stateless API clients) costs about one store write a second, not one per request.
+        Returns how many sessions were written.
         """
-        due: dict[str, list[Session]] = {}
+        pending: dict[str, list[Session]] = {}
+        due: set[str] = set()
         for key, session in list(self._pending.items()):
             if not session.has_pending:  # it flushed on its own (a store write folds counters in)
                 del self._pending[key]
-            elif session.flush_due():
-                due.setdefault(session.agent_id, []).append(session)
-        self._write_pending(due)
-        return sum(len(v) for v in due.values())
+                continue
+            pending.setdefault(session.agent_id, []).append(session)
+            if session.flush_due():
+                due.add(session.agent_id)
+        batch = {agent: pending[agent] for agent in due}
+        self._write_pending(batch)
+        return sum(len(v) for v in batch.values())
 
     def _write_pending(self, due: dict[str, list[Session]]) -> None:
         for agent_id, sessions in due.items():
@@ -240,8 +249,15 @@ class SessionManager:
         self._pending.clear()
 
     def close(self) -> None:
-        """Write pending usage counters, close every cached transcript and empty the cache."""
+        """Write pending usage counters, fold each store's journal into its `sessions.json`,
+        close every cached transcript and empty the cache."""
         self.flush_all()
+        if not self.read_only:
+            for store in self._stores.values():
+                try:
+                    store.compact()
+                except SessionError:  # a corrupt or locked store: its journal stays as it is
+                    logger.warning("could not compact %s", store.path, exc_info=True)
         while self._cache:
             _, session = self._cache.popitem(last=False)
             session.transcript.close()

@@ -1,12 +1,19 @@
 """The session store: `agents/<agentId>/sessions/sessions.json`, session key -> `SessionEntry`.
 
-The gateway and a CLI process may both change the store, so every change is a read-modify-write
-under an exclusive `fcntl.flock` on the sibling `sessions.json.lock`, and the new content
-replaces the file atomically (temporary file, fsync, `os.replace`). Readers take no lock: they
-always see either the old or the new file, never half of one.
+The store is `sessions.json` plus its change journal `sessions.json.journal` (see
+`journal.py`): the current entries are the file's, with the journal's lines applied in order.
 
-A store file that does not parse is an error naming the file. It is moved aside only by the
-explicit `SessionStore.quarantine()` (`nodmix sessions repair-store`), never silently.
+- The gateway and a CLI process may both change the store, so every change is a
+  read-modify-write under an exclusive `fcntl.flock` on the sibling `sessions.json.lock`. A
+  change appends the changed keys to the journal; the first change of a new store, and every
+  `compact()` (when the journal has grown, and when a manager closes), writes the whole
+  `sessions.json` atomically (temporary file, fsync, `os.replace`) and removes the journal.
+- Readers take no lock. They read the journal before `sessions.json`, so a compaction
+  happening meanwhile can only make them replay changes the file already holds.
+
+A store file that does not parse is an error naming the file (and for the journal, the line).
+It is moved aside only by the explicit `SessionStore.quarantine()` (`nodmix sessions
+repair-store`), never silently.
 """
 
 from __future__ import annotations
@@ -23,8 +30,19 @@ import msgspec
 
 from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
-from nodmix.messages import now_ms
+from nodmix.sessions import journal
 from nodmix.sessions.entries import new_entry_id
+from nodmix.sessions.journal import JournalState
+from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
+
+__all__ = [
+    "STORE_FILE_NAME",
+    "SessionEntry",
+    "SessionStore",
+    "StoreData",
+    "new_session_entry",
+    "store_to_builtins",
+]
 
 STORE_FILE_NAME = "sessions.json"
 LOCK_TIMEOUT_S = 10.0
@@ -33,52 +51,56 @@ _LOCK_POLL_S = 0.002
 T = TypeVar("T")
 
 
-class SessionEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """What the store knows about one session key."""
-
-    session_id: str
-    session_file: str
-    """Transcript file name inside the sessions directory (`<sessionId>.jsonl`)."""
-    created_at: int
-    """Epoch milliseconds; the same unit as message timestamps."""
-    updated_at: int
-    last_interaction_at: int
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    context_tokens: int = 0
-    """Context size of the latest model request."""
-    compaction_count: int = 0
-    model: str | None = None
-    """`provider/model` used last (or pinned for this session)."""
-    label: str | None = None
-
-
-StoreData = dict[str, SessionEntry]
-
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _DECODER = msgspec.json.Decoder(StoreData)
+#: Fold the journal into `sessions.json` once it holds this many bytes (or more than the
+#: store file itself), so a reader never replays much.
+JOURNAL_COMPACT_BYTES = 256 << 10
 
 
-def new_session_entry(
-    session_id: str, session_file: str, *, now: int | None = None
-) -> SessionEntry:
-    """A fresh store entry for a new transcript."""
-    stamp = now_ms() if now is None else now
-    return SessionEntry(
-        session_id=session_id,
-        session_file=session_file,
-        created_at=stamp,
-        updated_at=stamp,
-        last_interaction_at=stamp,
-    )
+class _Changes(dict[str, SessionEntry]):
+    """The dict an `update` change function mutates; remembers which keys it touched."""
+
+    def __init__(self, data: StoreData) -> None:
+        super().__init__(data)
+        self.touched: set[str] = set()
+
+    def __setitem__(self, key: str, value: SessionEntry) -> None:
+        self.touched.add(key)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.touched.add(key)
+        super().__delitem__(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.touched.add(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.touched.add(key)
+        return super().setdefault(key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        other = dict(*args, **kwargs)
+        self.touched.update(other)
+        super().update(other)
+
+    def popitem(self) -> tuple[str, SessionEntry]:
+        item = super().popitem()
+        self.touched.add(item[0])
+        return item
+
+    def clear(self) -> None:
+        self.touched.update(self)
+        super().clear()
 
 
 class SessionStore:
-    """One agent's `sessions.json`.
+    """One agent's `sessions.json` and its journal.
 
-    Reads are cached and revalidated with one `stat` (an update replaces the file, so its
-    inode changes), which keeps `get` cheap for a gateway that opens sessions all day.
+    Reads are cached and revalidated with two `stat`s; when only the journal grew, just the
+    new lines are read, which keeps `get` cheap for a gateway that opens sessions all day.
     """
 
     def __init__(self, path: Path, *, durable: bool = True) -> None:
@@ -86,7 +108,8 @@ class SessionStore:
         self.path = path
         self.durable = durable
         self._cache: StoreData = {}
-        self._signature: tuple[int, int, int] | None = None
+        self._signature: tuple[tuple[int, int, int] | None, tuple[int, int] | None] = (None, None)
+        self._journal: JournalState | None = None
 
     @classmethod
     def for_agent(cls, state_dir: Path, agent_id: str, *, durable: bool = True) -> SessionStore:
@@ -98,11 +121,16 @@ class SessionStore:
         """The sibling lock file."""
         return self.path.with_name(self.path.name + ".lock")
 
+    @property
+    def journal_path(self) -> Path:
+        """The sibling change journal."""
+        return self.path.with_name(self.path.name + ".journal")
+
     def load(self) -> StoreData:
         """All entries (a fresh dict; changing it changes nothing on disk).
 
         Raises:
-            SessionError: the store file exists but is not a valid session store.
+            SessionError: the store file or its journal is not valid.
         """
         return dict(self._read())
 
@@ -110,7 +138,7 @@ class SessionStore:
         """The entry for `session_key`, if any.
 
         Raises:
-            SessionError: the store file is corrupt.
+            SessionError: the store file or its journal is not valid.
         """
         return self._read().get(session_key)
 
@@ -119,16 +147,17 @@ class SessionStore:
 
         `change` mutates the dict it receives; its return value is passed through. Keep it
         short: other processes wait for the lock meanwhile. `sync=False` skips the fsync for
-        bookkeeping that is cheap to lose on a power cut (usage counters); the replace stays
-        atomic, so the file is never torn either way.
+        bookkeeping that is cheap to lose on a power cut (usage counters); a change is never
+        torn either way.
 
         Raises:
             SessionError: the store is corrupt or the lock could not be taken in time.
         """
         with self._locked():
-            data = dict(self._read())
+            data = _Changes(self._read())
             result = change(data)
-            self._write(data, sync=sync)
+            if data.touched:
+                self._save(data, sync=sync)
             return result
 
     def update_entry(
@@ -145,8 +174,18 @@ class SessionStore:
 
         return self.update(apply)
 
+    def compact(self) -> bool:
+        """Fold the journal into `sessions.json` (under the lock); False if there was none."""
+        with self._locked():
+            data = self._read()
+            if self._journal is None:
+                return False
+            self._write(data)
+            return True
+
     def quarantine(self) -> Path | None:
-        """Move a corrupt store aside as `sessions.json.corrupt-<ts>`; return the new path.
+        """Move a corrupt store file or journal aside as `<name>.corrupt-<ts>`; return where
+        the first one went.
 
         Does nothing (returns `None`) when the store is missing or valid. Transcripts are
         untouched, so the conversations themselves are not lost.
@@ -154,41 +193,99 @@ class SessionStore:
         with self._locked():
             try:
                 self._read()
+                return None
             except SessionError:
-                stamp = time.strftime("%Y%m%dT%H%M%S")
-                target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-                os.replace(self.path, target)
-                self._signature = None
-                return target
-            return None
+                pass
+            stamp = time.strftime("%Y%m%dT%H%M%S")
+            moved: list[Path] = []
+            for path, valid in ((self.path, self._base_valid), (self.journal_path, self._log_ok)):
+                if path.exists() and not valid():
+                    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+                    os.replace(path, target)
+                    moved.append(target)
+            self._signature, self._journal = (None, None), None
+            return moved[0] if moved else None
 
     # ---- internals ----------------------------------------------------------------------------
 
-    def _read(self) -> StoreData:
+    def _stat(self) -> tuple[tuple[int, int, int] | None, tuple[int, int] | None]:
         try:
             st = os.stat(self.path)
+            base: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
-            self._cache, self._signature = {}, None
-            return self._cache
-        signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+            base = None
+        try:
+            jst = os.stat(self.journal_path)
+            log: tuple[int, int] | None = (jst.st_ino, jst.st_size)
+        except FileNotFoundError:
+            log = None
+        return base, log
+
+    def _read(self) -> StoreData:
+        signature = self._stat()
         if signature == self._signature:
             return self._cache
+        base, log = signature
+        if base is not None and base == self._signature[0] and log is not None:
+            # Only the journal changed: apply its new lines (all of them if it is a new file).
+            data = dict(self._cache)
+            self._journal = journal.replay(self.journal_path, data, self._journal)
+        else:
+            found = journal.read(self.journal_path, None)  # before the file: see the docstring
+            data = self._read_base()
+            if found is not None:
+                journal.apply(self.journal_path, found[0], data)
+            self._journal = found[1] if found is not None else None
+        self._cache, self._signature = data, signature
+        return data
+
+    def _read_base(self) -> StoreData:
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:  # replaced between stat and open: read the new one
-            return self._read()
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
         try:
-            parsed = _DECODER.decode(data) if data.strip() else {}
+            return _DECODER.decode(raw) if raw.strip() else {}
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise SessionError(
                 f"{self.path}: session store is corrupt ({exc}); run"
                 f" `nodmix sessions repair-store --agent {self.path.parent.parent.name}`"
                 " to move it aside (transcripts are kept)"
             ) from None
-        self._cache, self._signature = parsed, signature
-        return parsed
+
+    def _base_valid(self) -> bool:
+        try:
+            self._read_base()
+            return True
+        except SessionError:
+            return False
+
+    def _log_ok(self) -> bool:
+        try:
+            journal.replay(self.journal_path, {}, None)
+            return True
+        except SessionError:
+            return False
+
+    def _save(self, data: _Changes, *, sync: bool) -> None:
+        # We hold the lock and `_read` just ran, so `data` is current and `_journal` says where
+        # the journal's complete lines end.
+        base = self._signature[0]
+        if base is None or self._journal_bytes() > max(JOURNAL_COMPACT_BYTES, base[2]):
+            self._write(dict(data), sync=sync)
+            return
+        changes = {key: data.get(key) for key in sorted(data.touched)}
+        self._journal = journal.append(
+            self.journal_path, journal.encode(changes), self._journal, sync=self.durable and sync
+        )
+        self._cache = dict(data)
+        self._signature = (base, (self._journal.inode, self._journal.offset))
+
+    def _journal_bytes(self) -> int:
+        return self._journal.offset if self._journal is not None else 0
 
     def _write(self, data: StoreData, *, sync: bool = True) -> None:
+        """Write the whole store file and drop the journal (under the lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = _ENCODER.encode(data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{new_entry_id()}.tmp")
@@ -204,9 +301,13 @@ class SessionStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        # We hold the lock, so what we just wrote is current: no need to read it back.
+        # The file now holds every change: the journal may go (a crash before this line leaves
+        # a journal that replays harmlessly over the new file).
+        self.journal_path.unlink(missing_ok=True)
         st = os.stat(self.path)
-        self._cache, self._signature = dict(data), (st.st_ino, st.st_mtime_ns, st.st_size)
+        self._cache = dict(data)
+        self._signature = ((st.st_ino, st.st_mtime_ns, st.st_size), None)
+        self._journal = None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
