@@ -424,7 +424,7 @@ async def test_a_call_cancelled_before_its_task_starts_never_runs(
     entry = run.services.catalog.find("slow")
     call = NestedCall(request_id=1, entry=entry, input={}, call_id="c:slow:1")
     async with anyio.create_task_group() as group:
-        dispatch(group, run.services, state, call)
+        dispatch(group.start_soon, run.services, state, call)
         cancel_all(state)  # the exec is aborted before the task gets to run
     assert call.done.is_set() and call.result is not None and call.result.is_error
     assert gate.started == [] and h.started() == [] and _nested_lines(h.session) == []

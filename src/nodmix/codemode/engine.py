@@ -55,6 +55,7 @@ from nodmix.codemode.steps import (
     restore_and_pump,
     settled_by,
 )
+from nodmix.codemode.tasks import NestedTasks
 from nodmix.errors import RuntimeUnavailableError, SandboxError
 from nodmix.sandbox import (
     Completed,
@@ -87,20 +88,21 @@ class CodeModeEngine:
         # Not `store or RunStore()`: an empty store has len() 0 and is falsy, so an injected
         # store (e.g. with a test clock) would silently be replaced.
         self.store = store if store is not None else RunStore()
-        self._group: TaskGroup | None = None
+        self._tasks: NestedTasks | None = None
         if group is not None:
             self.attach(group)
 
     def attach(self, group: TaskGroup) -> None:
-        """Run nested calls and the expiry sweeper in `group`."""
-        self._group = group
+        """Run nested calls and the expiry sweeper in `group`'s event loop."""
+        self._tasks = NestedTasks(group)
         group.start_soon(self._sweeper)
 
     def shutdown(self) -> None:
         """Drop every suspended run and cancel its nested calls (process shutdown)."""
         for run in self.store.clear():
             cancel_all(run.state)
-        self._group = None
+        if self._tasks is not None:
+            self._tasks.cancel()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[CodeModeEngine]:
@@ -110,7 +112,11 @@ class CodeModeEngine:
             try:
                 yield self
             finally:
+                tasks = self._tasks
                 self.shutdown()
+                self._tasks = None
+                if tasks is not None:
+                    await tasks.wait()
                 group.cancel_scope.cancel()
 
     # ---- exec -----------------------------------------------------------------------------
@@ -389,9 +395,9 @@ class CodeModeEngine:
         return handoff
 
     def _dispatch(self, services: RunServices, state: RunState) -> None:
-        assert self._group is not None, "CodeModeEngine.running() is not active"
+        assert self._tasks is not None, "CodeModeEngine.running() is not active"
         for call in state.new_calls:
-            dispatch(self._group, services, state, call)
+            dispatch(self._tasks.start, services, state, call)
         state.new_calls.clear()
 
     def _deliveries(

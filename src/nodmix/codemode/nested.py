@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
-from anyio.abc import TaskGroup
 
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
@@ -60,8 +60,10 @@ def tool_message(call: NestedCall, result: ToolResult) -> ToolResultMessage:
     )
 
 
-def dispatch(group: TaskGroup, services: RunServices, state: RunState, call: NestedCall) -> None:
-    """Start a recorded call as a task of `group`.
+def dispatch(
+    start: Callable[..., Any], services: RunServices, state: RunState, call: NestedCall
+) -> None:
+    """Start a recorded call as a new task (`start(fn, *args)`, see `tasks.NestedTasks`).
 
     Its cancel scope is created here rather than in the task, so `cancel_all` right after
     dispatch (an exec aborted at that moment) stops the call even if its task has not started
@@ -70,7 +72,7 @@ def dispatch(group: TaskGroup, services: RunServices, state: RunState, call: Nes
     call.cancel = anyio.CancelScope()
     call.services = services
     state.calls[call.request_id] = call
-    group.start_soon(run_nested, services, state, call)
+    start(run_nested, services, state, call)
 
 
 async def run_nested(services: RunServices, state: RunState, call: NestedCall) -> None:

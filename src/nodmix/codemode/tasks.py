@@ -1,0 +1,60 @@
+"""Where nested tool calls run: a task per call, owned by the engine.
+
+On asyncio (the gateway and the CLI) each call is a plain `asyncio` task: starting one costs a
+few microseconds, against ~40 µs for a task-group child, and a cell awaiting a hundred quick
+tools starts a hundred of them. Cancellation works as before (each call has its own anyio
+cancel scope, see `nested.dispatch`), and `cancel()` ends them all at shutdown. An unexpected
+exception is logged instead of tearing down the engine's task group. Other backends use the
+task group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import anyio
+import sniffio
+from anyio.abc import TaskGroup
+
+log = logging.getLogger("nodmix.codemode")
+
+
+class NestedTasks:
+    """The running nested calls of one engine."""
+
+    def __init__(self, group: TaskGroup) -> None:
+        """Start tasks in `group`'s event loop (call from inside it)."""
+        self._group = group
+        self._loop = (
+            asyncio.get_running_loop() if sniffio.current_async_library() == "asyncio" else None
+        )
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def start(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run `fn(*args)` as a new task (on the event loop thread)."""
+        if self._loop is None:
+            self._group.start_soon(fn, *args)
+            return
+        task = self._loop.create_task(fn(*args))
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a nested tool call task failed", exc_info=task.exception())
+
+    def cancel(self) -> None:
+        """Cancel every running task (shutdown); the task group's own are cancelled with it."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def wait(self) -> None:
+        """Wait until the tasks cancelled by `cancel()` have ended (shielded)."""
+        pending = list(self._tasks)
+        if pending:
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait(pending)
