@@ -40,6 +40,7 @@ from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
 from nodmix.codemode.results import ErrorCode, Result, delivered, returned
+from nodmix.codemode.run_results import run_completed, run_failed, run_failure
 from nodmix.codemode.runs import NestedCall, RunState, RunStore, RunStoreFull, SuspendedRun
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.codemode.source import prepare
@@ -56,27 +57,17 @@ from nodmix.codemode.steps import (
     settled_by,
 )
 from nodmix.codemode.tasks import NestedTasks
+from nodmix.codemode.wait_checks import wait_problem
 from nodmix.errors import RuntimeUnavailableError, SandboxError
 from nodmix.sandbox import (
     Completed,
     Failed,
-    FailureKind,
     Outcome,
     TypeScriptTransformError,
 )
 
 log = logging.getLogger("nodmix.codemode")
 _SWEEP_SECONDS = 1.0
-
-_FAILURE_CODES: dict[FailureKind, ErrorCode | None] = {
-    FailureKind.GUEST_ERROR: None,
-    FailureKind.TIMEOUT: "timeout",
-    FailureKind.MEMORY: "memory_limit_exceeded",
-    FailureKind.STALLED: None,
-    FailureKind.ABORTED: "aborted",
-    FailureKind.TRAP: "internal_error",
-    FailureKind.INTERNAL: "internal_error",
-}
 
 
 class CodeModeEngine:
@@ -144,7 +135,7 @@ class CodeModeEngine:
         )
         prepared = prepare(args, settings.languages)
         if prepared.error is not None:
-            return self._failed(state, prepared.error, prepared.code_kind)
+            return run_failed(state, prepared.error, prepared.code_kind)
         source, wrapped = prepared.code, False
         if prepared.language == "typescript":
             from nodmix.sandbox import transform_typescript
@@ -152,9 +143,9 @@ class CodeModeEngine:
             try:
                 source = await in_worker(transform_typescript, source)
             except TypeScriptTransformError as exc:
-                return self._failed(state, f"TypeScript: {exc}", "typescript_transform_failed")
+                return run_failed(state, f"TypeScript: {exc}", "typescript_transform_failed")
             except RuntimeUnavailableError as exc:
-                return self._failed(state, str(exc), "runtime_unavailable")
+                return run_failed(state, str(exc), "runtime_unavailable")
             wrapped = True
         handler = StepHandler(state)
         limits = limits_for(settings)
@@ -165,9 +156,9 @@ class CodeModeEngine:
                 ref, boot_and_run, ref, handler, limits, source, wrapped
             )
         except RuntimeUnavailableError as exc:
-            return self._failed(state, str(exc), "runtime_unavailable")
+            return run_failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
-            return self._failed(state, f"code mode sandbox failed: {exc}", "internal_error")
+            return run_failed(state, f"code mode sandbox failed: {exc}", "internal_error")
         except BaseException:
             cancel_all(state)  # the step may have dispatched calls through its fast lane
             raise
@@ -193,7 +184,7 @@ class CodeModeEngine:
             )
         run_id = run_id.strip()
         parked = self.store.get(run_id)
-        problem = self._check_wait(parked, run_id, services)
+        problem = wait_problem(self.store, parked, run_id, services.scope)
         if problem is not None:
             message, code = problem
             return results.failed(message, code, [], empty)
@@ -256,54 +247,10 @@ class CodeModeEngine:
                 if isinstance(exc, RuntimeUnavailableError)
                 else "internal_error"
             )
-            return self._failed(state, f"could not restore the code-mode run: {exc}", failure)
+            return run_failed(state, f"could not restore the code-mode run: {exc}", failure)
         finally:
             state.handoff = None
         return await self._guarded_drive(services, state, cell, outcome, deadline, ref.handoff)
-
-    def _check_wait(
-        self, parked: SuspendedRun | None, run_id: str, services: RunServices
-    ) -> tuple[str, ErrorCode] | None:
-        scope = services.scope
-        if parked is None:
-            ended = self.store.ended(run_id)
-            if ended is not None and ended[0].session_id == scope.session_id:
-                if ended[1] == "resumed":
-                    return (
-                        f"code mode run {run_id} was already resumed by another wait call; use "
-                        "that call's result (if it is waiting again, it has a new runId).",
-                        "invalid_input",
-                    )
-                if ended[1] == "aborted":
-                    return (
-                        f"code mode run {run_id} was aborted (its turn was cancelled) and "
-                        "cannot be resumed; start over with exec.",
-                        "aborted",
-                    )
-                return (
-                    f"code mode run {run_id} expired and was discarded; start over with exec.",
-                    "snapshot_expired",
-                )
-            return (
-                f"code mode run {run_id} is unavailable or expired. Only the runId of a "
-                '"waiting" exec/wait result in this conversation can be resumed; '
-                "start over with exec.",
-                "invalid_input",
-            )
-        own = parked.state.scope
-        if (own.agent_id, own.session_id) != (scope.agent_id, scope.session_id):
-            return (
-                f"code mode run {run_id} belongs to a different session and cannot be resumed "
-                "here; start a new program with exec.",
-                "invalid_input",
-            )
-        if parked.resuming:
-            return (
-                f"a wait for code mode run {run_id} is already in progress; wait for it to "
-                "return instead of calling wait again.",
-                "invalid_input",
-            )
-        return None
 
     # ---- stepping -------------------------------------------------------------------------
 
@@ -353,7 +300,7 @@ class CodeModeEngine:
             # Overflow first: the guest usually does not catch the rejection (`Promise.all`
             # rejects at once), and whatever it did next, none of the batch may run.
             if state.overflow:
-                return self._failed(
+                return run_failed(
                     state,
                     f"too many pending tool calls: at most "
                     f"{state.settings.max_pending_tool_calls} may be in flight at once, so none "
@@ -361,11 +308,11 @@ class CodeModeEngine:
                     "too_many_pending_tool_calls",
                 )
             if isinstance(outcome, Completed):
-                return self._completed(state, outcome)
+                return run_completed(state, outcome)
             if isinstance(outcome, Failed):
-                return self._from_failure(state, outcome)
+                return run_failure(state, outcome)
             if state.output_exceeded:
-                return self._failed(
+                return run_failed(
                     state, "code mode output limit exceeded.", "output_limit_exceeded"
                 )
             self._dispatch(services, state)
@@ -424,9 +371,9 @@ class CodeModeEngine:
         try:
             blob = await in_worker(cell.snapshot)
         except SandboxError as exc:
-            return self._failed(state, f"could not suspend the program: {exc}", "internal_error")
+            return run_failed(state, f"could not suspend the program: {exc}", "internal_error")
         if len(blob) > state.settings.max_snapshot_bytes:
-            return self._failed(
+            return run_failed(
                 state,
                 f"code mode snapshot limit exceeded: the suspended program needs {len(blob)} "
                 f"bytes, the limit is {state.settings.max_snapshot_bytes}. Keep less data in "
@@ -436,7 +383,7 @@ class CodeModeEngine:
         try:
             parked = self.store.park(state, blob, reason)
         except RunStoreFull:
-            return self._failed(
+            return run_failed(
                 state,
                 "too many suspended code mode runs; finish or abandon some first.",
                 "invalid_input",
@@ -451,39 +398,6 @@ class CodeModeEngine:
             state.output,
             state.catalog.telemetry(),
         )
-
-    # ---- results --------------------------------------------------------------------------
-
-    def _completed(self, state: RunState, outcome: Completed) -> Result:
-        cancel_all(state)
-        if state.output_exceeded:
-            return self._failed(state, "code mode output limit exceeded.", "output_limit_exceeded")
-        if len(outcome.value_json.encode()) > state.settings.max_output_bytes:
-            return self._failed(
-                state,
-                f"code mode output limit exceeded: the returned value is larger than "
-                f"{state.settings.max_output_bytes} bytes; return a summary instead.",
-                "output_limit_exceeded",
-            )
-        returned(state, len(outcome.value_json))
-        return results.completed(outcome.value(), state.output, state.catalog.telemetry())
-
-    def _from_failure(self, state: RunState, outcome: Failed) -> Result:
-        code = _FAILURE_CODES.get(outcome.kind)
-        message = outcome.message
-        if outcome.kind is FailureKind.GUEST_ERROR:
-            if message.startswith("SyntaxError"):
-                code = "invalid_input"
-            elif any(message.startswith(f"Error: {e}") for e in state.nested_errors):
-                code = "nested_tool_failed"
-        if state.output_exceeded:
-            code, message = "output_limit_exceeded", "code mode output limit exceeded."
-        return self._failed(state, message, code)
-
-    def _failed(self, state: RunState, message: str, code: ErrorCode | None) -> Result:
-        cancel_all(state)
-        returned(state, len(message))
-        return results.failed(message, code, state.output, state.catalog.telemetry())
 
     # ---- abort ----------------------------------------------------------------------------
 
