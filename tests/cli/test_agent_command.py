@@ -110,3 +110,20 @@ def test_verbose_flag_shows_the_traceback(isolated_state: Path) -> None:
     (isolated_state / "nodmix.json").write_text("{tools: {deny: 3}}", encoding="utf-8")
     done = _nodmix(isolated_state, "agent", "--local", "-m", "hi", "--verbose")
     assert done.returncode == 1 and "Traceback" in done.stderr
+
+
+def test_no_tools_sends_no_tools_even_with_code_mode_on(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model_server.base_url, "tools: { codeMode: true }")
+    model_server.respond = lambda request: ModelReply.text("a plain answer")
+    done = _nodmix(isolated_state, "agent", "--local", "--no-tools", "-m", "hi", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["reply"] == "a plain answer"
+    body = model_server.requests[-1].body
+    assert "tools" not in body or body["tools"] == []
+    # Without the flag, the same config gives the model exactly exec and wait.
+    again = _nodmix(isolated_state, "agent", "--local", "-m", "hi", "--json")
+    assert again.returncode == 0, again.stderr
+    names = [t["function"]["name"] for t in model_server.requests[-1].body["tools"]]
+    assert names == ["exec", "wait"]

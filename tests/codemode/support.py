@@ -259,6 +259,7 @@ async def build_harness(
     agent_id: str = "main",
     session_key: str | None = None,
     run_id: str = "run_test",
+    disable_tools: bool = False,
 ) -> Harness:
     """Build a run's tools the way `Runtime.run_turn` does, with real executor and session."""
     hooks = hooks if hooks is not None else Hooks()
@@ -283,6 +284,7 @@ async def build_harness(
             namespaces=namespaces,
             plugin_configs=plugin_configs or {},
             mcp=mcp,
+            disable_tools=disable_tools,
         )
     )
     return Harness(

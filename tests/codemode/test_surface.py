@@ -90,13 +90,14 @@ async def test_exec_and_wait_schemas_are_flat_and_follow_enabled_languages(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("tools_config", "agent_tools"),
+    ("tools_config", "agent_tools", "disable_tools"),
     [
-        (ToolsConfig(allow=[]), None),
-        (ToolsConfig(), AgentToolsConfig(allow=[])),
-        (ToolsConfig(deny=["*"]), None),
+        (ToolsConfig(allow=[]), None, False),
+        (ToolsConfig(), AgentToolsConfig(allow=[]), False),
+        (ToolsConfig(deny=["*"]), None, False),
+        (ToolsConfig(), None, True),
     ],
-    ids=["global-empty-allow", "agent-empty-allow", "everything-denied"],
+    ids=["global-empty-allow", "agent-empty-allow", "everything-denied", "disableTools"],
 )
 async def test_runs_without_tools_never_activate_code_mode(
     engine: CodeModeEngine,
@@ -104,6 +105,7 @@ async def test_runs_without_tools_never_activate_code_mode(
     workspace: Path,
     tools_config: ToolsConfig,
     agent_tools: AgentToolsConfig | None,
+    disable_tools: bool,
 ) -> None:
     harness = await build_harness(
         engine,
@@ -112,6 +114,7 @@ async def test_runs_without_tools_never_activate_code_mode(
         code_mode_config=True,
         tools_config=tools_config,
         agent_tools=agent_tools,
+        disable_tools=disable_tools,
     )
     assert harness.visible_names == []
     assert harness.tools.expected_tool_names is None and not harness.tools.code_mode

@@ -59,7 +59,7 @@ def test_openai_client_gets_plain_and_streamed_completions_and_a_wrong_token_get
 
 
 def test_agent_command_runs_through_the_gateway_with_the_local_json_shape(
-    configured: Path,
+    configured: Path, model_server: ScriptedModelServer
 ) -> None:
     workspace_file(configured, "notes.txt", "The ferry leaves at 9:40.")
     local = run_nodmix(configured, "agent", "--local", "-m", "read notes.txt", "--json")
@@ -80,6 +80,10 @@ def test_agent_command_runs_through_the_gateway_with_the_local_json_shape(
         refused = run_nodmix(
             configured, "agent", "-m", "hi", "--url", gateway.url, "--token", "wrong"
         )
+        bare = run_nodmix(
+            configured, "agent", "--no-tools", "-m", "hi", "--url", gateway.url, "--token", TOKEN
+        )
+        bare_request = model_server.requests[-1].request
         gateway.stop()
     assert local.returncode == 0 and remote.returncode == 0, remote.stderr
     local_out, remote_out = json.loads(local.stdout), json.loads(remote.stdout)
@@ -89,6 +93,8 @@ def test_agent_command_runs_through_the_gateway_with_the_local_json_shape(
     assert [c["name"] for c in remote_out["toolCalls"]] == ["read"]
     assert streamed.returncode == 0 and streamed.stdout == "hello there\n"
     assert refused.returncode == 1
+    assert bare.returncode == 0, bare.stderr
+    assert bare_request.tools == []  # `--no-tools` reached the gateway as `disableTools`
     assert refused.stderr.strip().splitlines() == [
         f"nodmix: error: the gateway at {gateway.url} rejected the token: "
         "pass --token or set NODMIX_GATEWAY_TOKEN"

@@ -89,6 +89,20 @@ async def test_tool_activity_stays_inside_and_only_the_final_answer_is_returned(
     assert len(model_server.requests) == 2  # the tool round trip happened in the gateway
 
 
+async def test_tool_choice_none_runs_the_turn_without_the_agents_tools(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    model_server.respond = lambda request: ModelReply.text("no tools needed")
+    async with asgi_client() as client:
+        response = await client.post(
+            "/v1/chat/completions", json=_chat("read notes.txt", tool_choice="none")
+        )
+        assert response.json()["choices"][0]["message"]["content"] == "no tools needed"
+        assert model_server.requests[-1].request.tools == []
+        await client.post("/v1/chat/completions", json=_chat("read notes.txt"))
+    assert "read" in [t.name for t in model_server.requests[-1].request.tools]
+
+
 async def test_user_field_keeps_one_session_across_requests(
     configured: Path, model_server: ScriptedModelServer
 ) -> None:

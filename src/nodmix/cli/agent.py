@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--agent", dest="agent_id", help="agent id (default: main)")
     p.add_argument("--session-key", help="session key, e.g. agent:main:work or just work")
     p.add_argument("--model", help="model for this turn, provider/model")
+    p.add_argument(
+        "--no-tools", action="store_true", help="no tools for this run: the model just answers"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object with the outcome")
     p.add_argument("--url", help="gateway URL (default: from config, http://127.0.0.1:18789)")
     p.add_argument("--token", help="gateway token (default: NODMIX_GATEWAY_TOKEN or config)")
@@ -64,6 +67,7 @@ async def _one_turn(args: argparse.Namespace) -> int:
                 session_key=args.session_key,
                 emit=printer,
                 model=args.model,
+                disable_tools=args.no_tools,
             )
 
         interrupted = await _cancellable(turn)
@@ -109,7 +113,12 @@ async def _chat(args: argparse.Namespace) -> int:
             async def turn(text: str = text, printer: EventPrinter = printer) -> None:
                 nonlocal outcome
                 outcome = await runtime.submit(
-                    text, agent_id=agent.id, session_key=key, emit=printer, model=args.model
+                    text,
+                    agent_id=agent.id,
+                    session_key=key,
+                    emit=printer,
+                    model=args.model,
+                    disable_tools=args.no_tools,
                 )
 
             try:

@@ -101,6 +101,7 @@ class Gateway:
         origin: str,
         model: str | None = None,
         seed: Callable[[], Awaitable[None]] | None = None,
+        disable_tools: bool = False,
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -113,7 +114,12 @@ class Gateway:
             if seed is not None:
                 await seed()
             return await runtime.submit(
-                text, agent_id=agent.id, session_key=session_key, emit=emit, model=model
+                text,
+                agent_id=agent.id,
+                session_key=session_key,
+                emit=emit,
+                model=model,
+                disable_tools=disable_tools,
             )
 
         return self.runs.start(body, agent_id=agent.id, session_key=session_key, origin=origin)

@@ -201,6 +201,8 @@ def _params(args: argparse.Namespace, message: str) -> dict[str, Any]:
         value = getattr(args, attr, None)
         if value:
             params[key] = value
+    if getattr(args, "no_tools", False):
+        params["disableTools"] = True
     return params
 
 

@@ -93,6 +93,7 @@ async def chat_completions(request: Request) -> Response:
             emit=emit,
             origin="http",
             seed=seed_session if note or history else None,
+            disable_tools=chat.disable_tools,
         )
 
     headers = {SESSION_HEADER: key}

@@ -50,7 +50,8 @@ class ChatRequest(msgspec.Struct, kw_only=True):
     """The parts of a chat-completions request the gateway honours.
 
     Sampling knobs (`temperature`, `max_tokens`, ...) and `tools` are accepted and ignored:
-    the agent's own configuration decides them.
+    the agent's own configuration decides them. `tool_choice: "none"` runs the turn without
+    any of the agent's tools.
     """
 
     model: str
@@ -58,6 +59,12 @@ class ChatRequest(msgspec.Struct, kw_only=True):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
+    tool_choice: Any = None
+
+    @property
+    def disable_tools(self) -> bool:
+        """The client asked for an answer without tool use."""
+        return bool(self.tool_choice == "none")
 
     @property
     def include_usage(self) -> bool:

@@ -94,6 +94,7 @@ async def agent(conn: Connection, req_id: str | int, params: dict[str, Any]) -> 
         emit=emit,
         origin="ws",
         model=_param(params, "model", str),
+        disable_tools=bool(_param(params, "disableTools", bool)),
     )
     bind(run)
     accepted = {"kind": "accepted", "sessionKey": key, "agentId": profile.id, "queued": queued}

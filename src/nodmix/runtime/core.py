@@ -299,6 +299,7 @@ class Runtime:
         session_key: str | None = None,
         emit: EventSink = discard,
         model: str | None = None,
+        disable_tools: bool = False,
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn."""
         stripped = text.strip()
@@ -317,7 +318,12 @@ class Runtime:
                 data=done.to_json(),
             )
         return await self.run_turn(
-            text, agent_id=agent_id, session_key=session_key, emit=emit, model=model
+            text,
+            agent_id=agent_id,
+            session_key=session_key,
+            emit=emit,
+            model=model,
+            disable_tools=disable_tools,
         )
 
     def new_session(
@@ -373,8 +379,13 @@ class Runtime:
         session_key: str | None = None,
         emit: EventSink = discard,
         model: str | None = None,
+        disable_tools: bool = False,
     ) -> TurnOutcome:
-        """Run one agent turn on a session; a second turn on the same session waits."""
+        """Run one agent turn on a session; a second turn on the same session waits.
+
+        `disable_tools` runs the turn with no tools at all (the model just answers); code mode
+        then stays off too.
+        """
         agent = self.agent(agent_id)
         key = self.session_key(agent, session_key)
         refs = self.model_refs(agent, model)
@@ -398,6 +409,7 @@ class Runtime:
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
                         mcp=self.services.get("mcp"),
+                        disable_tools=disable_tools,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)

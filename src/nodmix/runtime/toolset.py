@@ -53,12 +53,14 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     """Registered plugin namespaces as `(plugin id, registration)`."""
     plugin_configs: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
     mcp: MCPAccess | None = None
+    disable_tools: bool = False
+    """A run that asked for no tools at all (`--no-tools`, `disableTools`, `tool_choice: none`)."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     """Effective tools after policy; the code-mode surface when it is enabled and tools exist."""
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
-    if policy.disables_tools:
+    if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
     candidates: list[Tool] = list(core_tools(inputs.tools_config))
     for source in inputs.sources:
@@ -66,7 +68,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     candidates.extend(inputs.extra_tools)
     effective = policy.filter(candidates)
     settings = resolve_settings(inputs.agent.code_mode)
-    if not is_active(settings, tools_disabled=False, tool_count=len(effective)):
+    if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
         return RunTools(visible=tuple(effective))
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
