@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from nodmix.errors import SessionError
-from nodmix.messages import Usage
+from nodmix.messages import Usage, user_message
 from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.manager import SessionManager
 from nodmix.sessions.transcript import Transcript
@@ -293,3 +293,25 @@ def test_turn_locks_are_shared_per_key_while_in_use(isolated_state: Path) -> Non
     lock = manager.turn_lock("work")
     assert manager.turn_lock("agent:main:work") is lock
     assert manager.turn_lock("other") is not lock
+
+
+@pytest.mark.anyio
+async def test_archive_moves_transcripts_aside_and_skips_a_session_in_a_turn(
+    isolated_state: Path,
+) -> None:
+    manager = SessionManager(isolated_state)
+    idle = manager.open("idle")
+    idle.append_message(user_message("hello"))
+    busy = manager.open("busy")
+    async with manager.turn_lock("busy"):
+        archived = manager.archive("main", ["agent:main:idle", "agent:main:busy", "agent:main:x"])
+    assert archived == ["agent:main:idle"]
+    assert [s.key for s in manager.list_sessions("main")] == ["agent:main:busy"]
+    moved = idle.transcript.path.parent / "archive" / idle.transcript.path.name
+    assert moved.is_file() and not idle.transcript.path.exists()
+    assert "hello" in moved.read_text(encoding="utf-8")
+    assert busy.transcript.path.exists()
+    # The key is free again: opening it starts a new session, the archived file stays.
+    again = manager.open("idle")
+    assert again.session_id != idle.session_id and moved.is_file()
+    manager.close()

@@ -8,7 +8,7 @@ resolves its default (and clamps it), which is what lets per-agent sections merg
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -252,12 +252,21 @@ class GatewayAuthConfig(Section, frozen=True):
     """A literal token or `${ENV_VAR}`; `NODMIX_GATEWAY_TOKEN` also works."""
 
 
+class GatewayOpenAIConfig(Section, frozen=True):
+    """`gateway.openai`: the OpenAI-compatible API."""
+
+    stateless_sessions_kept: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """How many one-shot sessions (requests that name no session) each agent keeps in its
+    session list; older ones are archived to `sessions/archive/`. Default 500."""
+
+
 class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
     port: int | None = None
     bind: str | None = None
     auth: GatewayAuthConfig = GatewayAuthConfig()
+    openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
 
 
 class NodmixConfig(Section, frozen=True):

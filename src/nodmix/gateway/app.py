@@ -31,6 +31,7 @@ from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
+from nodmix.gateway.stateless import StatelessSessions
 from nodmix.runtime import Runtime
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
@@ -48,6 +49,7 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
+        self.stateless = StatelessSessions(runtime)
         self.watcher = ConfigWatcher(
             runtime.loaded, env=runtime.env, poll_seconds=settings.config_poll_seconds
         )
@@ -102,6 +104,7 @@ class Gateway:
         model: str | None = None,
         seed: Callable[[], Awaitable[None]] | None = None,
         disable_tools: bool = False,
+        after: Callable[[], object] | None = None,
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -111,16 +114,20 @@ class Gateway:
         runtime = self.runtime
 
         async def body() -> Any:
-            if seed is not None:
-                await seed()
-            return await runtime.submit(
-                text,
-                agent_id=agent.id,
-                session_key=session_key,
-                emit=emit,
-                model=model,
-                disable_tools=disable_tools,
-            )
+            try:
+                if seed is not None:
+                    await seed()
+                return await runtime.submit(
+                    text,
+                    agent_id=agent.id,
+                    session_key=session_key,
+                    emit=emit,
+                    model=model,
+                    disable_tools=disable_tools,
+                )
+            finally:
+                if after is not None:
+                    after()
 
         return self.runs.start(body, agent_id=agent.id, session_key=session_key, origin=origin)
 

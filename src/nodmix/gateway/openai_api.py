@@ -34,12 +34,12 @@ from nodmix.gateway.openai_mapping import (
     Completion,
     agent_of_model,
     finish_reason,
-    fresh_session_name,
     parse_request,
     prompt_text,
     seed,
 )
 from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.stateless import fresh_session_name
 from nodmix.messages import Usage
 from nodmix.runtime import CommandOutcome, TurnOutcome
 
@@ -94,6 +94,7 @@ async def chat_completions(request: Request) -> Response:
             origin="http",
             seed=seed_session if note or history else None,
             disable_tools=chat.disable_tools,
+            after=None if named else lambda: gateway.stateless.created(agent.id),
         )
 
     headers = {SESSION_HEADER: key}

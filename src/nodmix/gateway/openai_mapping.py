@@ -153,11 +153,6 @@ def seed(request: ChatRequest) -> tuple[str | None, list[Message]]:
     return note, history
 
 
-def fresh_session_name() -> str:
-    """The session name of a request that named none."""
-    return f"openai:{uuid.uuid4().hex[:20]}"
-
-
 class Completion:
     """Builds the response objects of one completion (shared id, model and timestamp)."""
 

@@ -19,7 +19,7 @@ import logging
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -43,7 +43,12 @@ from nodmix.sessions.store import (
     StoreData,
     new_session_entry,
 )
-from nodmix.sessions.transcript import Transcript, count_messages, transcript_file_name
+from nodmix.sessions.transcript import (
+    Transcript,
+    count_messages,
+    move_to_archive,
+    transcript_file_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -261,6 +266,31 @@ class SessionManager:
         while self._cache:
             _, session = self._cache.popitem(last=False)
             session.transcript.close()
+
+    def archive(self, agent_id: str, keys: Iterable[str]) -> list[str]:
+        """Take sessions out of the agent's list: their store entries go, their transcripts
+        move to `sessions/archive/` (kept on disk, never deleted). Sessions with a turn
+        running in this process are left alone. Returns the keys archived.
+
+        Raises:
+            SessionError: the store is corrupt or locked.
+        """
+        if self.read_only:
+            raise SessionError("cannot archive sessions: the session manager is read-only")
+        wanted = [k for k in keys if not self.turn_lock(k).locked()]
+
+        def drop(data: StoreData) -> dict[str, SessionEntry]:
+            return {k: data.pop(k) for k in wanted if k in data}
+
+        gone = self.store(agent_id).update(drop, sync=False)
+        directory = sessions_dir(self.state_dir, agent_id)
+        for key, entry in gone.items():
+            cached = self._cache.pop(key, None)
+            if cached is not None:
+                self._pending.pop(id(cached), None)
+                cached.transcript.close()
+            move_to_archive(directory, entry.session_file)
+        return list(gone)
 
     # ---- listing ------------------------------------------------------------------------------
 

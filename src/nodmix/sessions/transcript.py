@@ -66,6 +66,33 @@ def transcript_file_name(session_id: str) -> str:
     return f"{session_id}.jsonl"
 
 
+ARCHIVE_DIR = "archive"
+
+
+def move_to_archive(directory: Path, file_name: str) -> Path | None:
+    """Move a transcript file into the `archive/` folder next to it.
+
+    Returns the new path, or None when the file is gone already. A name taken in the archive
+    is never overwritten: the file then keeps a numbered name.
+    """
+    source = directory / Path(file_name).name
+    target_dir = directory / ARCHIVE_DIR
+    target_dir.mkdir(exist_ok=True)
+    target = target_dir / source.name
+    for n in range(1, 1000):
+        try:
+            os.link(source, target)  # unlike rename, never replaces a file already there
+            break
+        except FileExistsError:
+            target = target_dir / f"{source.stem}.{n}{source.suffix}"
+        except FileNotFoundError:
+            return None
+    else:  # pragma: no cover - a thousand archived files with one name
+        raise TranscriptError(f"{source}: no free name in {target_dir}")
+    source.unlink()
+    return target
+
+
 class Transcript:
     """The entries of one session, loaded from and appended to its JSONL file."""
 
