@@ -1,4 +1,5 @@
-"""Transcript benchmarks: append latency, loading a 100k-entry transcript, idle session memory.
+"""Session benchmarks: append latency, loading a 100k-entry transcript, idle session memory, and
+creating sessions in a store that already holds thousands.
 
 Run from the repository root:
 
@@ -189,6 +190,24 @@ def bench_idle_memory(directory: Path, sessions: int, turns: int) -> dict[str, A
     }
 
 
+def bench_create(directory: Path, sessions: int) -> dict[str, Any]:
+    """Open new sessions (store entry + transcript file) into a store that keeps growing:
+    the median for the first 100 and for the last 100, so a cost that grows with the store
+    shows up."""
+    manager = SessionManager(directory / "create", durable=True)
+    times: list[float] = []
+    for i in range(sessions):
+        start = time.perf_counter()
+        manager.open(f"openai:{i:020x}")
+        times.append((time.perf_counter() - start) * 1000)
+    manager.close()
+    return {
+        "sessions": sessions,
+        "first_100_median_ms": statistics.median(times[:100]),
+        "last_100_median_ms": statistics.median(times[-100:]),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks, print a table and write the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -196,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=20_000)
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--turns", type=int, default=3, help="turns per short session")
+    parser.add_argument("--create", type=int, default=3000, help="sessions to create")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -204,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         append = bench_append(directory, args.appends)
         load = bench_load(directory, args.entries)
         memory = bench_idle_memory(directory, args.sessions, args.turns)
+        create = bench_create(directory, args.create)
 
     rows = [
         (
@@ -230,6 +251,13 @@ def main(argv: list[str] | None = None) -> int:
             f"≤ {TARGET_IDLE_KB:.0f} KB",
             memory["idle_kb_per_session"] <= TARGET_IDLE_KB,
         ),
+        (
+            "open a new session (store entry + transcript), first / last 100 of "
+            f"{create['sessions']:,}",
+            f"{create['first_100_median_ms']:.3f} / {create['last_100_median_ms']:.3f} ms",
+            "-",
+            None,
+        ),
     ]
     print("| benchmark | result | target | ok |")
     print("|---|---|---|---|")
@@ -245,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         "append": append,
         "load": load,
         "idle_memory": memory,
+        "create": create,
         "targets": {
             "append_median_ms": TARGET_APPEND_MS,
             "load_s": TARGET_LOAD_S,

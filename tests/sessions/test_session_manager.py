@@ -12,7 +12,7 @@ from nodmix.errors import SessionError
 from nodmix.messages import Usage, user_message
 from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.manager import SessionManager
-from nodmix.sessions.transcript import Transcript
+from nodmix.sessions.transcript import Transcript, move_to_archive
 from tests.sessions.sessions_builders import assistant, result, user
 
 
@@ -296,7 +296,7 @@ def test_turn_locks_are_shared_per_key_while_in_use(isolated_state: Path) -> Non
 
 
 @pytest.mark.anyio
-async def test_archive_moves_transcripts_aside_and_skips_a_session_in_a_turn(
+async def test_archive_unlists_sessions_and_skips_a_session_in_a_turn(
     isolated_state: Path,
 ) -> None:
     manager = SessionManager(isolated_state)
@@ -305,9 +305,10 @@ async def test_archive_moves_transcripts_aside_and_skips_a_session_in_a_turn(
     busy = manager.open("busy")
     async with manager.turn_lock("busy"):
         archived = manager.archive("main", ["agent:main:idle", "agent:main:busy", "agent:main:x"])
-    assert archived == ["agent:main:idle"]
+    assert archived == {"agent:main:idle": idle.transcript.path}
     assert [s.key for s in manager.list_sessions("main")] == ["agent:main:busy"]
-    moved = idle.transcript.path.parent / "archive" / idle.transcript.path.name
+    moved = move_to_archive(idle.transcript.path)
+    assert moved == idle.transcript.path.parent / "archive" / idle.transcript.path.name
     assert moved.is_file() and not idle.transcript.path.exists()
     assert "hello" in moved.read_text(encoding="utf-8")
     assert busy.transcript.path.exists()
@@ -315,3 +316,14 @@ async def test_archive_moves_transcripts_aside_and_skips_a_session_in_a_turn(
     again = manager.open("idle")
     assert again.session_id != idle.session_id and moved.is_file()
     manager.close()
+
+
+def test_move_to_archive_never_overwrites_an_archived_file(isolated_state: Path) -> None:
+    directory = isolated_state / "sessions"
+    (directory / "archive").mkdir(parents=True)
+    (directory / "archive" / "s.jsonl").write_text("older\n")
+    (directory / "s.jsonl").write_text("newer\n")
+    moved = move_to_archive(directory / "s.jsonl")
+    assert moved == directory / "archive" / "s.1.jsonl" and moved.read_text() == "newer\n"
+    assert (directory / "archive" / "s.jsonl").read_text() == "older\n"
+    assert move_to_archive(directory / "s.jsonl") is None  # already gone

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,8 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
-        self.stateless = StatelessSessions(runtime)
+        self.stateless = StatelessSessions(runtime, self._start_background)
+        self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
             runtime.loaded, env=runtime.env, poll_seconds=settings.config_poll_seconds
         )
@@ -60,11 +61,21 @@ class Gateway:
     async def serving(self) -> AsyncIterator[Gateway]:
         """Accept turns (and watch the config) inside the block; drain turns on exit."""
         async with anyio.create_task_group() as group:
+            self._group = group
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             async with self.runs.running(self.settings.grace_seconds):
                 yield self
+            self._group = None
             group.cancel_scope.cancel()
+
+    def _start_background(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> bool:
+        """Start housekeeping nobody waits for (shutdown waits for it); False when the gateway
+        is not serving, and the caller should do the work itself."""
+        if self._group is None:
+            return False
+        self._group.start_soon(fn, *args)
+        return True
 
     # ---- agents and sessions ------------------------------------------------------------------
 

@@ -2,10 +2,11 @@
 
 A stateless client (a script, a chat front end that resends the whole history) gets a fresh
 session per request. They are real sessions with transcripts, but a busy client would bury an
-agent's session list under them, so each agent keeps the newest `gateway.openai.
-statelessSessionsKept` (default 500) listed and archives the rest: the store entry goes, the
-transcript moves to `sessions/archive/` and stays on disk. Pruning runs in batches, so a
-request pays for it about once every `keep / 10` requests.
+agent's session list under them (and, on ext4, creating a file gets slower as its directory
+fills up), so each agent keeps the newest `gateway.openai.statelessSessionsKept` (default 500)
+listed and archives the rest: the store entry goes at once, and a background worker thread
+moves the transcripts to `sessions/archive/`, where they stay. Pruning runs in batches, about
+once every `keep / 10` one-shot requests.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Final
+
+import anyio.to_thread
 
 from nodmix.errors import NodmixError
 from nodmix.runtime import Runtime
+from nodmix.sessions.transcript import move_to_archive
 
 log = logging.getLogger("nodmix.gateway")
 
@@ -39,9 +45,11 @@ def is_stateless_key(key: str, agent_id: str) -> bool:
 class StatelessSessions:
     """Counts one-shot sessions per agent and archives the oldest beyond the limit."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        """Prune `runtime`'s sessions as its config says."""
+    def __init__(self, runtime: Runtime, background: Callable[..., bool]) -> None:
+        """Prune `runtime`'s sessions as its config says; `background(fn, *args)` starts the
+        file moves without anyone waiting for them, or returns False (then they run here)."""
         self._runtime = runtime
+        self._background = background
         self._counts: dict[str, int] = {}
 
     @property
@@ -81,5 +89,20 @@ class StatelessSessions:
         archived = self._runtime.sessions.archive(agent_id, excess)
         self._counts[agent_id] = len(keys) - len(archived)
         if archived:
-            log.info("archived %d one-shot sessions of %s", len(archived), agent_id)
-        return archived
+            log.info("archiving %d one-shot sessions of %s", len(archived), agent_id)
+            paths = list(archived.values())
+            if not self._background(_move_in_worker, paths):
+                _move(paths)
+        return list(archived)
+
+
+def _move(paths: list[Path]) -> None:
+    for path in paths:
+        try:
+            move_to_archive(path)
+        except OSError:
+            log.warning("could not move %s to the archive", path, exc_info=True)
+
+
+async def _move_in_worker(paths: list[Path]) -> None:
+    await anyio.to_thread.run_sync(_move, paths)

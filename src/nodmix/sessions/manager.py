@@ -32,6 +32,7 @@ from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.keys import (
     SessionKey,
     is_agent_id,
+    parse_session_key,
     resolve_session_key,
     validate_agent_id,
 )
@@ -46,7 +47,6 @@ from nodmix.sessions.store import (
 from nodmix.sessions.transcript import (
     Transcript,
     count_messages,
-    move_to_archive,
     transcript_file_name,
 )
 
@@ -267,10 +267,13 @@ class SessionManager:
             _, session = self._cache.popitem(last=False)
             session.transcript.close()
 
-    def archive(self, agent_id: str, keys: Iterable[str]) -> list[str]:
-        """Take sessions out of the agent's list: their store entries go, their transcripts
-        move to `sessions/archive/` (kept on disk, never deleted). Sessions with a turn
-        running in this process are left alone. Returns the keys archived.
+    def archive(self, agent_id: str, keys: Iterable[str]) -> dict[str, Path]:
+        """Take sessions out of the agent's list: their store entries go and their cached
+        transcripts close. Sessions with a turn running in this process are left alone.
+
+        Returns the archived keys with their transcript files, which the caller hands to
+        `move_to_archive` (from any thread: moving many files into a large directory takes
+        a while, and nothing else uses these files any more).
 
         Raises:
             SessionError: the store is corrupt or locked.
@@ -283,14 +286,14 @@ class SessionManager:
             return {k: data.pop(k) for k in wanted if k in data}
 
         gone = self.store(agent_id).update(drop, sync=False)
-        directory = sessions_dir(self.state_dir, agent_id)
+        files: dict[str, Path] = {}
         for key, entry in gone.items():
             cached = self._cache.pop(key, None)
             if cached is not None:
                 self._pending.pop(id(cached), None)
                 cached.transcript.close()
-            move_to_archive(directory, entry.session_file)
-        return list(gone)
+            files[key] = self._transcript_path(parse_session_key(key), entry.session_file)
+        return files
 
     # ---- listing ------------------------------------------------------------------------------
 

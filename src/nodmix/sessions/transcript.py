@@ -69,14 +69,13 @@ def transcript_file_name(session_id: str) -> str:
 ARCHIVE_DIR = "archive"
 
 
-def move_to_archive(directory: Path, file_name: str) -> Path | None:
+def move_to_archive(source: Path) -> Path | None:
     """Move a transcript file into the `archive/` folder next to it.
 
     Returns the new path, or None when the file is gone already. A name taken in the archive
     is never overwritten: the file then keeps a numbered name.
     """
-    source = directory / Path(file_name).name
-    target_dir = directory / ARCHIVE_DIR
+    target_dir = source.parent / ARCHIVE_DIR
     target_dir.mkdir(exist_ok=True)
     target = target_dir / source.name
     for n in range(1, 1000):
