@@ -103,6 +103,16 @@ def test_resume_delivers_several_results_and_pumps_in_one_step(
     assert cell.resume([(second, True, '"2"')]) == Completed('"123"')
 
 
+def test_a_large_delivery_arrives_whole(boot: Callable[..., Cell]) -> None:
+    cell = boot()
+    outcome = cell.run("const v = await host.request('slow', 1); return [v.length, v.at(-1)]")
+    assert isinstance(outcome, Pending)
+    text = "é" * 150_000 + "!"  # ~900 KB of JSON: copied in without holding the GIL
+    assert cell.resume([(outcome.request_ids[0], True, json.dumps(text))]) == Completed(
+        '[150001,"!"]'
+    )
+
+
 def test_resume_with_a_bad_id_delivers_nothing(boot: Callable[..., Cell]) -> None:
     cell = boot()
     outcome = cell.run(

@@ -58,6 +58,8 @@ _SCRATCH_TEXT_MAX: Final = _SCRATCH_SIZE - _SCRATCH_TEXT - 1
 
 _bytecode = BytecodeCache(16)
 #: Exports that only inspect, box, copy or free values: no guest code, no parsing, no GC run.
+#: They keep the GIL (see `wasm.Exports`); copies larger than `_QUICK_MAX_BYTES` release it.
+_QUICK_MAX_BYTES: Final = 64 << 10
 _QUICK_EXPORTS: Final = frozenset(
     {
         "qjs_is_exception",
@@ -242,7 +244,10 @@ class VM:
             self.x.wasm_free(ptr)
 
     def _new_string_checked(self, ptr: int, size: int) -> int:
-        handle = self.x.qjs_new_string(ptr, size)
+        new_string = self.x.qjs_new_string
+        if size > _QUICK_MAX_BYTES:  # copying it takes long enough to let other threads run
+            new_string = self.x.releasing("qjs_new_string")
+        handle = new_string(ptr, size)
         if self.x.qjs_is_exception(handle):
             self.x.qjs_free_value(handle)
             raise GuestThrow(self.x.qjs_get_exception())

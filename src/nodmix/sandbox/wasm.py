@@ -329,6 +329,21 @@ class Exports:
         return value
 
     def __getattr__(self, name: str) -> WasmFunc:
+        bound = self._bind(name, hold_gil=name in self._quick)
+        setattr(self, name, bound)  # later lookups skip __getattr__
+        return bound
+
+    def releasing(self, name: str) -> WasmFunc:
+        """Export `name` bound so that it always releases the GIL (for a `quick` export given
+        a large input, whose work then grows with its size)."""
+        attr = f"_releasing_{name}"
+        bound: WasmFunc | None = self.__dict__.get(attr)
+        if bound is None:
+            bound = self._bind(name, hold_gil=False)
+            setattr(self, attr, bound)
+        return bound
+
+    def _bind(self, name: str, *, hold_gil: bool) -> WasmFunc:
         value = self.extern(name)
         if not isinstance(value, wasmtime.Func):
             raise AttributeError(f"export {name!r} is not a function")
@@ -338,12 +353,9 @@ class Exports:
             try:
                 if signature is None:
                     signature = self._signatures[name] = Signature(value, self._store)
-                bound = FastFunc(
-                    value, self._store, self._owner, signature, hold_gil=name in self._quick
-                )
+                bound = FastFunc(value, self._store, self._owner, signature, hold_gil=hold_gil)
             except TypeError:
                 pass  # an exotic signature: keep the public-API call
-        setattr(self, name, bound)  # later lookups skip __getattr__
         return bound
 
 
