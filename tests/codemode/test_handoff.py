@@ -227,3 +227,45 @@ async def test_an_error_while_delivering_stops_the_lane_and_is_kept_for_the_engi
     await wait_until(finished.is_set, "the worker to give up")
     thread.join()
     assert isinstance(handoff.error, OSError)
+
+
+@pytest.mark.anyio
+async def test_a_call_that_finishes_during_dispatch_is_handed_over_without_deadlock() -> None:
+    # With an eager task factory, a quick tool can run to its end inside `dispatch`; its
+    # `offer()` then re-enters the handoff on the loop thread.
+    loop, state = HeldLoop(), _state()
+    handoff: Handoff
+
+    def dispatch_and_finish_at_once() -> None:
+        _settled_call(state, 1)
+        handoff.offer()
+
+    def deliveries(settled: list[NestedCall]) -> list[tuple[int, bool, str]]:
+        for call in settled:
+            state.calls.pop(call.request_id)
+        return [(c.request_id, True, '"done"') for c in settled]
+
+    handoff = Handoff(
+        loop,  # type: ignore[arg-type]
+        state,
+        dispatch_and_finish_at_once,
+        deliveries,
+        deadline=time.monotonic() + 60,
+        window=60.0,
+    )
+    pumped: list[list[tuple[int, bool, str]]] = []
+
+    def pump(cell: object, items: list[tuple[int, bool, str]]) -> object:
+        pumped.append(items)
+        return "completed"
+
+    results: list[object] = []
+    thread = threading.Thread(
+        target=lambda: results.append(handoff.drive(object(), Pending((1,)), pump))  # type: ignore[arg-type]
+    )
+    thread.start()
+    await wait_until(lambda: bool(loop.callbacks), "the worker to ask the loop")
+    loop.run_pending()
+    await wait_until(lambda: bool(results), "the worker to finish")
+    thread.join()
+    assert pumped == [[(1, True, '"done"')]] and results == ["completed"]

@@ -58,7 +58,10 @@ class Handoff:
         self._deliveries = deliveries
         self._deadline = deadline
         self._window = window
-        self._lock = threading.Lock()
+        # Reentrant: with an eager task factory a quick call can finish inside `dispatch`,
+        # and its `offer()` then comes back in on the same thread (see `_dispatching`).
+        self._lock = threading.RLock()
+        self._dispatching = False
         self._ready = threading.Event()
         self._items: list[Delivery] | None = None
         self._waiting = False
@@ -117,14 +120,18 @@ class Handoff:
         with self._lock:
             if self._closed or not self._waiting:
                 return
-            self._guarded(self._dispatch)
+            self._dispatching = True
+            try:
+                self._guarded(self._dispatch)
+            finally:
+                self._dispatching = False
             self._offer()
 
     def offer(self) -> None:
         """A nested call settled (called on the loop): hand the results to a waiting worker."""
         with self._lock:
-            if not self._closed and self._waiting:
-                self._offer()
+            if not self._closed and self._waiting and not self._dispatching:
+                self._offer()  # (while dispatching, `_on_loop` offers once it is done)
 
     def _offer(self) -> None:
         if self._items is not None or self.error is not None:
