@@ -94,6 +94,7 @@ class CodeModeEngine:
             cancel_all(run.state)
         if self._tasks is not None:
             self._tasks.cancel()
+        self._tasks = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[CodeModeEngine]:
@@ -105,7 +106,6 @@ class CodeModeEngine:
             finally:
                 tasks = self._tasks
                 self.shutdown()
-                self._tasks = None
                 if tasks is not None:
                     await tasks.wait()
                 group.cancel_scope.cancel()
