@@ -15,6 +15,7 @@ import pytest
 import nodmix.sandbox
 from nodmix.catalog import RunCatalog
 from nodmix.codemode import CodeModeEngine
+from nodmix.codemode import handoff as handoff_module
 from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.settings import resolve_settings
@@ -42,8 +43,14 @@ def worker_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.anyio
 async def test_quick_tool_results_are_delivered_inside_the_same_worker_step(
-    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, worker_steps: list[str]
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    worker_steps: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A generous window, so a loaded test machine cannot turn "quick" into "slow".
+    monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 5.0)
     h = await build_harness(engine, sessions, workspace, extra_tools=[text_tool("lookup")])
     code = "let n = 0; for (let i = 0; i < 20; i++) { await tools.lookup({ i }); n++ } return n"
     result = await h.exec(code)
@@ -56,7 +63,11 @@ async def test_quick_tool_results_are_delivered_inside_the_same_worker_step(
 
 @pytest.mark.anyio
 async def test_a_call_slower_than_the_window_goes_back_through_the_event_loop(
-    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, worker_steps: list[str]
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    worker_steps: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     release = anyio.Event()
 
@@ -64,13 +75,21 @@ async def test_a_call_slower_than_the_window_goes_back_through_the_event_loop(
         await release.wait()
         return ToolResult.text("late", details={"late": True})
 
+    gave_up = threading.Event()
+    exchange = Handoff._exchange
+
+    def observed(self: Handoff) -> Any:
+        items = exchange(self)
+        if items is None:
+            gave_up.set()
+        return items
+
+    monkeypatch.setattr(Handoff, "_exchange", observed)
     h = await build_harness(engine, sessions, workspace, extra_tools=[make_tool("slow", slow)])
     async with anyio.create_task_group() as group:
 
         async def release_after_the_worker_gave_up() -> None:
-            # The worker waits at most a few milliseconds; release well after that.
-            await wait_until(lambda: len(h.started()) == 1, "the slow call to start")
-            await anyio.sleep(0.05)
+            await wait_until(gave_up.is_set, "the worker to give up waiting")
             release.set()
 
         group.start_soon(release_after_the_worker_gave_up)

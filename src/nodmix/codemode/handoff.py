@@ -48,16 +48,17 @@ class Handoff:
         dispatch: Callable[[], None],
         deliveries: Callable[[list[NestedCall]], list[Delivery]],
         deadline: float,
-        window: float = FAST_WINDOW_SECONDS,
+        window: float | None = None,
     ) -> None:
         """`deadline` is the step's end on the `time.monotonic()` clock; `dispatch` and
-        `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones)."""
+        `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones);
+        `window` defaults to `FAST_WINDOW_SECONDS`."""
         self._loop = loop
         self._state = state
         self._dispatch = dispatch
         self._deliveries = deliveries
         self._deadline = deadline
-        self._window = window
+        self._window = FAST_WINDOW_SECONDS if window is None else window
         # Reentrant: with an eager task factory a quick call can finish inside `dispatch`,
         # and its `offer()` then comes back in on the same thread (see `_dispatching`).
         self._lock = threading.RLock()
