@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import httpx2
 import pytest
 from websockets.asyncio.client import connect
 
@@ -75,6 +76,25 @@ async def test_agent_streams_events_then_answers_with_the_turn_outcome(configure
     assert finished["result"]["content"][0]["text"] == "The ferry leaves at 9:40."
     text = "".join(e["text"] for e in events.events if e["kind"] == "text_delta")
     assert text == "The ferry leaves at 9:40."
+
+
+async def test_sessions_list_can_leave_out_one_shot_sessions_and_counts_them(
+    configured: Path,
+) -> None:
+    with socket_gateway() as gateway:
+        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {TOKEN}"}) as http:
+            for text in ("one", "two"):
+                body = {"model": "nodmix", "messages": [{"role": "user", "content": text}]}
+                await http.post(f"{gateway.url}/v1/chat/completions", json=body)
+        async with GatewayClient.connect(gateway.url, token=TOKEN) as client:
+            await client.request("sessions.create", {"name": "project"})
+            everything = await client.request("sessions.list")
+            chats = await client.request("sessions.list", {"oneShot": False})
+            first = await client.request("sessions.list", {"limit": 1})
+    assert everything["total"] == 3 and everything["oneShotHidden"] == 0
+    assert [r["key"] for r in chats["sessions"]] == ["agent:main:project"]
+    assert chats["total"] == 1 and chats["oneShotHidden"] == 2
+    assert len(first["sessions"]) == 1 and first["total"] == 3
 
 
 async def test_sessions_can_be_created_listed_read_and_reset(configured: Path) -> None:

@@ -17,6 +17,7 @@ from nodmix.agents import AgentProfile
 from nodmix.events import EventSink, RunEvent
 from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.stateless import is_stateless_key
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
@@ -141,14 +142,29 @@ def session_row(summary: SessionSummary, busy: set[str]) -> dict[str, Any]:
 
 
 async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
-    """Sessions, most recently updated first (`agentId` limits to one agent)."""
+    """Sessions, most recently updated first (`agentId` limits to one agent; `oneShot: false`
+    leaves out the one-shot sessions of stateless API clients, and counts them instead)."""
     agent_id = _param(params, "agentId", str)
     limit = max(1, _param(params, "limit", int) or DEFAULT_LIST_LIMIT)
+    with_one_shot = _param(params, "oneShot", bool) is not False
     if agent_id is not None:
         conn.gateway.agent(agent_id)
-    rows = conn.gateway.runtime.sessions.list_sessions(agent_id)
+    counts = {"shown": 0, "hidden": 0}
+
+    def keep(key: str) -> bool:
+        if with_one_shot or not is_stateless_key(key, parse_session_key(key).agent_id):
+            counts["shown"] += 1
+            return True
+        counts["hidden"] += 1
+        return False
+
+    rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
     busy = conn.gateway.runs.busy_sessions()
-    return {"sessions": [session_row(row, busy) for row in rows[:limit]], "total": len(rows)}
+    return {
+        "sessions": [session_row(row, busy) for row in rows],
+        "total": counts["shown"],
+        "oneShotHidden": counts["hidden"],
+    }
 
 
 async def sessions_create(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:

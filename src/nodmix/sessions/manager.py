@@ -297,29 +297,37 @@ class SessionManager:
 
     # ---- listing ------------------------------------------------------------------------------
 
-    def list_sessions(self, agent_id: str | None = None) -> list[SessionSummary]:
+    def list_sessions(
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int | None = None,
+        where: Callable[[str], bool] | None = None,
+    ) -> list[SessionSummary]:
         """Sessions of one agent, or of every agent, most recently updated first.
+
+        `where(key)` filters, `limit` keeps the first rows. Message counts (which read the
+        transcript of a session not open in this process) are only taken for the rows
+        returned.
 
         Raises:
             SessionError: a session store is corrupt.
         """
         self.flush_all()  # counters this process still holds belong in the listing
         agents = [validate_agent_id(agent_id)] if agent_id else self.agent_ids()
-        rows: list[SessionSummary] = []
+        found: list[tuple[str, str, SessionEntry]] = []
         for agent in agents:
-            directory = sessions_dir(self.state_dir, agent)
             for key, entry in self.store(agent).load().items():
-                path = directory / entry.session_file
-                rows.append(
-                    SessionSummary(
-                        key=key,
-                        agent_id=agent,
-                        entry=entry,
-                        path=path,
-                        message_count=self._message_count(key, entry, path),
-                    )
-                )
-        rows.sort(key=lambda r: (-r.entry.updated_at, r.key))
+                if where is None or where(key):
+                    found.append((agent, key, entry))
+        found.sort(key=lambda row: (-row[2].updated_at, row[1]))
+        rows: list[SessionSummary] = []
+        for agent, key, entry in found if limit is None else found[:limit]:
+            path = sessions_dir(self.state_dir, agent) / entry.session_file
+            count = self._message_count(key, entry, path)
+            rows.append(
+                SessionSummary(key=key, agent_id=agent, entry=entry, path=path, message_count=count)
+            )
         return rows
 
     def _message_count(self, key: str, entry: SessionEntry, path: Path) -> int:

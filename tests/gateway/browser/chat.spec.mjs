@@ -138,6 +138,22 @@ try {
     check(!(await page.evaluate(() => window.pwned)), "no script ran");
   });
 
+  await step("one-shot API sessions are left out of the list and counted", async () => {
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "nodmix", messages: [{ role: "user", content: "stateless" }] }),
+    });
+    check(response.ok, `the API request succeeded (got ${response.status})`);
+    const oneShotKey = response.headers.get("x-nodmix-session-key");
+    check(oneShotKey.startsWith("agent:main:openai:"), `a one-shot session (got ${oneShotKey})`);
+    await page.reload();
+    await page.locator("body[data-ready=true]").waitFor();
+    await page.locator("#sessions-note", { hasText: "1 one-shot API session not shown" }).waitFor();
+    const listed = await page.locator(`#sessions button[data-key="${oneShotKey}"]`).count();
+    check(listed === 0, "the one-shot session is not in the list");
+  });
+
   await step("an unreachable model is reported as a clear error", async () => {
     await page.selectOption("#agent", "offline");
     await page.locator("#session-title", { hasText: /agent offline$/ }).waitFor();

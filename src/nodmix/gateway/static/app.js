@@ -122,7 +122,12 @@ function ago(ms) {
 }
 
 async function refreshSessions() {
-  const { sessions } = await state.socket.request("sessions.list", { agentId: state.agentId });
+  const listing = await state.socket.request("sessions.list", { agentId: state.agentId, oneShot: false });
+  const sessions = listing.sessions;
+  const hidden = listing.oneShotHidden || 0;
+  $("sessions-note").textContent = hidden
+    ? `${hidden} one-shot API session${hidden === 1 ? "" : "s"} not shown`
+    : "";
   const rows = sessions.some((row) => row.key === state.sessionKey)
     ? sessions
     : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...sessions];
