@@ -74,6 +74,8 @@ try {
   await step("a new session starts empty and a tool call is rendered", async () => {
     await page.click("#new-session");
     await page.locator("#session-title", { hasText: "web-" }).waitFor();
+    check((await page.locator(".msg.user").count()) === 0, "no old messages under the new title");
+    await page.locator(".empty-hint", { hasText: "No messages yet" }).waitFor();
     check((await page.locator(".msg.user").count()) === 0, "the new session has no messages");
     await page.fill("#input", "read notes.txt");
     await page.press("#input", "Enter");

@@ -82,6 +82,7 @@ const state = {
   socket: null,
   agentId: "main",
   sessionKey: localStorage.getItem(SESSION_KEY) || "agent:main:main",
+  shownKey: null,
   runId: null,
   busy: false,
 };
@@ -102,6 +103,9 @@ function sessionName(key) {
 }
 
 function showSession(key) {
+  // Never show one session's messages under another's title while its history loads.
+  if (key !== state.shownKey) conversation.clear();
+  state.shownKey = key;
   state.sessionKey = key;
   localStorage.setItem(SESSION_KEY, key);
   $("session-title").replaceChildren(
