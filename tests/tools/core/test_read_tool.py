@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +131,31 @@ async def test_invalid_utf8_is_shown_with_replacement_characters(
     (workspace / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
     result = await ReadTool().call({"path": "latin1.txt"}, ctx)
     assert result.text_content == "caf\ufffd"
+
+
+async def test_small_files_are_read_on_the_loop_and_large_ones_in_a_worker_thread(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio.to_thread
+
+    from nodmix.tools.core import read as read_module
+
+    hops: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(str(args[-1]))
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(read_module.anyio.to_thread, "run_sync", counting)
+    (workspace / "small.txt").write_text("tiny\n", encoding="utf-8")
+    _numbered(workspace / "large.txt", 20_000)
+    assert (workspace / "large.txt").stat().st_size > read_module.INLINE_READ_BYTES
+    small = await ReadTool().call({"path": "small.txt"}, ctx)
+    large = await ReadTool().call({"path": "large.txt", "offset": 19_999}, ctx)
+    missing = ReadTool().call({"path": "nope.txt"}, ctx)
+    with pytest.raises(ToolError, match="File not found"):
+        await missing
+    assert small.text_content == "tiny"
+    assert large.text_content.startswith("line 19999\nline 20000")
+    assert hops == ["large.txt"]

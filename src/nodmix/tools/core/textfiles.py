@@ -1,6 +1,7 @@
 """Reading and atomically writing workspace text files (shared by `read`, `write` and `edit`).
 
-Everything here is blocking file I/O; the tools run it in a worker thread.
+Everything here is blocking file I/O; the tools run it in a worker thread (`read` reads small
+files on the event loop, where that is cheaper than the hop).
 """
 
 from __future__ import annotations
