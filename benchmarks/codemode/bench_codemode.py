@@ -7,7 +7,8 @@ Run from the repository root:
 Measures `exec` of `return 1`, a cell making 100 awaited calls to a fast tool, the stored
 snapshot of a small suspended run and its restore-to-completed time, how quickly
 `while(true){}` is stopped, event-loop responsiveness while 8 CPU-bound cells run on the
-machine's cores, and the MCP namespace overhead over a direct MCP call (mcp-server-time).
+machine's cores, 24 cells at once awaiting a 20 ms tool, and the MCP namespace overhead over a
+direct MCP call (mcp-server-time).
 Prints a markdown table and writes `benchmarks/results/codemode.json`.
 """
 
@@ -46,6 +47,11 @@ TARGETS = {
     "loop_lag_ms": 50.0,
     "namespace_overhead_ms": 2.0,
 }
+
+
+SLOW_TOOL_S = 0.02
+SLOW_CALLS = 10
+CONCURRENT_CELLS = 24
 
 
 def _median(xs: list[float]) -> float:
@@ -88,12 +94,17 @@ async def _run(reps: int) -> dict[str, Any]:
         await release.wait()
         return ToolResult.text("released")
 
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await anyio.sleep(SLOW_TOOL_S)
+        return ToolResult.text("ok", details={"n": 1})
+
     workspace = Path(os.environ.get("TMPDIR", "/tmp")) / "nodmix-bench-ws"
     workspace.mkdir(exist_ok=True)
     tools: list[Tool] = [
         *core_tools(None),
         FunctionTool.create(_fast, name="fast", description="Return at once."),
         FunctionTool.create(gated, name="gated", description="Return when released."),
+        FunctionTool.create(slow, name="slow", description="Return after 20 ms."),
     ]
     out: dict[str, Any] = {}
     engine = CodeModeEngine()
@@ -141,6 +152,7 @@ async def _run(reps: int) -> dict[str, Any]:
         out["while_true_overshoot"] = max(spins) / 1000 - 1
 
         out["loop_lag_ms"] = await _loop_lag(bench)
+        out["concurrent_slow_ms"] = await _concurrent_slow(bench)
     out.update(await _mcp_overhead(workspace, reps))
     return out
 
@@ -164,6 +176,18 @@ async def _loop_lag(bench: Bench) -> float:
                 cells.start_soon(bench.exec, "let x = 0; while (true) { x++ }", 1000)
         done.set()
     return worst
+
+
+async def _concurrent_slow(bench: Bench) -> float:
+    """24 cells at once, each awaiting 10 calls to a 20 ms tool (200 ms of tool time apiece):
+    the wall time shows whether workers waiting for tools hold up other cells."""
+    code = f"for (let i = 0; i < {SLOW_CALLS}; i++) await tools.slow({{}}); return 1"
+    await bench.exec(code)
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(CONCURRENT_CELLS):
+            group.start_soon(bench.exec, code)
+    return (time.perf_counter() - start) * 1000
 
 
 async def _mcp_overhead(workspace: Path, reps: int) -> dict[str, Any]:
@@ -263,6 +287,14 @@ def main() -> int:
             f"{r['loop_lag_ms']:.1f} ms",
             "≤ 50 ms",
             r["loop_lag_ms"] <= TARGETS["loop_lag_ms"],
+        ),
+        (
+            f"{CONCURRENT_CELLS} cells at once, each awaiting {SLOW_CALLS} calls to a "
+            f"{SLOW_TOOL_S * 1000:.0f} ms tool",
+            f"{r['concurrent_slow_ms']:.0f} ms (tool time alone "
+            f"{SLOW_CALLS * SLOW_TOOL_S * 1000:.0f} ms)",
+            "-",
+            None,
         ),
         (
             "MCP first call, fresh manager (server spawn included)",

@@ -288,3 +288,34 @@ async def test_a_call_that_finishes_during_dispatch_is_handed_over_without_deadl
     await wait_until(lambda: bool(results), "the worker to finish")
     thread.join()
     assert pumped == [[(1, True, '"done"')]] and results == ["completed"]
+
+
+@pytest.mark.anyio
+async def test_a_worker_waiting_for_a_tool_does_not_hold_up_other_guests(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nodmix.sandbox import threads
+
+    # One CPU slot and a long window: if the waiting worker kept its slot, the second cell
+    # could not run until the first one's tool answered.
+    monkeypatch.setattr(threads, "_SLOTS", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 30.0)
+    gate = Gate()
+    h = await build_harness(engine, sessions, workspace, extra_tools=[gate.tool])
+    other = await build_harness(engine, sessions, workspace, session_key="agent:main:other")
+    async with anyio.create_task_group() as group:
+        first: list[Any] = []
+
+        async def slow_cell() -> None:
+            first.append(await h.exec("return (await tools.slow({})).text"))
+
+        group.start_soon(slow_cell)
+        await wait_until(lambda: len(gate.started) == 1, "the first cell's tool to start")
+        with anyio.fail_after(10):
+            quick = await other.exec("return 6 * 7")
+        assert quick["value"] == 42 and not first  # the first cell is still waiting
+        gate.release.set()
+    assert first[0]["value"] == "released"

@@ -29,6 +29,7 @@ import sniffio
 
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.sandbox import Outcome, Pending
+from nodmix.sandbox.threads import cpu_released
 
 #: How long a worker waits for a nested call to settle before handing the run back to the
 #: loop. Long enough for in-process tools and warm MCP calls, short enough that a worker
@@ -109,7 +110,8 @@ class Handoff:
             self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
         except RuntimeError:  # the loop is closing: let the engine's normal path handle it
             return None
-        self._ready.wait(timeout)
+        with cpu_released():  # only waiting: another guest may run meanwhile
+            self._ready.wait(timeout)
         with self._lock:
             self._waiting = False
             items, self._items = self._items, None

@@ -1,10 +1,15 @@
 """The event-loop side of the sandbox: run cell operations in worker threads.
 
 Guest code must never run on the event loop: a `while(true){}` would stall every session.
-`AsyncCell` runs each operation with `anyio.to_thread.run_sync` under one process-wide
-`CapacityLimiter` per event loop (sized to the CPU count, since guests are CPU-bound). wasmtime
-releases the GIL while wasm runs, so the loop keeps serving; the cell's deadline (QuickJS
-interrupt plus the epoch backstop) guarantees every worker call returns.
+Every operation runs in a worker thread. wasmtime releases the GIL while wasm runs, so the loop
+keeps serving; the cell's deadline (QuickJS interrupt plus the epoch backstop) guarantees every
+worker call returns.
+
+Threads and CPU are counted apart. Guest work is CPU-bound, so at most one operation per CPU
+runs at a time (a process-wide semaphore of CPU slots). A worker that only waits, such as a
+code-mode step waiting briefly for a quick tool result (`codemode.handoff`), gives its slot up
+meanwhile (`cpu_released()`), so waiting workers never hold up another session's guest code;
+the pool has more threads than CPUs for that reason.
 
 Cancellation: the awaiting task cannot abandon a running worker (the VM would be shared by
 two threads), so cancelling waits for the current operation, which is bounded by the budget.
@@ -19,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import anyio
@@ -47,16 +54,47 @@ def worker_limiter() -> anyio.CapacityLimiter:
         return limiter
 
 
+_CPUS = max(os.cpu_count() or 1, 1)
+_SLOTS = threading.BoundedSemaphore(_CPUS)
+_held = threading.local()
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _POOL  # one process-wide pool of CPU-count threads, like the limiter
+    global _POOL  # one process-wide pool; CPU use is bounded by the slots, not the threads
     if _POOL is None:
         _POOL = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(os.cpu_count() or 1, 1), thread_name_prefix="nodmix-sandbox"
+            max_workers=max(32, 4 * _CPUS), thread_name_prefix="nodmix-sandbox"
         )
     return _POOL
+
+
+def _in_slot(fn: Callable[..., T], *args: object) -> T:
+    _SLOTS.acquire()
+    _held.slot = True
+    try:
+        return fn(*args)
+    finally:
+        _held.slot = False
+        _SLOTS.release()
+
+
+@contextlib.contextmanager
+def cpu_released() -> Iterator[None]:
+    """Lend this worker's CPU slot to other guests while the thread only waits.
+
+    A no-op outside a sandbox worker operation.
+    """
+    if not getattr(_held, "slot", False):
+        yield
+        return
+    _held.slot = False
+    _SLOTS.release()
+    try:
+        yield
+    finally:
+        _SLOTS.acquire()
+        _held.slot = True
 
 
 async def run_in_worker(fn: Callable[..., T], *args: object) -> T:
@@ -69,7 +107,7 @@ async def run_in_worker(fn: Callable[..., T], *args: object) -> T:
     """
     if sniffio.current_async_library() != "asyncio":
         return await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter())
-    future = asyncio.get_running_loop().run_in_executor(_pool(), fn, *args)
+    future = asyncio.get_running_loop().run_in_executor(_pool(), _in_slot, fn, *args)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
