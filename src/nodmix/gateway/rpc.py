@@ -152,7 +152,7 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
     counts = {"shown": 0, "hidden": 0}
 
     def keep(key: str) -> bool:
-        if with_one_shot or not is_stateless_key(key, parse_session_key(key).agent_id):
+        if with_one_shot or not is_stateless_key(key):
             counts["shown"] += 1
             return True
         counts["hidden"] += 1

@@ -36,10 +36,15 @@ def fresh_session_name() -> str:
     return f"{_PREFIX}{uuid.uuid4().hex[:20]}"
 
 
-def is_stateless_key(key: str, agent_id: str) -> bool:
-    """Whether `key` is a one-shot session of `agent_id` (`agent:<id>:openai:<20 hex>`)."""
-    head = f"agent:{agent_id}:"
-    return key.startswith(head) and _NAME.fullmatch(key[len(head) :]) is not None
+def is_stateless_key(key: str, agent_id: str | None = None) -> bool:
+    """Whether `key` is a one-shot session (`agent:<id>:openai:<20 hex>`), of `agent_id` if
+    given."""
+    parts = key.split(":", 2)
+    if len(parts) != 3 or parts[0] != "agent":
+        return False
+    if agent_id is not None and parts[1] != agent_id:
+        return False
+    return _NAME.fullmatch(parts[2]) is not None
 
 
 class StatelessSessions:
