@@ -358,7 +358,10 @@ class SessionManager:
             session_id = str(uuid.uuid4())
             file_name = transcript_file_name(session_id)
             transcript = Transcript.create(
-                self._transcript_path(key, file_name), session_id=session_id, cwd=cwd
+                self._transcript_path(key, file_name),
+                session_id=session_id,
+                cwd=cwd,
+                session_key=str(key),
             )
             data[str(key)] = new_session_entry(session_id, file_name)
             return data[str(key)], transcript
@@ -387,7 +390,10 @@ class SessionManager:
             # the same id rather than failing every turn.
             logger.warning("session %s: transcript %s is missing; starting it afresh", key, path)
             transcript = Transcript.create(
-                path, session_id=entry.session_id, cwd=workspace or self.workspace
+                path,
+                session_id=entry.session_id,
+                cwd=workspace or self.workspace,
+                session_key=str(key),
             )
         else:
             transcript = Transcript.load(path, read_only=self.read_only)
@@ -416,6 +422,7 @@ class SessionManager:
                 session_id=session_id,
                 cwd=cwd,
                 parent_session=old.session_file if successor and old else None,
+                session_key=str(key),
             )
             data[str(key)] = entry
             return entry, transcript

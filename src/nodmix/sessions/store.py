@@ -13,7 +13,8 @@ The store is `sessions.json` plus its change journal `sessions.json.journal` (se
 
 A store file that does not parse is an error naming the file (and for the journal, the line).
 It is moved aside only by the explicit `SessionStore.quarantine()` (`nodmix sessions
-repair-store`), never silently.
+repair-store`, which then rebuilds the index from the transcripts: `rebuild.py`), never
+silently.
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ class SessionStore:
             raise SessionError(
                 f"{self.path}: session store is corrupt ({exc}); run"
                 f" `nodmix sessions repair-store --agent {self.path.parent.parent.name}`"
-                " to move it aside (transcripts are kept)"
+                " to rebuild it from the transcripts"
             ) from None
 
     def _base_valid(self) -> bool:

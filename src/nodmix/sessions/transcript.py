@@ -6,9 +6,10 @@ each would cost milliseconds); callers that need durability call `Transcript.syn
 
 Crash safety: a process killed or a machine losing power mid-append can leave a torn last line
 (no newline, or bytes that are not JSON). Loading for writing truncates the file back to the last
-complete line and logs it; nothing before that line is lost. Any other unreadable line is a
-`TranscriptError` naming the file and line, because silently dropping the middle of a
-conversation would lose user data.
+complete line and logs it; nothing before that line is lost. Any other unreadable line is left
+out of `entries` and recorded in `skipped` (logged once per process), so one damaged line does
+not take the whole session down; the file keeps it until `nodmix sessions repair` rewrites it.
+A transcript replaced on disk (by that repair) is reloaded before the next append.
 
 Concurrency: one writer per session. The runtime serialises turns per session (see
 `SessionManager.turn_lock`), so a `Transcript` is not locked internally. As a safety net, an
@@ -38,7 +39,14 @@ from nodmix.sessions.entries import (
     iso_now,
     new_entry_id,
 )
+from nodmix.sessions.files import (
+    ARCHIVE_DIR,
+    move_to_archive,
+    report_skipped,
+    report_torn_tail,
+)
 from nodmix.sessions.jsonl import (
+    SkippedLine,
     count_messages,
     encode_header,
     encode_line,
@@ -48,7 +56,14 @@ from nodmix.sessions.jsonl import (
     parse_lines,
 )
 
-__all__ = ["Transcript", "count_messages", "transcript_file_name"]
+__all__ = [
+    "ARCHIVE_DIR",
+    "SkippedLine",
+    "Transcript",
+    "count_messages",
+    "move_to_archive",
+    "transcript_file_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,36 +81,10 @@ def transcript_file_name(session_id: str) -> str:
     return f"{session_id}.jsonl"
 
 
-ARCHIVE_DIR = "archive"
-
-
-def move_to_archive(source: Path) -> Path | None:
-    """Move a transcript file into the `archive/` folder next to it.
-
-    Returns the new path, or None when the file is gone already. A name taken in the archive
-    is never overwritten: the file then keeps a numbered name.
-    """
-    target_dir = source.parent / ARCHIVE_DIR
-    target_dir.mkdir(exist_ok=True)
-    target = target_dir / source.name
-    for n in range(1, 1000):
-        try:
-            os.link(source, target)  # unlike rename, never replaces a file already there
-            break
-        except FileExistsError:
-            target = target_dir / f"{source.stem}.{n}{source.suffix}"
-        except FileNotFoundError:
-            return None
-    else:  # pragma: no cover - a thousand archived files with one name
-        raise TranscriptError(f"{source}: no free name in {target_dir}")
-    source.unlink()
-    return target
-
-
 class Transcript:
     """The entries of one session, loaded from and appended to its JSONL file."""
 
-    __slots__ = ("_entries", "_fd", "_lines", "_size", "header", "path", "read_only")
+    __slots__ = ("_entries", "_fd", "_lines", "_size", "header", "path", "read_only", "skipped")
 
     def __init__(
         self,
@@ -106,11 +95,14 @@ class Transcript:
         size: int,
         lines: int | None,
         read_only: bool,
+        skipped: list[SkippedLine] | None = None,
     ) -> None:
         """Wrap an already-parsed file; use `create` or `load` instead."""
         self.path = path
         self.header = header
         self.read_only = read_only
+        self.skipped: list[SkippedLine] = skipped or []
+        """Unreadable lines left out of `entries`."""
         self._entries = entries
         self._size = size  # bytes of complete lines consumed; appends happen exactly here
         # Complete lines consumed, header included; only error messages need it, so it is
@@ -122,7 +114,13 @@ class Transcript:
 
     @classmethod
     def create(
-        cls, path: Path, *, session_id: str, cwd: str | Path, parent_session: str | None = None
+        cls,
+        path: Path,
+        *,
+        session_id: str,
+        cwd: str | Path,
+        parent_session: str | None = None,
+        session_key: str | None = None,
     ) -> Transcript:
         """Create a new transcript holding only its header.
 
@@ -133,7 +131,11 @@ class Transcript:
             TranscriptError: the file already exists.
         """
         header = SessionHeader(
-            id=session_id, timestamp=iso_now(), cwd=str(cwd), parent_session=parent_session
+            id=session_id,
+            timestamp=iso_now(),
+            cwd=str(cwd),
+            parent_session=parent_session,
+            session_key=session_key,
         )
         line = encode_header(header)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,13 +151,13 @@ class Transcript:
 
     @classmethod
     def load(cls, path: Path, *, read_only: bool = False) -> Transcript:
-        """Load a transcript, repairing a torn last line.
+        """Load a transcript, repairing a torn last line and skipping unreadable ones.
 
         With `read_only=True` (CLI readers, while a gateway may be writing) a torn last line is
         ignored in memory and the file is left untouched; appends are refused.
 
         Raises:
-            TranscriptError: the file is missing, has a bad header or an unreadable line.
+            TranscriptError: the file is missing or has a bad header.
         """
         try:
             data = path.read_bytes()
@@ -165,12 +167,16 @@ class Transcript:
             raise TranscriptError(f"{path}: cannot read transcript: {exc.strerror}") from None
         header, body_start = parse_header(path, data)
         end, needs_newline = find_complete_end(data, body_start)
-        entries = parse_body(path, data, body_start, end)
+        skipped: list[SkippedLine] = []
+        entries = parse_body(path, data, body_start, end, skipped=skipped)
+        report_skipped(path, skipped)
         if end < len(data) or needs_newline:
-            _report_torn_tail(path, data, end, needs_newline, read_only=read_only)
+            report_torn_tail(path, data, end, needs_newline, read_only=read_only)
         if needs_newline:
             end = len(data) + (0 if read_only else 1)
-        return cls(path, header, entries, size=end, lines=None, read_only=read_only)
+        return cls(
+            path, header, entries, size=end, lines=None, read_only=read_only, skipped=skipped
+        )
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -200,7 +206,7 @@ class Transcript:
         A trailing incomplete line is left for a later call (its writer may still be busy).
 
         Raises:
-            TranscriptError: the file shrank, or a new complete line is unreadable.
+            TranscriptError: the file shrank.
         """
         try:
             with self.path.open("rb") as fh:
@@ -216,7 +222,12 @@ class Transcript:
         if last_newline < 0:
             return []
         lines = self._line_count()
-        new = parse_lines(self.path, data, 0, last_newline + 1, first_line=lines + 1)
+        skipped: list[SkippedLine] = []
+        new = parse_lines(
+            self.path, data, 0, last_newline + 1, first_line=lines + 1, skipped=skipped
+        )
+        report_skipped(self.path, skipped)
+        self.skipped.extend(skipped)
         self._entries.extend(new)
         self._size += last_newline + 1
         self._lines = lines + data.count(b"\n", 0, last_newline + 1)
@@ -339,12 +350,27 @@ class Transcript:
     def _descriptor(self) -> int:
         if self.read_only:
             raise TranscriptError(f"{self.path}: transcript was opened read-only")
+        self._reload_if_replaced()
         if self._fd is None:
             try:
                 self._fd = os.open(self.path, _OPEN_FLAGS)
             except OSError as exc:
                 raise TranscriptError(f"{self.path}: cannot open for append: {exc}") from None
         return self._fd
+
+    def _reload_if_replaced(self) -> None:
+        # `nodmix sessions repair` swaps in a rewritten file; adopt it instead of appending
+        # to the backup our descriptor points at (one stat per append).
+        try:
+            current = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return  # moved away (archived or deleted): keep writing where we were
+        if self._fd is not None and os.fstat(self._fd).st_ino != current:
+            self.close()
+            fresh = Transcript.load(self.path)
+            self.header, self._entries, self.skipped = fresh.header, fresh._entries, fresh.skipped
+            self._size, self._lines = fresh._size, None
+            logger.warning("%s: the file was replaced on disk; reloaded it", self.path)
 
     def _write_line(self, line: bytes) -> None:
         fd = self._descriptor()
@@ -371,26 +397,3 @@ class Transcript:
         self._size += len(line)
         if self._lines is not None:
             self._lines += 1
-
-
-def _report_torn_tail(
-    path: Path, data: bytes, end: int, needs_newline: bool, *, read_only: bool
-) -> None:
-    if read_only:
-        logger.warning("%s: ignoring an incomplete last line (%d bytes)", path, len(data) - end)
-        return
-    try:
-        if needs_newline:
-            with path.open("ab") as fh:
-                fh.write(b"\n")
-            logger.warning("%s: added the missing newline after the last entry", path)
-        else:
-            os.truncate(path, end)
-            logger.warning(
-                "%s: repaired a torn last line: dropped %d bytes after byte %d",
-                path,
-                len(data) - end,
-                end,
-            )
-    except OSError as exc:
-        raise TranscriptError(f"{path}: cannot repair torn last line: {exc}") from None
