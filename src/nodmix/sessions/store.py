@@ -204,7 +204,7 @@ class SessionStore:
                     target = path.with_name(f"{path.name}.corrupt-{stamp}")
                     os.replace(path, target)
                     moved.append(target)
-            self._signature, self._journal = (None, None), None
+            self._cache, self._signature, self._journal = {}, (None, None), None
             return moved[0] if moved else None
 
     # ---- internals ----------------------------------------------------------------------------
