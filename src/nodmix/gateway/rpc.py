@@ -1,4 +1,5 @@
-"""The WebSocket methods: `agent`, `agent.abort`, `sessions.*`, `runs.list`, `health`.
+"""The WebSocket methods: `agent`, `agent.abort`, `sessions.*`, `runs.list`, `health`
+(`sessions.rename` and `sessions.delete` are in `rpc_sessions.py`).
 
 Each method takes the connection, the request id and the params object and returns the
 `payload` of its response; raising `APIError` (or any runtime error, see `errors.classify`)
@@ -15,12 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink, RunEvent
+from nodmix.gateway import rpc_sessions
 from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
+from nodmix.sessions.locate import Located
 
 if TYPE_CHECKING:
     from nodmix.gateway.ws import Connection
@@ -160,11 +163,14 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
 
     rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
     busy = conn.gateway.runs.busy_sessions()
-    return {
+    result = {
         "sessions": [session_row(row, busy) for row in rows],
         "total": counts["shown"],
         "oneShotHidden": counts["hidden"],
     }
+    if _param(params, "all", bool):  # also sessions replaced by /new, archived or deleted
+        result["others"] = rpc_sessions.other_rows(conn.gateway.runtime.sessions, agent_id)
+    return result
 
 
 async def sessions_create(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -235,6 +241,29 @@ async def sessions_compact(conn: Connection, req_id: str | int, params: dict[str
     return {**done.to_json(), "message": compaction_message(done)}
 
 
+def _located(conn: Connection, params: dict[str, Any]) -> Located:
+    """The session named by `sessionId` (or a prefix), else by `sessionKey`/`agentId`."""
+    manager = conn.gateway.runtime.sessions
+    session_id = _param(params, "sessionId", str)
+    if session_id is not None:
+        return rpc_sessions.locate_param(manager, session_id)
+    if _param(params, "sessionKey", str) is None:
+        raise bad_request("params.sessionKey or params.sessionId is required")
+    return rpc_sessions.locate_param(manager, _agent_and_key(conn, params)[1])
+
+
+async def sessions_rename(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Set the display title (`title`) of a current session."""
+    title = _param(params, "title", str, required=True)
+    assert title is not None
+    return rpc_sessions.rename(conn, _located(conn, params), title)
+
+
+async def sessions_delete(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Move a session's transcripts to the trash and drop its key (409 while it runs)."""
+    return rpc_sessions.delete(conn, _located(conn, params))
+
+
 # ---- gateway ------------------------------------------------------------------------------------
 
 
@@ -252,6 +281,8 @@ METHODS: dict[str, Method] = {
     "sessions.history": sessions_history,
     "sessions.reset": sessions_reset,
     "sessions.compact": sessions_compact,
+    "sessions.rename": sessions_rename,
+    "sessions.delete": sessions_delete,
     "health": health,
 }
 """Method name -> handler."""
