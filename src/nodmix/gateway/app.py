@@ -241,6 +241,10 @@ async def _index(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", headers={"cache-control": "no-cache"})
 
 
+async def _favicon(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+
 class _Revalidated(StaticFiles):
     """Static files that browsers revalidate on every load (cheap with ETags), so an upgraded
     gateway never runs yesterday's script against today's protocol."""
@@ -259,6 +263,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     """
     from nodmix.gateway.openai_api import chat_completions, list_models
     from nodmix.gateway.tools_api import invoke_tool
+    from nodmix.gateway.webassets import vendor_script
     from nodmix.gateway.ws import websocket_endpoint
 
     gateway = Gateway(runtime, settings)
@@ -275,6 +280,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
         WebSocketRoute("/ws", websocket_endpoint),
+        Route("/favicon.ico", _favicon, methods=["GET"]),
+        Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
         Mount("/static", _Revalidated(directory=STATIC_DIR), name="static"),
     ]
     app = Starlette(

@@ -27,6 +27,7 @@ import uvicorn
 from nodmix import __version__
 from nodmix.config.loader import LoadedConfig
 from nodmix.errors import NodmixError
+from nodmix.gateway import webassets
 from nodmix.gateway.app import create_app, gateway_of_app
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.providers.retry import RetryPolicy
@@ -171,6 +172,7 @@ async def run_gateway(
 
             async with anyio.create_task_group() as group:
                 group.start_soon(follow_stop_requests)
+                group.start_soon(webassets.ensure_installed)
                 await server.main_loop()
                 log.info(
                     "gateway stopping: letting running turns finish (up to %gs)",

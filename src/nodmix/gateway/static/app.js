@@ -228,7 +228,7 @@ function onRunEvent(event, key) {
 async function send(text) {
   const key = state.sessionKey;
   state.busy = true;
-  conversation.addUser(text);
+  const bubble = conversation.addUser(text);
   setRunState("running", "starting…");
   try {
     const answer = await state.socket.request(
@@ -240,7 +240,11 @@ async function send(text) {
     if (answer.command) conversation.notice(answer.message);
   } catch (error) {
     if (key === state.sessionKey) {
-      conversation.notice(error.code === "aborted" ? "Stopped." : error.message, error.code === "aborted" ? "info" : "error");
+      if (error.code === "aborted") conversation.notice("Stopped.", "info");
+      else {
+        conversation.notice(error.message, "error");
+        conversation.markFailed(bubble, error.code || "error", () => retry(text, key));
+      }
     }
   } finally {
     state.busy = false;
@@ -248,6 +252,11 @@ async function send(text) {
     setRunState("idle");
     refreshSessions().catch(() => {});
   }
+}
+
+function retry(text, key) {
+  if (state.busy || key !== state.sessionKey) return;
+  send(text);
 }
 
 function wireUi() {
