@@ -14,7 +14,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
+
 from nodmix.agents import AgentProfile
+from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
 from nodmix.gateway import rpc_sessions
 from nodmix.gateway.errors import APIError, bad_request, not_found
@@ -24,6 +27,7 @@ from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
 from nodmix.sessions.locate import Located
+from nodmix.sessions.transcript import Transcript
 
 if TYPE_CHECKING:
     from nodmix.gateway.ws import Connection
@@ -191,9 +195,15 @@ async def sessions_create(conn: Connection, req_id: str | int, params: dict[str,
 
 
 async def sessions_history(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
-    """The transcript entries of a session (the newest `limit`, in file order)."""
-    profile, key = _agent_and_key(conn, params)
+    """The transcript entries of a session (the newest `limit`, in file order).
+
+    `sessionId` (or a unique prefix) reads any transcript, also one `/new` replaced or one in
+    the archive or trash; those answers carry `readOnly: true` and the transcript's `status`.
+    """
     limit = max(1, _param(params, "limit", int) or DEFAULT_HISTORY_LIMIT)
+    if _param(params, "sessionId", str) is not None:
+        return await _history_by_id(conn, params, limit)
+    profile, key = _agent_and_key(conn, params)
     try:
         session = conn.gateway.runtime.sessions.open(key, create=False)
     except Exception as exc:
@@ -205,6 +215,27 @@ async def sessions_history(conn: Connection, req_id: str | int, params: dict[str
         "agentId": profile.id,
         "total": len(entries),
         "running": key in conn.gateway.runs.busy_sessions(),
+        "entries": [entry_to_builtins(e) for e in entries[-limit:]],
+    }
+
+
+async def _history_by_id(conn: Connection, params: dict[str, Any], limit: int) -> Any:
+    found = _located(conn, params)
+    try:
+        transcript = await anyio.to_thread.run_sync(
+            lambda: Transcript.load(found.path, read_only=True)
+        )
+    except (OSError, NodmixError) as exc:
+        raise not_found(f"cannot read session {found.session_id}: {exc}") from None
+    entries = list(transcript.entries)
+    return {
+        "sessionKey": found.key,
+        "sessionId": found.session_id,
+        "agentId": found.agent_id,
+        "status": found.status,
+        "readOnly": found.status != "current",
+        "total": len(entries),
+        "running": False,
         "entries": [entry_to_builtins(e) for e in entries[-limit:]],
     }
 

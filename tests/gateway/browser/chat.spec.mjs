@@ -226,6 +226,36 @@ try {
     check(failedCount === 1, `the retried message replaced the failed one (got ${failedCount})`);
   });
 
+  await step("a session can be renamed, replaced by /new and read back, and deleted", async () => {
+    await page.selectOption("#agent", "main");
+    await page.locator("#session-title", { hasText: /agent main$/ }).waitFor();
+    await page.locator("body[data-ready=true]").waitFor();
+    page.once("dialog", (dialog) => dialog.accept("Trip plans"));
+    await page.hover('#sessions li[data-key="agent:main:main"]');
+    await page.click('#sessions li[data-key="agent:main:main"] button.rename');
+    await page.locator('#sessions button[data-key="agent:main:main"] .name', { hasText: "Trip plans" }).waitFor();
+    await page.locator("#session-title", { hasText: "Trip plans" }).waitFor();
+
+    await page.fill("#input", "/new");
+    await page.press("#input", "Enter");
+    await page.locator("#earlier:not([hidden])").waitFor();
+    await page.click("#earlier summary");
+    await page.locator("#earlier-list button.earlier", { hasText: "replaced by /new" }).first().click();
+    await page.locator("#session-title", { hasText: "read-only" }).waitFor();
+    await page.locator(".msg.user", { hasText: "hello from the browser" }).waitFor();
+    check(await page.locator("#composer").isHidden(), "an earlier session cannot be written to");
+    await page.click('#sessions button[data-key="agent:main:main"]');
+    await page.locator("#composer").waitFor({ state: "visible" });
+
+    const other = page.locator('#sessions li[data-key^="agent:main:web-"]').first();
+    const otherKey = await other.getAttribute("data-key");
+    page.once("dialog", (dialog) => dialog.accept());
+    await other.hover();
+    await other.locator("button.delete").click();
+    await page.locator(`#sessions li[data-key="${otherKey}"]`).waitFor({ state: "detached" });
+    await page.locator("#earlier-list button.earlier", { hasText: "deleted" }).waitFor();
+  });
+
   check(pageErrors.length === 0, `no page errors (got: ${pageErrors.join("; ")})`);
 } catch (error) {
   failed = true;
