@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink, RunEvent
-from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
 from nodmix.gateway.wire import event_json, outcome_json
@@ -235,6 +235,20 @@ async def sessions_compact(conn: Connection, req_id: str | int, params: dict[str
     return {**done.to_json(), "message": compaction_message(done)}
 
 
+async def sessions_status(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """What the chat's `/status` shows for a session; `model` is checked as a turn would."""
+    from nodmix.runtime.status import session_status
+
+    profile, key = _agent_and_key(conn, params)
+    model = _param(params, "model", str)
+    try:
+        return session_status(
+            conn.gateway.runtime, agent_id=profile.id, session_key=key, model=model
+        )
+    except Exception as exc:
+        raise classify(exc) from None
+
+
 # ---- gateway ------------------------------------------------------------------------------------
 
 
@@ -252,6 +266,7 @@ METHODS: dict[str, Method] = {
     "sessions.history": sessions_history,
     "sessions.reset": sessions_reset,
     "sessions.compact": sessions_compact,
+    "sessions.status": sessions_status,
     "health": health,
 }
 """Method name -> handler."""
