@@ -3,6 +3,7 @@ subprocesses against the scripted model server, in process and through a real ga
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelError, ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
 
-from ..gateway.support import GatewayProcess
+from ..gateway.support import GatewayProcess, wait_until
 
 
 def respond(request: ModelRequest) -> ModelReply | ModelError:
@@ -189,3 +190,31 @@ async def test_terminal_prompt_edits_lines_keeps_history_and_quits_on_ctrl_d(
     assert user_texts(server) == ["hello", "please fail"]
     saved = history.read_text(encoding="utf-8")
     assert "+hello" in saved and "+please fail" in saved and "+/status" in saved
+
+
+def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restart(
+    configured: Path, server: ScriptedModelServer
+) -> None:
+    with GatewayProcess(configured) as gateway:
+        port = gateway.url.rsplit(":", 1)[1]
+        assert nodmix(configured, "config", "set", "gateway.port", port).returncode == 0
+        url = ("--url", gateway.url)
+        first = nodmix(configured, "agent", "-m", "one", "--json", *url)
+        assert first.returncode == 0, first.stderr
+        changed = nodmix(
+            configured, "config", "set", "agents.defaults.model.primary", "local/other"
+        )
+        assert changed.returncode == 0, changed.stderr
+        assert f"the gateway running at {gateway.url} applies this" in changed.stdout
+        models: list[str] = []
+
+        def uses_the_new_model() -> bool:
+            done = nodmix(configured, "agent", "-m", "two", "--json", *url)
+            models.append(json.loads(done.stdout)["model"])
+            return models[-1] == "local/other"
+
+        wait_until(uses_the_new_model, what="the gateway to apply the new model")
+        moved = nodmix(configured, "config", "set", "gateway.port", "1")
+        assert f"the gateway running at {gateway.url} needs a restart" in moved.stdout
+    assert json.loads(first.stdout)["model"] == "local/scripted"
+    assert server.requests[-1].body["model"] == "other"
