@@ -33,6 +33,7 @@ from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.runtime import Runtime
+from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -52,7 +53,10 @@ class Gateway:
         self.stateless = StatelessSessions(runtime, self._start_background)
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
-            runtime.loaded, env=runtime.env, poll_seconds=settings.config_poll_seconds
+            runtime.loaded,
+            env=runtime.env,
+            poll_seconds=settings.config_poll_seconds,
+            apply=lambda loaded, changed: apply_config(runtime, loaded, changed),
         )
         self.started_monotonic = time.monotonic()
         self.started_at = time.time()

@@ -20,7 +20,7 @@ from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
 from nodmix.gateway import rpc_sessions
-from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
 from nodmix.gateway.wire import event_json, outcome_json
@@ -295,6 +295,20 @@ async def sessions_delete(conn: Connection, req_id: str | int, params: dict[str,
     return rpc_sessions.delete(conn, _located(conn, params))
 
 
+async def sessions_status(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """What the chat's `/status` shows for a session; `model` is checked as a turn would."""
+    from nodmix.runtime.status import session_status
+
+    profile, key = _agent_and_key(conn, params)
+    model = _param(params, "model", str)
+    try:
+        return session_status(
+            conn.gateway.runtime, agent_id=profile.id, session_key=key, model=model
+        )
+    except Exception as exc:
+        raise classify(exc) from None
+
+
 # ---- gateway ------------------------------------------------------------------------------------
 
 
@@ -314,6 +328,7 @@ METHODS: dict[str, Method] = {
     "sessions.compact": sessions_compact,
     "sessions.rename": sessions_rename,
     "sessions.delete": sessions_delete,
+    "sessions.status": sessions_status,
     "health": health,
 }
 """Method name -> handler."""

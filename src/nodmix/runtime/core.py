@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from nodmix.context.checked import create_engine
 from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
 from nodmix.context.lifecycle import Bootstrapper
 from nodmix.context.sdk import COMPACT_SERVICE
-from nodmix.errors import ConfigError, PluginError, SessionError
+from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
@@ -42,6 +42,7 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.tools import Tool, core_tools
@@ -101,7 +102,9 @@ class CommandOutcome(msgspec.Struct, kw_only=True):
         return out
 
 
-class _PluginTools:
+class PluginTools:
+    """The plugin registry's tools as a tool source."""
+
     def __init__(self, registry: PluginRegistry) -> None:
         self._registry = registry
 
@@ -153,6 +156,9 @@ class Runtime:
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
+        self.mcp_holder: McpHolder | None = None
+        self.retired: list[Callable[[], Awaitable[None]]] = []
+        """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -178,10 +184,10 @@ class Runtime:
             stack.callback(sessions.close)
             background = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
-            sources: list[ToolProvider] = [_PluginTools(registry)]
-            mcp = await _open_mcp(stack, loaded, env)
-            if mcp is not None:
-                sources.append(mcp)
+            sources: list[ToolProvider] = [PluginTools(registry)]
+            holder = await open_mcp(loaded.config.mcp.servers, env, background)
+            if holder is not None:
+                sources.append(holder.manager)
             sources.extend(extra_sources)
             runtime = cls(
                 loaded,
@@ -195,7 +201,9 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
-            runtime.services["mcp"] = mcp
+            runtime.services["mcp"] = holder.manager if holder is not None else None
+            runtime.mcp_holder = holder
+            stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
             finally:
@@ -261,6 +269,22 @@ class Runtime:
         )
         self._engines[engine_id] = engine
         return engine
+
+    def retire_engines(self) -> None:
+        """Drop cached context engines (a reload changed plugins); dispose them at shutdown."""
+        engines, self._engines = dict(self._engines), {}
+        for engine in engines.values():
+            dispose = getattr(engine, "dispose", None)
+            if dispose is not None:
+                self.retired.append(dispose)
+
+    async def _close_replaceable(self) -> None:
+        if self.mcp_holder is not None:
+            await self.mcp_holder.close()
+        for close in reversed(self.retired):
+            with contextlib.suppress(Exception):
+                await close()
+        self.retired.clear()
 
     def _engine_failed(self, engine_id: str, message: str) -> None:
         self.engine_failures[engine_id] = message
@@ -457,20 +481,3 @@ class Runtime:
         return TurnOutcome(
             result=result, agent_id=agent.id, session_key=key, session_id=session.session_id
         )
-
-
-async def _open_mcp(
-    stack: contextlib.AsyncExitStack, loaded: LoadedConfig, env: Mapping[str, str]
-) -> ToolProvider | None:
-    servers = loaded.config.mcp.servers
-    if not any(s.enabled for s in servers.values()):
-        return None
-    try:
-        from nodmix.mcp import MCPManager
-    except ImportError as exc:  # pragma: no cover - the mcp extra is a hard dependency
-        raise ConfigError(
-            f"MCP servers are configured but MCP support failed to load: {exc}"
-        ) from exc
-    manager = MCPManager(servers, env)
-    await stack.enter_async_context(manager)
-    return manager
