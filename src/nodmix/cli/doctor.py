@@ -40,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     checks: list[Check] = []
     loaded = _check_config(checks)
     _check_state_dir(checks)
-    _check_sandbox(checks, fix=args.fix)
+    _check_sandbox(checks, fix=args.fix, code_mode_on=_code_mode_on(loaded))
     if loaded is not None:
         _check_models(checks, loaded, offline=args.offline)
         _check_plugins(checks, loaded)
@@ -55,6 +55,13 @@ def _run(args: argparse.Namespace) -> int:
             if c.fix and c.level != "ok":
                 print(f"    fix: {c.fix}")
     return 1 if any(c.level == "error" for c in checks) else 0
+
+
+def _code_mode_on(loaded: Any) -> bool:
+    if loaded is None:
+        return False
+    code_mode = getattr(loaded.config.tools, "code_mode", None)
+    return bool(getattr(code_mode, "enabled", code_mode))
 
 
 def _check_config(checks: list[Check]) -> Any:
@@ -94,25 +101,11 @@ def _check_state_dir(checks: list[Check]) -> None:
     checks.append(Check("state dir", "ok", f"{state} (writable)"))
 
 
-def _check_sandbox(checks: list[Check], *, fix: bool) -> None:
-    from nodmix.sandbox import install, status
+def _check_sandbox(checks: list[Check], *, fix: bool, code_mode_on: bool) -> None:
+    from nodmix.cli.doctor_sandbox import check_runtime
 
-    report = status()
-    if not report.installed and fix:
-        install()
-        report = status()
-    if report.installed:
-        cache = "compiled module cached" if report.compiled_cached else "compiles on first use"
-        checks.append(Check("code-mode runtime", "ok", f"quickjs-wasi {report.version} ({cache})"))
-    else:
-        checks.append(
-            Check(
-                "code-mode runtime",
-                "warn",
-                report.hint,
-                "run `nodmix sandbox install` (or `nodmix doctor --fix`)",
-            )
-        )
+    for name, level, detail, hint in check_runtime(fix=fix, code_mode_on=code_mode_on):
+        checks.append(Check(name, level, detail, hint))
 
 
 def _check_models(checks: list[Check], loaded: Any, *, offline: bool) -> None:
