@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import nodmix_command
 
 Level = Literal["ok", "warn", "error"]
 
@@ -72,7 +73,12 @@ def _check_config(checks: list[Check]) -> Any:
         loaded = load_config()
     except ConfigError as exc:
         checks.append(
-            Check("config", "error", str(exc), "edit the file or run `nodmix config validate`")
+            Check(
+                "config",
+                "error",
+                str(exc),
+                f"edit the file or run `{nodmix_command()} config validate`",
+            )
         )
         return None
     detail = f"{loaded.path} ({'valid' if loaded.exists else 'not created yet; defaults apply'})"
@@ -140,7 +146,8 @@ def _model_fix(ref: str) -> str:
     if env:
         return f"export {env}=... (or set models.providers.{provider}.apiKey)"
     return (
-        "check models.providers in nodmix.json, or pick another model with `nodmix config set "
+        "check models.providers in nodmix.json, or pick another model with "
+        f"`{nodmix_command()} config set "
         "agents.defaults.model.primary provider/model`"
     )
 
@@ -163,7 +170,8 @@ def _probe_model(ref: str, provider: Any) -> Check:
             "error",
             f"{base} is not reachable ({type(exc).__name__})",
             "start that model server (for Ollama: `ollama serve`), or use another model, e.g. "
-            "export OPENAI_API_KEY=... and `nodmix config set agents.defaults.model.primary "
+            "export OPENAI_API_KEY=... and "
+            f"`{nodmix_command()} config set agents.defaults.model.primary "
             "openai/gpt-4.1-mini`",
         )
     if response.status_code in (401, 403):
@@ -190,7 +198,7 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
                     f"plugin {s.id}",
                     "error",
                     s.error,
-                    f"fix or disable it: `nodmix plugins disable {s.id}`",
+                    f"fix or disable it: `{nodmix_command()} plugins disable {s.id}`",
                 )
             )
         else:
@@ -221,7 +229,7 @@ def _check_engine(loaded: Any) -> Check:
             "context engine",
             "error",
             f"{engine_id!r}: {report['error']}",
-            "enable the plugin that provides it, or `nodmix config set "
+            f"enable the plugin that provides it, or `{nodmix_command()} config set "
             "plugins.slots.contextEngine legacy`",
         )
     return Check("context engine", "ok", f"{engine_id} (from {report['owner']})")
@@ -236,7 +244,8 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
                 "mcp servers",
                 "ok",
                 f"{len(enabled)} enabled: {', '.join(enabled)} "
-                "(`nodmix doctor --deep` or `nodmix mcp probe` starts them)",
+                f"(`{nodmix_command()} doctor --deep` or "
+                f"`{nodmix_command()} mcp probe` starts them)",
             )
         )
         return
@@ -259,7 +268,7 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
                     f"mcp {name}",
                     "error",
                     failures[name],
-                    f"check mcp.servers.{name}, then `nodmix mcp probe {name}`",
+                    f"check mcp.servers.{name}, then `{nodmix_command()} mcp probe {name}`",
                 )
             )
         else:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Literal
 
+from nodmix.invocation import nodmix_command
+
 Level = Literal["ok", "warn", "error"]
 Finding = tuple[str, Level, str, str | None]
 """(name, level, detail, fix)."""
@@ -77,7 +79,14 @@ def check_runtime(*, fix: bool, code_mode_on: bool) -> list[Finding]:
         detail = f"quickjs-wasi {report.version} not installed yet; {when}"
         if not code_mode_on:
             detail += "; code mode is off"
-        return [("code-mode runtime", level, detail, f"{FIX_HINT} (or `nodmix doctor --fix`)")]
+        return [
+            (
+                "code-mode runtime",
+                level,
+                detail,
+                f"{FIX_HINT} (or `{nodmix_command()} doctor --fix`)",
+            )
+        ]
     return [_probe_cell(report.version), _probe_typescript()]
 
 
@@ -89,13 +98,18 @@ def _probe_cell(version: str) -> Finding:
         with Cell.boot(None, _NoHost(), runtime=get_runtime()) as cell:
             outcome = cell.run("return 6 * 7")
     except SandboxError as exc:
-        return ("code-mode runtime", "error", str(exc), "`nodmix sandbox install --force`")
+        return (
+            "code-mode runtime",
+            "error",
+            str(exc),
+            f"`{nodmix_command()} sandbox install --force`",
+        )
     if not isinstance(outcome, Completed) or outcome.value() != 42:
         return (
             "code-mode runtime",
             "error",
             f"a sandbox cell gave an unexpected result: {outcome!r}",
-            "`nodmix sandbox install --force`",
+            f"`{nodmix_command()} sandbox install --force`",
         )
     return ("code-mode runtime", "ok", f"quickjs-wasi {version} verified; a sandbox cell ran", None)
 

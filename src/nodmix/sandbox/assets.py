@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from nodmix.errors import RuntimeUnavailableError, SandboxError
+from nodmix.invocation import command
 
 PACKAGE: Final = "quickjs-wasi"
 VERSION: Final = "3.6.2"
@@ -43,8 +44,8 @@ LICENSE_MEMBER: Final = "package/LICENSE"
 #: The OXC TypeScript transform shipped inside the `quickjs-rs` wheel (package data).
 TRANSFORM_SHA256: Final = "c4710d5258585122a70f0b3ee3bc19d085742e6f94f48aa0b8057630ebaca745"
 
-FIX_HINT: Final = "run `nodmix sandbox install`"
-FORCE_HINT: Final = "run `nodmix sandbox install --force`"
+FIX_HINT: Final = f"run `{command('sandbox install')}`"
+FORCE_HINT: Final = f"run `{command('sandbox install --force')}`"
 _MAX_TARBALL_BYTES: Final = 16 << 20
 _MAX_MEMBER_BYTES: Final = 4 << 20
 
