@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit bench install sandbox web node browser clean
+.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -50,7 +50,11 @@ typecheck: $(STAMP)
 unit: install node browser
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
-test: lint typecheck unit
+# A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
+plain-install:
+	PY=$(PY) scripts/check-plain-install.sh
+
+test: lint typecheck unit plain-install
 
 bench: install node
 	$(BIN)/python -m benchmarks.run_all

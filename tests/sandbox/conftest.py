@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
+import io
 import json
-from collections.abc import Callable
+import tarfile
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -105,3 +109,44 @@ def boot(runtime: QuickJSRuntime, recorder: Recorder) -> Callable[..., Cell]:
 def anyio_backend() -> str:
     """Async tests run on asyncio."""
     return "asyncio"
+
+
+def make_tarball(members: dict[str, bytes], *, symlink: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if symlink:
+            info = tarfile.TarInfo(symlink)
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc/passwd"
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def fake_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, bytes]]:
+    """A local HTTP registry serving whatever tarball the test puts in the dict."""
+    served: dict[str, bytes] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = served.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    monkeypatch.setenv("NODMIX_NPM_REGISTRY", f"http://127.0.0.1:{server.server_port}/")
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()

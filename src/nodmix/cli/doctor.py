@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import nodmix_command
 
 Level = Literal["ok", "warn", "error"]
 
@@ -40,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     checks: list[Check] = []
     loaded = _check_config(checks)
     _check_state_dir(checks)
-    _check_sandbox(checks, fix=args.fix)
+    _check_sandbox(checks, fix=args.fix, code_mode_on=_code_mode_on(loaded))
     if loaded is not None:
         _check_models(checks, loaded, offline=args.offline)
         _check_plugins(checks, loaded)
@@ -57,6 +58,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any(c.level == "error" for c in checks) else 0
 
 
+def _code_mode_on(loaded: Any) -> bool:
+    if loaded is None:
+        return False
+    code_mode = getattr(loaded.config.tools, "code_mode", None)
+    return bool(getattr(code_mode, "enabled", code_mode))
+
+
 def _check_config(checks: list[Check]) -> Any:
     from nodmix.config.loader import load_config
     from nodmix.errors import ConfigError
@@ -65,7 +73,12 @@ def _check_config(checks: list[Check]) -> Any:
         loaded = load_config()
     except ConfigError as exc:
         checks.append(
-            Check("config", "error", str(exc), "edit the file or run `nodmix config validate`")
+            Check(
+                "config",
+                "error",
+                str(exc),
+                f"edit the file or run `{nodmix_command()} config validate`",
+            )
         )
         return None
     detail = f"{loaded.path} ({'valid' if loaded.exists else 'not created yet; defaults apply'})"
@@ -94,25 +107,11 @@ def _check_state_dir(checks: list[Check]) -> None:
     checks.append(Check("state dir", "ok", f"{state} (writable)"))
 
 
-def _check_sandbox(checks: list[Check], *, fix: bool) -> None:
-    from nodmix.sandbox import install, status
+def _check_sandbox(checks: list[Check], *, fix: bool, code_mode_on: bool) -> None:
+    from nodmix.cli.doctor_sandbox import check_runtime
 
-    report = status()
-    if not report.installed and fix:
-        install()
-        report = status()
-    if report.installed:
-        cache = "compiled module cached" if report.compiled_cached else "compiles on first use"
-        checks.append(Check("code-mode runtime", "ok", f"quickjs-wasi {report.version} ({cache})"))
-    else:
-        checks.append(
-            Check(
-                "code-mode runtime",
-                "warn",
-                report.hint,
-                "run `nodmix sandbox install` (or `nodmix doctor --fix`)",
-            )
-        )
+    for name, level, detail, hint in check_runtime(fix=fix, code_mode_on=code_mode_on):
+        checks.append(Check(name, level, detail, hint))
 
 
 def _check_models(checks: list[Check], loaded: Any, *, offline: bool) -> None:
@@ -147,7 +146,8 @@ def _model_fix(ref: str) -> str:
     if env:
         return f"export {env}=... (or set models.providers.{provider}.apiKey)"
     return (
-        "check models.providers in nodmix.json, or pick another model with `nodmix config set "
+        "check models.providers in nodmix.json, or pick another model with "
+        f"`{nodmix_command()} config set "
         "agents.defaults.model.primary provider/model`"
     )
 
@@ -170,7 +170,8 @@ def _probe_model(ref: str, provider: Any) -> Check:
             "error",
             f"{base} is not reachable ({type(exc).__name__})",
             "start that model server (for Ollama: `ollama serve`), or use another model, e.g. "
-            "export OPENAI_API_KEY=... and `nodmix config set agents.defaults.model.primary "
+            "export OPENAI_API_KEY=... and "
+            f"`{nodmix_command()} config set agents.defaults.model.primary "
             "openai/gpt-4.1-mini`",
         )
     if response.status_code in (401, 403):
@@ -197,7 +198,7 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
                     f"plugin {s.id}",
                     "error",
                     s.error,
-                    f"fix or disable it: `nodmix plugins disable {s.id}`",
+                    f"fix or disable it: `{nodmix_command()} plugins disable {s.id}`",
                 )
             )
         else:
@@ -228,7 +229,7 @@ def _check_engine(loaded: Any) -> Check:
             "context engine",
             "error",
             f"{engine_id!r}: {report['error']}",
-            "enable the plugin that provides it, or `nodmix config set "
+            f"enable the plugin that provides it, or `{nodmix_command()} config set "
             "plugins.slots.contextEngine legacy`",
         )
     return Check("context engine", "ok", f"{engine_id} (from {report['owner']})")
@@ -243,7 +244,8 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
                 "mcp servers",
                 "ok",
                 f"{len(enabled)} enabled: {', '.join(enabled)} "
-                "(`nodmix doctor --deep` or `nodmix mcp probe` starts them)",
+                f"(`{nodmix_command()} doctor --deep` or "
+                f"`{nodmix_command()} mcp probe` starts them)",
             )
         )
         return
@@ -266,7 +268,7 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
                     f"mcp {name}",
                     "error",
                     failures[name],
-                    f"check mcp.servers.{name}, then `nodmix mcp probe {name}`",
+                    f"check mcp.servers.{name}, then `{nodmix_command()} mcp probe {name}`",
                 )
             )
         else:

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any
 
+from nodmix.invocation import nodmix_command
+
 DEFAULT_PORT = 18789
 
 
@@ -27,7 +29,9 @@ def try_gateway(args: argparse.Namespace) -> int | None:
         if os.environ.get("NODMIX_AGENT_REQUIRE_GATEWAY"):
             from nodmix.errors import NodmixError
 
-            raise NodmixError(f"no gateway is answering at {url}; start one with `nodmix gateway`")
+            raise NodmixError(
+                f"no gateway is answering at {url}; start one with `{nodmix_command()} gateway`"
+            )
         print(
             f"nodmix: no gateway at {url}; running in this process (--local skips this check)",
             file=sys.stderr,

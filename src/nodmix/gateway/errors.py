@@ -22,10 +22,13 @@ from nodmix.errors import (
     RateLimitedError,
     SessionError,
 )
+from nodmix.invocation import command
 
 log = logging.getLogger("nodmix.gateway")
 
-MODEL_HINT = "pick a model with `nodmix config set agents.defaults.model.primary <provider/model>`"
+MODEL_HINT = (
+    f"pick a model with `{command('config set agents.defaults.model.primary <provider/model>')}`"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

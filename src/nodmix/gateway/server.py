@@ -212,6 +212,7 @@ async def serve_until_signal(
 
 def banner(settings: GatewaySettings, runtime: Runtime) -> str:
     """What `nodmix gateway` prints once it listens: where, how to log in, which model."""
+    from nodmix.invocation import command
     from nodmix.providers.router import default_model_ref
 
     url = settings.url
@@ -238,7 +239,7 @@ def banner(settings: GatewaySettings, runtime: Runtime) -> str:
             f"  note: no model is configured and no API key is set, so agents use {model} from",
             "        a local Ollama server. To use OpenAI instead, stop the gateway and run:",
             "          export OPENAI_API_KEY=sk-...",
-            "          nodmix config set agents.defaults.model.primary openai/gpt-4.1-mini",
+            f"          {command('config set agents.defaults.model.primary openai/gpt-4.1-mini')}",
         ]
     lines.append(STOP_HINT)
     return "\n".join(lines)

@@ -23,8 +23,9 @@ if isinstance(outcome, Pending):
     outcome = cell.pump()
 ```
 
-The runtime (`quickjs.wasm`) is installed by `nodmix sandbox install`; without it every entry
-point raises `RuntimeUnavailableError`. Importing this package is cheap: wasmtime and the
+The runtime (`quickjs.wasm`) is installed by `nodmix sandbox install` (or `firstuse.py` on
+code mode's first run); without it every entry point raises `RuntimeUnavailableError`.
+Importing this package is cheap: wasmtime and the
 TypeScript transform load on first use.
 """
 

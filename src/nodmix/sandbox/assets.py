@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from nodmix.errors import RuntimeUnavailableError, SandboxError
+from nodmix.invocation import command
 
 PACKAGE: Final = "quickjs-wasi"
 VERSION: Final = "3.6.2"
@@ -43,8 +44,8 @@ LICENSE_MEMBER: Final = "package/LICENSE"
 #: The OXC TypeScript transform shipped inside the `quickjs-rs` wheel (package data).
 TRANSFORM_SHA256: Final = "c4710d5258585122a70f0b3ee3bc19d085742e6f94f48aa0b8057630ebaca745"
 
-FIX_HINT: Final = "run `nodmix sandbox install`"
-FORCE_HINT: Final = "run `nodmix sandbox install --force`"
+FIX_HINT: Final = f"run `{command('sandbox install')}`"
+FORCE_HINT: Final = f"run `{command('sandbox install --force')}`"
 _MAX_TARBALL_BYTES: Final = 16 << 20
 _MAX_MEMBER_BYTES: Final = 4 << 20
 
@@ -138,16 +139,24 @@ def extract_member(tarball: bytes, member: str, *, max_bytes: int = _MAX_MEMBER_
         raise SandboxError(f"cannot read the {PACKAGE} tarball: {exc}") from None
 
 
-def download_tarball(url: str, *, timeout: float = 60.0) -> bytes:
-    """Fetch the tarball (streamed, size-capped).
+def download_tarball(url: str, *, timeout: float = 60.0, total: float = 300.0) -> bytes:
+    """Fetch the tarball (streamed, size-capped, time-capped).
+
+    Args:
+        url: The tarball URL.
+        timeout: Seconds allowed for connecting and for each read.
+        total: Seconds allowed for the whole download (a trickling server cannot hold it open).
 
     Raises:
-        SandboxError: Network failure, HTTP error, or an oversized response.
+        SandboxError: Network failure, HTTP error, an oversized or overlong response.
     """
+    import time
+
     import httpx2
 
     chunks: list[bytes] = []
     size = 0
+    deadline = time.monotonic() + total
     try:
         with httpx2.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
             if response.status_code != 200:
@@ -156,6 +165,8 @@ def download_tarball(url: str, *, timeout: float = 60.0) -> bytes:
                 size += len(chunk)
                 if size > _MAX_TARBALL_BYTES:
                     raise SandboxError(f"download of {url} exceeded {_MAX_TARBALL_BYTES} bytes")
+                if time.monotonic() > deadline:
+                    raise SandboxError(f"download of {url} took longer than {total:g} s")
                 chunks.append(chunk)
     except httpx2.HTTPError as exc:
         raise SandboxError(f"download of {url} failed: {exc}") from None
@@ -209,7 +220,12 @@ def _installed_ok(path: Path) -> bool:
 
 
 def install(
-    *, root: Path | None = None, registry: str | None = None, force: bool = False
+    *,
+    root: Path | None = None,
+    registry: str | None = None,
+    force: bool = False,
+    timeout: float = 60.0,
+    total: float = 300.0,
 ) -> InstallReport:
     """Download, verify, store and precompile `quickjs.wasm` (idempotent).
 
@@ -217,6 +233,8 @@ def install(
         root: Cache root (default `cache_root()`).
         registry: npm registry base URL (default `$NODMIX_NPM_REGISTRY` or registry.npmjs.org).
         force: Download again even if a verified copy is present.
+        timeout: Seconds allowed for connecting and for each read of the download.
+        total: Seconds allowed for the whole download.
 
     Raises:
         SandboxError: Download, verification or writing failed.
@@ -229,7 +247,7 @@ def install(
     url: str | None = None
     if force or not _installed_ok(path):
         url = tarball_url(registry)
-        tarball = download_tarball(url)
+        tarball = download_tarball(url, timeout=timeout, total=total)
         verify_integrity(tarball)
         data = extract_member(tarball, WASM_MEMBER)
         verify_wasm(data)

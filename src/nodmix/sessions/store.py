@@ -31,6 +31,7 @@ import msgspec
 
 from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
+from nodmix.invocation import nodmix_command
 from nodmix.sessions import journal
 from nodmix.sessions.entries import new_entry_id
 from nodmix.sessions.journal import JournalState
@@ -250,7 +251,8 @@ class SessionStore:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise SessionError(
                 f"{self.path}: session store is corrupt ({exc}); run"
-                f" `nodmix sessions repair-store --agent {self.path.parent.parent.name}`"
+                f" `{nodmix_command()} sessions repair-store"
+                f" --agent {self.path.parent.parent.name}`"
                 " to rebuild it from the transcripts"
             ) from None
 

@@ -154,8 +154,9 @@ async def test_small_files_are_read_on_the_loop_and_large_ones_in_a_worker_threa
     small = await ReadTool().call({"path": "small.txt"}, ctx)
     large = await ReadTool().call({"path": "large.txt", "offset": 19_999}, ctx)
     missing = ReadTool().call({"path": "nope.txt"}, ctx)
-    with pytest.raises(ToolError, match="File not found"):
+    with pytest.raises(ToolError, match="File not found") as caught:
         await missing
+    assert f"looked for {workspace.resolve() / 'nope.txt'}" in str(caught.value)
     assert small.text_content == "tiny"
     assert large.text_content.startswith("line 19999\nline 20000")
     assert hops == ["large.txt"]

@@ -8,6 +8,9 @@ Run one with `python -m nodmix.testing.model_server --script <name>`:
   matching tool once (a tool named in the message, else a `read`/`list`-like tool the
   request offers) with the path from the message, then answers with the tool result's
   text. Otherwise it behaves like `echo`. Exercises a full tool round trip.
+- `code-mode`: with `tools.codeMode` on, answers by writing an `exec` program that finds and
+  calls tools with `tools.search`/`tools.call` ("read notes.txt" reads the file), follows
+  `waiting` with `wait`, and answers with the program's value.
 
 A custom script is a Python file or module defining `respond(request: ModelRequest)`
 returning `ModelReply` or `ModelError` (see `nodmix.providers.fake`).
@@ -17,5 +20,7 @@ BUILTIN_SCRIPTS = {
     "echo": "nodmix.testing.scripts.echo",
     "tool-then-answer": "nodmix.testing.scripts.tool_then_answer",
     "tool_then_answer": "nodmix.testing.scripts.tool_then_answer",
+    "code-mode": "nodmix.testing.scripts.code_mode",
+    "code_mode": "nodmix.testing.scripts.code_mode",
 }
 """Built-in script names -> their modules."""
