@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import http.server
-import io
 import json
-import tarfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
 from nodmix.sandbox import Cell, HostCallError, QuickJSRuntime, SandboxLimits
+from tests.assets.registry import serve_registry
 
 #: A typical embedding: expose the capability through small frozen globals.
 SETUP = """(cap) => {
@@ -111,42 +108,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def make_tarball(members: dict[str, bytes], *, symlink: str | None = None) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        if symlink:
-            info = tarfile.TarInfo(symlink)
-            info.type = tarfile.SYMTYPE
-            info.linkname = "/etc/passwd"
-            tar.addfile(info)
-    return buffer.getvalue()
-
-
 @pytest.fixture
 def fake_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, bytes]]:
     """A local HTTP registry serving whatever tarball the test puts in the dict."""
-    served: dict[str, bytes] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = served.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    monkeypatch.setenv("NODMIX_NPM_REGISTRY", f"http://127.0.0.1:{server.server_port}/")
-    try:
+    with serve_registry() as (url, served):
+        monkeypatch.setenv("NODMIX_NPM_REGISTRY", url)
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from pathlib import Path
@@ -12,14 +11,9 @@ import pytest
 from nodmix.cli.main import main
 from nodmix.errors import RuntimeUnavailableError, SandboxError
 from nodmix.sandbox import QuickJSRuntime, assets
-
-from .conftest import make_tarball
+from tests.assets.registry import integrity_of, make_tarball
 
 pytestmark = pytest.mark.integration
-
-
-def integrity_of(data: bytes) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ import pytest
 from nodmix.errors import RuntimeUnavailableError
 from nodmix.sandbox import assets
 from nodmix.sandbox.firstuse import ensure_installed
-
-from .conftest import make_tarball
+from tests.assets.registry import make_tarball
 
 pytestmark = pytest.mark.integration
 

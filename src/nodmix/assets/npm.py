@@ -13,12 +13,13 @@ import hashlib
 import io
 import os
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.errors import NodmixError
-from nodmix.sandbox.modcache import atomic_write, ensure_private_dir
 
 DEFAULT_REGISTRY: Final = "https://registry.npmjs.org"
 _MAX_TARBALL_BYTES: Final = 16 << 20
@@ -128,16 +129,25 @@ def extract_member(tarball: bytes, member: str, *, max_bytes: int) -> bytes:
         raise AssetError(f"cannot read the tarball: {exc}") from None
 
 
-def download(url: str, *, timeout: float = 30.0, max_bytes: int = _MAX_TARBALL_BYTES) -> bytes:
-    """Fetch `url` (streamed, size-capped, every network wait bounded by `timeout`).
+def download(
+    url: str, *, timeout: float = 30.0, total: float = 300.0, max_bytes: int = _MAX_TARBALL_BYTES
+) -> bytes:
+    """Fetch `url` (streamed, size-capped, time-capped).
+
+    Args:
+        url: What to fetch.
+        timeout: Seconds allowed for connecting and for each read.
+        total: Seconds allowed for the whole download (a trickling server cannot hold it open).
+        max_bytes: Refuse a larger response.
 
     Raises:
-        AssetError: Network failure, HTTP error, or an oversized response.
+        AssetError: Network failure, HTTP error, an oversized or overlong response.
     """
     import httpx2
 
     chunks: list[bytes] = []
     size = 0
+    deadline = time.monotonic() + total
     try:
         with httpx2.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
             if response.status_code != 200:
@@ -146,6 +156,8 @@ def download(url: str, *, timeout: float = 30.0, max_bytes: int = _MAX_TARBALL_B
                 size += len(chunk)
                 if size > max_bytes:
                     raise AssetError(f"download of {url} exceeded {max_bytes} bytes")
+                if time.monotonic() > deadline:
+                    raise AssetError(f"download of {url} took longer than {total:g} s")
                 chunks.append(chunk)
     except httpx2.HTTPError as exc:
         raise AssetError(f"download of {url} failed: {exc}") from None
