@@ -18,6 +18,7 @@ NodmixError                      base; `str(err)` is one readable line
 │   └── RuntimeUnavailableError  quickjs.wasm missing, corrupt, or failed to load
 ├── MCPError                     an MCP server failed to start or answer
 └── TurnError                    a turn could not complete (step cap, every model failed)
+    └── PromptTooLargeError      the user's message alone cannot fit the model's window
 ```
 
 User mistakes (config, keys, unknown models) end the CLI with one line and a non-zero exit;
@@ -130,3 +131,12 @@ class MCPError(NodmixError):
 
 class TurnError(NodmixError):
     """A turn could not be completed."""
+
+
+class PromptTooLargeError(TurnError):
+    """The user's message cannot fit the model's context window; nothing was sent."""
+
+    def __init__(self, message: str, *, tokens: int, context_window: int) -> None:
+        self.tokens = tokens
+        self.context_window = context_window
+        super().__init__(message)

@@ -267,6 +267,14 @@ class GatewayConfig(Section, frozen=True):
     bind: str | None = None
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
+    max_body_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Largest request body (HTTP) or WebSocket message accepted; larger gets 413. 8 MiB."""
+    request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """How long a client may take to send a request's headers, and then its body. 30 s."""
+    keep_alive_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """How long an idle keep-alive connection stays open between requests. 5 s."""
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Open connections (HTTP and WebSocket) at most; more are refused with 503. 1000."""
 
 
 class NodmixConfig(Section, frozen=True):

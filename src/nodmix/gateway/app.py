@@ -28,6 +28,7 @@ from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.errors import APIError, classify, not_found
+from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
@@ -290,7 +291,14 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, token=settings.token)],
+        middleware=[
+            Middleware(GuardMiddleware, token=settings.token),
+            Middleware(
+                BodyLimitMiddleware,
+                max_bytes=settings.max_body_bytes,
+                timeout_seconds=settings.request_timeout_seconds,
+            ),
+        ],
         lifespan=lifespan,
         exception_handlers={404: _http_error, 405: _http_error},
     )

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from nodmix.errors import (
     ConfigError,
     NodmixError,
+    PromptTooLargeError,
     ProviderAuthError,
     ProviderError,
     ProviderUnavailableError,
@@ -103,6 +104,10 @@ def classify(exc: BaseException) -> APIError:
         return APIError(status=502, message=message, kind="api_error", code="model_auth_failed")
     if isinstance(exc, ProviderError):
         return APIError(status=502, message=message, kind="api_error", code="model_error")
+    if isinstance(exc, PromptTooLargeError):
+        return APIError(
+            status=400, message=message, code="context_length_exceeded", param="messages"
+        )
     if isinstance(exc, SessionError):
         return APIError(status=400, message=message, code="bad_session")
     if isinstance(exc, ConfigError):

@@ -14,6 +14,7 @@ stops, which would kill the process before the runtime closes.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import socket
 import sys
@@ -29,6 +30,7 @@ from nodmix.config.loader import LoadedConfig
 from nodmix.errors import NodmixError
 from nodmix.gateway import webassets
 from nodmix.gateway.app import create_app, gateway_of_app
+from nodmix.gateway.connections import limited_http_protocol
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
@@ -109,6 +111,14 @@ def uvicorn_config(app: Any, settings: GatewaySettings) -> uvicorn.Config:
         ws="websockets-sansio",
         timeout_graceful_shutdown=int(max(1, settings.grace_seconds)),
         server_header=False,
+        # Slow and surplus clients (see `nodmix.gateway.connections`); bodies are capped by
+        # the app (`nodmix.gateway.limits`), WebSocket messages here.
+        http=limited_http_protocol(
+            head_timeout_seconds=settings.request_timeout_seconds,
+            max_connections=settings.max_connections,
+        ),
+        timeout_keep_alive=max(1, math.ceil(settings.keep_alive_seconds)),
+        ws_max_size=settings.max_body_bytes,
     )
     config.load()
     return config

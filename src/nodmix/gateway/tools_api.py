@@ -19,7 +19,8 @@ from starlette.responses import JSONResponse, Response
 
 from nodmix.agents import AgentProfile
 from nodmix.gateway.app import Gateway, gateway_of
-from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.errors import APIError, not_found
+from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
@@ -44,6 +45,9 @@ async def agent_tools(runtime: Runtime, agent: AgentProfile) -> tuple[list[Tool]
     return candidates, allowed
 
 
+_DECODER = msgspec.json.Decoder(InvokeRequest)
+
+
 def _find(tools: list[Tool], name: str) -> Tool | None:
     return next((t for t in tools if name in (t.spec.name, t.origin.id)), None)
 
@@ -51,12 +55,7 @@ def _find(tools: list[Tool], name: str) -> Tool | None:
 async def invoke_tool(request: Request) -> Response:
     """Run the tool and return its result."""
     gateway = gateway_of(request)
-    try:
-        body = msgspec.json.decode(await request.body(), type=InvokeRequest)
-    except msgspec.ValidationError as exc:
-        raise bad_request(f"invalid request: {exc}") from None
-    except msgspec.DecodeError:
-        raise bad_request("the request body is not valid JSON") from None
+    body = decode_json(_DECODER, await request.body())
     agent = gateway.agent(body.agent_id)
     key = gateway.session_key(agent, body.session_key)
     result = await _invoke(gateway, agent, key, body)

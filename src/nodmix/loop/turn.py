@@ -49,6 +49,7 @@ from nodmix.events import (
 )
 from nodmix.loop.model_call import ModelCall, ModelResolver, request_builder
 from nodmix.loop.prompt import build_system_prompt
+from nodmix.loop.window import ensure_prompt_fits
 from nodmix.messages import (
     AssistantMessage,
     Message,
@@ -160,10 +161,17 @@ class _Turn:
         self.batch_ingest = getattr(deps.context, "ingest_batch", None)
 
     async def run(self) -> TurnResult:
-        req = self.req
-        if self.deps.guard is not None:
+        req, guard = self.req, self.deps.guard
+        if guard is not None:
+            # Refused before anything is recorded or sent, compaction included.
+            ensure_prompt_fits(
+                req.prompt,
+                context_window=guard.context_window,
+                tools=[t.spec for t in req.tools.visible],
+                model=self.model_label,
+            )
             # The transcript byte guard may move the session to a successor transcript.
-            await self.deps.guard.before_turn()
+            await guard.before_turn()
         self.emit(
             TurnStarted(
                 run_id=req.run_id,
