@@ -77,7 +77,8 @@ async def test_a_run_in_flight_at_a_restart_completes_with_the_call_reported_int
         h2 = await _harness(after, sessions, workspace, again, run_id="run_after")
         done = await h2.wait(parked["runId"])
         assert done["status"] == "completed", done
-        assert not _run_file(runs, parked["runId"]).exists()  # consumed runs leave the disk
+        path = _run_file(runs, parked["runId"])
+        await wait_until(lambda: not path.exists(), "the consumed run to leave the disk")
     assert done["status"] == "completed", done
     assert done["value"] == {"first": "fast", "caught": "interrupted by restart"}
     assert done["output"] == [{"type": "text", "text": "before the slow call"}]

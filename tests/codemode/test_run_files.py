@@ -95,6 +95,7 @@ def test_a_file_damaged_after_startup_is_skipped_when_waited_on(
     (runs / f"{run_id}.run").write_bytes(b"NDMXRUN\x00garbage")
     with caplog.at_level(logging.WARNING, logger="nodmix.codemode"):
         assert reopened.get(run_id) is None
+    reopened.flush()
     assert "skipping code-mode run file" in caplog.text
     assert not (runs / f"{run_id}.run").exists() and len(reopened) == 0
 
@@ -111,6 +112,7 @@ def test_expired_runs_are_removed_at_startup_and_by_the_sweep(tmp_path: Path) ->
 
     clock.now += 100
     assert reopened.expire() == []  # nothing in memory to cancel, but the file goes
+    reopened.flush()
     assert not (runs / f"{long}.run").exists() and len(reopened) == 0
     ended = reopened.ended(long)
     assert ended is not None and ended[1] == "expired" and ended[0].session_id == "s"
@@ -123,6 +125,7 @@ def test_a_live_run_that_expires_loses_its_file(tmp_path: Path) -> None:
     run_id = _park(store, ttl=10)
     clock.now += 11
     assert [r.id for r in store.expire()] == [run_id]
+    store.flush()
     assert list(runs.iterdir()) == []
 
 
@@ -132,6 +135,7 @@ def test_dropped_and_aborted_runs_are_deleted_from_disk(tmp_path: Path) -> None:
     dropped, aborted, kept = _park(store), _park(store, "t"), _park(store)
     assert store.drop(dropped) is not None
     assert [r.id for r in store.take(lambda r: r.state.scope.session_id == "t")] == [aborted]
+    store.flush()
     assert [p.name for p in runs.iterdir()] == [f"{kept}.run"]
 
 

@@ -2,11 +2,12 @@
 
 Each parked run is also written to `<state>/codemode/runs/<runId>.run` (0600, see
 `run_records` for the format). Parking returns at once: the file is written by one writer
-thread (temp file, fsync, rename, fsync of the directory), so a crash mid-write leaves the old
-file or none, never a torn one; and a `wait` that arrives before the write finished finds the
-run in memory. The file is rewritten when a nested call settles while the run is parked, so
-its result survives too; a call still in flight at a crash is delivered to the guest as
-failed (`interrupted by restart`) when the run is resumed, never run again.
+thread (temp file, fsync, rename), so a crash mid-write leaves the old file or none, never a
+torn one; and a `wait` that arrives before the write finished finds the run in memory. Files
+are deleted on the same thread, in order, so a slow disk never holds up the event loop. The
+file is rewritten when a nested call settles while the run is parked, so its result survives
+too; a call still in flight at a crash is delivered to the guest as failed
+(`interrupted by restart`) when the run is resumed, never run again.
 
 After a restart runs are loaded lazily, on the first `wait` for their id. Startup removes
 expired files and leftover temp files, skips (and removes) damaged ones with a warning, and
@@ -17,7 +18,6 @@ Completed, failed, aborted and expired runs are deleted from disk.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -191,9 +191,7 @@ class FileRunStore(RunStore):
         record = capture(run, created)
         generation = self._generation.get(run.id, 0) + 1
         self._generation[run.id] = generation
-        if self._writer is None:
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nodmix-runs")
-        self._writer.submit(self._write, record, run.snapshot, generation)
+        self._submit(self._write, record, run.snapshot, generation)
 
     def _write(self, record: RunRecord, snapshot: bytes, generation: int) -> None:
         if self._generation.get(record.id) != generation:
@@ -212,12 +210,25 @@ class FileRunStore(RunStore):
             log.warning("could not write code-mode run %s to disk: %s", record.id, exc)
 
     def _remove_file(self, run_id: str) -> None:
+        """Forget the run's file: no queued write may commit it any more, and the writer
+        thread deletes it (a slow disk never holds up the event loop)."""
         with self._lock:
             self._live.discard(run_id)
             self._generation.pop(run_id, None)
             self._sizes.pop(run_id, None)
-            with contextlib.suppress(FileNotFoundError):
-                self._path(run_id).unlink()
+        self._submit(self._unlink, self._path(run_id))
+
+    @staticmethod
+    def _unlink(path: Path) -> None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("could not delete code-mode run file %s: %s", path, exc)
+
+    def _submit(self, fn: Callable[..., None], *args: object) -> None:
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nodmix-runs")
+        self._writer.submit(fn, *args)
 
     def _path(self, run_id: str) -> Path:
         return self.directory / f"{run_id}{SUFFIX}"
@@ -281,6 +292,10 @@ def write_atomically(
 ) -> bool:
     """Write `data` to `path` (0600) through a temp file, fsync and rename.
 
+    A crash at any point leaves the old file or none, never a torn one. The directory is not
+    fsynced: after a power loss the newest rename may be lost, which leaves the old state
+    (the same as a crash just before the write).
+
     `commit()` runs with `lock` held just before the rename, which happens (under the same
     lock) only if it returns True. Returns whether the file was committed.
     """
@@ -301,17 +316,7 @@ def write_atomically(
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_directory(path.parent)
     return True
-
-
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every filesystem lets a directory be fsynced
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def open_run_store(kind: str, state_dir: Path) -> SuspendedRunStore:
