@@ -60,6 +60,13 @@ BENCHMARKS = (
         ("--reps", "30"),
         "code mode, MCP",
     ),
+    Benchmark(
+        "codemode_run_files",
+        "Code mode: suspended runs on disk",
+        "benchmarks.codemode.bench_run_files",
+        ("--reps", "30"),
+        "reliability under load and faults",
+    ),
     Benchmark("mcp", "MCP servers", "benchmarks.mcp.bench_mcp", (), "MCP"),
     Benchmark(
         "context",

@@ -123,7 +123,8 @@ class WaitTool:
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Resume the run."""
-        result = await self._run.engine.wait(self._run.services, dict(args), ctx.call_id)
+        run = self._run
+        result = await run.engine.wait(run.services, dict(args), ctx.call_id, run.namespace_targets)
         if debug_enabled():
             log.info("code mode wait %s -> %s", args.get("runId"), _outcome(result))
         return to_tool_result(result)

@@ -80,6 +80,9 @@ class CodeModeConfig(Section, frozen=True):
     snapshot_ttl_seconds: int | None = None
     search_default_limit: int | None = None
     max_search_limit: int | None = None
+    run_store: Literal["file", "memory"] | None = None
+    """Where suspended runs live (process-wide, top-level `tools.codeMode` only): `file`
+    (default, under the state dir, survives a restart) or `memory`."""
 
 
 class ExecToolConfig(Section, frozen=True):

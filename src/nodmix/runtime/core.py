@@ -216,8 +216,12 @@ class Runtime:
         """The code-mode engine, created on first use (plain runs never import it)."""
         if self._engine is None:
             from nodmix.codemode.engine import CodeModeEngine
+            from nodmix.codemode.run_files import open_run_store
 
-            self._engine = CodeModeEngine(group=self.background)
+            code_mode = self.config.tools.code_mode
+            kind = getattr(code_mode, "run_store", None) or "file"
+            store = open_run_store(kind, self.state_dir)
+            self._engine = CodeModeEngine(store, group=self.background)
         return self._engine
 
     # ---- agents, models, engines --------------------------------------------------------------
