@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 
 from nodmix import __version__
-from nodmix.errors import NodmixError
+from nodmix.errors import NodmixError, resource_exhaustion
 
 COMMAND_MODULES = (
     "agent",
@@ -66,6 +66,19 @@ def _first_nodmix_error(group: BaseExceptionGroup[BaseException]) -> NodmixError
     return None
 
 
+def _first_exhaustion(group: BaseExceptionGroup[BaseException]) -> str | None:
+    """The line for the first out-of-files or out-of-disk error inside an exception group."""
+    for exc in group.exceptions:
+        found = (
+            _first_exhaustion(exc)
+            if isinstance(exc, BaseExceptionGroup)
+            else resource_exhaustion(exc)
+        )
+        if found is not None:
+            return found
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -88,16 +101,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except BaseExceptionGroup as group:
         first = _first_nodmix_error(group)
-        if first is None:
+        exhausted = _first_exhaustion(group)
+        if first is None and exhausted is None:
             raise
         if verbose:
             traceback.print_exc()
-        print(f"nodmix: error: {first}", file=sys.stderr)
+        print(f"nodmix: error: {exhausted or first}", file=sys.stderr)
         return 1
     except NodmixError as exc:
         if verbose:
             traceback.print_exc()
-        print(f"nodmix: error: {exc}", file=sys.stderr)
+        print(f"nodmix: error: {resource_exhaustion(exc) or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("nodmix: interrupted", file=sys.stderr)
@@ -106,3 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        exhausted = resource_exhaustion(exc)  # out of files or disk: one line, not a traceback
+        if exhausted is None or verbose:
+            raise
+        print(f"nodmix: error: {exhausted}", file=sys.stderr)
+        return 1

@@ -16,6 +16,16 @@ def state_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else Path.home() / ".nodmix"
 
 
+def ensure_state_dir(state: Path) -> Path:
+    """Create the state directory if it is missing, readable by its owner only (0700).
+
+    It holds conversations and credentials in config. An existing directory keeps its mode:
+    it may be one the user chose and shares on purpose.
+    """
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return state
+
+
 def config_path(env: Mapping[str, str] | None = None) -> Path:
     """`$NODMIX_CONFIG_PATH`, else `<state dir>/nodmix.json`."""
     env = os.environ if env is None else env

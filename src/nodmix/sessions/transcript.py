@@ -81,7 +81,7 @@ def move_to_archive(source: Path) -> Path | None:
     is never overwritten: the file then keeps a numbered name.
     """
     target_dir = source.parent / ARCHIVE_DIR
-    target_dir.mkdir(exist_ok=True)
+    target_dir.mkdir(mode=0o700, exist_ok=True)
     target = target_dir / source.name
     for n in range(1, 1000):
         try:
@@ -158,7 +158,7 @@ class Transcript:
             id=session_id, timestamp=iso_now(), cwd=str(cwd), parent_session=parent_session
         )
         line = encode_header(header)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)

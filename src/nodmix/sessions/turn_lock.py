@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from nodmix.errors import SessionError
+from nodmix.events import Notice
 
 LOCKS_DIR = "locks"
 """Sub-directory of an agent's sessions directory holding the turn lock files."""
@@ -43,6 +44,12 @@ _FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 
 Waiting = Callable[[str, int | None], None]
 """Told once, when a turn has to wait for another process: the session key and its pid."""
+
+
+def waiting_notice(session_key: str, pid: int | None) -> Notice:
+    """What a turn that waits for another process tells the user."""
+    who = f" (pid {pid})" if pid else ""
+    return Notice(level="info", text=f"waiting for another turn on session {session_key}{who}…")
 
 
 def lock_file_name(session_key: str) -> str:
