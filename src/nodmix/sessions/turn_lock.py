@@ -144,8 +144,9 @@ def remove_lock_file(path: Path) -> bool:
 def _open(path: Path) -> int:
     try:
         return os.open(path, _FLAGS, 0o600)
-    except FileNotFoundError:  # the first lock of this agent
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileNotFoundError:  # the first lock of this agent: its directories are private
+        path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         return os.open(path, _FLAGS, 0o600)
 
 
