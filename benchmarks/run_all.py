@@ -70,6 +70,13 @@ BENCHMARKS = (
     ),
     Benchmark("gateway", "Gateway", "benchmarks.gateway.bench_gateway", (), "gateway"),
     Benchmark(
+        "open-files",
+        "Gateway: open files and memory over 10,000 sessions",
+        "benchmarks.gateway.bench_open_files",
+        (),
+        "reliability under load and faults",
+    ),
+    Benchmark(
         "value",
         "Code mode's value: tokens, round trips, search quality",
         "benchmarks.value.run",

@@ -116,7 +116,6 @@ async def test_lock_files_live_under_the_sessions_dir_and_go_with_archived_sessi
     directory = sessions_dir(isolated_state, "main")
     old, busy = lock_path(directory, "agent:main:old"), lock_path(directory, "agent:main:busy")
     assert old.parent == directory / "locks" and old.exists() and busy.exists()
-    assert old.read_text().split() == [str(os.getpid()), "agent:main:old"]
     elsewhere = _manager(isolated_state)  # another process holds `busy`
     async with elsewhere.hold_turn("busy", timeout=10):
         archived = manager.archive("main", ["agent:main:old", "agent:main:busy"])

@@ -9,8 +9,9 @@ Two locks guard a turn:
   `nodmix agent --local` processes on the same session key take turns instead of interleaving
   their entries.
 
-The lock file is named by a hash of the session key and holds the pid and key of the current
-holder, which a waiting process shows ("waiting for another turn on session X (pid N)").
+The lock file is named by a hash of the session key and stays empty; a process that has to
+wait looks the holder's pid up in `/proc/locks` to say whom it waits for ("waiting for another
+turn on session X (pid N)").
 Waiting polls with a growing interval under a deadline: a stopped process holding the lock must
 not hang anyone forever, and polling keeps the wait cancellable.
 
@@ -103,7 +104,6 @@ async def _acquire(path: Path, session_key: str, *, timeout: float, on_wait: Wai
         try:
             if _try_lock(fd):
                 if _still_linked(fd, path):
-                    _record_holder(fd, session_key)
                     return fd
                 os.close(fd)  # removed by an archiver while we waited: lock the new file
                 continue
@@ -165,18 +165,21 @@ def _still_linked(fd: int, path: Path) -> bool:
         return False
 
 
-def _record_holder(fd: int, session_key: str) -> None:
-    line = f"{os.getpid()} {session_key}\n".encode()
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, line, 0)
-    except OSError:  # only a hint for waiters; the lock itself is what counts
-        pass
-
-
 def _holder(fd: int) -> int | None:
+    """The pid holding the flock on `fd`'s file, from Linux's `/proc/locks` (None elsewhere).
+
+    Only a waiter asks, so a turn that gets its lock at once writes and reads nothing: writing
+    the pid into a new lock file would cost a block allocation on every fresh session.
+    """
     try:
-        first = os.pread(fd, 64, 0).split(b" ", 1)[0]
-        return int(first) if first.isdigit() else None
+        st = os.fstat(fd)
+        wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            for line in locks:
+                fields = line.split()
+                # "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" (waiters carry a "->")
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
+                    return int(fields[4])
     except (OSError, ValueError):
-        return None
+        pass
+    return None
