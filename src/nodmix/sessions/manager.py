@@ -34,7 +34,6 @@ from nodmix.errors import SessionError
 from nodmix.messages import now_ms
 from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import MessageEntry
-from nodmix.sessions.files import EntryMaker, TranscriptFiles
 from nodmix.sessions.keys import (
     SessionKey,
     is_agent_id,
@@ -42,6 +41,7 @@ from nodmix.sessions.keys import (
     resolve_session_key,
     validate_agent_id,
 )
+from nodmix.sessions.opening import EntryMaker, SessionOpener
 from nodmix.sessions.pending import PendingUsage
 from nodmix.sessions.session import Session, SessionSummary
 from nodmix.sessions.store import (
@@ -113,7 +113,7 @@ class SessionManager:
             DescriptorPool() if max_open_files is None else DescriptorPool(max_open_files)
         )
         """The append descriptors of every transcript this manager opens."""
-        self._files = TranscriptFiles(
+        self._files = SessionOpener(
             state_dir, workspace=self.workspace, read_only=read_only, descriptors=self.descriptors
         )
 

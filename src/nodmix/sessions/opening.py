@@ -1,4 +1,4 @@
-"""Transcript files of sessions: where they live, and creating or loading them with their store
+"""Opening sessions: where their transcripts live, and creating or loading them with their store
 entries.
 
 The session manager decides which sessions to cache; this module does the file work: a new
@@ -28,7 +28,7 @@ EntryMaker = Callable[[SessionEntry | None, str, str], SessionEntry]
 """`(old entry, new session id, new file name) -> new entry` for a reset or a successor."""
 
 
-class TranscriptFiles:
+class SessionOpener:
     """Creates and loads the transcripts of one state directory."""
 
     def __init__(
