@@ -136,3 +136,21 @@ def test_a_cli_out_of_descriptors_ends_with_one_line_and_no_traceback(
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Too many open files" in lines[0] and "ulimit -n" in lines[0]
+
+
+def test_running_out_of_files_behind_a_transcript_error_is_a_503_saying_what_to_do() -> None:
+    import errno
+
+    from nodmix.errors import TranscriptError
+    from nodmix.gateway.errors import classify
+
+    try:
+        raise OSError(errno.EMFILE, "Too many open files")
+    except OSError as cause:
+        try:
+            raise TranscriptError(f"s.jsonl: cannot open for append: {cause}") from None
+        except TranscriptError as exc:
+            error = classify(exc)
+    assert (error.status, error.code) == (503, "resource_exhausted")
+    assert "Too many open files" in error.message and "ulimit -n" in error.message
+    assert error.body()["error"]["type"] == "api_error"
