@@ -21,6 +21,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
+from nodmix.errors import TranscriptError
+
 DEFAULT_LIMIT = 16
 """Append descriptors kept open per session manager."""
 
@@ -54,12 +56,15 @@ class DescriptorPool:
         """The owner's append descriptor for `path`, open until the `with` block ends at least.
 
         Raises:
-            OSError: the file cannot be opened.
+            TranscriptError: the file cannot be opened (the `OSError` is its context).
         """
         with self._lock:
             fd = self._open.get(token)
             if fd is None:
-                fd = os.open(path, _OPEN_FLAGS)
+                try:
+                    fd = os.open(path, _OPEN_FLAGS)
+                except OSError as exc:
+                    raise TranscriptError(f"{path}: cannot open for append: {exc}") from None
                 self._open[token] = fd
             else:
                 self._open.move_to_end(token)
@@ -75,9 +80,17 @@ class DescriptorPool:
                     del self._leased[token]
                 self._shrink()
 
-    def peek(self, token: int) -> int | None:
-        """The owner's descriptor if it is open (for `fsync`), without lending it."""
-        return self._open.get(token)
+    def sync(self, token: int, path: Path) -> None:
+        """`fsync` the owner's file (through its open descriptor if it has one).
+
+        Raises:
+            TranscriptError: the file cannot be opened or synced.
+        """
+        try:
+            with self.lease(token, path) as fd:
+                os.fsync(fd)
+        except OSError as exc:
+            raise TranscriptError(f"{path}: cannot sync: {exc}") from None
 
     def close(self, token: int) -> None:
         """Close the owner's descriptor (one lent out stays open until the pool evicts it)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -100,16 +100,7 @@ def move_to_archive(source: Path) -> Path | None:
 class Transcript:
     """The entries of one session, loaded from and appended to its JSONL file."""
 
-    __slots__ = (
-        "_entries",
-        "_lines",
-        "_pool",
-        "_size",
-        "_token",
-        "header",
-        "path",
-        "read_only",
-    )
+    __slots__ = ("_entries", "_lines", "_pool", "_size", "_token", "header", "path", "read_only")
 
     def __init__(
         self,
@@ -360,20 +351,8 @@ class Transcript:
 
     def sync(self) -> None:
         """Flush appended entries to stable storage (`fsync`)."""
-        if self.read_only:
-            return
-        fd = self._pool.peek(self._token) if self._pool is not None else None
-        if fd is not None:
-            os.fsync(fd)
-            return
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise TranscriptError(f"{self.path}: cannot sync: {exc}") from None
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if not self.read_only:
+            self._descriptors().sync(self._token, self.path)
 
     def close(self) -> None:
         """Give back the append descriptor; a later append borrows one again."""
@@ -395,22 +374,16 @@ class Transcript:
                 self.refresh()
         return {"id": new_entry_id(), "parent_id": self.leaf_id, "timestamp": iso_now()}
 
-    @contextlib.contextmanager
-    def _descriptor(self) -> Iterator[int]:
+    def _descriptor(self) -> contextlib.AbstractContextManager[int]:
         if self.read_only:
             raise TranscriptError(f"{self.path}: transcript was opened read-only")
+        return self._descriptors().lease(self._token, self.path)
+
+    def _descriptors(self) -> DescriptorPool:
         if self._pool is None:  # a transcript used on its own: a private pool of one
             self._pool = DescriptorPool(1)
             self._token = self._pool.token()
-        try:
-            lease = self._pool.lease(self._token, self.path)
-            fd = lease.__enter__()
-        except OSError as exc:
-            raise TranscriptError(f"{self.path}: cannot open for append: {exc}") from None
-        try:
-            yield fd
-        finally:
-            lease.__exit__(None, None, None)
+        return self._pool
 
     def _write_line(self, line: bytes) -> None:
         with self._descriptor() as fd:
