@@ -84,6 +84,13 @@ BENCHMARKS = (
         "reliability under load and faults",
     ),
     Benchmark(
+        "open-files",
+        "Gateway: open files and memory over 10,000 sessions",
+        "benchmarks.gateway.bench_open_files",
+        (),
+        "reliability under load and faults",
+    ),
+    Benchmark(
         "value",
         "Code mode's value: tokens, round trips, search quality",
         "benchmarks.value.run",

@@ -22,10 +22,20 @@ NodmixError                      base; `str(err)` is one readable line
 ```
 
 User mistakes (config, keys, unknown models) end the CLI with one line and a non-zero exit;
-`--verbose` adds the traceback.
+`--verbose` adds the traceback. So does running out of a system resource (open files, disk
+space): `resource_exhaustion` finds such a cause behind any error and says what to do.
 """
 
 from __future__ import annotations
+
+import errno
+
+_RESOURCE_ADVICE = {
+    errno.EMFILE: "this process has too many open files; raise the limit (`ulimit -n`)",
+    errno.ENFILE: "the system has too many open files; close some programs or raise fs.file-max",
+    errno.ENOSPC: "the disk is full; free some space",
+    errno.EDQUOT: "the disk quota is used up; free some space",
+}
 
 
 class NodmixError(Exception):
@@ -140,3 +150,19 @@ class PromptTooLargeError(TurnError):
         self.tokens = tokens
         self.context_window = context_window
         super().__init__(message)
+
+
+def resource_exhaustion(exc: BaseException) -> str | None:
+    """One line for an error caused by running out of open files or disk space, else None.
+
+    Looks through the exception's causes and context (an error raised `from None` while
+    handling an `OSError` still records it), so a `TranscriptError` that hit `EMFILE` counts.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _RESOURCE_ADVICE:
+            return f"{str(exc) or type(exc).__name__} ({_RESOURCE_ADVICE[current.errno]})"
+        current = current.__cause__ or current.__context__
+    return None

@@ -65,7 +65,7 @@ def test_ctrl_c_inside_a_group_counts_as_an_interrupt() -> None:
 def test_a_state_dir_that_is_a_file_fails_in_one_line_and_verbose_adds_the_traceback(
     tmp_path: Path,
 ) -> None:
-    """The workspace cannot be created inside a file: the task group's OSError is the line."""
+    """A state dir that is a file is one line naming it and the fix, however deep it is found."""
     state = tmp_path / "state-file"
     state.write_text("not a directory", encoding="utf-8")
     env = {
@@ -77,12 +77,12 @@ def test_a_state_dir_that_is_a_file_fails_in_one_line_and_verbose_adds_the_trace
     quiet = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     assert quiet.returncode == 1
     assert quiet.stderr.splitlines() == [
-        f"nodmix: error: Not a directory: {state / 'workspace'} "
-        "(run again with --verbose for details)"
+        f"nodmix: error: the state directory {state} is a file, not a directory;"
+        " set NODMIX_STATE_DIR to a directory"
     ]
     loud = subprocess.run(
         [*command, "--verbose"], capture_output=True, text=True, env=env, timeout=60
     )
     assert loud.returncode == 1
-    assert "Traceback" in loud.stderr and "NotADirectoryError" in loud.stderr
+    assert "Traceback" in loud.stderr and "ConfigError" in loud.stderr
     assert loud.stderr.rstrip().splitlines()[-1] == quiet.stderr.rstrip()

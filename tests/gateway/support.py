@@ -147,7 +147,16 @@ def wait_until(predicate: Callable[[], bool], *, what: str, timeout: float = DEA
 class GatewayProcess:
     """`nodmix gateway` as a subprocess: started, its banner read, stopped with a signal."""
 
-    def __init__(self, state: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        state: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> None:
+        """`nodmix gateway --port 0 *args`; `preexec_fn` runs in the child before it starts
+        (to lower its resource limits, say)."""
+        self.preexec_fn = preexec_fn
         self.env = {
             **os.environ,
             "NODMIX_STATE_DIR": str(state),
@@ -170,6 +179,7 @@ class GatewayProcess:
             stderr=subprocess.PIPE,
             text=True,
             env=self.env,
+            preexec_fn=self.preexec_fn,
         )
         threading.Thread(target=self._pump, daemon=True).start()
         self._error_pump = threading.Thread(target=self._pump_errors, daemon=True)

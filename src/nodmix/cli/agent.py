@@ -258,7 +258,7 @@ class EventPrinter:
         elif kind in ("notice", "compaction") and getattr(event, "message", None) is None:
             text = getattr(event, "text", None)
             if text:
-                self._line(f"! {text}")
+                self._line(text if getattr(event, "level", None) == "info" else f"! {text}")
         elif kind == "compaction":
             self._line(f"! {event.message}")
 

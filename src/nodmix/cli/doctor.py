@@ -91,7 +91,7 @@ def _check_state_dir(checks: list[Check]) -> None:
 
     state = paths.state_dir()
     try:
-        state.mkdir(parents=True, exist_ok=True)
+        paths.ensure_state_dir(state)
         with tempfile.NamedTemporaryFile(dir=state, prefix=".doctor-"):
             pass
     except OSError as exc:

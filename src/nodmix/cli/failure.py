@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from nodmix.errors import NodmixError
+from nodmix.errors import NodmixError, resource_exhaustion
 
 VERBOSE_HINT = "run again with --verbose for details"
 
@@ -40,6 +40,15 @@ def leaf_error(exc: BaseException) -> BaseException:
 def is_interrupt(exc: BaseException) -> bool:
     """True if every leaf of `exc` is a Ctrl-C."""
     return all(isinstance(leaf, KeyboardInterrupt) for leaf in _leaves(exc))
+
+
+def exhaustion_line(exc: BaseException) -> str | None:
+    """The line for the first out-of-files or out-of-disk error among `exc`'s leaves, if any."""
+    for leaf in _leaves(exc):
+        found = resource_exhaustion(leaf)
+        if found is not None:
+            return found
+    return None
 
 
 def one_line(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 
 from nodmix import __version__
-from nodmix.cli.failure import is_interrupt, leaf_error, one_line
+from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_line
 
 COMMAND_MODULES = (
     "agent",
@@ -80,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(exc: BaseException, verbose: bool) -> int:
     if verbose:
         traceback.print_exception(exc)
-    print(f"nodmix: error: {one_line(leaf_error(exc))}", file=sys.stderr)
+    exhausted = exhaustion_line(exc)  # out of files or disk: say so and what to do
+    print(f"nodmix: error: {exhausted or one_line(leaf_error(exc))}", file=sys.stderr)
     return 1
 
 

@@ -157,7 +157,7 @@ class Gateway:
         note_type: str,
     ) -> None:
         """Record a client's earlier conversation, but only into a session with no messages."""
-        async with self.runtime.sessions.turn_lock(session_key):
+        async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
             session = self.runtime.open_session(agent, session_key)
             if any(_is_conversation(entry) for entry in session.entries):
                 return

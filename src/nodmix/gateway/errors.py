@@ -22,6 +22,7 @@ from nodmix.errors import (
     ProviderUnavailableError,
     RateLimitedError,
     SessionError,
+    resource_exhaustion,
 )
 from nodmix.invocation import command
 
@@ -95,6 +96,10 @@ def classify(exc: BaseException) -> APIError:
         return APIError(
             status=409, message="the turn was aborted", kind="api_error", code="aborted"
         )
+    exhausted = resource_exhaustion(exc)
+    if exhausted is not None:  # out of descriptors or disk: the client may retry later
+        log.error("cannot serve a request: %s", exhausted)
+        return APIError(status=503, message=exhausted, kind="api_error", code="resource_exhausted")
     message = str(exc) or type(exc).__name__
     if isinstance(exc, RateLimitedError | ProviderUnavailableError):
         if "connection error" in message:

@@ -42,9 +42,11 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
+from nodmix.sessions.turn_lock import waiting_notice
 from nodmix.tools import Tool, core_tools
 from nodmix.tools.executor import ToolExecutor
 
@@ -173,7 +175,8 @@ class Runtime:
         """Build every part from config and close them all on exit."""
         env = dict(os.environ if env is None else env)
         loaded = loaded or load_config(env=env)
-        state_dir = config_paths.state_dir(env)
+        state_dir = config_paths.ensure_state_dir(config_paths.state_dir(env))
+        raise_open_file_limit()
         registry = PluginRegistry()
         registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
         statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
@@ -418,7 +421,9 @@ class Runtime:
         key = self.session_key(agent, session_key)
         refs = self.model_refs(agent, model)
         context = self.context_engine()
-        async with self.sessions.turn_lock(key):
+        async with self.sessions.hold_turn(
+            key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
+        ):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
             try:

@@ -24,7 +24,7 @@ TRASH_DIR = "trash"
 
 def move_into(source: Path, target_dir: Path) -> Path | None:
     """Move a transcript file into `target_dir`; the new path, or None if it is gone."""
-    target_dir.mkdir(exist_ok=True)
+    target_dir.mkdir(mode=0o700, exist_ok=True)
     target = target_dir / source.name
     for n in range(1, 1000):
         try:

@@ -289,7 +289,7 @@ class SessionStore:
 
     def _write(self, data: StoreData, *, sync: bool = True) -> None:
         """Write the whole store file and drop the journal (under the lock)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         payload = _ENCODER.encode(data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
@@ -314,7 +314,7 @@ class SessionStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             _acquire(fd, self.lock_path)

@@ -11,22 +11,29 @@ out of `entries` and recorded in `skipped` (logged once per process), so one dam
 not take the whole session down; the file keeps it until `nodmix sessions repair` rewrites it.
 A transcript replaced on disk (by that repair) is reloaded before the next append.
 
-Concurrency: one writer per session. The runtime serialises turns per session (see
-`SessionManager.turn_lock`), so a `Transcript` is not locked internally. As a safety net, an
-append first checks the file size and reads in any complete lines another writer added, so the
-`parentId` chain stays linear even if two `Transcript` objects point at one file.
+Concurrency: one writer per session. The runtime serialises turns per session, within a
+process and across processes (see `SessionManager.hold_turn`), so a `Transcript` is not locked
+internally. As a safety net, an append first checks the file size and reads in any complete lines
+another writer added, so the `parentId` chain stays linear even if two `Transcript` objects point
+at one file.
+
+Open files: a transcript holds no descriptor between appends. It borrows one from a
+`DescriptorPool` (the session manager's, shared by all its transcripts and bounded), so the
+number of open files does not grow with the number of sessions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from nodmix.errors import TranscriptError
 from nodmix.messages import Message, UserBlock
+from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import (
     CompactionEntry,
     CustomEntry,
@@ -67,8 +74,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-
 
 class _Link(TypedDict):
     id: str
@@ -84,7 +89,17 @@ def transcript_file_name(session_id: str) -> str:
 class Transcript:
     """The entries of one session, loaded from and appended to its JSONL file."""
 
-    __slots__ = ("_entries", "_fd", "_lines", "_size", "header", "path", "read_only", "skipped")
+    __slots__ = (
+        "_entries",
+        "_lines",
+        "_pool",
+        "_size",
+        "_token",
+        "header",
+        "path",
+        "read_only",
+        "skipped",
+    )
 
     def __init__(
         self,
@@ -96,6 +111,7 @@ class Transcript:
         lines: int | None,
         read_only: bool,
         skipped: list[SkippedLine] | None = None,
+        descriptors: DescriptorPool | None = None,
     ) -> None:
         """Wrap an already-parsed file; use `create` or `load` instead."""
         self.path = path
@@ -108,7 +124,8 @@ class Transcript:
         # Complete lines consumed, header included; only error messages need it, so it is
         # counted lazily (counting a 100 MB file costs ~30 ms of a load).
         self._lines = lines
-        self._fd: int | None = None
+        self._pool = descriptors
+        self._token = descriptors.token() if descriptors is not None else 0
 
     # ---- opening ------------------------------------------------------------------------------
 
@@ -121,8 +138,9 @@ class Transcript:
         cwd: str | Path,
         parent_session: str | None = None,
         session_key: str | None = None,
+        descriptors: DescriptorPool | None = None,
     ) -> Transcript:
-        """Create a new transcript holding only its header.
+        """Create a new transcript holding only its header (mode 0600: it is private).
 
         The file appears atomically with its header (written to a temporary name, then
         hard-linked into place), so no reader ever sees a headerless transcript.
@@ -138,19 +156,27 @@ class Transcript:
             session_key=session_key,
         )
         line = encode_header(header)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
-            tmp.write_bytes(line)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
             os.link(tmp, path)  # unlike rename, never replaces an existing transcript
         except FileExistsError:
             raise TranscriptError(f"{path}: transcript already exists") from None
         finally:
             tmp.unlink(missing_ok=True)
-        return cls(path, header, [], size=len(line), lines=1, read_only=False)
+        return cls(
+            path, header, [], size=len(line), lines=1, read_only=False, descriptors=descriptors
+        )
 
     @classmethod
-    def load(cls, path: Path, *, read_only: bool = False) -> Transcript:
+    def load(
+        cls, path: Path, *, read_only: bool = False, descriptors: DescriptorPool | None = None
+    ) -> Transcript:
         """Load a transcript, repairing a torn last line and skipping unreadable ones.
 
         With `read_only=True` (CLI readers, while a gateway may be writing) a torn last line is
@@ -175,7 +201,14 @@ class Transcript:
         if needs_newline:
             end = len(data) + (0 if read_only else 1)
         return cls(
-            path, header, entries, size=end, lines=None, read_only=read_only, skipped=skipped
+            path,
+            header,
+            entries,
+            size=end,
+            lines=None,
+            read_only=read_only,
+            skipped=skipped,
+            descriptors=descriptors,
         )
 
     # ---- reading ------------------------------------------------------------------------------
@@ -199,6 +232,15 @@ class Transcript:
     def size_bytes(self) -> int:
         """Bytes of complete lines in the file, as far as this object has read."""
         return self._size
+
+    def catch_up(self) -> list[Entry]:
+        """`refresh` if the file grew (one `stat` when it did not): another process's turn on
+        this session may have appended since this object last read it."""
+        try:
+            size = os.stat(self.path).st_size
+        except OSError as exc:
+            raise TranscriptError(f"{self.path}: cannot read transcript: {exc}") from None
+        return self.refresh() if size != self._size else []
 
     def refresh(self) -> list[Entry]:
         """Read complete lines appended to the file since it was loaded; return the new entries.
@@ -324,14 +366,13 @@ class Transcript:
 
     def sync(self) -> None:
         """Flush appended entries to stable storage (`fsync`)."""
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if not self.read_only:
+            self._descriptors().sync(self._token, self.path)
 
     def close(self) -> None:
-        """Close the append descriptor; a later append reopens it."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        """Give back the append descriptor; a later append borrows one again."""
+        if self._pool is not None:
+            self._pool.close(self._token)
 
     def __del__(self) -> None:
         try:
@@ -343,37 +384,51 @@ class Transcript:
         """A new entry's id, parent and timestamp, chained to the current last entry."""
         # Another writer (a second Transcript on this file) may have appended: pick its lines up
         # before choosing our parentId. One fstat costs about a microsecond.
-        if os.fstat(self._descriptor()).st_size != self._size:
-            self.refresh()
+        with self._descriptor() as fd:
+            if os.fstat(fd).st_size != self._size:
+                self.refresh()
         return {"id": new_entry_id(), "parent_id": self.leaf_id, "timestamp": iso_now()}
 
-    def _descriptor(self) -> int:
+    @contextlib.contextmanager
+    def _descriptor(self) -> Iterator[int]:
         if self.read_only:
             raise TranscriptError(f"{self.path}: transcript was opened read-only")
-        self._reload_if_replaced()
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.path, _OPEN_FLAGS)
-            except OSError as exc:
-                raise TranscriptError(f"{self.path}: cannot open for append: {exc}") from None
-        return self._fd
-
-    def _reload_if_replaced(self) -> None:
-        # `nodmix sessions repair` swaps in a rewritten file; adopt it instead of appending
+        pool = self._descriptors()
+        with pool.lease(self._token, self.path) as fd:
+            if not self._replaced(fd):
+                yield fd
+                return
+        # `nodmix sessions repair` swapped in a rewritten file: adopt it instead of appending
         # to the backup our descriptor points at (one stat per append).
+        self.close()
+        fresh = Transcript.load(self.path)
+        self.header, self._entries, self.skipped = fresh.header, fresh._entries, fresh.skipped
+        self._size, self._lines = fresh._size, None
+        logger.warning("%s: the file was replaced on disk; reloaded it", self.path)
+        with pool.lease(self._token, self.path) as fd:
+            yield fd
+
+    def _replaced(self, fd: int) -> bool:
         try:
             current = os.stat(self.path).st_ino
         except FileNotFoundError:
-            return  # moved away (archived or deleted): keep writing where we were
-        if self._fd is not None and os.fstat(self._fd).st_ino != current:
-            self.close()
-            fresh = Transcript.load(self.path)
-            self.header, self._entries, self.skipped = fresh.header, fresh._entries, fresh.skipped
-            self._size, self._lines = fresh._size, None
-            logger.warning("%s: the file was replaced on disk; reloaded it", self.path)
+            return False  # moved away (archived or deleted): keep writing where we were
+        return os.fstat(fd).st_ino != current
+
+    def _descriptors(self) -> DescriptorPool:
+        if self._pool is None:  # a transcript used on its own: a private pool of one
+            self._pool = DescriptorPool(1)
+            self._token = self._pool.token()
+        return self._pool
 
     def _write_line(self, line: bytes) -> None:
-        fd = self._descriptor()
+        with self._descriptor() as fd:
+            self._write_at_end(fd, line)
+        self._size += len(line)
+        if self._lines is not None:
+            self._lines += 1
+
+    def _write_at_end(self, fd: int, line: bytes) -> None:
         size = os.fstat(fd).st_size
         if size != self._size:
             self.refresh()
@@ -394,6 +449,3 @@ class Transcript:
             except OSError:
                 pass
             raise TranscriptError(f"{self.path}: append failed: {exc}") from None
-        self._size += len(line)
-        if self._lines is not None:
-            self._lines += 1
