@@ -80,6 +80,8 @@ class CodeModeConfig(Section, frozen=True):
     snapshot_ttl_seconds: int | None = None
     search_default_limit: int | None = None
     max_search_limit: int | None = None
+    max_source_bytes: int | None = None
+    telemetry_to_model: bool | None = None
 
 
 class ExecToolConfig(Section, frozen=True):
