@@ -45,6 +45,7 @@ from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.tools import Tool, core_tools
+from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
@@ -176,6 +177,7 @@ class Runtime:
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
             stack.callback(sessions.close)
+            stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             sources: list[ToolProvider] = [_PluginTools(registry)]
