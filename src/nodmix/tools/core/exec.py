@@ -38,10 +38,9 @@ _DESCRIPTION = (
     "Returns stdout and stderr interleaved, then the exit code; a non-zero exit is reported as "
     "an error. Output over {cap} is shortened to its start and end. There is no stdin, so do "
     "not start interactive programs. The command and everything it started is killed after "
-    "`timeout` seconds (default {timeout:g}), and anything it left running (`cmd &`) is killed "
-    "when it finishes. To keep a process running (a server, a watcher), pass "
-    "`background: true`: the call returns at once with the pid and the log file its output goes "
-    "to; stop it with `kill <pid>`. Background processes are stopped when Nodmix shuts down."
+    "`timeout` seconds (default {timeout:g}); what it leaves running (`cmd &`) is killed when it "
+    "ends. For a server or watcher pass `background: true`: returns at once with the pid and log "
+    "file; stop it with `kill <pid>`."
 )
 
 
@@ -225,10 +224,7 @@ class ExecTool(CoreTool):
                     },
                     "background": {
                         "type": "boolean",
-                        "description": (
-                            "Start the command detached and return at once with its pid and "
-                            "log file, for servers and watchers (default false)."
-                        ),
+                        "description": "Run detached; return its pid and log file at once.",
                     },
                     "timeout": {
                         "type": "number",
