@@ -113,14 +113,24 @@ def test_deep_recursion_is_a_catchable_range_error(boot: Callable[..., Cell]) ->
     assert boot().run(source) == Completed('[true,"Maximum call stack size exceeded"]')
 
 
-def test_native_stack_exhaustion_kills_only_the_vm(boot: Callable[..., Cell]) -> None:
-    # A deeply nested JSON.stringify recurses in C below QuickJS's stack check: the wasm
-    # stack overflows, the store traps and the VM is discarded; the process is fine.
+def test_uncaught_runaway_recursion_is_a_stack_failure(boot: Callable[..., Cell]) -> None:
+    outcome, _ = timed(boot(), "const f = n => f(n + 1) + 1; return f(0)")
+    assert outcome.kind is FailureKind.STACK
+    assert outcome.message.startswith("RangeError: Maximum call stack size exceeded")
+    assert "recursed too deeply" in outcome.message
+
+
+def test_native_stack_exhaustion_kills_only_the_vm_and_is_a_stack_failure(
+    boot: Callable[..., Cell],
+) -> None:
+    # The guest's own JSON.stringify of a deeply nested value recurses in C below QuickJS's
+    # stack check: the wasm stack overflows, the store traps and the VM is discarded; the
+    # process is fine, and the failure is the guest's (STACK), not the host's.
     cell = boot(timeout=5)
     source = "let o = {}; for (let i = 0; i < 1e5; i++) o = {o}; return JSON.stringify(o).length"
     outcome, _ = timed(cell, source)
-    assert outcome.kind is FailureKind.TRAP
-    assert "stack overflow" in outcome.message
+    assert outcome.kind is FailureKind.STACK
+    assert "nests too deeply" in outcome.message and "stack ran out" in outcome.message
     assert boot().run("return 'still fine'") == Completed('"still fine"')
 
 

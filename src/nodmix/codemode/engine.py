@@ -143,7 +143,7 @@ class CodeModeEngine:
             turn_id=services.scope.run_id,
             namespace_targets=dict(namespace_targets or {}),
         )
-        prepared = prepare(args, settings.languages)
+        prepared = prepare(args, settings.languages, settings.max_source_bytes)
         if prepared.error is not None:
             return run_failed(state, prepared.error, prepared.code_kind)
         source, wrapped = prepared.code, False

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 SETUP_SCRIPT = r"""
 function (cap) {
-  const call = cap.call, request = cap.request;
-  const parse = JSON.parse, stringify = JSON.stringify, S = String, E = Error;
+  const call = cap.call, request = cap.request, tooDeep = cap.tooDeep;
+  // `stringify` refuses values that nest deeper than the sandbox allows (a RangeError).
+  const parse = JSON.parse, stringify = cap.stringify, S = String, E = Error, RE = RangeError;
   const freeze = Object.freeze, define = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray, resolved = Promise.resolve.bind(Promise);
   const rejected = Promise.reject.bind(Promise);
@@ -26,6 +27,7 @@ function (cap) {
       const s = stringify(v);
       return s === undefined ? S(v) : parse(s);
     } catch (e) {
+      if (e instanceof RE && e.message === tooDeep) throw e;
       if (v instanceof E) return { name: S(v.name), message: S(v.message) };
       try { return S(v); } catch (_) { return '[unserializable value]'; }
     }

@@ -83,6 +83,8 @@ class CodeModeConfig(Section, frozen=True):
     run_store: Literal["file", "memory"] | None = None
     """Where suspended runs live (process-wide, top-level `tools.codeMode` only): `file`
     (default, under the state dir, survives a restart) or `memory`."""
+    max_source_bytes: int | None = None
+    telemetry_to_model: bool | None = None
 
 
 class ExecToolConfig(Section, frozen=True):

@@ -48,6 +48,7 @@ from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.turn_lock import waiting_notice
 from nodmix.tools import Tool, core_tools
+from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
@@ -185,6 +186,7 @@ class Runtime:
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
             stack.callback(sessions.close)
+            stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             sources: list[ToolProvider] = [PluginTools(registry)]
