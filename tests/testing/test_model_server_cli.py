@@ -93,4 +93,4 @@ def test_an_unknown_script_exits_with_a_one_line_error() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("model_server: error: unknown script 'no-such-script'")
-    assert "echo, tool-then-answer" in result.stderr
+    assert "echo, hang, huge, tool-then-answer" in result.stderr
