@@ -70,6 +70,13 @@ BENCHMARKS = (
     ),
     Benchmark("gateway", "Gateway", "benchmarks.gateway.bench_gateway", (), "gateway"),
     Benchmark(
+        "streaming",
+        "Streaming a huge model reply",
+        "benchmarks.providers.bench_streaming",
+        (),
+        "reliability under load and faults",
+    ),
+    Benchmark(
         "value",
         "Code mode's value: tokens, round trips, search quality",
         "benchmarks.value.run",
