@@ -19,6 +19,7 @@ from nodmix.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
     RateLimitedError,
     SessionError,
 )
@@ -92,7 +93,9 @@ def classify(exc: BaseException) -> APIError:
             status=409, message="the turn was aborted", kind="api_error", code="aborted"
         )
     message = str(exc) or type(exc).__name__
-    if isinstance(exc, RateLimitedError | ProviderUnavailableError):
+    if isinstance(exc, ProviderUnreachableError):
+        message += f" ({MODEL_HINT})"
+    if isinstance(exc, RateLimitedError | ProviderUnavailableError | ProviderUnreachableError):
         if "connection error" in message:
             message += f" (is the model server running? {MODEL_HINT})"
         return APIError(status=503, message=message, kind="api_error", code="model_unavailable")

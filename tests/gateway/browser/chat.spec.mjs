@@ -161,7 +161,7 @@ try {
     await page.locator("#session-title", { hasText: /agent offline$/ }).waitFor();
     await page.fill("#input", "anyone there?");
     await page.press("#input", "Enter");
-    await page.locator(".notice.error", { hasText: "connection error" }).waitFor();
+    await page.locator(".notice.error", { hasText: "connection refused" }).waitFor();
     await page.locator(".notice.error", { hasText: "is the model server running?" }).waitFor();
     await page.locator("#run-state[data-state=idle]").waitFor({ state: "attached" });
   });
