@@ -91,6 +91,13 @@ BENCHMARKS = (
         "reliability under load and faults",
     ),
     Benchmark(
+        "streaming",
+        "Streaming a huge model reply",
+        "benchmarks.providers.bench_streaming",
+        (),
+        "reliability under load and faults",
+    ),
+    Benchmark(
         "value",
         "Code mode's value: tokens, round trips, search quality",
         "benchmarks.value.run",

@@ -8,7 +8,10 @@ NodmixError                      base; `str(err)` is one readable line
 │   ├── ProviderAuthError        401/403, missing key: the user must fix it
 │   ├── ProviderRequestError     400-class request problems (bad model id, bad payload)
 │   ├── RateLimitedError         429; retried with backoff
-│   ├── ProviderUnavailableError 5xx, timeouts, connection errors; retried, then fallbacks
+│   ├── ProviderUnavailableError 5xx, resets, connection errors; retried, then fallbacks
+│   │   └── ProviderTimeoutError no connection or no stream event in time; retried
+│   ├── ProviderUnreachableError connection refused by a local server; not retried
+│   ├── ProviderProtocolError    a malformed stream; not retried
 │   └── ContextOverflowError     the request does not fit the model's context window
 ├── ToolError                    raised by a tool; becomes an error result for the model
 │   └── WorkspaceEscapeError     a path points outside the agent workspace
@@ -104,6 +107,22 @@ class ProviderUnavailableError(ProviderError):
     """5xx responses, timeouts and connection failures."""
 
     retryable = True
+    fallback_eligible = True
+
+
+class ProviderTimeoutError(ProviderUnavailableError):
+    """The provider did not connect, or sent no stream event, within the configured time."""
+
+
+class ProviderUnreachableError(ProviderError):
+    """A local model server refused the connection: retrying will not start it."""
+
+    fallback_eligible = True
+
+
+class ProviderProtocolError(ProviderError):
+    """The provider answered with something that is not the API's stream format."""
+
     fallback_eligible = True
 
 

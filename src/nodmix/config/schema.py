@@ -36,6 +36,24 @@ class ModelEntry(Section, frozen=True):
     max_tokens: int | None = None
 
 
+class ModelTimeouts(Section, frozen=True):
+    """`models.providers.<id>.timeouts` and `agents.list[].modelTimeouts`: waits on a model."""
+
+    connect_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """Seconds to open the connection (default 10)."""
+    idle_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """Seconds without a stream event (keep-alive comments do not count; default 60)."""
+
+
+class RetryConfig(Section, frozen=True):
+    """`models.providers.<id>.retry`: retries of rate limits, outages and timeouts."""
+
+    attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] | None = None
+    """Total attempts, including the first (default 4)."""
+    max_delay_seconds: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    """Cap on one wait, `Retry-After` included (default 30)."""
+
+
 class ProviderConfig(Section, frozen=True):
     """`models.providers.<id>`: one model endpoint. Built-in presets fill what is left out."""
 
@@ -45,6 +63,8 @@ class ProviderConfig(Section, frozen=True):
     """A literal key or `${ENV_VAR}`."""
     headers: dict[str, str] = {}
     models: list[ModelEntry] = []
+    timeouts: ModelTimeouts | None = None
+    retry: RetryConfig | None = None
 
 
 class ModelsConfig(Section, frozen=True):
@@ -161,9 +181,14 @@ class AgentDefaults(Section, frozen=True):
     workspace: str | None = None
     compaction: CompactionConfig | None = None
     max_steps: int | None = None
-    timeout_seconds: int | None = None
+    timeout_seconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """Seconds a whole turn may take (default 600)."""
     instructions: str | None = None
     """Extra system-prompt text for every agent."""
+    max_tokens: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """Output token limit sent with each model request (default: the model's `maxTokens`)."""
+    max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -176,6 +201,11 @@ class AgentConfig(Section, frozen=True):
     tools: AgentToolsConfig | None = None
     compaction: CompactionConfig | None = None
     instructions: str | None = None
+    timeout_seconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_tokens: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    model_timeouts: ModelTimeouts | None = None
+    """This agent's connect and idle waits, over every provider's `timeouts`."""
 
 
 class AgentsConfig(Section, frozen=True):

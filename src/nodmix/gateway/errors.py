@@ -20,6 +20,7 @@ from nodmix.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
     RateLimitedError,
     SessionError,
     resource_exhaustion,
@@ -101,7 +102,9 @@ def classify(exc: BaseException) -> APIError:
         log.error("cannot serve a request: %s", exhausted)
         return APIError(status=503, message=exhausted, kind="api_error", code="resource_exhausted")
     message = str(exc) or type(exc).__name__
-    if isinstance(exc, RateLimitedError | ProviderUnavailableError):
+    if isinstance(exc, ProviderUnreachableError):
+        message += f" ({MODEL_HINT})"
+    if isinstance(exc, RateLimitedError | ProviderUnavailableError | ProviderUnreachableError):
         if "connection error" in message:
             message += f" (is the model server running? {MODEL_HINT})"
         return APIError(status=503, message=message, kind="api_error", code="model_unavailable")

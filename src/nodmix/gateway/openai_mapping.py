@@ -202,4 +202,6 @@ class Completion:
 
 def finish_reason(stop_reason: str) -> str:
     """OpenAI's `finish_reason` for how a turn ended."""
+    if stop_reason in ("content_filter", "refusal"):
+        return "content_filter"
     return "length" if stop_reason in ("length", "max_steps") else "stop"

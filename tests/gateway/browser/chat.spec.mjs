@@ -207,23 +207,27 @@ try {
     await page.locator("#session-title", { hasText: /agent offline$/ }).waitFor();
     await page.fill("#input", "anyone there?");
     await page.press("#input", "Enter");
-    await page.locator(".notice.error", { hasText: "connection error" }).waitFor();
+    await page.locator(".notice.error", { hasText: "connection refused" }).waitFor();
     await page.locator(".notice.error", { hasText: "is the model server running?" }).waitFor();
     await page.locator("#run-state[data-state=idle]").waitFor({ state: "attached" });
   });
 
-  await step("a message that got no answer is marked and can be sent again", async () => {
+  await step("a message that got no answer is marked, can be sent again, and its error stays after a reload", async () => {
     const failedMessage = page.locator(".msg.user.failed", { hasText: "anyone there?" });
     await failedMessage.waitFor();
-    const errorsBefore = await page.locator(".notice.error", { hasText: "connection error" }).count();
+    const errorsBefore = await page.locator(".notice.error", { hasText: "connection refused" }).count();
     await failedMessage.locator("button.retry").click();
     await page
-      .locator(".notice.error", { hasText: "connection error" })
+      .locator(".notice.error", { hasText: "connection refused" })
       .nth(errorsBefore)
       .waitFor();
     await page.locator("#run-state[data-state=idle]").waitFor({ state: "attached" });
     const failedCount = await page.locator(".msg.user.failed").count();
     check(failedCount === 1, `the retried message replaced the failed one (got ${failedCount})`);
+    await page.reload();
+    await page.locator("body[data-ready=true]").waitFor();
+    await page.locator(".msg.user", { hasText: "anyone there?" }).first().waitFor();
+    await page.locator(".notice.error", { hasText: "connection refused" }).first().waitFor();
   });
 
   await step("a session can be renamed, replaced by /new and read back, and deleted", async () => {
