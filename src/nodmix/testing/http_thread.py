@@ -34,6 +34,9 @@ class ThreadedServer:
         """The app to serve."""
         raise NotImplementedError
 
+    def _before_stop(self) -> None:
+        """Called on the server's loop before it stops (end long polls here)."""
+
     @property
     def _loop_token(self) -> object | None:
         return self._portal
@@ -82,7 +85,6 @@ class ThreadedServer:
         finally:
             with anyio.CancelScope(shield=True):
                 server.should_exit = True
-                server.force_exit = True
                 await server.shutdown(sockets=[sock])
             sock.close()
 
@@ -105,6 +107,7 @@ class ThreadedServer:
         if portal is None or portal_cm is None:
             return
         stop = self._stop
+        portal.call(self._before_stop)
         if stop is not None:
             portal.call(stop.set)
         portal_cm.__exit__(None, None, None)

@@ -81,6 +81,7 @@ class ScriptedBotAPI(ThreadedServer):
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._changed: anyio.Event | None = None
+        self._closing = False
 
     # ---- test API -------------------------------------------------------------------------
 
@@ -206,6 +207,11 @@ class ScriptedBotAPI(ThreadedServer):
         if event is not None and self._loop_token is not None:
             self._call_soon(event.set)
 
+    def _before_stop(self) -> None:
+        self._closing = True
+        if self._changed is not None:
+            self._changed.set()
+
     def _me(self) -> dict[str, Any]:
         return {
             "id": self.bot_id,
@@ -287,7 +293,7 @@ class ScriptedBotAPI(ThreadedServer):
                 self._changed = anyio.Event()
                 changed = self._changed
             remaining = deadline - anyio.current_time()
-            if ready or remaining <= 0:
+            if ready or remaining <= 0 or self._closing:
                 return ready[: int(params.get("limit") or 100)]
             with anyio.move_on_after(remaining):
                 await changed.wait()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +75,14 @@ def telegram_settings(section: TelegramConfig, env: Mapping[str, str]) -> Telegr
     )
 
 
-def _seconds(value: int | datetime.timedelta) -> float:
-    return value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
+def _wait_seconds(exc: RetryAfter) -> float:
+    """The flood-control wait (capped); the attribute's type changes across library versions,
+    and reading it as an int warns, so read it either way without the warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = exc.retry_after
+    seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
+    return min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 class TelegramAdapter:
@@ -127,7 +134,7 @@ class TelegramAdapter:
                 )
                 backoff = 1.0
             except RetryAfter as exc:
-                await anyio.sleep(min(_seconds(exc.retry_after), MAX_RETRY_AFTER_SECONDS))
+                await anyio.sleep(_wait_seconds(exc))
                 continue
             except (TelegramError, OSError) as exc:
                 status.connected = False
@@ -161,7 +168,7 @@ class TelegramAdapter:
             except RetryAfter as exc:
                 if attempt == SEND_ATTEMPTS - 1:
                     raise
-                await anyio.sleep(min(_seconds(exc.retry_after), MAX_RETRY_AFTER_SECONDS))
+                await anyio.sleep(_wait_seconds(exc))
         raise AssertionError("unreachable")
 
     async def send(self, message: OutboundMessage) -> list[str]:
