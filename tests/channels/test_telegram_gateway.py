@@ -188,3 +188,25 @@ def test_the_message_tool_reaches_allowed_chats_only(
         api.wait_for(lambda: len(api.sent_texts(OWNER)) >= 2)
     assert api.sent_texts(555) == ["note from the agent"]
     assert api.sent_texts(666) == []
+
+
+def test_doctor_checks_the_bot_token_and_channels_status_shows_counts(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    write_channel_config(isolated_state, model.base_url, api)
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert f"channel telegram: connected as @{api.username}" in doctor.stdout
+    write_channel_config(isolated_state, model.base_url, api, {"botToken": "1:wrong"})
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert doctor.returncode == 1
+    assert "✗ channel telegram: credentials refused" in doctor.stdout
+
+    write_channel_config(isolated_state, model.base_url, api)
+    with _gateway():
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text="hi")
+        api.wait_for(lambda: api.sent_texts(OWNER))
+        status_file = isolated_state / "channels" / "status.json"
+        api.wait_for(lambda: status_file.exists() and '"refused": 1' in status_file.read_text())
+        shown = run_nodmix(isolated_state, "channels", "status")
+    assert "telegram: connected as @nodmix_test_bot" in shown.stdout
+    assert "refused 1" in shown.stdout and "pairing requests 1" in shown.stdout
