@@ -47,6 +47,9 @@ def _run(args: argparse.Namespace) -> int:
         _check_plugins(checks, loaded)
         if loaded.config.mcp.servers:
             _check_mcp(checks, loaded, deep=args.deep)
+        from nodmix.cli.doctor_channels import channel_findings
+
+        checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:

@@ -28,6 +28,9 @@ COMMAND_MODULES = (
     "plugins",
     "sandbox",
     "web",
+    "channels",
+    "pairing",
+    "message",
 )
 
 

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
+
 
 class Section(
     msgspec.Struct,
@@ -321,3 +323,6 @@ class NodmixConfig(Section, frozen=True):
     plugins: PluginsConfig = PluginsConfig()
     mcp: MCPConfig = MCPConfig()
     gateway: GatewayConfig = GatewayConfig()
+    channels: ChannelsConfig = ChannelsConfig()
+    session: SessionConfig = SessionConfig()
+    bindings: list[BindingConfig] = []

@@ -27,12 +27,14 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.channel_turns import GatewayTurns
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
+from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
 from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
@@ -69,6 +71,7 @@ class Gateway:
             self._group = group
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
+            group.start_soon(self.runtime.channels.run, GatewayTurns(self))
             async with self.runs.running(self.settings.grace_seconds):
                 yield self
             self._group = None
@@ -121,6 +124,7 @@ class Gateway:
         seed: Callable[[], Awaitable[None]] | None = None,
         disable_tools: bool = False,
         after: Callable[[], object] | None = None,
+        turn_origin: TurnOrigin | None = None,
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -140,6 +144,7 @@ class Gateway:
                     emit=emit,
                     model=model,
                     disable_tools=disable_tools,
+                    origin=turn_origin,
                 )
             finally:
                 if after is not None:

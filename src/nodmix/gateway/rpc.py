@@ -19,7 +19,7 @@ import anyio
 from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
-from nodmix.gateway import rpc_sessions
+from nodmix.gateway import channel_turns, rpc_sessions
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
@@ -330,5 +330,8 @@ METHODS: dict[str, Method] = {
     "sessions.delete": sessions_delete,
     "sessions.status": sessions_status,
     "health": health,
+    "channels.status": channel_turns.channels_status,
+    "pairing.list": channel_turns.pairing_list,
+    "pairing.approve": channel_turns.pairing_approve,
 }
 """Method name -> handler."""

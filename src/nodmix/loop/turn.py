@@ -62,6 +62,7 @@ from nodmix.messages import (
     Usage,
     UserMessage,
 )
+from nodmix.origin import TurnOrigin
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
 
@@ -129,6 +130,8 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     tools: RunTools
     model_refs: tuple[str, ...]
+    origin: TurnOrigin | None = None
+    """The chat the turn answers (channel turns); tools see it in their context."""
 
 
 class TurnResult(msgspec.Struct, kw_only=True):
@@ -342,6 +345,7 @@ class _Turn:
                 call_id=call.id,
                 workspace=req.agent.workspace,
                 extra=dict(req.tools.context_extra),
+                origin=req.origin,
             )
             args = dict(call.arguments)
             input_kind = getattr(tool, "hook_input_kind", None)

@@ -20,6 +20,8 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.channels.manager import ChannelManager
+from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
     CompactionService,
@@ -38,6 +40,7 @@ from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
+from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
@@ -162,6 +165,9 @@ class Runtime:
         self.mcp_holder: McpHolder | None = None
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
+        self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
+        """Chat channels (`channels.*`); the gateway runs them."""
+        self.tool_sources.append(MessageTools(self.channels))
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -333,6 +339,7 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn."""
         stripped = text.strip()
@@ -357,6 +364,7 @@ class Runtime:
             emit=emit,
             model=model,
             disable_tools=disable_tools,
+            origin=origin,
         )
 
     def new_session(
@@ -413,6 +421,7 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
@@ -470,6 +479,7 @@ class Runtime:
                     run_id=run_id,
                     tools=tools,
                     model_refs=refs,
+                    origin=origin,
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():
