@@ -125,6 +125,8 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     tools: RunTools
     model_refs: tuple[str, ...]
+    skills_prompt: str | None = None
+    """The skills section of the system prompt (one line per offered skill)."""
 
 
 class TurnResult(msgspec.Struct, kw_only=True):
@@ -244,6 +246,7 @@ class _Turn:
                 instructions=req.agent.instructions,
                 addition=assembled.system_prompt_addition,
                 code_mode=tools.code_mode,
+                skills=req.skills_prompt,
             )
             messages = assembled.messages
             if guard is not None:

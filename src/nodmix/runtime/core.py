@@ -43,8 +43,10 @@ from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
+from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
+from nodmix.skills import SkillBook
 from nodmix.tools import Tool, core_tools
 from nodmix.tools.executor import ToolExecutor
 
@@ -157,6 +159,7 @@ class Runtime:
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self.mcp_holder: McpHolder | None = None
+        self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
 
@@ -422,6 +425,9 @@ class Runtime:
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
             try:
+                skills = await anyio.to_thread.run_sync(
+                    turn_skills, self.skills, self.loaded, agent, self.env
+                )
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,
@@ -432,12 +438,17 @@ class Runtime:
                         executor=self.executor,
                         engine=lambda: self.engine,
                         sources=self.tool_sources,
-                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        namespaces=[
+                            *((o.owner, o.value) for o in self.registry.namespaces.values()),
+                            SKILLS_NAMESPACE,
+                        ],
                         plugin_configs={
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
                         mcp=self.services.get("mcp"),
                         disable_tools=disable_tools,
+                        code_mode_tools=skills.code_mode_tools(),
+                        read_roots=skills.read_roots,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -463,6 +474,7 @@ class Runtime:
                     run_id=run_id,
                     tools=tools,
                     model_refs=refs,
+                    skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():
