@@ -2,8 +2,10 @@
 
 A scan runs before every turn, so it has to be cheap when nothing changed: each location's list
 of folders is cached by the location's mtime, and each `SKILL.md` is parsed again only when its
-mtime or size changed. A malformed `SKILL.md` is skipped and reported once (a warning naming the
-file); it stays in `Discovery.problems` for `nodmix skills check`.
+mtime or size changed. Timestamps are coarse (a few milliseconds), so anything changed within
+`SETTLE_NS` of a scan is not trusted from the cache yet and is looked at again next time (the
+guard git uses against "racy" index entries). A malformed `SKILL.md` is skipped and reported
+once (a warning naming the file); it stays in `Discovery.problems` for `nodmix skills check`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -23,6 +26,9 @@ log = logging.getLogger("nodmix.skills")
 
 MAX_SKILLS_PER_LOCATION = 1000
 """Folders looked at per location; a stray huge directory cannot stall a turn."""
+
+SETTLE_NS = 2_000_000_000
+"""A folder or file modified this recently may change again within the same timestamp tick."""
 
 
 class SkillLocation(msgspec.Struct, frozen=True):
@@ -54,7 +60,8 @@ class SkillScanner:
         """Create a scanner; `warn` receives a line for each newly broken `SKILL.md`."""
         self._warn = warn or log.warning
         self._listings: dict[Path, tuple[int, tuple[Path, ...]]] = {}
-        self._files: dict[Path, tuple[_Stamp, SkillSource, _Parsed]] = {}
+        self._files: dict[Path, tuple[_Stamp | None, SkillSource, _Parsed]] = {}
+        self._warned: dict[Path, _Stamp] = {}
         self._last: tuple[tuple[object, ...], Discovery] | None = None
         self._lock = threading.Lock()
 
@@ -64,12 +71,17 @@ class SkillScanner:
             return self._scan(locations)
 
     def _scan(self, locations: Sequence[SkillLocation]) -> Discovery:
+        now = time.time_ns()
+        settled = True
         found: list[tuple[Path, SkillSource, _Stamp]] = []
         for location in locations:
-            for skill_file in self._skill_files(location.path):
+            files, listing_settled = self._skill_files(location.path, now)
+            settled = settled and listing_settled
+            for skill_file in files:
                 stamp = _stamp(skill_file)
                 if stamp is not None:
                     found.append((skill_file, location.source, stamp))
+                    settled = settled and _settled(stamp[0], now)
         signature = tuple(found)
         if self._last is not None and self._last[0] == signature:
             return self._last[1]
@@ -82,29 +94,33 @@ class SkillScanner:
                 parsed.append(cached[2])
                 continue
             result = _parse(skill_file, source)
-            if isinstance(result, str):
+            if isinstance(result, str) and self._warned.get(skill_file) != stamp:
+                self._warned[skill_file] = stamp
                 self._warn(result)
-            self._files[skill_file] = (stamp, source, result)
+            trusted = stamp if _settled(stamp[0], now) else None
+            self._files[skill_file] = (trusted, source, result)
             parsed.append(result)
         for stale in set(self._files) - seen:
             del self._files[stale]
+            self._warned.pop(stale, None)
         discovery = _merge(parsed)
-        self._last = (signature, discovery)
+        self._last = (signature, discovery) if settled else None
         return discovery
 
-    def _skill_files(self, root: Path) -> list[Path]:
+    def _skill_files(self, root: Path, now: int) -> tuple[list[Path], bool]:
         try:
             root_mtime = root.stat().st_mtime_ns
         except OSError:
             self._listings.pop(root, None)
-            return []
+            return [], True
         cached = self._listings.get(root)
+        settled = _settled(root_mtime, now)
         if cached is None or cached[0] != root_mtime:
-            cached = (root_mtime, _list_folders(root))
+            cached = (root_mtime if settled else -1, _list_folders(root))
             self._listings[root] = cached
         files = [folder / SKILL_FILE for folder in cached[1]]
         own = root / SKILL_FILE
-        return [own] if own.is_file() else files
+        return ([own] if own.is_file() else files), settled
 
 
 def _list_folders(root: Path) -> tuple[Path, ...]:
@@ -120,6 +136,10 @@ def _list_folders(root: Path) -> tuple[Path, ...]:
     except OSError:
         return ()
     return tuple(sorted(folders))
+
+
+def _settled(mtime_ns: int, now_ns: int) -> bool:
+    return now_ns - mtime_ns > SETTLE_NS
 
 
 def _stamp(path: Path) -> _Stamp | None:

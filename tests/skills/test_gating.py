@@ -1,0 +1,102 @@
+"""Gating: unmet requirements keep a skill out, each with a reason a user can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nodmix.config.schema import AgentConfig, AgentsConfig, NodmixConfig, SkillEntry, SkillsConfig
+from nodmix.skills.book import SkillBook
+from nodmix.skills.gating import Gate, GateInputs
+from nodmix.skills.model import Requirements, Skill
+
+
+def _skill(name: str = "s", primary_env: str | None = None, **requires: tuple[str, ...]) -> Skill:
+    return Skill(
+        name=name,
+        description="d",
+        folder=Path("/skills") / name,
+        source="workspace",
+        requires=Requirements(**requires),
+        primary_env=primary_env,
+    )
+
+
+def _gate(
+    *, env: dict[str, str] | None = None, raw: dict[str, object] | None = None, **kwargs: object
+) -> Gate:
+    programs = {"git", "jq"}
+    return Gate(
+        GateInputs(
+            env=env or {},
+            raw_config=raw or {},
+            which=lambda name: f"/usr/bin/{name}" if name in programs else None,
+            platform="linux",
+            **kwargs,  # type: ignore[arg-type]
+        )
+    )
+
+
+def test_met_requirements_give_no_reasons() -> None:
+    skill = _skill(bins=("git",), any_bins=("rg", "jq"), env=("HOME",), os=("linux",))
+    assert _gate(env={"HOME": "/root"}).reasons(skill) == ()
+
+
+def test_each_unmet_requirement_is_named() -> None:
+    skill = _skill(
+        bins=("git", "gh"),
+        any_bins=("rg", "ag"),
+        env=("GH_TOKEN",),
+        config=("tools.webFetch.maxBytes",),
+        os=("darwin",),
+    )
+    assert _gate().reasons(skill) == (
+        "works only on darwin (this is linux)",
+        "missing binary: gh",
+        "missing binary: one of rg, ag",
+        "environment variable GH_TOKEN is not set",
+        "config key tools.webFetch.maxBytes is not set",
+    )
+
+
+def test_config_keys_and_entry_env_and_api_key_satisfy_requirements() -> None:
+    skill = _skill(env=("GH_TOKEN", "GH_HOST"), config=("tools.webFetch.maxBytes",))
+    entries = {"s": SkillEntry(env={"GH_HOST": "github.com"}, api_key="${SECRET}")}
+    raw = {"tools": {"webFetch": {"maxBytes": 1000}}}
+    assert _gate(raw=raw, entries=entries).reasons(skill) == (
+        "environment variable GH_TOKEN is not set",
+    )
+    keyed = _skill(env=("GH_TOKEN",), primary_env="GH_TOKEN")
+    assert _gate(entries=entries).reasons(keyed) != ()  # ${SECRET} is unset
+    assert _gate(env={"SECRET": "k"}, entries=entries).reasons(keyed) == ()
+
+
+def test_disabled_entry_wins_over_everything() -> None:
+    entries = {"s": SkillEntry(enabled=False)}
+    assert _gate(entries=entries).reasons(_skill()) == ("disabled by skills.entries.s.enabled",)
+
+
+def test_agent_allowlist_offers_only_named_skills(tmp_path: Path) -> None:
+    bundled = tmp_path / "bundled"
+    for name in ("one", "two"):
+        path = bundled / name / "SKILL.md"
+        path.parent.mkdir(parents=True)
+        path.write_text(f"---\nname: {name}\ndescription: d\n---\n", encoding="utf-8")
+    config = NodmixConfig(
+        agents=AgentsConfig(entries=[AgentConfig(id="work", skills=["two"])]),
+        skills=SkillsConfig(),
+    )
+    book = SkillBook(state_dir=tmp_path / "state", bundled_dir=bundled)
+
+    def review(agent_id: str) -> dict[str, tuple[str, ...]]:
+        result = book.review(
+            config,
+            raw_config={},
+            config_dir=tmp_path,
+            agent_id=agent_id,
+            workspace=tmp_path / "ws",
+            env={},
+        )
+        return {s.skill.name: s.reasons for s in result.statuses}
+
+    assert review("main") == {"one": (), "two": ()}
+    assert review("work") == {"one": ("not in the skills allowlist of agent 'work'",), "two": ()}
