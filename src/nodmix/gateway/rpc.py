@@ -19,7 +19,7 @@ import anyio
 from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
-from nodmix.gateway import rpc_sessions
+from nodmix.gateway import rpc_sessions, rpc_skills
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
@@ -330,5 +330,6 @@ METHODS: dict[str, Method] = {
     "sessions.delete": sessions_delete,
     "sessions.status": sessions_status,
     "health": health,
+    "skills.list": rpc_skills.skills_list,
 }
 """Method name -> handler."""

@@ -10,7 +10,7 @@ import msgspec
 
 from nodmix.agents import AgentProfile
 from nodmix.config import LoadedConfig
-from nodmix.skills import SkillBook, skills_section
+from nodmix.skills import SkillBook, SkillReview, skills_section
 from nodmix.skills.model import Skill
 from nodmix.skills.tools import SKILLS_OWNER, skill_tools, skills_namespace
 from nodmix.tools import Tool
@@ -44,7 +44,14 @@ def turn_skills(
     book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
 ) -> TurnSkills:
     """Scan (cheap when nothing changed) and keep the skills `agent` is offered."""
-    review = book.review(
+    return TurnSkills(skills=review_agent(book, loaded, agent, env).eligible)
+
+
+def review_agent(
+    book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
+) -> SkillReview:
+    """Every skill found for `agent` with its verdict (for the gateway's `skills.list`)."""
+    return book.review(
         loaded.config,
         raw_config=loaded.raw,
         config_dir=loaded.path.parent,
@@ -52,4 +59,3 @@ def turn_skills(
         workspace=agent.workspace,
         env=env,
     )
-    return TurnSkills(skills=review.eligible)
