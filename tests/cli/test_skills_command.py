@@ -80,11 +80,10 @@ def test_dropped_in_skill_is_listed_and_offered_as_one_line_without_its_body(
     turn = _nodmix(isolated_state, "agent", "--local", "-m", "hello there")
     assert turn.returncode == 0, turn.stderr
     system = _system_prompt(model_server)
-    lines = [line for line in system.splitlines() if "trip-planner" in line]
-    assert lines == [
-        "- trip-planner: Plan a day trip from the ferry timetable. "
-        "(skills/trip-planner/SKILL.md)"
-    ]
+    lines = system.splitlines()
+    mentions = [line for line in lines if "trip-planner" in line]
+    assert mentions == ["- trip-planner: Plan a day trip from the ferry timetable."]
+    assert lines[lines.index(mentions[0]) - 1] == "skills/:"  # skills/trip-planner/SKILL.md
     assert "SECRET-BODY" not in system
 
 

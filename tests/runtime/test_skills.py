@@ -59,7 +59,7 @@ async def test_skill_added_edited_and_removed_between_turns_shows_in_the_next_pr
 
             skill_file = write_skill(skills, "fresh", "Brand new procedure.")
             await runtime.run_turn("two")
-            assert "- fresh: Brand new procedure. (skills/fresh/SKILL.md)" in _system(server)
+            assert "skills/:\n- fresh: Brand new procedure." in _system(server)
 
             skill_file.write_text(
                 "---\nname: fresh\ndescription: Edited procedure.\n---\n", encoding="utf-8"
@@ -112,5 +112,5 @@ async def test_code_mode_program_lists_and_reads_skills_without_the_list_in_exec
     )
     assert "`skills`" in exec_description
     assert "Plan a trip" not in exec_description
-    assert "- trip: Plan a trip. (skills/trip/SKILL.md)" in _system(server)
+    assert "skills/:\n- trip: Plan a trip." in _system(server)
     assert "skills.list()" in _system(server)

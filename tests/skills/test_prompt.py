@@ -12,22 +12,36 @@ def _skill(name: str, folder: Path, description: str = "Does a thing.") -> Skill
     return Skill(name=name, description=description, folder=folder, source="workspace")
 
 
-def test_one_line_per_skill_with_short_paths(tmp_path: Path) -> None:
+def _sourced(skill: Skill, source: str) -> Skill:
+    return Skill(
+        name=skill.name,
+        description=skill.description,
+        folder=skill.folder,
+        source=source,  # type: ignore[arg-type]
+    )
+
+
+def test_one_line_per_skill_under_its_folder_with_short_paths(tmp_path: Path) -> None:
     workspace, home = tmp_path / "ws", tmp_path / "home"
     skills = [
         _skill("local", workspace / "skills" / "local"),
-        _skill("mine", home / ".nodmix" / "skills" / "mine"),
-        _skill("shared", Path("/opt/skills/shared")),
+        _skill("renamed", workspace / "skills" / "old-folder"),
+        _sourced(_skill("mine", home / ".nodmix" / "skills" / "mine"), "managed"),
+        _sourced(_skill("shared", Path("/opt/skills/shared")), "bundled"),
     ]
     section = skills_section(skills, workspace=workspace, home=home)
     assert section is not None
     lines = section.splitlines()
-    assert len(lines) == 4
     assert "read its SKILL.md" in lines[0]
+    assert "F/<name>/SKILL.md" in lines[0]
     assert lines[1:] == [
-        "- local: Does a thing. (skills/local/SKILL.md)",
-        "- mine: Does a thing. (~/.nodmix/skills/mine/SKILL.md)",
-        "- shared: Does a thing. (/opt/skills/shared/SKILL.md)",
+        "/opt/skills/:",
+        "- shared: Does a thing.",
+        "~/.nodmix/skills/:",
+        "- mine: Does a thing.",
+        "skills/:",
+        "- local: Does a thing.",
+        "- renamed: Does a thing. (old-folder/SKILL.md)",
     ]
 
 
@@ -35,8 +49,8 @@ def test_long_descriptions_are_cut_at_a_word(tmp_path: Path) -> None:
     text = "Summarise long reports " + "carefully " * 30
     section = skills_section([_skill("r", tmp_path / "r", text)], workspace=tmp_path)
     assert section is not None
-    line = section.splitlines()[1]
-    description = line.removeprefix("- r: ").rsplit(" (", 1)[0]
+    line = section.splitlines()[2]
+    description = line.removeprefix("- r: ")
     assert description.endswith("carefully…")
     assert len(description) <= DESCRIPTION_CAP_CHARS
 
