@@ -114,3 +114,36 @@ async def test_code_mode_program_lists_and_reads_skills_without_the_list_in_exec
     assert "Plan a trip" not in exec_description
     assert "skills/:\n- trip: Plan a trip." in _system(server)
     assert "skills.list()" in _system(server)
+
+
+@pytest.mark.anyio
+async def test_skill_entry_env_offers_the_skill_and_reaches_its_commands(
+    isolated_state: Path,
+) -> None:
+    seen: list[str] = []
+
+    def model(request: ModelRequest) -> ModelReply:
+        last = request.messages[-1]
+        if isinstance(last, ToolResultMessage):
+            seen.append(last.text)
+            return ModelReply.text("done")
+        return ModelReply.tool_call("exec", {"command": 'printf "token=%s" "$TRIP_TOKEN"'})
+
+    async with ScriptedModelServer(model) as server:
+        path = _config(
+            isolated_state,
+            server.base_url,
+            skills={"entries": {"trip": {"env": {"TRIP_TOKEN": "t-123"}}}},
+        )
+        env = {k: v for k, v in os.environ.items() if k != "TRIP_TOKEN"}
+        env["NODMIX_STATE_DIR"] = str(isolated_state)
+        async with Runtime.open(load_config(path), env=env) as runtime:
+            write_skill(
+                runtime.agent("main").workspace / "skills",
+                "trip",
+                "Plan a trip.",
+                metadata="metadata:\n  nodmix:\n    requires:\n      env: [TRIP_TOKEN]\n",
+            )
+            await runtime.run_turn("plan")
+    assert "- trip: Plan a trip." in str(server.requests[0].body["messages"][0]["content"])
+    assert "token=t-123" in seen[0]

@@ -100,3 +100,18 @@ def test_agent_allowlist_offers_only_named_skills(tmp_path: Path) -> None:
 
     assert review("main") == {"one": (), "two": ()}
     assert review("work") == {"one": ("not in the skills allowlist of agent 'work'",), "two": ()}
+
+
+def test_entry_env_and_api_key_reach_commands_without_overriding_the_environment() -> None:
+    from nodmix.skills.gating import skill_env
+
+    keyed = _skill("gh", primary_env="GH_TOKEN")
+    other = _skill("other")
+    entries = {
+        "gh": SkillEntry(env={"GH_HOST": "example.org", "HOME": "/elsewhere"}, api_key="k-1"),
+        "unused": SkillEntry(env={"NEVER": "x"}),
+    }
+    assert skill_env([keyed, other], entries, {"HOME": "/root"}) == {
+        "GH_HOST": "example.org",
+        "GH_TOKEN": "k-1",
+    }

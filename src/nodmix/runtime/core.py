@@ -449,6 +449,7 @@ class Runtime:
                         disable_tools=disable_tools,
                         code_mode_tools=skills.code_mode_tools(),
                         read_roots=skills.read_roots,
+                        exec_env=skills.exec_env,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)

@@ -11,6 +11,7 @@ import msgspec
 from nodmix.agents import AgentProfile
 from nodmix.config import LoadedConfig
 from nodmix.skills import SkillBook, SkillReview, skills_section
+from nodmix.skills.gating import skill_env
 from nodmix.skills.model import Skill
 from nodmix.skills.tools import SKILLS_OWNER, skill_tools, skills_namespace
 from nodmix.tools import Tool
@@ -23,6 +24,8 @@ class TurnSkills(msgspec.Struct, frozen=True, kw_only=True):
     """The eligible skills of a turn and what they contribute."""
 
     skills: tuple[Skill, ...]
+    exec_env: dict[str, str] = msgspec.field(default_factory=dict)
+    """What the skills' `skills.entries` settings add to `exec` commands."""
 
     @property
     def read_roots(self) -> tuple[Path, ...]:
@@ -44,7 +47,9 @@ def turn_skills(
     book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
 ) -> TurnSkills:
     """Scan (cheap when nothing changed) and keep the skills `agent` is offered."""
-    return TurnSkills(skills=review_agent(book, loaded, agent, env).eligible)
+    offered = review_agent(book, loaded, agent, env).eligible
+    entries = loaded.config.skills.entries
+    return TurnSkills(skills=offered, exec_env=skill_env(offered, entries, env))
 
 
 def review_agent(

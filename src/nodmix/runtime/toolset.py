@@ -60,6 +60,8 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     """Tools that join the hidden catalog only when code mode is active (the `skills` ones)."""
     read_roots: Sequence[Path] = ()
     """Folders outside the workspace that `read` may read (the offered skills' folders)."""
+    exec_env: Mapping[str, str] = msgspec.field(default_factory=dict)
+    """Variables the offered skills' settings add to `exec` commands."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -67,7 +69,9 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
     if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
-    candidates: list[Tool] = list(core_tools(inputs.tools_config, read_roots=inputs.read_roots))
+    candidates: list[Tool] = list(
+        core_tools(inputs.tools_config, read_roots=inputs.read_roots, exec_env=inputs.exec_env)
+    )
     for source in inputs.sources:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -85,3 +85,28 @@ def _truthy(inputs: GateInputs, dotted: str) -> bool:
             return False
         node = node[part]
     return bool(node)
+
+
+def skill_env(
+    skills: Sequence[Skill], entries: Mapping[str, SkillEntry], env: Mapping[str, str]
+) -> dict[str, str]:
+    """Variables the offered skills' entries add to commands: `env`, and `apiKey` as the skill's
+    `primaryEnv`. A variable already set in the environment is left as it is."""
+    out: dict[str, str] = {}
+    for skill in skills:
+        entry = entries.get(skill.name)
+        if entry is None:
+            continue
+        values = dict(entry.env)
+        if entry.api_key and skill.primary_env:
+            try:
+                key = f"skills.entries.{skill.name}.apiKey"
+                secret = resolve_secret(entry.api_key, key=key, env=env)
+            except ConfigError:
+                secret = None
+            if secret:
+                values.setdefault(skill.primary_env, secret)
+        for name, value in values.items():
+            if not env.get(name):
+                out.setdefault(name, value)
+    return out
