@@ -106,3 +106,19 @@ def test_a_same_size_edit_within_one_timestamp_tick_is_still_seen(tmp_path: Path
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime, same size
     assert time.time_ns() - stat.st_mtime_ns < SETTLE_NS
     assert scanner.scan(location).skills["tick"].description == "Version B."
+
+
+def test_two_agents_scanning_in_turn_keep_each_others_cache(tmp_path: Path) -> None:
+    shared, first, second = tmp_path / "shared", tmp_path / "a", tmp_path / "b"
+    for root, name in ((shared, "common"), (first, "only-a"), (second, "only-b")):
+        path = write_skill(root, name)
+        for item in (path, path.parent, root):
+            _age(item)
+    scanner = SkillScanner()
+    a = [SkillLocation(shared, "bundled"), SkillLocation(first, "workspace")]
+    b = [SkillLocation(shared, "bundled"), SkillLocation(second, "workspace")]
+    first_a, first_b = scanner.scan(a), scanner.scan(b)
+    assert list(first_a.skills) == ["common", "only-a"]
+    assert list(first_b.skills) == ["common", "only-b"]
+    assert scanner.scan(a) is first_a
+    assert scanner.scan(b) is first_b

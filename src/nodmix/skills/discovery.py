@@ -27,6 +27,9 @@ log = logging.getLogger("nodmix.skills")
 MAX_SKILLS_PER_LOCATION = 1000
 """Folders looked at per location; a stray huge directory cannot stall a turn."""
 
+MAX_CACHED_SCANS = 64
+"""Sets of locations (agents) whose latest result is kept."""
+
 SETTLE_NS = 2_000_000_000
 """A folder or file modified this recently may change again within the same timestamp tick."""
 
@@ -62,7 +65,8 @@ class SkillScanner:
         self._listings: dict[Path, tuple[int, tuple[Path, ...]]] = {}
         self._files: dict[Path, tuple[_Stamp | None, SkillSource, _Parsed]] = {}
         self._warned: dict[Path, _Stamp] = {}
-        self._last: tuple[tuple[object, ...], Discovery] | None = None
+        self._last: dict[tuple[SkillLocation, ...], tuple[tuple[object, ...], Discovery]] = {}
+        """The latest result per set of locations (one per agent workspace)."""
         self._lock = threading.Lock()
 
     def scan(self, locations: Sequence[SkillLocation]) -> Discovery:
@@ -83,8 +87,10 @@ class SkillScanner:
                     found.append((skill_file, location.source, stamp))
                     settled = settled and _settled(stamp[0], now)
         signature = tuple(found)
-        if self._last is not None and self._last[0] == signature:
-            return self._last[1]
+        key = tuple(locations)
+        last = self._last.get(key)
+        if last is not None and last[0] == signature:
+            return last[1]
         parsed: list[_Parsed] = []
         seen: set[Path] = set()
         for skill_file, source, stamp in found:
@@ -100,11 +106,18 @@ class SkillScanner:
             trusted = stamp if _settled(stamp[0], now) else None
             self._files[skill_file] = (trusted, source, result)
             parsed.append(result)
-        for stale in set(self._files) - seen:
-            del self._files[stale]
+        roots = {location.path for location in locations}
+        covered = [p for p in self._files if _root_of(p) in roots or p.parent in roots]
+        for stale in [p for p in covered if p not in seen]:
+            del self._files[stale]  # gone from a location this scan covered
             self._warned.pop(stale, None)
         discovery = _merge(parsed)
-        self._last = (signature, discovery) if settled else None
+        if settled:
+            if len(self._last) >= MAX_CACHED_SCANS:
+                self._last.clear()
+            self._last[key] = (signature, discovery)
+        else:
+            self._last.pop(key, None)
         return discovery
 
     def _skill_files(self, root: Path, now: int) -> tuple[list[Path], bool]:
@@ -136,6 +149,11 @@ def _list_folders(root: Path) -> tuple[Path, ...]:
     except OSError:
         return ()
     return tuple(sorted(folders))
+
+
+def _root_of(skill_file: Path) -> Path:
+    """The location a `<location>/<folder>/SKILL.md` was found under."""
+    return skill_file.parent.parent
 
 
 def _settled(mtime_ns: int, now_ns: int) -> bool:

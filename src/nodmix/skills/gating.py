@@ -23,7 +23,8 @@ class GateInputs(msgspec.Struct, frozen=True, kw_only=True):
     """The `nodmix.json` document as written (for `requires.config`)."""
     entries: Mapping[str, SkillEntry] = msgspec.field(default_factory=dict)
     platform: str = sys.platform
-    which: Callable[[str], str | None] = shutil.which
+    which: Callable[[str], str | None] | None = None
+    """Finds a program; default: `shutil.which` over `env["PATH"]`."""
 
 
 class Gate:
@@ -58,7 +59,11 @@ class Gate:
     def _has(self, program: str) -> bool:
         found = self._found.get(program)
         if found is None:
-            found = self._inputs.which(program) is not None
+            which = self._inputs.which
+            if which is None:
+                found = shutil.which(program, path=self._inputs.env.get("PATH")) is not None
+            else:
+                found = which(program) is not None
             self._found[program] = found
         return found
 
