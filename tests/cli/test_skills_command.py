@@ -135,6 +135,10 @@ def test_install_and_remove_round_trip_and_broken_skill_fails_check(
     check = _nodmix(isolated_state, "skills", "check")
     assert check.returncode == 1
     assert f"skipped skill {broken}" in check.stdout
+    doctor = _nodmix(isolated_state, "doctor", "--offline", "--json")
+    finding = next(c for c in json.loads(doctor.stdout) if c["name"] == "skills")
+    assert finding["level"] == "warn"
+    assert "1 SKILL.md skipped" in finding["detail"]
 
     removed = _nodmix(isolated_state, "skills", "remove", "packed")
     assert removed.returncode == 0, removed.stderr
