@@ -147,3 +147,25 @@ async def test_skill_entry_env_offers_the_skill_and_reaches_its_commands(
             await runtime.run_turn("plan")
     assert "- trip: Plan a trip." in str(server.requests[0].body["messages"][0]["content"])
     assert "token=t-123" in seen[0]
+
+
+@pytest.mark.anyio
+async def test_a_malformed_skill_is_skipped_with_a_warning_and_the_turn_goes_on(
+    isolated_state: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with ScriptedModelServer(lambda r: ModelReply.text("fine")) as server:
+        path = _config(isolated_state, server.base_url)
+        env = {**os.environ, "NODMIX_STATE_DIR": str(isolated_state)}
+        async with Runtime.open(load_config(path), env=env) as runtime:
+            skills = runtime.agent("main").workspace / "skills"
+            write_skill(skills, "good", "Still offered.")
+            broken = skills / "broken" / "SKILL.md"
+            broken.parent.mkdir()
+            broken.write_text("---\nname: broken\ndescription: [unclosed\n---\n", encoding="utf-8")
+            with caplog.at_level("WARNING", logger="nodmix.skills"):
+                outcome = await runtime.run_turn("hi")
+    assert outcome.result.reply == "fine"
+    assert "- good: Still offered." in _system(server)
+    assert "broken" not in _system(server)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "nodmix.skills"]
+    assert len(warnings) == 1 and str(broken) in warnings[0]
