@@ -142,3 +142,20 @@ def test_remove_deletes_only_an_installed_skill(tmp_path: Path) -> None:
         remove_skill("hello", root)
     with pytest.raises(SkillError, match="not a valid skill name"):
         remove_skill("../src", root)
+
+
+def test_archives_over_the_size_cap_are_refused_before_unpacking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nodmix.skills import install
+
+    monkeypatch.setattr(install, "MAX_TOTAL_BYTES", 1024)
+    archive = tmp_path / "big.tar.gz"
+    with tarfile.open(archive, "w:gz") as bundle:
+        for name, size in (("SKILL.md", 40), ("data.bin", 4096)):
+            info = tarfile.TarInfo(name)
+            info.size = size
+            bundle.addfile(info, io.BytesIO(b"x" * size))
+    with pytest.raises(SkillError, match="holds more than"):
+        install_skill(archive, tmp_path / "managed")
+    assert list((tmp_path / "managed").iterdir()) == []

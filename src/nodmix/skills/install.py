@@ -152,9 +152,11 @@ def _extract_zip(archive: Path, dest: Path) -> None:
 
 def _extract_tar(archive: Path, dest: Path) -> None:
     with tarfile.open(archive) as bundle:
-        members = bundle.getmembers()
+        members: list[tarfile.TarInfo] = []
         total = 0
-        for index, member in enumerate(members, start=1):
+        # Headers are checked one by one as they are read, so a huge member stops the install
+        # before its data is decompressed.
+        for index, member in enumerate(bundle, start=1):
             _safe_member(member.name, archive)
             if member.issym() or member.islnk():
                 raise SkillError(f"{archive}: member {member.name!r} is a link")
@@ -162,6 +164,7 @@ def _extract_tar(archive: Path, dest: Path) -> None:
                 raise SkillError(f"{archive}: member {member.name!r} is not a regular file")
             total += member.size
             _check_bounds(index, total, archive)
+            members.append(member)
         bundle.extractall(dest, members=members, filter="data")
 
 
