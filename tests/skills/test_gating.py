@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodmix.config.schema import AgentConfig, AgentsConfig, NodmixConfig, SkillEntry, SkillsConfig
-from nodmix.skills.book import SkillBook
+from nodmix.config.schema import SkillEntry
 from nodmix.skills.gating import Gate, GateInputs
 from nodmix.skills.model import Requirements, Skill
 
@@ -73,33 +72,6 @@ def test_config_keys_and_entry_env_and_api_key_satisfy_requirements() -> None:
 def test_disabled_entry_wins_over_everything() -> None:
     entries = {"s": SkillEntry(enabled=False)}
     assert _gate(entries=entries).reasons(_skill()) == ("disabled by skills.entries.s.enabled",)
-
-
-def test_agent_allowlist_offers_only_named_skills(tmp_path: Path) -> None:
-    bundled = tmp_path / "bundled"
-    for name in ("one", "two"):
-        path = bundled / name / "SKILL.md"
-        path.parent.mkdir(parents=True)
-        path.write_text(f"---\nname: {name}\ndescription: d\n---\n", encoding="utf-8")
-    config = NodmixConfig(
-        agents=AgentsConfig(entries=[AgentConfig(id="work", skills=["two"])]),
-        skills=SkillsConfig(),
-    )
-    book = SkillBook(state_dir=tmp_path / "state", bundled_dir=bundled)
-
-    def review(agent_id: str) -> dict[str, tuple[str, ...]]:
-        result = book.review(
-            config,
-            raw_config={},
-            config_dir=tmp_path,
-            agent_id=agent_id,
-            workspace=tmp_path / "ws",
-            env={},
-        )
-        return {s.skill.name: s.reasons for s in result.statuses}
-
-    assert review("main") == {"one": (), "two": ()}
-    assert review("work") == {"one": ("not in the skills allowlist of agent 'work'",), "two": ()}
 
 
 def test_entry_env_and_api_key_reach_commands_without_overriding_the_environment() -> None:
