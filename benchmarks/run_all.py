@@ -75,6 +75,13 @@ BENCHMARKS = (
         (),
         "context management",
     ),
+    Benchmark(
+        "skills",
+        "Skills: prompt cost and discovery",
+        "benchmarks.skills.bench_skills",
+        (),
+        "skills and memory search",
+    ),
     Benchmark("gateway", "Gateway", "benchmarks.gateway.bench_gateway", (), "gateway"),
     Benchmark(
         "gateway-load",

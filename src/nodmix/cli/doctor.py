@@ -45,6 +45,7 @@ def _run(args: argparse.Namespace) -> int:
     if loaded is not None:
         _check_models(checks, loaded, offline=args.offline)
         _check_plugins(checks, loaded)
+        checks.append(_check_skills(loaded))
         if loaded.config.mcp.servers:
             _check_mcp(checks, loaded, deep=args.deep)
         from nodmix.cli.doctor_channels import channel_findings
@@ -208,6 +209,29 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
             state = "enabled" if s.enabled else "disabled"
             checks.append(Check(f"plugin {s.id}", "ok", f"{state} ({s.source})"))
     checks.append(_check_engine(loaded))
+
+
+def _check_skills(loaded: Any) -> Check:
+    from nodmix.agents import resolve_agent
+    from nodmix.config import paths
+    from nodmix.skills import SkillBook, SkillScanner
+
+    agent = resolve_agent(loaded.config, paths.DEFAULT_AGENT_ID)
+    book = SkillBook(state_dir=paths.state_dir(), scanner=SkillScanner(warn=lambda _: None))
+    review = book.review(
+        loaded.config,
+        raw_config=loaded.raw,
+        config_dir=loaded.path.parent,
+        agent_id=agent.id,
+        workspace=agent.workspace,
+        env=os.environ,
+    )
+    ready = len(review.eligible)
+    detail = f"{ready} offered, {len(review.statuses) - ready} not offered"
+    if review.problems:
+        detail += f", {len(review.problems)} SKILL.md skipped"
+        return Check("skills", "warn", detail, f"see `{nodmix_command()} skills check`")
+    return Check("skills", "ok", detail)
 
 
 def _check_engine(loaded: Any) -> Check:

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "mcp",
     "plugins",
     "sandbox",
+    "skills",
     "web",
     "channels",
     "pairing",

@@ -208,6 +208,8 @@ class AgentConfig(Section, frozen=True):
     max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
     model_timeouts: ModelTimeouts | None = None
     """This agent's connect and idle waits, over every provider's `timeouts`."""
+    skills: list[str] | None = None
+    """Skill allowlist for this agent (names); unset offers every eligible skill."""
 
 
 class AgentsConfig(Section, frozen=True):
@@ -279,6 +281,34 @@ class MCPConfig(Section, frozen=True):
     servers: dict[str, MCPServerConfig] = {}
 
 
+# ---- skills -----------------------------------------------------------------------------------
+
+
+class SkillEntry(Section, frozen=True):
+    """`skills.entries.<name>`: per-skill settings."""
+
+    enabled: bool | None = None
+    """`false` never offers the skill."""
+    env: dict[str, str] = {}
+    """Variables that count as set for the skill's `requires.env`."""
+    api_key: str | None = None
+    """A literal key or `${ENV_VAR}`; satisfies the skill's `primaryEnv` variable."""
+
+
+class SkillsLoadConfig(Section, frozen=True):
+    """`skills.load`."""
+
+    extra_dirs: list[str] = []
+    """More folders of skills, searched after the workspace's `skills/` (later wins)."""
+
+
+class SkillsConfig(Section, frozen=True):
+    """`skills`."""
+
+    load: SkillsLoadConfig = SkillsLoadConfig()
+    entries: dict[str, SkillEntry] = {}
+
+
 # ---- gateway ----------------------------------------------------------------------------------
 
 
@@ -326,3 +356,4 @@ class NodmixConfig(Section, frozen=True):
     channels: ChannelsConfig = ChannelsConfig()
     session: SessionConfig = SessionConfig()
     bindings: list[BindingConfig] = []
+    skills: SkillsConfig = SkillsConfig()

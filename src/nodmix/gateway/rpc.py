@@ -19,7 +19,7 @@ import anyio
 from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
-from nodmix.gateway import channel_turns, rpc_sessions
+from nodmix.gateway import channel_turns, rpc_sessions, rpc_skills
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
@@ -333,5 +333,6 @@ METHODS: dict[str, Method] = {
     "channels.status": channel_turns.channels_status,
     "pairing.list": channel_turns.pairing_list,
     "pairing.approve": channel_turns.pairing_approve,
+    "skills.list": rpc_skills.skills_list,
 }
 """Method name -> handler."""

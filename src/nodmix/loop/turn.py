@@ -132,6 +132,8 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     model_refs: tuple[str, ...]
     origin: TurnOrigin | None = None
     """The chat the turn answers (channel turns); tools see it in their context."""
+    skills_prompt: str | None = None
+    """The skills section of the system prompt (one line per offered skill)."""
 
 
 class TurnResult(msgspec.Struct, kw_only=True):
@@ -270,6 +272,7 @@ class _Turn:
                 instructions=req.agent.instructions,
                 addition=assembled.system_prompt_addition,
                 code_mode=tools.code_mode,
+                skills=req.skills_prompt,
             )
             messages = assembled.messages
             if guard is not None:

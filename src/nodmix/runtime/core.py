@@ -47,9 +47,11 @@ from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
+from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.turn_lock import waiting_notice
+from nodmix.skills import SkillBook
 from nodmix.tools import Tool, core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
@@ -163,6 +165,7 @@ class Runtime:
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self.mcp_holder: McpHolder | None = None
+        self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
         self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
@@ -438,6 +441,9 @@ class Runtime:
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
             try:
+                skills = await anyio.to_thread.run_sync(
+                    turn_skills, self.skills, self.loaded, agent, self.env
+                )
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,
@@ -448,12 +454,18 @@ class Runtime:
                         executor=self.executor,
                         engine=lambda: self.engine,
                         sources=self.tool_sources,
-                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        namespaces=[
+                            *((o.owner, o.value) for o in self.registry.namespaces.values()),
+                            SKILLS_NAMESPACE,
+                        ],
                         plugin_configs={
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
                         mcp=self.services.get("mcp"),
                         disable_tools=disable_tools,
+                        code_mode_tools=skills.code_mode_tools(),
+                        read_roots=skills.read_roots,
+                        exec_env=skills.exec_env,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -480,6 +492,7 @@ class Runtime:
                     tools=tools,
                     model_refs=refs,
                     origin=origin,
+                    skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():

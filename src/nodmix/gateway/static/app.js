@@ -2,6 +2,7 @@
 // It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
 
 import { Conversation, el } from "./render.js";
+import { refreshSkills, wireSkills } from "./skills.js";
 
 const TOKEN_KEY = "nodmix.token";
 const SESSION_KEY = "nodmix.session";
@@ -367,7 +368,9 @@ function wireUi() {
     showSession(`agent:${state.agentId}:main`);
     await refreshSessions();
     await loadHistory();
+    await refreshSkills(state.socket, state.agentId);
   });
+  wireSkills(() => state.socket, () => state.agentId);
   $("forget-token").addEventListener("click", () => {
     localStorage.removeItem(TOKEN_KEY);
     location.reload();
@@ -391,6 +394,7 @@ async function onConnected() {
   showSession(state.sessionKey);
   await refreshSessions();
   await loadHistory();
+  await refreshSkills(state.socket, state.agentId);
   document.body.dataset.ready = "true";
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -134,14 +135,20 @@ async def _wait(process: Process, output: OutputBuffer, timeout: float) -> bool:
 
 
 async def _run_command(
-    command: str, *, shell: str, cwd: Path, timeout: float, max_output_bytes: int
+    command: str,
+    *,
+    shell: str,
+    cwd: Path,
+    timeout: float,
+    max_output_bytes: int,
+    extra_env: Mapping[str, str] | None = None,
 ) -> _Outcome:
     """Run `command` through the shell and collect its output.
 
     If the calling task is cancelled, the whole process group is killed before the cancellation
     propagates.
     """
-    env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+    env = {**os.environ, **(extra_env or {}), "PAGER": "cat", "GIT_PAGER": "cat"}
     started = time.monotonic()
     try:
         # Shielded: if the turn were cancelled mid-spawn, asyncio would kill only the shell and
@@ -196,6 +203,7 @@ class ExecTool(CoreTool):
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         jobs: BackgroundJobs | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         """Create the tool.
 
@@ -204,8 +212,11 @@ class ExecTool(CoreTool):
             max_output_bytes: How much combined output is kept (start and end).
             jobs: Tracks `background: true` commands (default: the process-wide registry,
                 stopped when the runtime shuts down).
+            extra_env: Variables added to the commands' environment (the offered skills'
+                `skills.entries.<name>.env` / `apiKey`).
         """
         self._jobs = jobs if jobs is not None else background_jobs()
+        self._extra_env = dict(extra_env or {})
         self._timeout = timeout_seconds
         self._max_output_bytes = max_output_bytes
         self._shell = _shell()
@@ -253,6 +264,7 @@ class ExecTool(CoreTool):
             cwd=ctx.workspace,
             timeout=timeout,
             max_output_bytes=self._max_output_bytes,
+            extra_env=self._extra_env,
         )
         details = {
             "exitCode": outcome.exit_code,
@@ -279,7 +291,7 @@ class ExecTool(CoreTool):
         return result(f"{text.rstrip()}\n\n{status}", details=details)
 
     def _start_background(self, command: str, ctx: ToolContext) -> ToolResult:
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+        env = {**os.environ, **self._extra_env, "PAGER": "cat", "GIT_PAGER": "cat"}
         job = self._jobs.start(command, shell=self._shell, cwd=ctx.workspace, env=env)
         log = job.log_path.relative_to(ctx.workspace)
         return ToolResult.text(
