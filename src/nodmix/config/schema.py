@@ -97,6 +97,8 @@ class WebFetchToolConfig(Section, frozen=True):
 
     max_bytes: int | None = None
     timeout_seconds: int | None = None
+    allow_private_network: bool | None = None
+    """Let a sandboxed session fetch loopback, link-local and private addresses. Default false."""
 
 
 class ToolsConfig(Section, frozen=True):
@@ -152,6 +154,21 @@ class CompactionConfig(Section, frozen=True):
 # ---- agents -----------------------------------------------------------------------------------
 
 
+class SandboxConfig(Section, frozen=True):
+    """`agents.defaults.sandbox` (and per agent): which sessions run `exec` under bubblewrap."""
+
+    mode: Literal["off", "non-main", "all"] | None = None
+    """`off` (default), `non-main` (every session but the agent's `main` one) or `all`."""
+    network: bool | None = None
+    """Give sandboxed commands the network. Default false."""
+    cpu_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """CPU time per process (RLIMIT_CPU). Default 600."""
+    memory_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Address space per process (RLIMIT_AS). Default 4 GiB."""
+    file_size_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Largest file a command may write (RLIMIT_FSIZE). Default 1 GiB."""
+
+
 class AgentDefaults(Section, frozen=True):
     """`agents.defaults`."""
 
@@ -162,6 +179,7 @@ class AgentDefaults(Section, frozen=True):
     timeout_seconds: int | None = None
     instructions: str | None = None
     """Extra system-prompt text for every agent."""
+    sandbox: SandboxConfig | None = None
 
 
 class AgentConfig(Section, frozen=True):
@@ -174,6 +192,7 @@ class AgentConfig(Section, frozen=True):
     tools: AgentToolsConfig | None = None
     compaction: CompactionConfig | None = None
     instructions: str | None = None
+    sandbox: SandboxConfig | None = None
 
 
 class AgentsConfig(Section, frozen=True):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import CoreTool, optional_number, require_str
+from nodmix.tools.isolation import Isolation, Launch
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
@@ -128,14 +131,23 @@ async def _wait(process: Process, output: OutputBuffer, timeout: float) -> bool:
 
 
 async def _run_command(
-    command: str, *, shell: str, cwd: Path, timeout: float, max_output_bytes: int
+    command: str,
+    *,
+    shell: str,
+    cwd: Path,
+    timeout: float,
+    max_output_bytes: int,
+    isolate: Callable[[Launch], Awaitable[Launch]] | None = None,
 ) -> _Outcome:
     """Run `command` through the shell and collect its output.
 
     If the calling task is cancelled, the whole process group is killed before the cancellation
-    propagates.
+    propagates. `isolate` (a sandboxed session) rewrites the launch before the spawn.
     """
     env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+    launch = Launch(argv=(shell, "-c", command), env=env, cwd=cwd)
+    if isolate is not None:
+        launch = await isolate(launch)
     started = time.monotonic()
     try:
         # Shielded: if the turn were cancelled mid-spawn, asyncio would kill only the shell and
@@ -143,12 +155,12 @@ async def _run_command(
         # below sees the cancellation and the `finally` takes down the whole group.
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
-                [shell, "-c", command],
+                list(launch.argv),
                 stdin=_subprocess().DEVNULL,
                 stdout=_subprocess().PIPE,
                 stderr=_subprocess().STDOUT,
-                cwd=cwd,
-                env=env,
+                cwd=launch.cwd,
+                env=dict(launch.env),
                 start_new_session=True,
             )
     except OSError as exc:
@@ -188,13 +200,16 @@ class ExecTool(CoreTool):
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        isolation: Isolation | None = None,
     ) -> None:
         """Create the tool.
 
         Args:
             timeout_seconds: Default timeout when the model gives none.
             max_output_bytes: How much combined output is kept (start and end).
+            isolation: Runs the commands of sandboxed sessions inside the sandbox.
         """
+        self._isolation = isolation
         self._timeout = timeout_seconds
         self._max_output_bytes = max_output_bytes
         self._shell = _shell()
@@ -230,18 +245,22 @@ class ExecTool(CoreTool):
         command = require_str(args, "command", allow_empty=False)
         timeout = min(optional_number(args, "timeout") or self._timeout, float(MAX_TIMEOUT_SECONDS))
         ctx.workspace.mkdir(parents=True, exist_ok=True)
+        isolation = self._isolation
+        sandboxed = isolation is not None and isolation.applies(ctx)
         outcome = await _run_command(
             command,
             shell=self._shell,
             cwd=ctx.workspace,
             timeout=timeout,
             max_output_bytes=self._max_output_bytes,
+            isolate=partial(isolation.wrap, ctx=ctx) if isolation and sandboxed else None,
         )
         details = {
             "exitCode": outcome.exit_code,
             "durationMs": outcome.duration_ms,
             "truncated": outcome.output.truncated,
             "timedOut": outcome.timed_out,
+            "sandboxed": sandboxed,
         }
         text = outcome.output.render() or "(no output)"
         if outcome.timed_out:
