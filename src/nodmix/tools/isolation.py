@@ -40,7 +40,6 @@ class Isolation(Protocol):
         """
         ...
 
-
     def web_transport(self) -> httpx2.AsyncBaseTransport:
         """The HTTP transport `web_fetch` uses in a sandboxed session.
 

@@ -49,9 +49,7 @@ _ETC_ENTRIES = (
 _NETWORK_ETC = ("resolv.conf", "gai.conf", "services", "protocols")
 _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _PROBE_TIMEOUT_SECONDS = 10.0
-_FIX = (
-    'or set agents.defaults.sandbox.mode to "off" to run this agent\'s commands unsandboxed'
-)
+_FIX = 'or set agents.defaults.sandbox.mode to "off" to run this agent\'s commands unsandboxed'
 _probed: set[tuple[str, bool]] = set()
 
 
