@@ -144,7 +144,7 @@ async def bwrap_launch(
                 "own (agents.list[].workspace)."
             )
     bwrap = bwrap or shutil.which("bwrap")
-    if bwrap is None:
+    if bwrap is None or not os.access(bwrap, os.X_OK):
         raise ToolError(
             "exec is sandboxed in this session, but bubblewrap is not installed; install it "
             f"(apt-get install bubblewrap, or `make install` in a checkout) {_FIX}."
