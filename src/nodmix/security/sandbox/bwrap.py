@@ -82,23 +82,32 @@ def _system_mounts(network: bool) -> list[str]:
 
 
 def limits_script(settings: SandboxSettings, shell: str) -> str:
-    """The shell line that sets the rlimits (hard and soft) and then runs `"$@"`."""
+    """The shell commands that set the rlimits (hard and soft), failing with exit 126."""
     # bash counts `ulimit -f` in 1024-byte blocks, POSIX shells (dash) in 512-byte ones.
     block = 1024 if Path(shell).name == "bash" else 512
     memory_kib = max(settings.memory_bytes // 1024, 1)
     file_blocks = max(settings.file_size_bytes // block, 1)
     return (
         f"ulimit -t {settings.cpu_seconds} && ulimit -v {memory_kib} && "
-        f"ulimit -f {file_blocks} || exit 126; "
-        'exec "$@"'
+        f"ulimit -f {file_blocks} || exit 126"
     )
+
+
+def _limited(settings: SandboxSettings, command: tuple[str, ...]) -> list[str]:
+    """`command` with the rlimits applied first, in the same shell when it is `sh -c TEXT`
+    (one process start fewer), else through a wrapper shell that `exec`s it."""
+    shell = command[0]
+    limits = limits_script(settings, shell)
+    if len(command) == 3 and command[1] == "-c":
+        # Same line, so the command's own line numbers in error messages do not shift.
+        return [shell, "-c", f"{limits}; {command[2]}"]
+    return [shell, "-c", f'{limits}; exec "$@"', "sandbox", *command]
 
 
 def bwrap_argv(
     bwrap: str, settings: SandboxSettings, workspace: Path, command: tuple[str, ...]
 ) -> list[str]:
     """The full bubblewrap command line that runs `command` (an argv) in the sandbox."""
-    shell = command[0]
     args = [bwrap, "--unshare-all"]
     if settings.network:
         args.append("--share-net")
@@ -108,7 +117,7 @@ def bwrap_argv(
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     ws = str(workspace)
     args += ["--bind", ws, ws, "--chdir", ws, "--"]
-    args += [shell, "-c", limits_script(settings, shell), "sandbox", *command]
+    args += _limited(settings, command)
     return args
 
 
