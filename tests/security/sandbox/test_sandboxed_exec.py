@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from nodmix.errors import ToolError
+from nodmix.security.sandbox.bwrap import bwrap_argv
+from nodmix.security.sandbox.policy import SandboxSettings
 from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.tools.core.exec import ExecTool
 from tests.security.conftest import SECRET_KEY, context, make_sandbox
@@ -224,3 +229,24 @@ async def test_a_workspace_containing_the_home_directory_is_refused(
         await ExecTool(isolation=sandbox).call(
             {"command": "cat .ssh/id_ed25519"}, context(home.parent)
         )
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root to switch to an unprivileged user (setpriv)",
+)
+async def test_the_sandbox_also_starts_for_an_unprivileged_user(bwrap: str) -> None:
+    # The gateway may run as a normal user: bubblewrap then builds its namespaces through an
+    # unprivileged user namespace. Run the same command line as `nobody`.
+    workspace = Path(tempfile.mkdtemp(prefix="nodmix-sandbox-user-"))
+    try:
+        workspace.chmod(0o777)
+        argv = bwrap_argv(
+            bwrap, SandboxSettings(mode="all"), workspace, ("/bin/sh", "-c", "id -u > who.txt")
+        )
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        done = await anyio.run_process([*nobody, *argv], check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        assert (workspace / "who.txt").read_text(encoding="utf-8").strip() == "65534"
+    finally:
+        shutil.rmtree(workspace)
