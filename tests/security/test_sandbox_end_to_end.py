@@ -19,7 +19,7 @@ from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import asgi_client
 
 
-def _configure(state: Path, base_url: str) -> None:
+def _configure(state: Path, base_url: str, extra: str = "") -> None:
     """The scripted model, and `sandbox.mode: non-main` for every agent."""
     provider = (
         f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', "
@@ -27,7 +27,8 @@ def _configure(state: Path, base_url: str) -> None:
     )
     (state / "nodmix.json").write_text(
         f"{{ models: {{ providers: {{ {provider} }} }}, agents: {{ defaults: {{ "
-        "model: { primary: 'local/scripted' }, sandbox: { mode: 'non-main' } } } }",
+        "model: { primary: 'local/scripted' }, sandbox: { mode: 'non-main' } } }, "
+        f"{extra} }}",
         encoding="utf-8",
     )
 
@@ -44,6 +45,22 @@ def _exec_then_echo(command: str) -> Callable[[ModelRequest], ModelReply]:
         if isinstance(last, ToolResultMessage):
             return ModelReply.text("\n".join(b.text for b in last.content if hasattr(b, "text")))
         return ModelReply.tool_call("exec", {"command": command})
+
+    return respond
+
+
+def _code_mode_exec_then_echo(command: str) -> Callable[[ModelRequest], ModelReply]:
+    """A code-mode model: one program whose nested `exec` runs `command`, then the result."""
+    program = (
+        f"const r = await tools.call('nodmix:core:exec', {{ command: {json.dumps(command)} }});"
+        " return r.text;"
+    )
+
+    def respond(request: ModelRequest) -> ModelReply:
+        last = request.messages[-1]
+        if isinstance(last, ToolResultMessage):
+            return ModelReply.text("\n".join(b.text for b in last.content if hasattr(b, "text")))
+        return ModelReply.tool_call("exec", {"code": program})
 
     return respond
 
@@ -83,6 +100,18 @@ def test_a_non_main_session_runs_exec_in_the_sandbox_and_main_does_not(
         assert main["sessionKey"] == "agent:main:main"
         assert "sk-test-secret-key" in main["reply"]
         assert (isolated_state / "planted").exists()
+
+
+def test_a_code_mode_program_in_a_non_main_session_runs_its_nested_exec_sandboxed(
+    isolated_state: Path,
+) -> None:
+    with ScriptedModelServer(_code_mode_exec_then_echo(_probe(isolated_state))) as server:
+        _configure(isolated_state, server.base_url, "tools: { codeMode: true }")
+        work = _agent(isolated_state, "--session-key", "work", "-m", "look around")
+    assert [c["name"] for c in work["toolCalls"]] == ["exec"]
+    assert "No such file or directory" in work["reply"]
+    assert "sk-test-secret-key" not in work["reply"]
+    assert not (isolated_state / "planted").exists()
 
 
 @pytest.mark.anyio
