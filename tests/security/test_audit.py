@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from nodmix.cli.main import main
+from nodmix.config.schema import NodmixConfig
 
 
 @pytest.fixture(autouse=True)
@@ -193,3 +194,40 @@ def test_a_broken_config_is_one_line_and_exit_one(
     assert "\n" not in err
     assert "nodmix.json" in err
     assert "agents.defaults.sandbox.mode" in err
+
+
+def _needs_channels() -> None:
+    if "channels" not in NodmixConfig.__struct_fields__:
+        pytest.skip("the config has no channels section in this build")
+
+
+def test_a_channel_open_to_anyone_is_high(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _needs_channels()
+    _config(
+        private_state,
+        "{channels: {telegram: {botToken: '${TG_TOKEN}', dmPolicy: 'open', allowFrom: ['*'], "
+        "groupPolicy: 'open'}}, agents: {defaults: {sandbox: {mode: 'non-main'}}}}",
+    )
+    code, findings = _audit(capsys)
+    assert code == 1
+    assert findings["channels.open-dm"]["fix"] == (
+        'set channels.telegram.dmPolicy to "pairing" or "allowlist"'
+    )
+    assert findings["channels.open-groups"]["severity"] == "medium"
+    assert "session.dmScope" in findings["channels.dm-in-main-session"]["fix"]
+
+
+def test_a_paired_channel_with_per_peer_sessions_is_quiet(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _needs_channels()
+    _config(
+        private_state,
+        "{channels: {telegram: {botToken: '${TG_TOKEN}'}}, session: {dmScope: 'per-peer'}, "
+        "agents: {defaults: {sandbox: {mode: 'non-main'}}}}",
+    )
+    code, findings = _audit(capsys)
+    assert code == 0
+    assert not [f for f in findings if f.startswith("channels.")]

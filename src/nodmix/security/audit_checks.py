@@ -278,17 +278,27 @@ def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
     return found
 
 
-def _channels(inputs: AuditInputs) -> dict[str, Any]:
+def _channels(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
+    """Configured, enabled channels (`channels.<id>`, camelCase keys), each with the keys it
+    inherits from `channels.defaults` filled in."""
     raw = getattr(inputs.config, "channels", None)
     data = msgspec.to_builtins(raw) if raw is not None else None
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    defaults = data.get("defaults") or {}
+    return {
+        name: {**defaults, **section}
+        for name, section in data.items()
+        if name != "defaults" and isinstance(section, dict) and section.get("enabled", True)
+    }
 
 
 def check_channels(inputs: AuditInputs) -> list[Finding]:
-    """Channels whose direct messages are open to anyone."""
+    """Channels open to anyone, and channel DMs that land in the unsandboxed main session."""
     found: list[Finding] = []
-    for name, channel in _channels(inputs).items():
-        if isinstance(channel, dict) and channel.get("dmPolicy") == "open":
+    channels = _channels(inputs)
+    for name, channel in channels.items():
+        if channel.get("dmPolicy") == "open":
             found.append(
                 Finding(
                     id="channels.open-dm",
@@ -298,6 +308,37 @@ def check_channels(inputs: AuditInputs) -> list[Finding]:
                     fix=f'set channels.{name}.dmPolicy to "pairing" or "allowlist"',
                 )
             )
+        if channel.get("groupPolicy") == "open":
+            found.append(
+                Finding(
+                    id="channels.open-groups",
+                    severity="medium",
+                    title=f"channel {name!r} answers in any group it is added to",
+                    detail="members of any group can talk to the agent and reach its tools.",
+                    fix=f'set channels.{name}.groupPolicy to "allowlist" and list the groups',
+                )
+            )
+    session = getattr(inputs.config, "session", None)
+    dm_scope = getattr(session, "dm_scope", None) or "main"
+    if channels and dm_scope == "main":
+        for agent_id in agent_ids(inputs.config):
+            try:
+                agent = resolve_agent(inputs.config, agent_id, env=inputs.env)
+            except ConfigError:
+                continue
+            if SandboxSettings.from_config(agent.sandbox).mode == "non-main":
+                found.append(
+                    Finding(
+                        id="channels.dm-in-main-session",
+                        severity="medium",
+                        title=f"agent {agent_id!r}: channel DMs run in its unsandboxed main "
+                        "session",
+                        detail='with session.dmScope "main" (the default) approved senders '
+                        "continue agent:" + agent_id + ":main, which sandbox.mode non-main "
+                        "leaves unsandboxed.",
+                        fix='set session.dmScope to "per-peer", or sandbox.mode to "all"',
+                    )
+                )
     return found
 
 

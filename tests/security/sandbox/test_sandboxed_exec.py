@@ -250,3 +250,13 @@ async def test_the_sandbox_also_starts_for_an_unprivileged_user(bwrap: str) -> N
         assert (workspace / "who.txt").read_text(encoding="utf-8").strip() == "65534"
     finally:
         shutil.rmtree(workspace)
+
+
+async def test_a_background_command_is_refused_in_a_sandboxed_session(
+    sandbox: SessionSandbox, workspace: Path
+) -> None:
+    with pytest.raises(ToolError, match="not available in a sandboxed session"):
+        await ExecTool(isolation=sandbox).call(
+            {"command": "touch ran.txt", "background": True}, context(workspace)
+        )
+    assert not (workspace / "ran.txt").exists()

@@ -247,6 +247,13 @@ class ExecTool(CoreTool):
         ctx.workspace.mkdir(parents=True, exist_ok=True)
         isolation = self._isolation
         sandboxed = isolation is not None and isolation.applies(ctx)
+        if sandboxed and args.get("background"):
+            # A detached command would outlive the sandbox's PID namespace: refuse, never run it
+            # outside.
+            raise ToolError(
+                "background commands are not available in a sandboxed session (everything a "
+                "sandboxed command starts ends with it); run it in the foreground with a timeout."
+            )
         outcome = await _run_command(
             command,
             shell=self._shell,
