@@ -24,11 +24,11 @@ COMMAND_MODULES = (
     "sessions",
     "config",
     "doctor",
+    "security",
     "mcp",
     "plugins",
     "sandbox",
     "web",
-    "security",
 )
 
 

@@ -174,12 +174,13 @@ class AgentDefaults(Section, frozen=True):
 
     model: ModelSelection = ModelSelection()
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
+    """Which sessions run `exec` under bubblewrap, and its limits."""
     compaction: CompactionConfig | None = None
     max_steps: int | None = None
     timeout_seconds: int | None = None
     instructions: str | None = None
     """Extra system-prompt text for every agent."""
-    sandbox: SandboxConfig | None = None
 
 
 class AgentConfig(Section, frozen=True):
@@ -189,10 +190,10 @@ class AgentConfig(Section, frozen=True):
     name: str | None = None
     model: str | ModelSelection | None = None
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
     tools: AgentToolsConfig | None = None
     compaction: CompactionConfig | None = None
     instructions: str | None = None
-    sandbox: SandboxConfig | None = None
 
 
 class AgentsConfig(Section, frozen=True):

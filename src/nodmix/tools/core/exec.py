@@ -198,21 +198,21 @@ class ExecTool(CoreTool):
     def __init__(
         self,
         *,
+        isolation: Isolation | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-        isolation: Isolation | None = None,
     ) -> None:
         """Create the tool.
 
         Args:
+            isolation: Runs the commands of sandboxed sessions inside the sandbox.
             timeout_seconds: Default timeout when the model gives none.
             max_output_bytes: How much combined output is kept (start and end).
-            isolation: Runs the commands of sandboxed sessions inside the sandbox.
         """
-        self._isolation = isolation
         self._timeout = timeout_seconds
         self._max_output_bytes = max_output_bytes
         self._shell = _shell()
+        self._isolation = isolation
         cap = f"{max_output_bytes // 1024} KB" if max_output_bytes >= 1024 else "the cap"
         self._spec = ToolSpec(
             name="exec",
@@ -244,7 +244,6 @@ class ExecTool(CoreTool):
         """Run the command and report its output and exit status."""
         command = require_str(args, "command", allow_empty=False)
         timeout = min(optional_number(args, "timeout") or self._timeout, float(MAX_TIMEOUT_SECONDS))
-        ctx.workspace.mkdir(parents=True, exist_ok=True)
         isolation = self._isolation
         sandboxed = isolation is not None and isolation.applies(ctx)
         if sandboxed and args.get("background"):
@@ -254,6 +253,8 @@ class ExecTool(CoreTool):
                 "background commands are not available in a sandboxed session (everything a "
                 "sandboxed command starts ends with it); run it in the foreground with a timeout."
             )
+
+        ctx.workspace.mkdir(parents=True, exist_ok=True)
         outcome = await _run_command(
             command,
             shell=self._shell,
