@@ -231,3 +231,45 @@ def test_a_paired_channel_with_per_peer_sessions_is_quiet(
     code, findings = _audit(capsys)
     assert code == 0
     assert not [f for f in findings if f.startswith("channels.")]
+
+
+def test_a_sandbox_that_cannot_start_is_reported_with_the_reason(
+    private_state: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _config(private_state, "{agents: {defaults: {sandbox: {mode: 'non-main'}}}}")
+    code, findings = _audit(capsys)
+    assert "sandbox.unavailable" not in findings  # bubblewrap works here
+
+    empty = tmp_path / "no-bwrap"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    code, findings = _audit(capsys)
+    assert code == 0
+    finding = findings["sandbox.unavailable"]
+    assert finding["severity"] == "medium"
+    assert "bubblewrap (bwrap) is not installed" in finding["detail"]
+
+
+def test_a_config_file_outside_the_state_dir_with_literal_keys_must_be_private(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "etc" / "nodmix.json"
+    config.parent.mkdir()
+    config.write_text(
+        "{models: {providers: {openai: {apiKey: 'sk-literal-key'}}}}", encoding="utf-8"
+    )
+    config.chmod(0o644)
+    monkeypatch.setenv("NODMIX_CONFIG_PATH", str(config))
+    code, findings = _audit(capsys)
+    assert code == 1
+    assert findings["config.exposed"]["fix"].startswith(f"chmod 600 {config}")
+
+    config.write_text(
+        "{models: {providers: {openai: {apiKey: '${OPENAI_API_KEY}'}}}}", encoding="utf-8"
+    )
+    code, findings = _audit(capsys)
+    assert code == 0
+    assert "config.exposed" not in findings

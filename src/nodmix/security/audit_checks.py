@@ -9,7 +9,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import msgspec
 from nodmix.agents import agent_ids, resolve_agent
 from nodmix.errors import ConfigError
 from nodmix.security.audit import AuditInputs, Check, Finding, Severity
+from nodmix.security.sandbox.bwrap import check_sandbox
 from nodmix.security.sandbox.policy import SandboxSettings
 from nodmix.tools.policy import ToolPolicy
 
@@ -246,6 +246,7 @@ def _exec_available(inputs: AuditInputs, agent_tools: Any) -> bool:
 def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
     """`exec` with full rights and no sandbox in sessions that are not the owner's main one."""
     found: list[Finding] = []
+    failures: dict[SandboxSettings, str | None] = {}  # one start per distinct setting
     security = getattr(inputs.config.tools.exec, "security", None) or "full"
     for agent_id in agent_ids(inputs.config):
         try:
@@ -265,16 +266,21 @@ def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
                     "sandbox.mode), or deny exec with tools.deny",
                 )
             )
-        elif settings.mode != "off" and shutil.which("bwrap") is None:
-            found.append(
-                Finding(
-                    id="sandbox.unavailable",
-                    severity="medium",
-                    title=f"agent {agent_id!r}: the sandbox is on but bubblewrap is missing",
-                    detail="sandboxed sessions cannot run exec at all until it is installed.",
-                    fix="apt-get install bubblewrap",
+        elif settings.mode != "off":
+            if settings not in failures:
+                failures[settings] = check_sandbox(settings)
+            reason = failures[settings]
+            if reason is not None:
+                found.append(
+                    Finding(
+                        id="sandbox.unavailable",
+                        severity="medium",
+                        title=f"agent {agent_id!r}: the sandbox is on but cannot start",
+                        detail=f"{reason}; sandboxed sessions cannot run exec at all.",
+                        fix="apt-get install bubblewrap, and allow unprivileged user "
+                        "namespaces (sysctl kernel.unprivileged_userns_clone=1)",
+                    )
                 )
-            )
     return found
 
 

@@ -163,6 +163,33 @@ async def bwrap_launch(
     return Launch(argv=tuple(argv), env=sandbox_env(launch.env, workspace), cwd=workspace)
 
 
+def check_sandbox(settings: SandboxSettings, *, bwrap: str | None = None) -> str | None:
+    """Start the sandbox once, blocking (for the audit); None if it works, else why not."""
+    import subprocess
+    import tempfile
+
+    bwrap = bwrap or shutil.which("bwrap")
+    if bwrap is None or not os.access(bwrap, os.X_OK):
+        return "bubblewrap (bwrap) is not installed"
+    with tempfile.TemporaryDirectory(prefix="nodmix-sandbox-check-") as tmp:
+        workspace = Path(tmp).resolve()
+        argv = bwrap_argv(bwrap, settings, workspace, ("/bin/sh", "-c", "true"))
+        try:
+            done = subprocess.run(
+                argv,
+                env=sandbox_env({}, workspace),
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap did not start: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"bubblewrap exited with {done.returncode}"
+
+
 async def _probe(bwrap: str, settings: SandboxSettings, workspace: Path) -> None:
     """Start the sandbox once per process (and network setting) to tell a setup failure apart
     from a command that fails; a failure is not remembered, so a fix takes effect at once."""
