@@ -156,7 +156,7 @@ async def bwrap_launch(
     if bwrap is None or not os.access(bwrap, os.X_OK):
         raise ToolError(
             "exec is sandboxed in this session, but bubblewrap is not installed; install it "
-            f"(apt-get install bubblewrap, or `make install` in a checkout) {_FIX}."
+            f"(apt-get install bubblewrap, or `make bubblewrap` in a checkout) {_FIX}."
         )
     await _probe(bwrap, settings, workspace)
     argv = bwrap_argv(bwrap, settings, workspace, launch.argv)
