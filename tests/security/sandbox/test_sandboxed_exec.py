@@ -260,3 +260,14 @@ async def test_a_background_command_is_refused_in_a_sandboxed_session(
             {"command": "touch ran.txt", "background": True}, context(workspace)
         )
     assert not (workspace / "ran.txt").exists()
+
+
+async def test_sandboxed_exec_sees_ca_certificates_but_not_system_secrets(
+    sandbox: SessionSandbox, workspace: Path
+) -> None:
+    command = "ls /etc/ssl; ls /etc/ssl/certs | head -1; ls /etc/shadow /etc/ssl/private"
+    result = await ExecTool(isolation=sandbox).call({"command": command}, context(workspace))
+    text = result.text_content
+    assert "certs" in text
+    assert "cannot access '/etc/shadow'" in text
+    assert "cannot access '/etc/ssl/private'" in text

@@ -39,7 +39,8 @@ _ETC_ENTRIES = (
     "nsswitch.conf",
     "hosts",
     "host.conf",
-    "ssl",
+    "ssl/certs",  # not all of /etc/ssl: `private/` holds keys a root gateway could read
+    "ssl/openssl.cnf",
     "ca-certificates",
     "ca-certificates.conf",
     "mime.types",
