@@ -111,6 +111,13 @@ BENCHMARKS = (
         (),
         "code-mode value",
     ),
+    Benchmark(
+        "sandbox-exec",
+        "Sandboxed shell (bubblewrap)",
+        "benchmarks.security.bench_sandbox_exec",
+        ("--runs", "41"),
+        "safe by default",
+    ),
 )
 
 

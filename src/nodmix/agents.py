@@ -16,6 +16,7 @@ from nodmix.config.schema import (
     CompactionConfig,
     ModelTimeouts,
     NodmixConfig,
+    SandboxConfig,
 )
 from nodmix.errors import ConfigError
 
@@ -38,6 +39,8 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True):
     """`tools.codeMode` with the agent's own setting shallow-merged over it."""
     compaction: CompactionConfig
     instructions: str | None
+    sandbox: SandboxConfig = SandboxConfig()
+    """`agents.defaults.sandbox` with the agent's own keys merged over it."""
     max_steps: int = DEFAULT_MAX_STEPS
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     """Seconds a whole turn may take."""
@@ -90,6 +93,7 @@ def resolve_agent(
         code_mode=_merge_code_mode(config.tools.code_mode, entry.tools),
         compaction=_merge_struct(defaults.compaction, entry.compaction) or CompactionConfig(),
         instructions=instructions,
+        sandbox=_merge_struct(defaults.sandbox, entry.sandbox) or SandboxConfig(),
         max_steps=defaults.max_steps or DEFAULT_MAX_STEPS,
         timeout_seconds=(
             entry.timeout_seconds or defaults.timeout_seconds or DEFAULT_TIMEOUT_SECONDS

@@ -46,6 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         _check_models(checks, loaded, offline=args.offline)
         _check_plugins(checks, loaded)
         checks.append(_check_skills(loaded))
+        checks.append(_check_security(loaded))
         if loaded.config.mcp.servers:
             _check_mcp(checks, loaded, deep=args.deep)
         from nodmix.cli.doctor_channels import channel_findings
@@ -188,6 +189,19 @@ def _probe_model(ref: str, provider: Any) -> Check:
     if response.status_code >= 400:
         return Check(f"model {ref}", "warn", f"{url} answered {response.status_code}")
     return Check(f"model {ref}", "ok", f"reachable at {base}")
+
+
+def _check_security(loaded: Any) -> Check:
+    from nodmix.config import paths
+    from nodmix.security.audit import run_audit
+
+    report = run_audit(loaded.config, config_path=loaded.path, state_dir=paths.state_dir())
+    # A warning even for high findings: doctor is about a working install, the audit's own
+    # exit code is for scripts that gate on security.
+    level: Level = "warn" if report.findings else "ok"
+    top = report.findings[0].title if report.findings else None
+    detail = report.summary() + (f" (first: {top})" if top else "")
+    return Check("security", level, detail, f"run `{nodmix_command()} security audit`")
 
 
 def _check_plugins(checks: list[Check], loaded: Any) -> None:

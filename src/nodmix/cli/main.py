@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "sessions",
     "config",
     "doctor",
+    "security",
     "mcp",
     "plugins",
     "sandbox",

@@ -121,6 +121,8 @@ class WebFetchToolConfig(Section, frozen=True):
 
     max_bytes: int | None = None
     timeout_seconds: int | None = None
+    allow_private_network: bool | None = None
+    """Let a sandboxed session fetch loopback, link-local and private addresses. Default false."""
 
 
 class ToolsConfig(Section, frozen=True):
@@ -176,11 +178,28 @@ class CompactionConfig(Section, frozen=True):
 # ---- agents -----------------------------------------------------------------------------------
 
 
+class SandboxConfig(Section, frozen=True):
+    """`agents.defaults.sandbox` (and per agent): which sessions run `exec` under bubblewrap."""
+
+    mode: Literal["off", "non-main", "all"] | None = None
+    """`off` (default), `non-main` (every session but the agent's `main` one) or `all`."""
+    network: bool | None = None
+    """Give sandboxed commands the network. Default false."""
+    cpu_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """CPU time per process (RLIMIT_CPU). Default 600."""
+    memory_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Address space per process (RLIMIT_AS). Default 4 GiB."""
+    file_size_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Largest file a command may write (RLIMIT_FSIZE). Default 1 GiB."""
+
+
 class AgentDefaults(Section, frozen=True):
     """`agents.defaults`."""
 
     model: ModelSelection = ModelSelection()
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
+    """Which sessions run `exec` under bubblewrap, and its limits."""
     compaction: CompactionConfig | None = None
     max_steps: int | None = None
     timeout_seconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
@@ -200,6 +219,7 @@ class AgentConfig(Section, frozen=True):
     name: str | None = None
     model: str | ModelSelection | None = None
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
     tools: AgentToolsConfig | None = None
     compaction: CompactionConfig | None = None
     instructions: str | None = None

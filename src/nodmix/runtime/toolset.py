@@ -17,6 +17,7 @@ from nodmix.codemode.settings import is_active, resolve_settings
 from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
+from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
@@ -69,8 +70,14 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
     if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
+    isolation = SessionSandbox.for_agent(inputs.agent)
     candidates: list[Tool] = list(
-        core_tools(inputs.tools_config, read_roots=inputs.read_roots, exec_env=inputs.exec_env)
+        core_tools(
+            inputs.tools_config,
+            read_roots=inputs.read_roots,
+            exec_env=inputs.exec_env,
+            isolation=isolation,
+        )
     )
     for source in inputs.sources:
         candidates.extend(await source.list_tools())

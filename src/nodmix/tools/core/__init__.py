@@ -14,6 +14,7 @@ from nodmix.tools.core.exec import ExecTool
 from nodmix.tools.core.read import ReadTool
 from nodmix.tools.core.web_fetch import WebFetchTool
 from nodmix.tools.core.write import WriteTool
+from nodmix.tools.isolation import Isolation
 
 __all__ = ["EditTool", "ExecTool", "ReadTool", "WebFetchTool", "WriteTool", "core_tools"]
 
@@ -29,6 +30,7 @@ def core_tools(
     *,
     read_roots: Sequence[Path] = (),
     exec_env: Mapping[str, str] | None = None,
+    isolation: Isolation | None = None,
 ) -> list[Tool]:
     """Build the core tools, applying the `tools.exec` and `tools.webFetch` settings.
 
@@ -36,6 +38,8 @@ def core_tools(
         config: The `tools` config section, or `None` for defaults.
         read_roots: Folders outside the workspace that `read` may also read (skill folders).
         exec_env: Variables added to the environment of `exec` commands (skill settings).
+        isolation: The agent's sandbox: `exec` of a sandboxed session runs inside it and
+            `web_fetch` refuses private addresses there (unless `allowPrivateNetwork`).
     """
     exec_config = (config.exec if config else None) or ExecToolConfig()
     fetch_config = (config.web_fetch if config else None) or WebFetchToolConfig()
@@ -48,6 +52,7 @@ def core_tools(
                 _positive(exec_config.max_output_bytes, exec_module.DEFAULT_MAX_OUTPUT_BYTES)
             ),
             extra_env=exec_env,
+            isolation=isolation,
         ),
         ReadTool(read_roots=read_roots),
         WriteTool(),
@@ -57,5 +62,6 @@ def core_tools(
                 fetch_config.timeout_seconds, web_fetch_module.DEFAULT_TIMEOUT_SECONDS
             ),
             max_bytes=int(_positive(fetch_config.max_bytes, web_fetch_module.DEFAULT_MAX_BYTES)),
+            isolation=None if fetch_config.allow_private_network else isolation,
         ),
     ]
