@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "channels",
     "pairing",
     "message",
+    "cron",
 )
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 
 
@@ -210,6 +211,8 @@ class AgentDefaults(Section, frozen=True):
     """Output token limit sent with each model request (default: the model's `maxTokens`)."""
     max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
     """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
+    heartbeat: HeartbeatConfig | None = None
+    """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -377,3 +380,5 @@ class NodmixConfig(Section, frozen=True):
     session: SessionConfig = SessionConfig()
     bindings: list[BindingConfig] = []
     skills: SkillsConfig = SkillsConfig()
+    automation: AutomationConfig = AutomationConfig()
+    hooks: HooksConfig = HooksConfig()

@@ -27,6 +27,7 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.automation import serve_automation
 from nodmix.gateway.channel_turns import GatewayTurns
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
@@ -72,6 +73,7 @@ class Gateway:
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))
+            group.start_soon(serve_automation, self)
             async with self.runs.running(self.settings.grace_seconds):
                 yield self
             self._group = None
@@ -271,6 +273,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
+    from nodmix.gateway.hooks_api import get_hook_run, post_hook
     from nodmix.gateway.openai_api import chat_completions, list_models
     from nodmix.gateway.tools_api import invoke_tool
     from nodmix.gateway.webassets import vendor_script
@@ -289,6 +292,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/v1/models", api_route(list_models), methods=["GET"]),
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
+        Route("/hooks/runs/{run_id}", api_route(get_hook_run), methods=["GET"]),
+        Route("/hooks/{name}", api_route(post_hook), methods=["POST"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),

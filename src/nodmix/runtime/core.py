@@ -20,6 +20,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.automation.service import Automation
 from nodmix.channels.manager import ChannelManager
 from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
@@ -171,6 +172,11 @@ class Runtime:
         self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
         """Chat channels (`channels.*`); the gateway runs them."""
         self.tool_sources.append(MessageTools(self.channels))
+        self.automation = Automation(
+            lambda: self.config, state_dir=state_dir, channels=self.channels
+        )
+        """Cron jobs, run history, heartbeat and webhook runs; the gateway runs the loops."""
+        self.tool_sources.append(self.automation.tools)
 
     @classmethod
     @contextlib.asynccontextmanager
