@@ -81,25 +81,28 @@ class RunHistory:
         finally:
             os.close(fd)
         if size > len(line) * self.kept * 2:  # cheap size check before counting lines
-            runs = self.runs(run.job_id)
-            if len(runs) > self.kept:
+            lines, runs = self._read(run.job_id)
+            if lines > self.kept * 2:
                 kept = runs[-self.kept :]
                 atomic_write(path, b"".join(self._encoder.encode(r) + b"\n" for r in kept))
 
-    def runs(self, job_id: str) -> list[RunRecord]:
-        """Runs of a job, oldest first (the last state of each)."""
+    def _read(self, job_id: str) -> tuple[int, list[RunRecord]]:
         try:
             data = self._path(job_id).read_bytes()
         except FileNotFoundError:
-            return []
+            return 0, []
         latest: dict[str, RunRecord] = {}
-        for line in data.splitlines():
+        lines = data.splitlines()
+        for line in lines:
             with contextlib.suppress(msgspec.DecodeError):  # a line torn by a crash
                 run = self._decoder.decode(line)
                 latest.pop(run.run_id, None)
                 latest[run.run_id] = run
-        ordered = sorted(latest.values(), key=lambda r: r.started_at)
-        return ordered[-self.kept :]
+        return len(lines), sorted(latest.values(), key=lambda r: r.started_at)
+
+    def runs(self, job_id: str) -> list[RunRecord]:
+        """Runs of a job, oldest first (the last state of each)."""
+        return self._read(job_id)[1][-self.kept :]
 
     def find(self, job_id: str, run_id: str) -> RunRecord | None:
         """One run of a job."""
