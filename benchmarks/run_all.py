@@ -118,6 +118,13 @@ BENCHMARKS = (
         ("--runs", "41"),
         "safe by default",
     ),
+    Benchmark(
+        "automation",
+        "Automation: idle cost of scheduled jobs, firing lateness",
+        "benchmarks.automation.bench_automation",
+        (),
+        "automation",
+    ),
 )
 
 

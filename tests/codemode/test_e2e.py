@@ -54,6 +54,7 @@ DIRECT_NAMES = [
     "time__get_current_time",
     "time__convert_time",
     "select_file",
+    "cron",
 ]
 
 
@@ -240,6 +241,7 @@ async def test_plan_7_and_8_all_tools_lists_the_test_tools_and_the_catalog_calls
         "nodmix:core:read",
         "nodmix:core:edit",
         "nodmix:core:web_fetch",
+        "nodmix:core:cron",
         "nodmix:notes:note_add",
         "nodmix:notes:note_list",
         "nodmix:notes:note_read",
