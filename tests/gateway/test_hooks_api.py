@@ -77,3 +77,13 @@ def test_bad_webhook_requests_get_clear_errors_and_start_nothing(
     missing = httpx2.get(f"{gateway.url}/hooks/runs/run_000000000000", headers=AUTH)
     assert missing.status_code == 404
     assert model.requests == []
+
+
+def test_a_gateway_without_a_token_refuses_webhooks(
+    isolated_state: Path, model: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model.base_url, hooks=HOOKS)
+    with BackgroundGateway(GatewaySettings(port=0, token=None), retry=NO_RETRY) as running:
+        refused = _post(running, "mail", {"subject": "x"}, headers={})
+        assert refused.status_code == 403 and "gateway.auth.token" in refused.text
+    assert model.requests == []

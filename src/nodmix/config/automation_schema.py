@@ -11,6 +11,12 @@ from typing import Annotated, Literal
 
 import msgspec
 
+Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$")]
+"""`30s`, `20m`, `2h`, `1d`, `1h30m`."""
+TimeOfDay = Annotated[str, msgspec.Meta(pattern=r"^([01]?\d|2[0-3]):[0-5]\d$|^24:00$")]
+Target = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]*:\S+$")]
+"""`<channel>:<chatId>`."""
+
 
 class AutomationSection(
     msgspec.Struct,
@@ -26,9 +32,9 @@ class AutomationSection(
 class ActiveHoursConfig(AutomationSection, frozen=True):
     """`agents.defaults.heartbeat.activeHours`: beats only between `start` and `end`."""
 
-    start: str
+    start: TimeOfDay
     """`HH:MM` (local to `timezone`)."""
-    end: str
+    end: TimeOfDay
     """`HH:MM`; before `start` means a window across midnight."""
     timezone: str | None = None
     """IANA zone (default: the machine's)."""
@@ -37,10 +43,10 @@ class ActiveHoursConfig(AutomationSection, frozen=True):
 class HeartbeatConfig(AutomationSection, frozen=True):
     """`agents.defaults.heartbeat`: off unless `every` is set."""
 
-    every: str | None = None
+    every: Duration | None = None
     """Interval between beats (`30m`)."""
     active_hours: ActiveHoursConfig | None = None
-    deliver: str | None = None
+    deliver: Target | None = None
     """`<channel>:<chatId>` that gets replies other than `HEARTBEAT_OK`."""
     model: str | None = None
 
@@ -66,7 +72,7 @@ class HookMapping(AutomationSection, frozen=True):
     agent_id: str | None = None
     session_key: str | None = None
     """Session to run in (default: a fresh `hook:<name>:<runId>` session per call)."""
-    deliver: str | None = None
+    deliver: Target | None = None
     """`<channel>:<chatId>` that gets the reply."""
     model: str | None = None
 

@@ -29,7 +29,7 @@ log = logging.getLogger("nodmix.runtime")
 
 LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills", "hooks")
 """Top-level sections a running gateway applies without a restart."""
-RESTART_SECTIONS = ("gateway",)
+RESTART_SECTIONS = ("gateway", "automation")
 """Sections that only a restart applies."""
 
 
