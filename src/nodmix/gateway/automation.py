@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
+
 from nodmix.events import discard
+from nodmix.gateway.automation_sessions import RunSessions
 from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
@@ -18,6 +21,7 @@ class GatewayAutomationTurns:
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
+        self._sessions = RunSessions(gateway.runtime)
 
     async def run(
         self,
@@ -45,6 +49,9 @@ class GatewayAutomationTurns:
         except BaseException:
             run.cancel()  # the per-run timeout (or shutdown) ends the turn too
             raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._sessions.created(agent.id, key)
         result = getattr(outcome, "result", None)
         return str(result.reply) if result is not None else str(getattr(outcome, "message", ""))
 
