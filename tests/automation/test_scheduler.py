@@ -15,7 +15,7 @@ import pytest
 from nodmix.automation.clock import ManualClock
 from nodmix.automation.jobs import Job, new_job
 from nodmix.automation.runner import JobRunner
-from nodmix.automation.schedule import cron_schedule, every_schedule
+from nodmix.automation.schedule import at_schedule, cron_schedule, every_schedule
 from nodmix.automation.scheduler import Scheduler
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
@@ -191,3 +191,28 @@ async def test_edits_of_the_jobs_file_are_picked_up_and_disabled_jobs_do_not_pil
             runner.store.remove(job.id)
             assert scheduler.reload() and job.id not in scheduler.states
             await poll(lambda: len(user_texts(model)) == 2, what="two turns")
+
+
+async def test_a_one_shot_whose_moment_passed_while_no_scheduler_ran_fires_once(
+    isolated_state: Path,
+) -> None:
+    async with ScriptedModelServer(echo) as model:
+        config = write_config(isolated_state, model.base_url)
+        start = paris(2030, 1, 1, 8, 0)
+        clock = ManualClock(start)
+        async with open_runner(isolated_state, config, clock) as (_, runner):
+            job = runner.store.add(
+                new_job(
+                    name="call",
+                    message="call Anna",
+                    schedule=at_schedule("+20m", None, now=start),
+                    now=start,
+                )
+            )
+            clock.set(start + 3600)  # the gateway starts only an hour later
+            scheduler = Scheduler(runner.store, runner, clock)
+            async with anyio.create_task_group() as group:
+                assert [j.id for j in scheduler.tick(group)] == [job.id]
+            assert user_texts(model) == ["call Anna"]
+            assert runner.history.runs(job.id)[0].trigger == "missed"
+            assert runner.store.load() == []  # and it removed itself

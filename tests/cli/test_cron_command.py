@@ -31,6 +31,9 @@ def test_jobs_are_added_edited_paused_and_removed_in_the_state_dir(isolated_stat
     listed = json.loads(_ok(isolated_state, "list", "--json"))["jobs"]
     assert [j["id"] for j in listed] == [job["id"]] and listed[0]["nextRunAt"] > 0
 
+    _ok(isolated_state, "edit", job["id"], "--tz", "Asia/Tokyo")
+    shown = json.loads(_ok(isolated_state, "show", job["id"], "--json"))
+    assert shown["when"] == "cron 0 7 * * * (Asia/Tokyo)"
     _ok(isolated_state, "edit", job["id"], "--every", "45m", "--message", "plan it")
     shown = json.loads(_ok(isolated_state, "show", "morning", "--json"))
     assert shown["when"] == "every 45m" and shown["message"] == "plan it"

@@ -93,6 +93,8 @@ class Scheduler:
         state = state or JobState()
         state.schedule_key = key
         state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
+        if job.schedule.kind == "at" and state.next_run_at is None and self.missed == "run-once":
+            state.next_run_at = job.schedule.at  # its moment passed while no scheduler ran
         self.states[job.id] = state
         self._dirty = True
 

@@ -199,6 +199,10 @@ def _edit(args: argparse.Namespace) -> int:
         schedule = build_schedule(
             cron=args.cron, every=args.every, at=args.at, tz=args.tz, now=time.time()
         )
+    elif args.tz and job.schedule.kind == "cron":  # the same expression in another zone
+        schedule = build_schedule(
+            cron=job.schedule.expr, every=None, at=None, tz=args.tz, now=time.time()
+        )
     _check_target(args.deliver)
     checked = new_job(  # the same validation as `add`
         name=args.name or job.name,
