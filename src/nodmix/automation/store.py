@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -22,6 +23,7 @@ from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.automation.jobs import Job, JobError
 
 T = TypeVar("T")
+LOCK_TIMEOUT_SECONDS = 10.0
 
 
 class JobState(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -107,7 +109,18 @@ class JobStore:
         ensure_private_dir(self.dir)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise JobError(
+                            f"{self._lock_path} stayed locked by another process for "
+                            f"{LOCK_TIMEOUT_SECONDS:g}s; try again"
+                        ) from None
+                    time.sleep(0.01)
             yield
         finally:
             os.close(fd)
