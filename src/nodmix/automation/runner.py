@@ -39,6 +39,11 @@ DEFAULT_MAX_CONCURRENT = 2
 DEFAULT_RUN_TIMEOUT_SECONDS = 600.0
 
 
+class RunSkipped(Exception):
+    """Raised by a `TurnStarter` that cannot start a turn now (the gateway is shutting down):
+    the run is recorded as `skipped`, and no failure is reported."""
+
+
 class TurnStarter(Protocol):
     """How runs reach the agent: the gateway's turn API, or the runtime in the CLI."""
 
@@ -178,6 +183,8 @@ class JobRunner:
                     model=job.model,
                 )
             record.status, record.reply = "ok", excerpt(reply)
+        except RunSkipped as exc:
+            record.status, record.error = "skipped", str(exc)
         except TimeoutError:
             record.status = "timeout"
             record.error = f"the run took longer than {self.limits.timeout_seconds:g}s"
@@ -193,6 +200,8 @@ class JobRunner:
 
     async def _deliver(self, job: Job, plan: RunPlan, record: RunRecord, reply: str) -> None:
         marker = self._dir / "failed" / job.id
+        if record.status == "skipped":
+            return
         if record.status == "ok":
             with contextlib.suppress(FileNotFoundError):
                 marker.unlink()

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from nodmix.automation.runner import RunSkipped
 from nodmix.events import discard
+from nodmix.gateway.errors import APIError
 from nodmix.gateway.automation_sessions import RunSessions
 from nodmix.origin import TurnOrigin
 
@@ -35,15 +37,20 @@ class GatewayAutomationTurns:
         gateway = self._gateway
         agent = gateway.runtime.agent(agent_id)
         key = gateway.runtime.session_key(agent, session_key)
-        run = gateway.start_turn(
-            text,
-            agent=agent,
-            session_key=key,
-            emit=discard,
-            origin=origin.channel,
-            model=model,
-            turn_origin=origin,
-        )
+        try:
+            run = gateway.start_turn(
+                text,
+                agent=agent,
+                session_key=key,
+                emit=discard,
+                origin=origin.channel,
+                model=model,
+                turn_origin=origin,
+            )
+        except APIError as exc:
+            if exc.status == 503:  # shutting down: not the job's failure
+                raise RunSkipped(exc.message) from None
+            raise
         try:
             outcome = await run.result()
         except BaseException:
