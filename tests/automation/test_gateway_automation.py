@@ -101,3 +101,29 @@ def test_the_cron_tool_schedules_a_reminder_that_reaches_the_chat_and_then_remov
             wait_until(lambda: "Reminder: call Anna" in api.sent_texts(OWNER), what="the reminder")
             wait_until(lambda: store.load() == [], what="the one-shot job to remove itself")
             assert user_texts(model)[-1] == "Reminder: call Anna"
+
+
+def test_a_gateway_heartbeat_that_answers_ok_delivers_nothing_and_news_reach_the_chat(
+    isolated_state: Path, api: ScriptedBotAPI, tmp_path: Path
+) -> None:
+    def checker(request: ModelRequest) -> ModelReply:
+        text = last_user_text(request) or ""
+        return ModelReply.text("The plants need water." if "URGENT" in text else "HEARTBEAT_OK")
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    checklist = workspace / "HEARTBEAT.md"
+    checklist.write_text("- anything new?\n", encoding="utf-8")
+    with ScriptedModelServer(checker) as model:
+        path = write_config(isolated_state, model.base_url, channels=telegram_section(api))
+        config = json.loads(path.read_text())
+        config["agents"]["defaults"].update(
+            workspace=str(workspace), heartbeat={"every": "1s", "deliver": f"telegram:{OWNER}"}
+        )
+        path.write_text(json.dumps(config))
+        with _gateway():
+            wait_until(lambda: len(model.requests) >= 2, what="two beats")
+            assert api.sent_texts(OWNER) == []
+            assert "- anything new?" in user_texts(model)[0]
+            checklist.write_text("- URGENT: water the plants\n", encoding="utf-8")
+            wait_until(lambda: "The plants need water." in api.sent_texts(OWNER), what="the news")
