@@ -10,8 +10,8 @@ import anyio
 
 from nodmix.automation.runner import RunSkipped
 from nodmix.events import discard
-from nodmix.gateway.errors import APIError
 from nodmix.gateway.automation_sessions import RunSessions
+from nodmix.gateway.errors import APIError
 from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
