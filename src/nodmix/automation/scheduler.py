@@ -21,7 +21,7 @@ from nodmix.automation.clock import Clock
 from nodmix.automation.jobs import Job, JobError
 from nodmix.automation.runner import JobRunner
 from nodmix.automation.schedule import next_fire
-from nodmix.automation.store import JobState, JobStore, schedule_key
+from nodmix.automation.store import JobState, JobStore, encode_state, schedule_key
 
 log = logging.getLogger("nodmix.automation")
 
@@ -56,6 +56,7 @@ class Scheduler:
         self._loaded = False
         self._dirty = False
         self._last_flush = 0.0
+        self._fired_unsaved = False
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -107,16 +108,31 @@ class Scheduler:
                 times.append(state.next_run_at)
         return min(times, default=None)
 
+    def _due_state(self, force: bool) -> bytes | None:
+        now = self.clock.now()
+        if not self._dirty or not (force or now - self._last_flush >= STATE_FLUSH_SECONDS):
+            return None
+        self._dirty = False
+        self._last_flush = now
+        return encode_state(self.states)
+
+    def _write_state(self, data: bytes) -> None:
+        try:
+            self.store.write_state(data)
+        except OSError as exc:
+            log.warning("cannot write cron state: %s", exc)
+
     def flush(self, *, force: bool = False) -> None:
         """Write the state file if it changed (at most once a second unless forced)."""
-        now = self.clock.now()
-        if self._dirty and (force or now - self._last_flush >= STATE_FLUSH_SECONDS):
-            self._dirty = False
-            self._last_flush = now
-            try:
-                self.store.save_state(self.states)
-            except OSError as exc:
-                log.warning("cannot write cron state: %s", exc)
+        data = self._due_state(force)
+        if data is not None:
+            self._write_state(data)
+
+    async def flush_soon(self, *, force: bool = False) -> None:
+        """`flush` with the (fsync'ed) write on a worker thread, off the event loop."""
+        data = self._due_state(force)
+        if data is not None:
+            await anyio.to_thread.run_sync(self._write_state, data)
 
     # ---- firing ---------------------------------------------------------------------------
 
@@ -145,7 +161,7 @@ class Scheduler:
             if self.on_fired is not None:
                 self.on_fired(job, due)
             group.start_soon(self._run, job, trigger)
-        self.flush(force=bool(fired))
+        self._fired_unsaved = self._fired_unsaved or bool(fired)
         return fired
 
     async def _run(self, job: Job, trigger: str) -> None:
@@ -164,9 +180,12 @@ class Scheduler:
         async with anyio.create_task_group() as group:
             while True:
                 self.tick(group)
+                if self._fired_unsaved:  # a restart must not fire these runs again
+                    self._fired_unsaved = False
+                    await self.flush_soon(force=True)
                 due = self.next_due()
                 now = self.clock.now()
                 wait_until = now + self.poll_seconds if due is None else due
                 with anyio.move_on_after(self.poll_seconds):
                     await self.clock.sleep_until(min(wait_until, now + self.poll_seconds))
-                self.flush()
+                await self.flush_soon()

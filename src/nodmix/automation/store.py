@@ -176,8 +176,17 @@ class JobStore:
 
     def save_state(self, states: dict[str, JobState]) -> None:
         """Replace the state file."""
+        self.write_state(encode_state(states))
+
+    def write_state(self, data: bytes) -> None:
+        """Replace the state file with encoded state (`encode_state`)."""
         ensure_private_dir(self.dir)
-        atomic_write(self.state_path, msgspec.json.encode(_StateFile(jobs=states)))
+        atomic_write(self.state_path, data)
+
+
+def encode_state(states: dict[str, JobState]) -> bytes:
+    """The state file's bytes."""
+    return msgspec.json.encode(_StateFile(jobs=states))
 
 
 def schedule_key(job: Job) -> str:
