@@ -181,7 +181,9 @@ def _show(args: argparse.Namespace) -> int:
         print_json(row)
         return 0
     for key, value in row.items():
-        if key == "nextRunAt" or key.endswith("At"):
+        if key == "schedule":
+            continue  # `when` says it in words
+        if key.endswith("At"):
             value = _stamp(value if isinstance(value, float | int) else None)
         print(f"{key}: {value}")
     return 0
