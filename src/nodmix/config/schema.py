@@ -277,6 +277,45 @@ class MCPConfig(Section, frozen=True):
     servers: dict[str, MCPServerConfig] = {}
 
 
+# ---- memory -----------------------------------------------------------------------------------
+
+
+class MemoryEmbeddingsConfig(Section, frozen=True):
+    """`memory.embeddings`: an OpenAI-compatible `/v1/embeddings` endpoint (hybrid search)."""
+
+    base_url: str
+    """Base URL ending in `/v1` (a local server works too)."""
+    model: str
+    api_key: str | None = None
+    """A literal key or `${ENV_VAR}`."""
+    headers: dict[str, str] = {}
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """How long one embeddings request may take. 30 s."""
+    batch_size: Annotated[int, msgspec.Meta(ge=1, le=2048)] | None = None
+    """Texts per request. 64."""
+
+
+class MemoryConfig(Section, frozen=True):
+    """`memory`: searchable memory over `MEMORY.md`, `memory/**/*.md` and, optionally, sessions."""
+
+    enabled: bool | None = None
+    """Offer `memory_search`/`memory_get` (default true)."""
+    sessions: bool | None = None
+    """Also index the agent's past session transcripts (default false)."""
+    embeddings: MemoryEmbeddingsConfig | None = None
+    """Without it search is keyword-only (FTS5/BM25)."""
+    chunk_tokens: Annotated[int, msgspec.Meta(ge=32, le=8192)] | None = None
+    """Target chunk size in tokens (about 4 characters each). 400."""
+    chunk_overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4096)] | None = None
+    """Tokens repeated from the end of one chunk at the start of the next. 80."""
+    max_results: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
+    """Default `maxResults` of `memory_search`. 6."""
+    min_score: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    """Default `minScore` of `memory_search`. 0.05."""
+    vector_weight: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    """Share of the vector score in hybrid ranking (the keyword score gets the rest). 0.6."""
+
+
 # ---- gateway ----------------------------------------------------------------------------------
 
 
@@ -321,3 +360,4 @@ class NodmixConfig(Section, frozen=True):
     plugins: PluginsConfig = PluginsConfig()
     mcp: MCPConfig = MCPConfig()
     gateway: GatewayConfig = GatewayConfig()
+    memory: MemoryConfig = MemoryConfig()

@@ -37,12 +37,14 @@ from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
+from nodmix.memory.tools import MemoryTools
 from nodmix.messages import user_message
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.memory import open_memory
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
@@ -189,7 +191,9 @@ class Runtime:
             stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
-            sources: list[ToolProvider] = [PluginTools(registry)]
+            memory = open_memory(loaded.config, env, state_dir, registry)
+            stack.callback(memory.close)
+            sources: list[ToolProvider] = [PluginTools(registry), MemoryTools(memory)]
             holder = await open_mcp(loaded.config.mcp.servers, env, background)
             if holder is not None:
                 sources.append(holder.manager)
@@ -207,6 +211,7 @@ class Runtime:
                 retry=retry,
             )
             runtime.services["mcp"] = holder.manager if holder is not None else None
+            runtime.services["memory"] = memory
             runtime.mcp_holder = holder
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:

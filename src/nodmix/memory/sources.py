@@ -1,0 +1,145 @@
+"""Which files are memory, and how each is read as text.
+
+Workspace files are `MEMORY.md` and every `memory/**/*.md`; their index path is the path
+relative to the workspace (`memory/2026-11-20.md`). Session transcripts (with
+`memory.sessions`) are `sessions/<file>.jsonl` relative to the agent's state dir, read as the
+user and assistant text of the conversation, one line per message line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+import msgspec
+
+MEMORY_FILE: Final = "MEMORY.md"
+MEMORY_DIR: Final = "memory"
+SESSIONS_PREFIX: Final = "sessions/"
+MAX_FILE_BYTES: Final = 8 * 1024 * 1024
+"""Larger files are skipped (memory notes are small; this bounds one re-index)."""
+
+
+class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
+    """A file the index covers."""
+
+    path: str
+    """Index path: relative to the workspace, or `sessions/...` for transcripts."""
+    source: str
+    """`memory` or `sessions`."""
+    absolute: Path
+    mtime_ns: int
+    size: int
+
+
+class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one agent's memory lives."""
+
+    workspace: Path
+    sessions_dir: Path | None = None
+    """The agent's transcripts, when sessions are indexed."""
+
+    def scan(self) -> Iterator[SourceFile]:
+        """Every memory file that exists now (symlinked directories are not followed)."""
+        top = self.workspace / MEMORY_FILE
+        found = _stat_file(top, MEMORY_FILE, "memory")
+        if found is not None:
+            yield found
+        stack = [self.workspace / MEMORY_DIR]
+        while stack:
+            directory = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.name.endswith(".md") and entry.is_file():
+                    rel = Path(entry.path).relative_to(self.workspace).as_posix()
+                    found = _stat_file(Path(entry.path), rel, "memory")
+                    if found is not None:
+                        yield found
+        if self.sessions_dir is not None:
+            try:
+                entries = list(os.scandir(self.sessions_dir))
+            except OSError:
+                entries = []
+            for entry in entries:
+                if entry.name.endswith(".jsonl") and entry.is_file():
+                    found = _stat_file(Path(entry.path), SESSIONS_PREFIX + entry.name, "sessions")
+                    if found is not None:
+                        yield found
+
+    def locate(self, path: str) -> SourceFile | None:
+        """The source file behind an index path, or `None` if it is not memory (or gone)."""
+        pure = PurePosixPath(path.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+            return None
+        text = pure.as_posix()
+        if text.startswith(SESSIONS_PREFIX):
+            if self.sessions_dir is None or len(pure.parts) != 2 or pure.suffix != ".jsonl":
+                return None
+            return _stat_file(self.sessions_dir / pure.parts[1], text, "sessions")
+        if text != MEMORY_FILE and not (pure.parts[0] == MEMORY_DIR and pure.suffix == ".md"):
+            return None
+        candidate = self.workspace / pure
+        try:
+            if not candidate.resolve().is_relative_to(self.workspace.resolve()):
+                return None
+        except OSError:
+            return None
+        return _stat_file(candidate, text, "memory")
+
+
+def _stat_file(path: Path, rel: str, source: str) -> SourceFile | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_size > MAX_FILE_BYTES:
+        return None
+    return SourceFile(
+        path=rel, source=source, absolute=path, mtime_ns=st.st_mtime_ns, size=st.st_size
+    )
+
+
+def read_text(file: SourceFile) -> str:
+    """A source file's text (transcripts rendered as conversation lines)."""
+    data = file.absolute.read_bytes()
+    if file.source == "sessions":
+        return render_transcript(data)
+    return data.decode("utf-8", errors="replace")
+
+
+def render_transcript(data: bytes) -> str:
+    """User and assistant text of a JSONL transcript, as `User: ...` / `Assistant: ...` lines."""
+    out: list[str] = []
+    for raw in data.splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "message":
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict) or entry.get("parentToolCallId"):
+            continue
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        text = "\n".join(
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ).strip()
+        if text:
+            label = "User" if role == "user" else "Assistant"
+            out.append(f"{label}: {text}")
+            out.append("")
+    return "\n".join(out)
