@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
