@@ -79,7 +79,12 @@ class MemoryIndex:
         roots: SourceRoots,
         settings: MemorySettings,
         embedder: Embedder | None = None,
+        *,
+        cheap_scan_seconds: float = CHEAP_SCAN_SECONDS,
+        rescan_seconds: float = RESCAN_SECONDS,
     ) -> None:
+        self.cheap_scan_seconds = cheap_scan_seconds
+        self.rescan_seconds = rescan_seconds
         self.store = store
         self.roots = roots
         self.settings = settings
@@ -106,7 +111,8 @@ class MemoryIndex:
     def refresh(self) -> SyncReport | None:
         """Bring the index up to date cheaply before a search (see the module docstring)."""
         now = time.monotonic()
-        if self._scan_cost <= CHEAP_SCAN_SECONDS or now - self._last_scan >= RESCAN_SECONDS:
+        cheap = self._scan_cost <= self.cheap_scan_seconds
+        if cheap or now - self._last_scan >= self.rescan_seconds:
             return self.sync()
         if self._changed:
             return self.sync_paths(sorted(self._changed))
