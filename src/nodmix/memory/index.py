@@ -222,9 +222,7 @@ class MemoryIndex:
         floor = self.settings.min_score if min_score is None else min_score
         words = query_words(query)
         candidates = limit * CANDIDATES_PER_RESULT
-        text = (
-            keyword_scores(self.store.keyword(fts_expression(words), candidates)) if words else {}
-        )
+        text = self._keyword_scores(words, candidates) if words else {}
         vector = self._vector_scores(query, candidates) if query.strip() else {}
         scores = merge(text, vector, vector_weight=self.settings.vector_weight)
         ranked = sorted(
@@ -247,6 +245,16 @@ class MemoryIndex:
                 )
             )
         return hits
+
+    def _keyword_scores(self, words: list[str], limit: int) -> dict[int, float]:
+        hits = self.store.keyword(fts_expression(words), limit)
+        ids = [chunk_id for chunk_id, _ in hits]
+        found: dict[int, int] = dict.fromkeys(ids, 0)
+        for word in words:
+            for chunk_id in self.store.containing(fts_expression([word]), ids):
+                found[chunk_id] += 1
+        coverage = {chunk_id: n / len(words) for chunk_id, n in found.items()}
+        return keyword_scores(hits, coverage)
 
     def _vector_scores(self, query: str, limit: int) -> dict[int, float]:
         if self.embedder is None:

@@ -1,8 +1,11 @@
 """Keyword and vector scores merged into one ranking.
 
 Keyword: the query's words (stop words dropped) OR-ed into an FTS5 expression; FTS5 ranks by
-BM25 with Porter stemming. BM25 is unbounded, so its strength `s` (the negated `bm25()`) is
-mapped to 0..1 as `s / (s + 1)`: the score does not depend on the other hits.
+BM25 with Porter stemming. BM25 alone is a poor score for a small memory (a word found in
+most notes has an IDF near zero, so three notes all score about 0) and is unbounded, so the
+keyword score is the share of the query's words the chunk contains, times `0.5 + 0.5 * s /
+(s + 1)` where `s` is the BM25 strength (the negated `bm25()`): coverage decides, BM25 breaks
+ties, and the score does not depend on the other hits.
 Vector: cosine similarity of unit vectors, clipped to 0..1. Hybrid: a weighted sum, where a
 chunk found by only one side gets 0 from the other.
 """
@@ -10,7 +13,7 @@ chunk found by only one side gets 0 from the other.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -38,12 +41,16 @@ def fts_expression(words: Iterable[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def keyword_scores(hits: list[tuple[int, float]]) -> dict[int, float]:
-    """FTS5 `bm25()` values (negative, lower is better) as 0..1 scores."""
-    if not hits:
-        return {}
-    strengths = {chunk_id: max(0.0, -rank) for chunk_id, rank in hits}
-    return {chunk_id: s / (s + 1.0) for chunk_id, s in strengths.items()}
+def keyword_scores(
+    hits: list[tuple[int, float]], coverage: Mapping[int, float]
+) -> dict[int, float]:
+    """0..1 scores from FTS5 `bm25()` values (negative, lower is better) and the share of the
+    query's words each chunk contains."""
+    scores = {}
+    for chunk_id, rank in hits:
+        strength = max(0.0, -rank)
+        scores[chunk_id] = coverage.get(chunk_id, 0.0) * (0.5 + 0.5 * strength / (strength + 1))
+    return scores
 
 
 def merge(

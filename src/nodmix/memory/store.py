@@ -189,6 +189,17 @@ class MemoryStore:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def containing(self, match: str, ids: Sequence[int]) -> set[int]:
+        """Which of the chunks `ids` match an FTS5 expression."""
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
+            (match, *ids),
+        )
+        return {int(r[0]) for r in rows}
+
     # ---- embeddings ----------------------------------------------------------------------
 
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
