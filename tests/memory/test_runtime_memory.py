@@ -107,7 +107,8 @@ async def test_a_note_the_model_edits_is_found_by_its_next_search_and_read_with_
     assert after_edit[0]["path"] == "memory/2026-11-20.md"
     assert "Porto" in after_edit[0]["snippet"]
     assert outcome.result.reply == (
-        "memory/2026-11-20.md lines 3-4\n## Trip\nFlight to Porto leaves Friday 7:40 from terminal 2."
+        "memory/2026-11-20.md lines 3-4\n## Trip\n"
+        "Flight to Porto leaves Friday 7:40 from terminal 2."
     )
     assert results_of(later.result.reply)[0]["snippet"] == "# Trip\nTrain to Madrid."
 

@@ -27,15 +27,15 @@ def test_paraphrases_point_the_same_way_and_unrelated_texts_do_not() -> None:
 
 @pytest.mark.anyio
 async def test_the_server_embeds_a_batch_in_order_and_records_it() -> None:
-    async with ScriptedModelServer(lambda r: ModelReply.text("x"), api_key="k") as server:
-        async with httpx2.AsyncClient(timeout=10) as client:
-            url = f"{server.base_url}/embeddings"
-            denied = await client.post(url, json={"input": "x"})
-            auth = {"Authorization": "Bearer k"}
-            bad = await client.post(url, json={"input": [1, 2]}, headers=auth)
-            ok = await client.post(
-                url, json={"model": "m", "input": ["dentist", "car"]}, headers=auth
-            )
+    async with (
+        ScriptedModelServer(lambda r: ModelReply.text("x"), api_key="k") as server,
+        httpx2.AsyncClient(timeout=10) as client,
+    ):
+        url = f"{server.base_url}/embeddings"
+        denied = await client.post(url, json={"input": "x"})
+        auth = {"Authorization": "Bearer k"}
+        bad = await client.post(url, json={"input": [1, 2]}, headers=auth)
+        ok = await client.post(url, json={"model": "m", "input": ["dentist", "car"]}, headers=auth)
     assert denied.status_code == 401
     assert bad.status_code == 400
     body = ok.json()
