@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -154,4 +155,32 @@ def test_chunk_ranges_in_the_index_match_the_chunker(isolated_state: Path, works
     ).fetchall()
     expected = chunk_markdown(NOTES["memory/2026-11-18.md"])
     assert rows == [(c.start_line, c.end_line) for c in expected]
+    index.close()
+
+
+def test_past_sessions_are_searchable_when_enabled(isolated_state: Path, workspace: Path) -> None:
+    sessions = isolated_state / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    lines = [
+        {"type": "session", "version": 3, "id": "s1"},
+        {
+            "type": "message",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "My locker code at the gym is 4417."}],
+            },
+        },
+        {
+            "type": "message",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+        },
+    ]
+    (sessions / "s1.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{torn")
+    without = make_index(isolated_state / "a", workspace)
+    assert without.search("locker code") == []
+    without.close()
+    index = make_index(isolated_state, workspace, sessions=True)
+    hit = index.search("gym locker")[0]
+    assert (hit.path, hit.source, hit.start_line) == ("sessions/s1.jsonl", "sessions", 1)
+    assert index.read("sessions/s1.jsonl")[0].startswith("User: My locker code")
     index.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from nodmix.cli.common import common_parent, print_json
@@ -96,7 +97,10 @@ def _index(args: argparse.Namespace) -> int:
         f"{report.embedded} chunks embedded in {report.seconds:.2f}s"
     )
     if error is not None:
-        print(f"nodmix: error: embeddings failed (keyword search still works): {error}")
+        print(
+            f"nodmix: error: embeddings failed (keyword search still works): {error}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -112,7 +116,7 @@ def _search(args: argparse.Namespace) -> int:
         print_json([hit.to_json() for hit in hits])
         return 0
     if error is not None:
-        print(f"warning: vector search unavailable, keyword results only: {error}")
+        print(f"warning: vector search unavailable, keyword results only: {error}", file=sys.stderr)
     if not hits:
         print("no matches")
     for hit in hits:
