@@ -5,9 +5,10 @@ read; one whose content hash is unchanged only gets its new mtime; only changed 
 re-chunked, and only chunks whose content hash has no cached vector are embedded.
 
 Freshness: `refresh()` before each search re-indexes files named by `mark_changed` (Nodmix's
-own `write`/`edit` calls) at once, and scans every file's mtime when the last scan was cheap
-(under `CHEAP_SCAN_SECONDS`) or is older than `RESCAN_SECONDS`; so a workspace of a few
-thousand notes sees an outside edit on the next search, and a very large one within a second.
+own `write`/`edit` calls) at once, and scans every file's mtime when there are at most
+`SCAN_EVERY_SEARCH_FILES` files or the last scan is older than `RESCAN_SECONDS`; so a
+workspace of up to 2,000 notes sees an outside edit on the next search, and a larger one
+within a second (a scan of 10,000 files costs tens of milliseconds, too much for every search).
 
 Not thread-safe: callers serialise access (`service.MemoryService` does).
 """
@@ -23,12 +24,20 @@ import numpy as np
 
 from nodmix.memory.chunking import chunk_markdown, content_hash
 from nodmix.memory.embeddings import Embedder, EmbeddingError, Vectors
-from nodmix.memory.ranking import fts_expression, keyword_scores, merge, query_words
+from nodmix.memory.ranking import (
+    fts_expression,
+    keyword_scores,
+    merge,
+    query_words,
+    query_words_all,
+    stems,
+)
 from nodmix.memory.settings import MemorySettings
 from nodmix.memory.sources import SourceFile, SourceRoots, read_text
 from nodmix.memory.store import FileRecord, MemoryStore
 
-CHEAP_SCAN_SECONDS: Final = 0.005
+SCAN_EVERY_SEARCH_FILES: Final = 2_000
+"""Up to this many files, every search checks every file's mtime (a few milliseconds)."""
 RESCAN_SECONDS: Final = 1.0
 CANDIDATES_PER_RESULT: Final = 4
 SNIPPET_CHARS: Final = 700
@@ -80,10 +89,10 @@ class MemoryIndex:
         settings: MemorySettings,
         embedder: Embedder | None = None,
         *,
-        cheap_scan_seconds: float = CHEAP_SCAN_SECONDS,
+        scan_every_search_files: int = SCAN_EVERY_SEARCH_FILES,
         rescan_seconds: float = RESCAN_SECONDS,
     ) -> None:
-        self.cheap_scan_seconds = cheap_scan_seconds
+        self.scan_every_search_files = scan_every_search_files
         self.rescan_seconds = rescan_seconds
         self.store = store
         self.roots = roots
@@ -91,7 +100,7 @@ class MemoryIndex:
         self.embedder = embedder
         self._changed: set[str] = set()
         self._last_scan = float("-inf")
-        self._scan_cost = float("inf")
+        self._files_seen: int | None = None
         self._vectors: tuple[int, list[int], Vectors] | None = None
         self.embedding_error: str | None = None
         """The last embeddings failure (search falls back to keywords), `None` once it works."""
@@ -111,7 +120,7 @@ class MemoryIndex:
     def refresh(self) -> SyncReport | None:
         """Bring the index up to date cheaply before a search (see the module docstring)."""
         now = time.monotonic()
-        cheap = self._scan_cost <= self.cheap_scan_seconds
+        cheap = self._files_seen is not None and self._files_seen <= self.scan_every_search_files
         if cheap or now - self._last_scan >= self.rescan_seconds:
             return self.sync()
         if self._changed:
@@ -127,7 +136,7 @@ class MemoryIndex:
         known = self.store.files()
         report = SyncReport()
         files = list(self.roots.scan())
-        self._scan_cost = time.perf_counter() - started
+        self._files_seen = len(files)
         seen: set[str] = set()
         for file in files:
             report.scanned += 1
@@ -146,17 +155,17 @@ class MemoryIndex:
         """Re-index only the named paths (added, changed or deleted)."""
         started = time.perf_counter()
         report = SyncReport()
-        known = self.store.files()
         gone: list[str] = []
         for path in paths:
             self._changed.discard(path)
             file = self.roots.locate(path)
+            known = self.store.file(path)
             if file is None:
-                if path in known:
+                if known is not None:
                     gone.append(path)
                 continue
             report.scanned += 1
-            self._index_file(file, known.get(path), report)
+            self._index_file(file, known, report)
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)
@@ -222,8 +231,8 @@ class MemoryIndex:
         floor = self.settings.min_score if min_score is None else min_score
         words = query_words(query)
         candidates = limit * CANDIDATES_PER_RESULT
-        text = self._keyword_scores(words, candidates) if words else {}
         vector = self._vector_scores(query, candidates) if query.strip() else {}
+        text = self._keyword_scores(words, candidates, also=list(vector)) if words else {}
         scores = merge(text, vector, vector_weight=self.settings.vector_weight)
         ranked = sorted(
             ((s, i) for i, s in scores.items() if s >= floor), key=lambda p: (-p[0], p[1])
@@ -246,14 +255,19 @@ class MemoryIndex:
             )
         return hits
 
-    def _keyword_scores(self, words: list[str], limit: int) -> dict[int, float]:
-        hits = self.store.keyword(fts_expression(words), limit)
-        ids = [chunk_id for chunk_id, _ in hits]
-        found: dict[int, int] = dict.fromkeys(ids, 0)
-        for word in words:
-            for chunk_id in self.store.containing(fts_expression([word]), ids):
-                found[chunk_id] += 1
-        coverage = {chunk_id: n / len(words) for chunk_id, n in found.items()}
+    def _keyword_scores(self, words: list[str], limit: int, *, also: list[int]) -> dict[int, float]:
+        """Keyword scores of the best `limit` keyword hits and of the chunks `also` (the
+        vector candidates, so a chunk both sides find is not scored by one side only)."""
+        expression = fts_expression(words)
+        hits = self.store.keyword(expression, limit)
+        seen = {chunk_id for chunk_id, _ in hits}
+        hits += self.store.keyword_among(expression, [i for i in also if i not in seen])
+        texts = self.store.chunk_texts([chunk_id for chunk_id, _ in hits])
+        wanted = stems(words)
+        coverage = {
+            chunk_id: len(wanted & stems(query_words_all(text))) / len(wanted)
+            for chunk_id, text in texts.items()
+        }
         return keyword_scores(hits, coverage)
 
     def _vector_scores(self, query: str, limit: int) -> dict[int, float]:

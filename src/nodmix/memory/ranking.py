@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from nodmix.catalog.stemming import porter_stem
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 STOP_WORDS: Final = frozenset(
@@ -25,7 +27,7 @@ STOP_WORDS: Final = frozenset(
     it its itself just me more most my myself no nor not now of off on once only or other our
     ours out over own same she should so some such than that the their them then there these
     they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours did remember told tell said say""".split()
+    while who whom why will with would you your yours remember told tell said say""".split()
 )
 
 
@@ -34,6 +36,16 @@ def query_words(query: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(query)]
     kept = [w for w in words if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
     return list(dict.fromkeys(kept or [w for w in words if len(w) > 1]))
+
+
+def query_words_all(text: str) -> list[str]:
+    """Every word of a text, lowercased."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def stems(words: Iterable[str]) -> set[str]:
+    """Porter stems, as FTS5's `porter` tokenizer makes them (so coverage agrees with MATCH)."""
+    return {porter_stem(w) for w in words}
 
 
 def fts_expression(words: Iterable[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -48,7 +49,8 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
         found = _stat_file(top, MEMORY_FILE, "memory")
         if found is not None:
             yield found
-        stack = [self.workspace / MEMORY_DIR]
+        base = os.path.join(self.workspace, "")
+        stack = [os.path.join(base, MEMORY_DIR)]
         while stack:
             directory = stack.pop()
             try:
@@ -57,12 +59,22 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                 continue
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                elif entry.name.endswith(".md") and entry.is_file():
-                    rel = Path(entry.path).relative_to(self.workspace).as_posix()
-                    found = _stat_file(Path(entry.path), rel, "memory")
-                    if found is not None:
-                        yield found
+                    stack.append(entry.path)
+                elif entry.name.endswith(".md"):
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+                        continue
+                    rel = entry.path[len(base) :].replace(os.sep, "/")
+                    yield SourceFile(
+                        path=rel,
+                        source="memory",
+                        absolute=Path(entry.path),
+                        mtime_ns=st.st_mtime_ns,
+                        size=st.st_size,
+                    )
         if self.sessions_dir is not None:
             try:
                 entries = list(os.scandir(self.sessions_dir))

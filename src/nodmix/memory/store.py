@@ -94,6 +94,15 @@ class MemoryStore:
             for r in rows
         }
 
+    def file(self, path: str) -> FileRecord | None:
+        """One indexed file, or `None`."""
+        r = self.db.execute(
+            "SELECT path, source, mtime_ns, size, hash FROM files WHERE path = ?", (path,)
+        ).fetchone()
+        if r is None:
+            return None
+        return FileRecord(path=r[0], source=r[1], mtime_ns=r[2], size=r[3], hash=r[4])
+
     def touch(self, record: FileRecord) -> None:
         """Record a new mtime/size for a file whose content did not change."""
         with self.db:
@@ -189,16 +198,27 @@ class MemoryStore:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def containing(self, match: str, ids: Sequence[int]) -> set[int]:
-        """Which of the chunks `ids` match an FTS5 expression."""
+    def keyword_among(self, match: str, ids: Sequence[int]) -> list[tuple[int, float]]:
+        """`(chunk id, bm25)` of those of the chunks `ids` that match an FTS5 expression."""
         if not ids:
-            return set()
+            return []
         marks = ",".join("?" * len(ids))
         rows = self.db.execute(
-            f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
+            "SELECT rowid, bm25(chunks_fts, 2.0, 1.0) FROM chunks_fts "
+            f"WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
             (match, *ids),
         )
-        return {int(r[0]) for r in rows}
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def chunk_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """Title and text of chunks by id."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT id, title || char(10) || text FROM chunks WHERE id IN ({marks})", tuple(ids)
+        )
+        return {int(r[0]): str(r[1]) for r in rows}
 
     # ---- embeddings ----------------------------------------------------------------------
 
