@@ -196,7 +196,7 @@ def main() -> int:
             None,
         ),
         (
-            f"recall@5, same questions, hybrid (scripted embeddings)",
+            "recall@5, same questions, hybrid (scripted embeddings)",
             f"{r['recall5_hybrid']:.2f}",
             "reported",
             None,

@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 import numpy as np
 
-from nodmix.memory.chunking import chunk_markdown, content_hash
+from nodmix.memory.chunking import Chunk, chunk_markdown, content_hash
 from nodmix.memory.embeddings import Embedder, EmbeddingError, Vectors
 from nodmix.memory.ranking import (
     fts_expression,
@@ -39,6 +39,8 @@ from nodmix.memory.store import FileRecord, MemoryStore
 SCAN_EVERY_SEARCH_FILES: Final = 2_000
 """Up to this many files, every search checks every file's mtime (a few milliseconds)."""
 RESCAN_SECONDS: Final = 1.0
+WRITE_BATCH_FILES: Final = 500
+"""Files written per transaction when many change at once."""
 CANDIDATES_PER_RESULT: Final = 4
 SNIPPET_CHARS: Final = 700
 
@@ -133,16 +135,14 @@ class MemoryIndex:
         if force:
             self.store.clear()
         self._changed.clear()
-        known = self.store.files()
-        report = SyncReport()
+        stamps = self.store.stamps()
         files = list(self.roots.scan())
         self._files_seen = len(files)
-        seen: set[str] = set()
-        for file in files:
-            report.scanned += 1
-            seen.add(file.path)
-            self._index_file(file, known.get(file.path), report)
-        gone = [path for path in known if path not in seen]
+        changed = [f for f in files if stamps.get(f.path) != (f.mtime_ns, f.size)]
+        report = SyncReport(scanned=len(files))
+        self._index_files(changed, report)
+        seen = {f.path for f in files}
+        gone = [path for path in stamps if path not in seen]
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)
@@ -156,6 +156,7 @@ class MemoryIndex:
         started = time.perf_counter()
         report = SyncReport()
         gone: list[str] = []
+        changed: list[SourceFile] = []
         for path in paths:
             self._changed.discard(path)
             file = self.roots.locate(path)
@@ -165,7 +166,9 @@ class MemoryIndex:
                     gone.append(path)
                 continue
             report.scanned += 1
-            self._index_file(file, known, report)
+            if known is None or (known.mtime_ns, known.size) != (file.mtime_ns, file.size):
+                changed.append(file)
+        self._index_files(changed, report)
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)
@@ -173,28 +176,43 @@ class MemoryIndex:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _index_file(self, file: SourceFile, known: FileRecord | None, report: SyncReport) -> None:
-        if known is not None and (known.mtime_ns, known.size) == (file.mtime_ns, file.size):
+    def _index_files(self, files: Sequence[SourceFile], report: SyncReport) -> None:
+        """Read, hash and chunk files whose mtime or size changed; write them in batches."""
+        if not files:
             return
-        try:
-            text = read_text(file)
-        except OSError:
-            return
-        record = FileRecord(
-            path=file.path,
-            source=file.source,
-            mtime_ns=file.mtime_ns,
-            size=file.size,
-            hash=content_hash(text),
-        )
-        if known is not None and known.hash == record.hash:
-            self.store.touch(record)
-            return
-        chunks = chunk_markdown(
-            text, max_chars=self.settings.chunk_chars, overlap_chars=self.settings.overlap_chars
-        )
-        self.store.replace_file(record, chunks)
-        report.indexed += 1
+        known = self.store.files() if len(files) > 64 else None
+        touched: list[FileRecord] = []
+        batch: list[tuple[FileRecord, Sequence[Chunk]]] = []
+        for file in files:
+            try:
+                text = read_text(file)
+            except OSError:
+                continue
+            record = FileRecord(
+                path=file.path,
+                source=file.source,
+                mtime_ns=file.mtime_ns,
+                size=file.size,
+                hash=content_hash(text),
+            )
+            before = known.get(file.path) if known is not None else self.store.file(file.path)
+            if before is not None and before.hash == record.hash:
+                touched.append(record)
+                continue
+            chunks = chunk_markdown(
+                text,
+                max_chars=self.settings.chunk_chars,
+                overlap_chars=self.settings.overlap_chars,
+            )
+            batch.append((record, chunks))
+            report.indexed += 1
+            if len(batch) >= WRITE_BATCH_FILES:
+                self.store.replace_files(batch)
+                batch = []
+        if batch:
+            self.store.replace_files(batch)
+        if touched:
+            self.store.touch(touched)
 
     def _embed_missing(self) -> int:
         if self.embedder is None:

@@ -31,7 +31,7 @@ class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
     """Index path: relative to the workspace, or `sessions/...` for transcripts."""
     source: str
     """`memory` or `sessions`."""
-    absolute: Path
+    absolute: str
     mtime_ns: int
     size: int
 
@@ -71,7 +71,7 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                     yield SourceFile(
                         path=rel,
                         source="memory",
-                        absolute=Path(entry.path),
+                        absolute=entry.path,
                         mtime_ns=st.st_mtime_ns,
                         size=st.st_size,
                     )
@@ -115,13 +115,14 @@ def _stat_file(path: Path, rel: str, source: str) -> SourceFile | None:
     if st.st_size > MAX_FILE_BYTES:
         return None
     return SourceFile(
-        path=rel, source=source, absolute=path, mtime_ns=st.st_mtime_ns, size=st.st_size
+        path=rel, source=source, absolute=str(path), mtime_ns=st.st_mtime_ns, size=st.st_size
     )
 
 
 def read_text(file: SourceFile) -> str:
     """A source file's text (transcripts rendered as conversation lines)."""
-    data = file.absolute.read_bytes()
+    with open(file.absolute, "rb") as handle:
+        data = handle.read()
     if file.source == "sessions":
         return render_transcript(data)
     return data.decode("utf-8", errors="replace")

@@ -94,6 +94,11 @@ class MemoryStore:
             for r in rows
         }
 
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """`(mtime_ns, size)` of every indexed file by path (cheap: the per-scan check)."""
+        rows = self.db.execute("SELECT path, mtime_ns, size FROM files")
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def file(self, path: str) -> FileRecord | None:
         """One indexed file, or `None`."""
         r = self.db.execute(
@@ -103,40 +108,44 @@ class MemoryStore:
             return None
         return FileRecord(path=r[0], source=r[1], mtime_ns=r[2], size=r[3], hash=r[4])
 
-    def touch(self, record: FileRecord) -> None:
-        """Record a new mtime/size for a file whose content did not change."""
+    def touch(self, records: Sequence[FileRecord]) -> None:
+        """Record new mtimes/sizes for files whose content did not change."""
         with self.db:
-            self.db.execute(
+            self.db.executemany(
                 "UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
-                (record.mtime_ns, record.size, record.path),
+                [(r.mtime_ns, r.size, r.path) for r in records],
             )
 
-    def replace_file(self, record: FileRecord, chunks: Sequence[Chunk]) -> None:
-        """Replace a file's chunks (one transaction)."""
+    def replace_files(self, files: Sequence[tuple[FileRecord, Sequence[Chunk]]]) -> None:
+        """Replace files' chunks, all in one transaction (a crash keeps each file whole)."""
         with self.db:
-            self._delete_chunks(record.path)
-            self.db.execute(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
-                (record.path, record.source, record.mtime_ns, record.size, record.hash),
-            )
-            for chunk in chunks:
-                cursor = self.db.execute(
-                    "INSERT INTO chunks (path, start_line, end_line, hash, title, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        record.path,
-                        chunk.start_line,
-                        chunk.end_line,
-                        chunk.hash,
-                        chunk.title,
-                        chunk.text,
-                    ),
-                )
-                self.db.execute(
-                    "INSERT INTO chunks_fts (rowid, title, text) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, chunk.title, chunk.text),
-                )
+            for record, chunks in files:
+                self._replace(record, chunks)
             self._bump()
+
+    def _replace(self, record: FileRecord, chunks: Sequence[Chunk]) -> None:
+        self._delete_chunks(record.path)
+        self.db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
+            (record.path, record.source, record.mtime_ns, record.size, record.hash),
+        )
+        for chunk in chunks:
+            cursor = self.db.execute(
+                "INSERT INTO chunks (path, start_line, end_line, hash, title, text) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    record.path,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.hash,
+                    chunk.title,
+                    chunk.text,
+                ),
+            )
+            self.db.execute(
+                "INSERT INTO chunks_fts (rowid, title, text) VALUES (?, ?, ?)",
+                (cursor.lastrowid, chunk.title, chunk.text),
+            )
 
     def remove_files(self, paths: Iterable[str]) -> None:
         """Forget files that are gone."""
