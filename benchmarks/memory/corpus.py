@@ -3,7 +3,8 @@
 Every note is a day's log: a heading and a few sentences of chores, some naming a topic or a
 person. Target notes
 each hold one fact (an action on a topic with a named person); its question names the same
-person but says the action and topic with *other* words from the same concept (the synonym
+person but says the topic with *other* words from the same concept (half the questions keep
+one of the note's two topic words) (the synonym
 groups of `nodmix.testing.embeddings`), e.g. the note says "dentist appointment with Ilsa
 Varga" and the question asks about the "orthodontist checkup with Ilsa Varga". Each name
 appears in many notes (about one note in 60 has the full name somewhere), so the name alone
@@ -52,6 +53,8 @@ class Question:
     text: str
     path: str
     """The note that answers it."""
+    kind: str
+    """`reworded` (shares one topic word with the note) or `paraphrased` (shares none)."""
 
 
 def _words(concept: str, rng: random.Random, avoid: set[str] | None = None) -> str:
@@ -81,14 +84,24 @@ def generate(
         year, day = 2020 + n // 2000, n % 2000
         rel = f"memory/{year}/{day // 100:02d}/{year}-{day:04d}.md"
         lines = [f"# {year}-{day:04d}", ""]
-        body = [_filler_sentence(rng) for _ in range(rng.randint(5, 7))]
+        body = [_filler_sentence(rng) for _ in range(rng.randint(7, 10))]
         if n in targets:
             a, b = rng.choice(PAIRS)
             name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
             wa, wb = _words(a, rng), _words(b, rng)
             body.insert(rng.randint(0, len(body)), f"Sorted out the {wa} {wb} with {name}.")
-            qa, qb = _words(a, rng, {wa}), _words(b, rng, {wb})
-            asked.append(Question(text=f"what about the {qa} {qb} with {name}?", path=rel))
+            # Half the questions keep one of the note's words ("reworded"), half keep none
+            # ("paraphrased").
+            reworded = len(asked) % 2 == 0
+            qa = wa if reworded else _words(a, rng, {wa})
+            qb = _words(b, rng, {wb})
+            asked.append(
+                Question(
+                    text=f"what about the {qa} {qb} with {name}?",
+                    path=rel,
+                    kind="reworded" if reworded else "paraphrased",
+                )
+            )
         lines.append("## Log")
         lines.extend(body)
         path = root / rel

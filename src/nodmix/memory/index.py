@@ -103,6 +103,7 @@ class MemoryIndex:
         self._changed: set[str] = set()
         self._last_scan = float("-inf")
         self._files_seen: int | None = None
+        self._stamps: tuple[int, dict[str, tuple[int, int]]] | None = None
         self._vectors: tuple[int, list[int], Vectors] | None = None
         self.embedding_error: str | None = None
         """The last embeddings failure (search falls back to keywords), `None` once it works."""
@@ -135,12 +136,12 @@ class MemoryIndex:
         if force:
             self.store.clear()
         self._changed.clear()
-        stamps = self.store.stamps()
+        stamps = self._known_stamps()
         files = list(self.roots.scan())
         self._files_seen = len(files)
         changed = [f for f in files if stamps.get(f.path) != (f.mtime_ns, f.size)]
         report = SyncReport(scanned=len(files))
-        self._index_files(changed, report)
+        done = self._index_files(changed, report)
         seen = {f.path for f in files}
         gone = [path for path in stamps if path not in seen]
         if gone:
@@ -149,7 +150,22 @@ class MemoryIndex:
         report.embedded = self._embed_missing()
         report.seconds = time.perf_counter() - started
         self._last_scan = time.monotonic()
+        if force:
+            self._stamps = None
+        else:  # what this sync wrote is known: keep the cache, in step with the index
+            stamps.update((f.path, (f.mtime_ns, f.size)) for f in done)
+            for path in gone:
+                stamps.pop(path, None)
+            self._stamps = (self.store.generation(), stamps)
         return report
+
+    def _known_stamps(self) -> dict[str, tuple[int, int]]:
+        """The index's `(mtime, size)` per file, cached while no chunk changes (the index
+        generation stays the same; another process indexing bumps it)."""
+        generation = self.store.generation()
+        if self._stamps is None or self._stamps[0] != generation:
+            self._stamps = (generation, self.store.stamps())
+        return self._stamps[1]
 
     def sync_paths(self, paths: Sequence[str]) -> SyncReport:
         """Re-index only the named paths (added, changed or deleted)."""
@@ -176,10 +192,12 @@ class MemoryIndex:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _index_files(self, files: Sequence[SourceFile], report: SyncReport) -> None:
-        """Read, hash and chunk files whose mtime or size changed; write them in batches."""
+    def _index_files(self, files: Sequence[SourceFile], report: SyncReport) -> list[SourceFile]:
+        """Read, hash and chunk files whose mtime or size changed; write them in batches.
+        Returns the files now recorded as they are on disk."""
+        done: list[SourceFile] = []
         if not files:
-            return
+            return done
         known = self.store.files() if len(files) > 64 else None
         touched: list[FileRecord] = []
         batch: list[tuple[FileRecord, Sequence[Chunk]]] = []
@@ -188,6 +206,7 @@ class MemoryIndex:
                 text = read_text(file)
             except OSError:
                 continue
+            done.append(file)
             record = FileRecord(
                 path=file.path,
                 source=file.source,
@@ -213,6 +232,7 @@ class MemoryIndex:
             self.store.replace_files(batch)
         if touched:
             self.store.touch(touched)
+        return done
 
     def _embed_missing(self) -> int:
         if self.embedder is None:
