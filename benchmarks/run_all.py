@@ -104,6 +104,13 @@ BENCHMARKS = (
         (),
         "code-mode value",
     ),
+    Benchmark(
+        "memory",
+        "Memory search over 10,000 notes",
+        "benchmarks.memory.bench_memory",
+        (),
+        "skills and memory search",
+    ),
 )
 
 
