@@ -47,6 +47,8 @@ DIRECT_NAMES = [
     "read",
     "edit",
     "web_fetch",
+    "memory_search",
+    "memory_get",
     "note_add",
     "note_list",
     "note_read",

@@ -98,9 +98,10 @@ def memory_tools(service: MemoryService) -> list[Tool]:
         FunctionTool.create(
             get,
             name="memory_get",
-            description="Read lines of a memory file (a path memory_search returned).",
+            # Worded apart from `read`, so a catalog search for reading a file finds `read`.
+            description="Fetch lines of a memory note, by a path memory_search returned.",
             parameters=GET_PARAMETERS,
-            label="Read memory",
+            label="Memory lines",
         ),
     ]
 

@@ -193,7 +193,7 @@ class Runtime:
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             memory = open_memory(loaded.config, env, state_dir, registry)
             stack.callback(memory.close)
-            sources: list[ToolProvider] = [PluginTools(registry), MemoryTools(memory)]
+            sources: list[ToolProvider] = [MemoryTools(memory), PluginTools(registry)]
             holder = await open_mcp(loaded.config.mcp.servers, env, background)
             if holder is not None:
                 sources.append(holder.manager)
