@@ -75,3 +75,20 @@ def test_a_failing_embeddings_endpoint_falls_back_to_keywords(
     assert index.embedding_error is not None and "401" in index.embedding_error
     assert index.status()["embeddings"] == 0
     index.close()
+
+
+def test_unused_cached_vectors_are_dropped_once_past_the_slack(
+    isolated_state: Path, workspace: Path, server: ScriptedModelServer
+) -> None:
+    index = make_index(isolated_state, workspace, embeddings_url=server.base_url)
+    index.sync()
+    note = workspace / "memory/2026-11-19.md"
+    for n in range(3):
+        note.write_text(f"# Car\nVisit {n} to the garage.\n")
+        index.sync()
+    assert index.status()["embeddings"] == 5 + 3  # old versions kept: within the slack
+    index.embedding_slack = 0
+    note.write_text("# Car\nSold it.\n")
+    index.sync()
+    assert index.status()["embeddings"] == index.status()["chunks"] == 5
+    index.close()

@@ -41,6 +41,8 @@ SCAN_EVERY_SEARCH_FILES: Final = 2_000
 RESCAN_SECONDS: Final = 1.0
 WRITE_BATCH_FILES: Final = 500
 """Files written per transaction when many change at once."""
+EMBEDDING_SLACK: Final = 1_000
+"""Cached vectors no chunk uses that are kept; past this many, they are all dropped."""
 CANDIDATES_PER_RESULT: Final = 4
 SNIPPET_CHARS: Final = 700
 
@@ -95,6 +97,7 @@ class MemoryIndex:
         rescan_seconds: float = RESCAN_SECONDS,
     ) -> None:
         self.scan_every_search_files = scan_every_search_files
+        self.embedding_slack = EMBEDDING_SLACK
         self.rescan_seconds = rescan_seconds
         self.store = store
         self.roots = roots
@@ -148,6 +151,8 @@ class MemoryIndex:
             self.store.remove_files(gone)
             report.removed = len(gone)
         report.embedded = self._embed_missing()
+        if report.indexed or report.removed:
+            self.store.prune_embeddings(self.embedding_slack)
         report.seconds = time.perf_counter() - started
         self._last_scan = time.monotonic()
         if force:

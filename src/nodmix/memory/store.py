@@ -250,6 +250,18 @@ class MemoryStore:
                 [(model, h, v) for h, v in vectors],
             )
 
+    def prune_embeddings(self, slack: int) -> int:
+        """Drop cached vectors no chunk uses once there are more than `slack` of them (the
+        cache stays bounded; a few spare vectors let a moved or restored note skip
+        re-embedding). Returns how many were dropped."""
+        unused = "NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = embeddings.hash)"
+        count = self.db.execute(f"SELECT COUNT(*) FROM embeddings WHERE {unused}").fetchone()[0]
+        if count <= slack:
+            return 0
+        with self.db:
+            self.db.execute(f"DELETE FROM embeddings WHERE {unused}")
+        return int(count)
+
     def chunk_vectors(self, model: str) -> list[tuple[int, bytes]]:
         """`(chunk id, vector bytes)` of every chunk that has a vector for `model`."""
         rows = self.db.execute(
