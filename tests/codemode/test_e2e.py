@@ -242,6 +242,8 @@ async def test_plan_7_and_8_all_tools_lists_the_test_tools_and_the_catalog_calls
         "nodmix:core:read",
         "nodmix:core:edit",
         "nodmix:core:web_fetch",
+        "nodmix:core:memory_search",
+        "nodmix:core:memory_get",
         "nodmix:notes:note_add",
         "nodmix:notes:note_list",
         "nodmix:notes:note_read",
