@@ -156,6 +156,19 @@ def run(notes: int, questions: int) -> dict[str, Any]:
     }
 
 
+def _calibration_ms() -> float:
+    """The run_all CPU calibration (a fixed 3M-iteration loop, median of 5): ~120 ms when the
+    machine is quiet; printed so a loaded run can be told from a slow change."""
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        total = 0
+        for i in range(3_000_000):
+            total += i
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
 def _yes(ok: bool | None) -> str:
     return "-" if ok is None else ("yes" if ok else "no")
 
@@ -165,7 +178,9 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args()
+    before = _calibration_ms()
     r = run(args.notes, args.questions)
+    r["calibration_ms"] = [before, _calibration_ms()]
     n = f"{r['notes']:,} notes"
     rows = [
         (
@@ -224,6 +239,14 @@ def main() -> int:
             None,
         ),
     ]
+    rows.append(
+        (
+            "CPU calibration before / after (quiet machine: ~120 ms)",
+            f"{r['calibration_ms'][0]:.0f} / {r['calibration_ms'][1]:.0f} ms",
+            "-",
+            None,
+        )
+    )
     print("| benchmark | result | target | ok |")
     print("|---|---|---|---|")
     for name, result, target, ok in rows:
