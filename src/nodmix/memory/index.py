@@ -140,13 +140,16 @@ class MemoryIndex:
             self.store.clear()
         self._changed.clear()
         stamps = self._known_stamps()
-        files = list(self.roots.scan())
-        self._files_seen = len(files)
-        changed = [f for f in files if stamps.get(f.path) != (f.mtime_ns, f.size)]
-        report = SyncReport(scanned=len(files))
+        current = self.roots.stamps()
+        self._files_seen = len(current)
+        changed = [
+            self.roots.file(path, stamp)
+            for path, stamp in current.items()
+            if stamps.get(path) != stamp
+        ]
+        report = SyncReport(scanned=len(current))
         done = self._index_files(changed, report)
-        seen = {f.path for f in files}
-        gone = [path for path in stamps if path not in seen]
+        gone = [path for path in stamps if path not in current]
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -21,7 +20,7 @@ MEMORY_FILE: Final = "MEMORY.md"
 MEMORY_DIR: Final = "memory"
 SESSIONS_PREFIX: Final = "sessions/"
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
-"""Larger files are skipped (memory notes are small; this bounds one re-index)."""
+"""Larger files (notes or transcripts) are skipped: this bounds what one re-index reads."""
 
 
 class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,18 +42,20 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
     sessions_dir: Path | None = None
     """The agent's transcripts, when sessions are indexed."""
 
-    def scan(self) -> Iterator[SourceFile]:
-        """Every memory file that exists now (symlinked directories are not followed)."""
-        top = self.workspace / MEMORY_FILE
-        found = _stat_file(top, MEMORY_FILE, "memory")
-        if found is not None:
-            yield found
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """`(mtime_ns, size)` of every memory file that exists now, by index path (symlinked
+        directories are not followed). The hot loop of re-indexing: one `stat` per file."""
+        out: dict[str, tuple[int, int]] = {}
+        top = _stat_file(self.workspace / MEMORY_FILE, MEMORY_FILE, "memory")
+        if top is not None:
+            out[MEMORY_FILE] = (top.mtime_ns, top.size)
         base = os.path.join(self.workspace, "")
-        stack = [os.path.join(base, MEMORY_DIR)]
+        cut = len(base)
+        regular = stat.S_ISREG
+        stack = [base + MEMORY_DIR]
         while stack:
-            directory = stack.pop()
             try:
-                entries = list(os.scandir(directory))
+                entries = list(os.scandir(stack.pop()))
             except OSError:
                 continue
             for entry in entries:
@@ -65,16 +66,8 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                         st = entry.stat()
                     except OSError:
                         continue
-                    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-                        continue
-                    rel = entry.path[len(base) :].replace(os.sep, "/")
-                    yield SourceFile(
-                        path=rel,
-                        source="memory",
-                        absolute=entry.path,
-                        mtime_ns=st.st_mtime_ns,
-                        size=st.st_size,
-                    )
+                    if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
+                        out[entry.path[cut:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
         if self.sessions_dir is not None:
             try:
                 entries = list(os.scandir(self.sessions_dir))
@@ -82,9 +75,25 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                 entries = []
             for entry in entries:
                 if entry.name.endswith(".jsonl") and entry.is_file():
-                    found = _stat_file(Path(entry.path), SESSIONS_PREFIX + entry.name, "sessions")
-                    if found is not None:
-                        yield found
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    if st.st_size <= MAX_FILE_BYTES:
+                        out[SESSIONS_PREFIX + entry.name] = (st.st_mtime_ns, st.st_size)
+        return out
+
+    def file(self, path: str, stamp: tuple[int, int]) -> SourceFile:
+        """The source file of an index path `stamps()` returned."""
+        if path.startswith(SESSIONS_PREFIX) and self.sessions_dir is not None:
+            absolute = os.path.join(self.sessions_dir, path[len(SESSIONS_PREFIX) :])
+            source = "sessions"
+        else:
+            absolute = os.path.join(self.workspace, path)
+            source = "memory"
+        return SourceFile(
+            path=path, source=source, absolute=absolute, mtime_ns=stamp[0], size=stamp[1]
+        )
 
     def locate(self, path: str) -> SourceFile | None:
         """The source file behind an index path, or `None` if it is not memory (or gone)."""
