@@ -1,5 +1,5 @@
 """Memory search benchmarks: indexing 10,000 notes, re-indexing one change, search latency,
-and recall@5 of paraphrased questions, keyword-only and hybrid.
+and recall@5 of questions in other words, keyword-only and hybrid.
 
 Run from the repository root:
 
@@ -215,7 +215,7 @@ def main() -> int:
             None,
         ),
         (
-            f"recall@5, {r['questions']} paraphrased questions, keyword-only",
+            f"recall@5, {r['questions']} questions in other words, keyword-only",
             _recall_text(r["recall5_keyword"]),
             "reported",
             None,
