@@ -69,18 +69,7 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                     if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
                         out[entry.path[cut:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
         if self.sessions_dir is not None:
-            try:
-                entries = list(os.scandir(self.sessions_dir))
-            except OSError:
-                entries = []
-            for entry in entries:
-                if entry.name.endswith(".jsonl") and entry.is_file():
-                    try:
-                        st = entry.stat()
-                    except OSError:
-                        continue
-                    if st.st_size <= MAX_FILE_BYTES:
-                        out[SESSIONS_PREFIX + entry.name] = (st.st_mtime_ns, st.st_size)
+            out.update(_transcript_stamps(self.sessions_dir))
         return out
 
     def file(self, path: str, stamp: tuple[int, int]) -> SourceFile:
@@ -114,6 +103,23 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
         except OSError:
             return None
         return _stat_file(candidate, text, "memory")
+
+
+def _transcript_stamps(directory: Path) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.name.endswith(".jsonl") and entry.is_file():
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            if st.st_size <= MAX_FILE_BYTES:
+                out[SESSIONS_PREFIX + entry.name] = (st.st_mtime_ns, st.st_size)
+    return out
 
 
 def _stat_file(path: Path, rel: str, source: str) -> SourceFile | None:
