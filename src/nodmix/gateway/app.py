@@ -27,6 +27,7 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.client_tools import ClientCallIndex
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
@@ -34,6 +35,7 @@ from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.runtime import Runtime
+from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
@@ -52,6 +54,8 @@ class Gateway:
         self.settings = settings
         self.runs = RunTracker()
         self.stateless = StatelessSessions(runtime, self._start_background)
+        self.client_calls = ClientCallIndex()
+        """Sessions of the client tool calls handed out (for stateless continuations)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
             runtime.loaded,
@@ -121,6 +125,7 @@ class Gateway:
         seed: Callable[[], Awaitable[None]] | None = None,
         disable_tools: bool = False,
         after: Callable[[], object] | None = None,
+        client: ClientTurn | None = None,
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -140,6 +145,7 @@ class Gateway:
                     emit=emit,
                     model=model,
                     disable_tools=disable_tools,
+                    client=client,
                 )
             finally:
                 if after is not None:

@@ -42,6 +42,7 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
@@ -333,9 +334,11 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        client: ClientTurn | None = None,
     ) -> TurnOutcome | CommandOutcome:
-        """A chat message: a `/command` or a turn."""
-        stripped = text.strip()
+        """A chat message: a `/command` or a turn (`client`: tools and results of the
+        application that sent it; with results, `text` is ignored and the turn continues)."""
+        stripped = text.strip() if client is None or client.results is None else ""
         command, _, rest = stripped.partition(" ")
         if command == "/new":
             return self.new_session(agent_id=agent_id, session_key=session_key)
@@ -357,6 +360,7 @@ class Runtime:
             emit=emit,
             model=model,
             disable_tools=disable_tools,
+            client=client,
         )
 
     def new_session(
@@ -413,6 +417,7 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        client: ClientTurn | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
@@ -428,6 +433,10 @@ class Runtime:
         ):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
+            client = client or ClientTurn()
+            resume = None
+            if client.results is not None:
+                resume = accept_client_results(session, self._engine, client.results)
             try:
                 tools = await build_run_tools(
                     ToolsetInputs(
@@ -445,6 +454,8 @@ class Runtime:
                         },
                         mcp=self.services.get("mcp"),
                         disable_tools=disable_tools,
+                        extra_tools=client.tools,
+                        tool_choice=client.tool_choice,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -466,10 +477,11 @@ class Runtime:
                 request = TurnRequest(
                     agent=agent,
                     session=session,
-                    prompt=user_message(text),
+                    prompt=user_message(text) if resume is None else None,
                     run_id=run_id,
                     tools=tools,
                     model_refs=refs,
+                    resume=resume or (),
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():

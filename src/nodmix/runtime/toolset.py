@@ -55,6 +55,9 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     mcp: MCPAccess | None = None
     disable_tools: bool = False
     """A run that asked for no tools at all (`--no-tools`, `disableTools`, `tool_choice: none`)."""
+    tool_choice: str | None = None
+    """`required` or a tool name for the turn's first model call (see `RunTools.tool_choice`);
+    in code mode a named tool is called from a program, so the choice becomes `exec`."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -69,11 +72,12 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     effective = policy.filter(candidates)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
-        return RunTools(visible=tuple(effective))
+        return RunTools(visible=tuple(effective), tool_choice=inputs.tool_choice)
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
     session = inputs.session
+    engine = inputs.engine()
     visible = await build_code_mode_tools(
         effective=effective,
         settings=settings,
@@ -83,7 +87,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
             session_id=session.session_id,
             run_id=inputs.run_id,
         ),
-        engine=inputs.engine(),
+        engine=engine,
         executor=inputs.executor,
         workspace=inputs.agent.workspace,
         emit=inputs.emit,
@@ -92,4 +96,11 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         plugin_configs=inputs.plugin_configs,
         mcp=inputs.mcp,
     )
-    return RunTools(visible=visible, expected_tool_names=VISIBLE_CODE_MODE_TOOLS, code_mode=True)
+    choice = inputs.tool_choice
+    return RunTools(
+        visible=visible,
+        expected_tool_names=VISIBLE_CODE_MODE_TOOLS,
+        code_mode=True,
+        tool_choice=choice if choice in (None, "required") else "exec",
+        held=lambda: engine.client_calls.for_turn(inputs.run_id),
+    )
