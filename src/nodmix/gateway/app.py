@@ -31,6 +31,7 @@ from nodmix.gateway.client_tools import ClientCallIndex
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
+from nodmix.gateway.response_store import ResponseStore
 from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
@@ -56,6 +57,8 @@ class Gateway:
         self.stateless = StatelessSessions(runtime, self._start_background)
         self.client_calls = ClientCallIndex()
         """Sessions of the client tool calls handed out (for stateless continuations)."""
+        self.responses = ResponseStore(runtime.state_dir / "gateway")
+        """Sessions of stored Responses API responses (`previous_response_id`)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
             runtime.loaded,
@@ -273,6 +276,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
     from nodmix.gateway.openai_api import chat_completions, list_models
+    from nodmix.gateway.responses_api import create_response
     from nodmix.gateway.tools_api import invoke_tool
     from nodmix.gateway.webassets import vendor_script
     from nodmix.gateway.ws import websocket_endpoint
@@ -289,6 +293,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/health", _health, methods=["GET"]),
         Route("/v1/models", api_route(list_models), methods=["GET"]),
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
+        Route("/v1/responses", api_route(create_response), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
