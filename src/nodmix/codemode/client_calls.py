@@ -1,15 +1,17 @@
 """Client tool calls made by code-mode programs: held until the client sends the result.
 
-A client tool (catalog id `client:<owner>:<name>`) runs in the application that started the
-turn, not in Nodmix. When a program calls one, the call is not dispatched: it is *held* in the
-run's pending calls with no task behind it, the step does not wait for it, and the run is
-suspended at once with the waiting reason `client_tool`. The agent turn then stops and hands
-the call to the client (`held_calls`); when the client answers, `settle` records the result on
-the call (a durable run store rewrites the run file, so the answer survives a restart) and the
-next `wait` delivers it to the guest like any other nested result.
+A deferred client tool (`tools.deferred`, catalog id `client:<owner>:<name>`) runs in the
+application that started the turn, not in Nodmix. When a program calls one, the call is not
+dispatched: it is *held* in the run's pending calls with no task behind it, the step does not
+wait for it, and the run is suspended at once with the waiting reason `client_tool`. The
+agent turn then stops and hands the call to the client (`ClientCalls.for_turn`); when the
+client answers, `ClientCalls.settle` records the result on the call (a durable run store
+rewrites the run file, so the answer survives a restart from then on) and the model's next
+`wait` delivers it to the guest like any other nested result.
 
-A run written by an earlier process keeps its held call as a record without a result; `settle`
-fills that record in, so the client's answer still reaches the program after a restart.
+Held calls are indexed in memory: after a restart, a run written by an earlier process gets
+its unanswered client calls settled as `interrupted by restart` (like any call that was in
+flight), and the client's late answer is refused.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from typing import Any
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.messages import ToolCallBlock
 from nodmix.tools.base import ToolResult
+from nodmix.tools.deferred import is_deferred
 
 CLIENT_TOOL_REASON = "client_tool"
 
 
 def is_client_call(call: NestedCall) -> bool:
-    """Whether the call targets a client tool (it is held, never run here)."""
-    return call.entry.source == "client"
+    """Whether the call targets a tool the app runs itself (it is held, never run here)."""
+    return is_deferred(call.entry.tool)
 
 
 def only_client_calls_pending(state: RunState) -> bool:

@@ -21,19 +21,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from nodmix.gateway.errors import bad_request
-from nodmix.messages import JsonObject, TextBlock, ToolCallBlock, ToolResultMessage
-from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+from nodmix.messages import TextBlock, ToolCallBlock, ToolResultMessage
+from nodmix.tools.base import Tool, ToolOrigin, ToolSpec
+from nodmix.tools.deferred import DeferredTool
 
 CLIENT_OWNER: Final = "app"
 """The owner part of client tool ids (`client:app:<name>`)."""
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _INDEX_CAP: Final = 10_000
-
-
-async def _runs_in_client(args: JsonObject, ctx: ToolContext) -> ToolResult:
-    # Never reached through a turn (the loop and the code-mode engine hand client calls to
-    # the client), but a direct invocation must not pretend to have run the tool.
-    return ToolResult.error("this tool runs in the client application; it cannot run here")
 
 
 def client_tools(raw: Any, *, param: str = "tools") -> list[Tool]:
@@ -68,13 +63,11 @@ def client_tools(raw: Any, *, param: str = "tools") -> list[Tool]:
         if not isinstance(parameters, dict):
             raise bad_request(f"{where}: parameters must be a JSON Schema object", param=where)
         tools.append(
-            FunctionTool.create(
-                _runs_in_client,
-                name=name,
-                description=str(spec.get("description") or ""),
-                parameters=parameters,
-                owner=CLIENT_OWNER,
-                source="client",
+            DeferredTool(
+                spec=ToolSpec(
+                    name=name, description=str(spec.get("description") or ""), parameters=parameters
+                ),
+                origin=ToolOrigin(source="client", owner=CLIENT_OWNER, name=name),
             )
         )
     return tools

@@ -64,6 +64,7 @@ from nodmix.messages import (
 )
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
+from nodmix.tools.deferred import is_deferred
 
 TERMINAL_STOPS = frozenset({"error", "aborted", "length", "content_filter", "refusal"})
 """Stop reasons that end the turn even when the reply carries tool calls."""
@@ -156,12 +157,12 @@ class TurnResult(msgspec.Struct, kw_only=True):
 def partition_client_calls(
     calls: Sequence[ToolCallBlock], by_name: Mapping[str, Tool]
 ) -> tuple[list[ToolCallBlock], list[ToolCallBlock]]:
-    """`(calls the run executes, calls of client tools)`: the client runs the latter itself."""
+    """`(calls the run executes, calls of deferred tools)`: the app runs the latter itself."""
     ours: list[ToolCallBlock] = []
     theirs: list[ToolCallBlock] = []
     for call in calls:
         tool = by_name.get(call.name)
-        (theirs if tool is not None and tool.origin.source == "client" else ours).append(call)
+        (theirs if tool is not None and is_deferred(tool) else ours).append(call)
     return ours, theirs
 
 
