@@ -244,11 +244,20 @@ async def _health(request: Request) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    # Unknown paths and methods answer in the same error shape as everything else.
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
-    detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-    return APIError(status=status, message=str(detail), code=code).response()
+    # Unknown paths and methods (and anything that escaped a route) answer in the same error
+    # shape as everything else.
+    if not isinstance(exc, HTTPException):
+        return classify(exc).response()
+    status = exc.status_code
+    code = HTTP_CODES.get(status, "http_error")
+    kind = "invalid_request_error" if status < 500 else "api_error"
+    detail = exc.detail
+    if status == 405:
+        detail = f"{request.method} is not allowed on {request.url.path}"
+    return APIError(status=status, message=str(detail), kind=kind, code=code).response()
+
+
+HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 422: "unprocessable_entity"}
 
 
 async def _index(request: Request) -> Response:
@@ -275,7 +284,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
-    from nodmix.gateway.openai_api import chat_completions, list_models
+    from nodmix.gateway.models_api import list_models, retrieve_model
+    from nodmix.gateway.openai_api import chat_completions
     from nodmix.gateway.responses_api import create_response
     from nodmix.gateway.tools_api import invoke_tool
     from nodmix.gateway.webassets import vendor_script
@@ -292,6 +302,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/", _index, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
         Route("/v1/models", api_route(list_models), methods=["GET"]),
+        Route("/v1/models/{model:path}", api_route(retrieve_model), methods=["GET"]),
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/v1/responses", api_route(create_response), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
@@ -311,7 +322,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
             ),
         ],
         lifespan=lifespan,
-        exception_handlers={404: _http_error, 405: _http_error},
+        exception_handlers={HTTPException: _http_error, Exception: _http_error},
     )
     app.state.gateway = gateway
     return app

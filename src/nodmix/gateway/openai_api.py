@@ -1,4 +1,4 @@
-"""The OpenAI-compatible API: `POST /v1/chat/completions` and `GET /v1/models`.
+"""The OpenAI-compatible API: `POST /v1/chat/completions` (models: `models_api`).
 
 A completion is one agent turn (see `openai_mapping` for how a request maps to a session and a
 prompt). The agent's own tool calls and code-mode cells run inside the gateway; the client
@@ -25,17 +25,15 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from nodmix.agents import AgentProfile
 from nodmix.events import EventSink, RunEvent, TextDeltaEvent
 from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
-from nodmix.gateway.errors import APIError, bad_request, classify, not_found
+from nodmix.gateway.errors import APIError, bad_request, classify
+from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_mapping import (
-    MODEL_PREFIX,
     SYSTEM_NOTE_TYPE,
     ChatRequest,
     Completion,
-    agent_of_model,
     client_results,
     finish_reason,
     parse_request,
@@ -49,39 +47,6 @@ from nodmix.runtime import CommandOutcome, TurnOutcome
 from nodmix.runtime.client_results import ClientTurn
 
 SESSION_HEADER = "x-nodmix-session-key"
-
-
-async def list_models(request: Request) -> Response:
-    """`GET /v1/models`: `nodmix` and `nodmix/<agentId>` for every configured agent."""
-    gateway = gateway_of(request)
-    created = int(gateway.started_at)
-    ids = [MODEL_PREFIX, *(f"{MODEL_PREFIX}/{a}" for a in gateway.runtime.agent_ids())]
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": [
-                {"id": model, "object": "model", "created": created, "owned_by": "nodmix"}
-                for model in ids
-            ],
-        }
-    )
-
-
-def agent_of(gateway: Gateway, model: str) -> AgentProfile:
-    """The agent a request's `model` names.
-
-    Raises:
-        APIError: 404 for a model that is not `nodmix` or `nodmix/<agentId>` of a known agent.
-    """
-    try:
-        agent_id = agent_of_model(model)
-    except ValueError:
-        raise not_found(
-            f"model {model!r} does not exist; use {MODEL_PREFIX!r} or "
-            f"'{MODEL_PREFIX}/<agentId>' (see GET /v1/models)",
-            code="model_not_found",
-        ) from None
-    return gateway.agent(agent_id)
 
 
 def continued_session(gateway: Gateway, results: Sequence[ToolResultMessage]) -> str:
@@ -105,7 +70,7 @@ async def chat_completions(request: Request) -> Response:
     """`POST /v1/chat/completions`: one agent turn, streamed (SSE) or not."""
     gateway = gateway_of(request)
     chat = parse_request(await request.body())
-    agent = agent_of(gateway, chat.model)
+    agent, model = resolve_model(gateway, chat.model)
     tools = client_tools(chat.tools)
     choice, disable_tools = tool_choice(chat.tool_choice, tools)
     results = client_results(chat)
@@ -129,6 +94,7 @@ async def chat_completions(request: Request) -> Response:
             session_key=key,
             emit=emit,
             origin="http",
+            model=model,
             seed=seed_session if note or history else None,
             disable_tools=disable_tools,
             after=None if named else lambda: gateway.stateless.created(agent.id),

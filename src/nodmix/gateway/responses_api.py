@@ -28,9 +28,9 @@ from nodmix.events import EventSink, RunEvent, TextDeltaEvent
 from nodmix.gateway.app import gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, classify
+from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_api import (
     SESSION_HEADER,
-    agent_of,
     cancel_on_disconnect,
     continued_session,
     ignore,
@@ -48,7 +48,7 @@ async def create_response(request: Request) -> Response:
     """`POST /v1/responses`: one agent turn."""
     gateway = gateway_of(request)
     body = parse_request(await request.body())
-    agent = agent_of(gateway, body.model)
+    agent, model = resolve_model(gateway, body.model)
     tools = client_tools(body.tools)
     choice, disable_tools = tool_choice(body.tool_choice, tools)
     turn = turn_input(body)
@@ -82,6 +82,7 @@ async def create_response(request: Request) -> Response:
             session_key=key,
             emit=emit,
             origin="http",
+            model=model,
             seed=seed_session if turn.note or turn.history else None,
             disable_tools=disable_tools,
             after=None if named else lambda: gateway.stateless.created(agent.id),
