@@ -13,10 +13,16 @@ import pytest
 
 from nodmix.messages import AssistantMessage, ToolResultMessage
 from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelReply
+from nodmix.providers.fake import ModelReply, ReplyToolCall
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts import code_mode
-from tests.gateway.support import TOKEN, socket_gateway, write_config
+from nodmix.testing.scripts import code_mode, tool_then_answer
+from tests.gateway.support import (
+    TOKEN,
+    asgi_client,
+    socket_gateway,
+    workspace_file,
+    write_config,
+)
 
 WEATHER_TOOL: Any = {
     "type": "function",
@@ -131,3 +137,170 @@ def test_code_mode_program_waits_for_the_client_tool_then_wait_delivers_it(
     assert waiting["pendingToolCalls"][0]["toolId"] == "client:app:get_weather"
     assert model_server.requests[-2].request.messages[-1].tool_name == "exec"
     assert call_id.endswith(":get_weather:1")
+
+
+# ---- in process: tool_choice, sessions, refusals -------------------------------------------
+
+
+def _body(text: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "nodmix",
+        "messages": [{"role": "user", "content": text}],
+        "tools": [WEATHER_TOOL],
+        **extra,
+    }
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        ("auto", None),
+        ("required", "required"),
+        (
+            {"type": "function", "function": {"name": "get_weather"}},
+            {"type": "function", "function": {"name": "get_weather"}},
+        ),
+    ],
+)
+async def test_tool_choice_reaches_the_first_model_call_of_each_request(
+    configured: Path, model_server: ScriptedModelServer, choice: Any, sent: Any
+) -> None:
+    async with asgi_client() as client:
+        response = await client.post(
+            "/v1/chat/completions", json=_body("use get_weather Paris", tool_choice=choice)
+        )
+        call = response.json()["choices"][0]["message"]["tool_calls"][0]
+        key = response.headers["x-nodmix-session-key"]
+        follow = await client.post(
+            "/v1/chat/completions",
+            headers={"x-nodmix-session-key": key},
+            json={
+                "model": "nodmix",
+                "tools": [WEATHER_TOOL],
+                "tool_choice": choice,
+                "messages": [{"role": "tool", "tool_call_id": call["id"], "content": "Fog"}],
+            },
+        )
+    assert follow.json()["choices"][0]["message"]["content"] == "Fog"
+    first, second = (r.body for r in model_server.requests)
+    assert first.get("tool_choice") == sent and second.get("tool_choice") == sent
+
+
+@pytest.mark.anyio
+async def test_a_required_tool_choice_is_not_forced_again_after_the_agents_own_tool(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    workspace_file(configured, "notes.txt", "Ferry at 9:40.")
+    async with asgi_client() as client:
+        response = await client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "nodmix",
+                "messages": [{"role": "user", "content": "read notes.txt"}],
+                "tool_choice": "required",
+            },
+        )
+    assert response.json()["choices"][0]["finish_reason"] == "stop"
+    first, second = (r.body for r in model_server.requests)
+    assert first["tool_choice"] == "required" and "tool_choice" not in second
+
+
+@pytest.mark.anyio
+async def test_tool_choice_none_offers_no_tools_at_all(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    async with asgi_client() as client:
+        response = await client.post(
+            "/v1/chat/completions", json=_body("use get_weather Paris", tool_choice="none")
+        )
+    assert response.json()["choices"][0]["finish_reason"] == "stop"
+    assert "tools" not in model_server.requests[0].body
+
+
+@pytest.mark.anyio
+async def test_code_mode_turns_a_named_tool_choice_into_exec(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model_server.base_url, "tools: { codeMode: { enabled: true } }")
+    model_server.respond = _code_mode_model
+    choice = {"type": "function", "function": {"name": "get_weather"}}
+    async with asgi_client() as client:
+        response = await client.post(
+            "/v1/chat/completions", json=_body("weather?", tool_choice=choice)
+        )
+    assert response.json()["choices"][0]["finish_reason"] == "tool_calls"
+    sent = model_server.requests[0].body
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "exec"}}
+    assert sorted(t["function"]["name"] for t in sent["tools"]) == ["exec", "wait"]
+
+
+@pytest.mark.anyio
+async def test_the_agents_own_tools_run_in_the_same_step_as_a_client_call(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    def both(request: ModelRequest) -> ModelReply:
+        if len(request.messages) == 1:
+            return ModelReply(
+                tool_calls=(
+                    ReplyToolCall("read", {"path": "notes.txt"}),
+                    ReplyToolCall("get_weather", {"city": "Oslo"}),
+                )
+            )
+        return tool_then_answer.respond(request)
+
+    model_server.respond = both
+    workspace_file(configured, "notes.txt", "Ferry at 9:40.")
+    async with asgi_client() as client:
+        response = await client.post("/v1/chat/completions", json=_body("go"))
+        (call,) = response.json()["choices"][0]["message"]["tool_calls"]
+        final = await client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "nodmix",
+                "messages": [{"role": "tool", "tool_call_id": call["id"], "content": "Snow"}],
+            },
+        )
+    assert call["function"]["name"] == "get_weather"
+    answer = final.json()["choices"][0]["message"]["content"]
+    assert answer == "Ferry at 9:40.\nSnow"  # the agent's read ran in the first request
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "not in tools"),
+        ({"tool_choice": "sometimes"}, "tool_choice must be"),
+        ({"tools": [{"type": "web_search"}]}, "only tools of type 'function'"),
+        ({"tools": [WEATHER_TOOL, WEATHER_TOOL]}, "duplicate function name"),
+        ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "function name"),
+    ],
+)
+async def test_bad_tools_and_tool_choice_are_400s(
+    configured: Path, extra: dict[str, Any], message: str
+) -> None:
+    async with asgi_client() as client:
+        response = await client.post("/v1/chat/completions", json=_body("x", **extra))
+    assert response.status_code == 400
+    assert message in response.json()["error"]["message"]
+
+
+@pytest.mark.anyio
+async def test_a_result_for_a_call_nobody_made_is_refused_and_nothing_is_recorded(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    body = {
+        "model": "nodmix",
+        "messages": [{"role": "tool", "tool_call_id": "call_made_up", "content": "x"}],
+    }
+    async with asgi_client() as client:
+        stateless = await client.post("/v1/chat/completions", json=body)
+        named = await client.post(
+            "/v1/chat/completions", headers={"x-nodmix-session-key": "s1"}, json=body
+        )
+    assert stateless.status_code == 400 and "call_made_up" in stateless.json()["error"]["message"]
+    assert named.status_code == 400
+    assert named.json()["error"]["code"] == "bad_session"
+    assert "answers no open tool call" in named.json()["error"]["message"]
+    assert model_server.requests == []
