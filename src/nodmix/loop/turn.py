@@ -64,7 +64,7 @@ from nodmix.messages import (
 )
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
-from nodmix.tools.deferred import is_deferred
+from nodmix.tools.deferred import partition_deferred
 
 TERMINAL_STOPS = frozenset({"error", "aborted", "length", "content_filter", "refusal"})
 """Stop reasons that end the turn even when the reply carries tool calls."""
@@ -152,18 +152,6 @@ class TurnResult(msgspec.Struct, kw_only=True):
     client_calls: list[ToolCallBlock] = msgspec.field(default_factory=list)
     """Calls of client tools the turn stopped for (`stop_reason` `tool_calls`): the client
     runs them and continues the turn with their results."""
-
-
-def partition_client_calls(
-    calls: Sequence[ToolCallBlock], by_name: Mapping[str, Tool]
-) -> tuple[list[ToolCallBlock], list[ToolCallBlock]]:
-    """`(calls the run executes, calls of deferred tools)`: the app runs the latter itself."""
-    ours: list[ToolCallBlock] = []
-    theirs: list[ToolCallBlock] = []
-    for call in calls:
-        tool = by_name.get(call.name)
-        (theirs if tool is not None and is_deferred(tool) else ours).append(call)
-    return ours, theirs
 
 
 async def run_turn(deps: TurnDeps, req: TurnRequest, emit: EventSink) -> TurnResult:
@@ -266,7 +254,7 @@ class _Turn:
             if assistant.stop_reason in TERMINAL_STOPS or not assistant.tool_calls:
                 return assistant.stop_reason
             by_name = self.req.tools.by_name
-            ours, theirs = partition_client_calls(assistant.tool_calls, by_name)
+            ours, theirs = partition_deferred(assistant.tool_calls, by_name)
             if ours:
                 await self._tool_step(ours)
             held = self.req.tools.held

@@ -10,11 +10,12 @@ are ordinary tools and run like any other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import msgspec
 
-from nodmix.messages import JsonObject
+from nodmix.messages import JsonObject, ToolCallBlock
 from nodmix.tools.base import Tool, ToolContext, ToolOrigin, ToolResult, ToolSpec
 
 NOT_HERE = "this tool runs in the client application; it cannot run here"
@@ -35,3 +36,15 @@ class DeferredTool(msgspec.Struct, frozen=True, kw_only=True):
 def is_deferred(tool: Tool) -> bool:
     """Whether the run hands calls of `tool` to the application instead of running them."""
     return bool(getattr(tool, "deferred", False))
+
+
+def partition_deferred(
+    calls: Sequence[ToolCallBlock], by_name: Mapping[str, Tool]
+) -> tuple[list[ToolCallBlock], list[ToolCallBlock]]:
+    """`(calls the run executes, calls of deferred tools)`: the app runs the latter itself."""
+    ours: list[ToolCallBlock] = []
+    theirs: list[ToolCallBlock] = []
+    for call in calls:
+        tool = by_name.get(call.name)
+        (theirs if tool is not None and is_deferred(tool) else ours).append(call)
+    return ours, theirs
