@@ -304,3 +304,21 @@ async def test_a_result_for_a_call_nobody_made_is_refused_and_nothing_is_recorde
     assert named.json()["error"]["code"] == "bad_session"
     assert "answers no open tool call" in named.json()["error"]["message"]
     assert model_server.requests == []
+
+
+def test_a_stateless_client_continues_after_a_gateway_restart(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    messages: list[Any] = [{"role": "user", "content": "use get_weather Paris"}]
+    with socket_gateway() as gateway:
+        first, finish = _ask(_client(gateway.url), messages, stream=False)
+    assert finish == "tool_calls"
+    call = first["tool_calls"][0]
+    messages += [first, {"role": "tool", "tool_call_id": call["id"], "content": "Hail"}]
+    with socket_gateway() as gateway:
+        final, finish = _ask(_client(gateway.url), messages, stream=False)
+    assert finish == "stop" and final["content"] == "Hail"
+    # The continuation ran in the first request's session: its history reached the model.
+    request = model_server.requests[-1].request
+    assert request is not None
+    assert [m.role for m in request.messages] == ["user", "assistant", "toolResult"]

@@ -27,12 +27,11 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.auth import GuardMiddleware
-from nodmix.gateway.client_tools import ClientCallIndex
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
-from nodmix.gateway.response_store import ResponseStore
 from nodmix.gateway.runs import ActiveRun, RunTracker
+from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.runtime import Runtime
@@ -55,9 +54,10 @@ class Gateway:
         self.settings = settings
         self.runs = RunTracker()
         self.stateless = StatelessSessions(runtime, self._start_background)
-        self.client_calls = ClientCallIndex()
+        pointers = runtime.state_dir / "gateway"
+        self.client_calls = SessionPointers(pointers, CLIENT_CALLS_FILE)
         """Sessions of the client tool calls handed out (for stateless continuations)."""
-        self.responses = ResponseStore(runtime.state_dir / "gateway")
+        self.responses = SessionPointers(pointers, RESPONSES_FILE)
         """Sessions of stored Responses API responses (`previous_response_id`)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(

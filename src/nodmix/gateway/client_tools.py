@@ -9,15 +9,15 @@ it and sends its result in the next request (a `tool` message in chat completion
 
 A continuation finds its session like any request (the `x-nodmix-session-key` header, the
 `user` field, or `previous_response_id`); a client that names none is matched by the ids of
-the calls it answers (`ClientCallIndex`), so a stateless client continues its one-shot session.
+the calls it answers (`session_pointers`), so a stateless client continues its one-shot
+session, after a gateway restart too.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from nodmix.gateway.errors import bad_request
@@ -28,7 +28,6 @@ from nodmix.tools.deferred import DeferredTool
 CLIENT_OWNER: Final = "app"
 """The owner part of client tool ids (`client:app:<name>`)."""
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_INDEX_CAP: Final = 10_000
 
 
 def client_tools(raw: Any, *, param: str = "tools") -> list[Tool]:
@@ -123,27 +122,3 @@ def result_message(call_id: Any, output: Any, *, where: str) -> ToolResultMessag
 def arguments_json(call: ToolCallBlock) -> str:
     """A call's arguments as the JSON string OpenAI clients expect."""
     return json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-
-
-class ClientCallIndex:
-    """Which session each client tool call handed out belongs to (newest 10 000 calls)."""
-
-    def __init__(self, cap: int = _INDEX_CAP) -> None:
-        self._sessions: OrderedDict[str, str] = OrderedDict()
-        self._cap = cap
-
-    def remember(self, session_key: str, calls: Iterable[ToolCallBlock]) -> None:
-        """Calls a response handed to the client."""
-        for call in calls:
-            self._sessions[call.id] = session_key
-            self._sessions.move_to_end(call.id)
-        while len(self._sessions) > self._cap:
-            self._sessions.popitem(last=False)
-
-    def session_of(self, call_ids: Iterable[str]) -> str | None:
-        """The session of the first known call id."""
-        for call_id in call_ids:
-            key = self._sessions.get(call_id)
-            if key is not None:
-                return key
-        return None

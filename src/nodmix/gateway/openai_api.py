@@ -55,7 +55,8 @@ def continued_session(gateway: Gateway, results: Sequence[ToolResultMessage]) ->
     Raises:
         APIError: 400 when no call is known (answered already, or from before a restart).
     """
-    key = gateway.client_calls.session_of(r.tool_call_id for r in results)
+    known = (gateway.client_calls.session_of(r.tool_call_id) for r in results)
+    key = next((k for k in known if k is not None), None)
     if key is None:
         ids = ", ".join(repr(r.tool_call_id) for r in results)
         raise bad_request(
@@ -102,7 +103,8 @@ async def chat_completions(request: Request) -> Response:
         )
 
     def handed_out(calls: Sequence[ToolCallBlock]) -> None:
-        gateway.client_calls.remember(key, calls)
+        for call in calls:
+            gateway.client_calls.remember(call.id, key)
 
     headers = {SESSION_HEADER: key}
     if chat.stream:

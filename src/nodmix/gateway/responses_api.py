@@ -3,7 +3,7 @@
 A response is one agent turn, like a chat completion (see `responses_mapping` for how a
 request maps to a session and a prompt): the agent's own tools run inside the gateway, the
 client's tools end the response with `function_call` output items, and `previous_response_id`
-continues the session of an earlier stored response (`response_store`).
+continues the session of an earlier stored response (`session_pointers`).
 
 A streamed response sends the Responses event types (`response.created`,
 `response.output_text.delta`, `response.output_item.done`, `response.completed`, ...), each
@@ -90,7 +90,8 @@ async def create_response(request: Request) -> Response:
         )
 
     def finished(calls: Sequence[ToolCallBlock]) -> None:
-        gateway.client_calls.remember(key, calls)
+        for call in calls:
+            gateway.client_calls.remember(call.id, key)
         if body.store:
             gateway.responses.remember(response.id, key)
 

@@ -1,11 +1,17 @@
-"""Which session each stored response belongs to, so `previous_response_id` continues it.
+"""Small persistent maps from an id the gateway handed out to the session it belongs to.
 
-A Responses request with `store` (the default) records `response id -> session key` in
-`<state>/gateway/responses.jsonl`, one JSON line per response, appended as it finishes. The
-transcript is the conversation; this file only points into it, so it survives a restart
-without holding any text. The newest `cap` (10 000) responses are kept: when the file holds
-twice that many lines it is rewritten (atomically) with the newest `cap`. A torn last line
-(a crash mid-append) is skipped on load.
+Two of them live in `<state>/gateway/`:
+
+- `responses.jsonl`: stored Responses API responses, so `previous_response_id` continues
+  their session;
+- `client_calls.jsonl`: client tool calls handed to apps, so a stateless client's tool results
+  find the session that made the calls.
+
+Each is one JSON line per id, appended as it is handed out. The transcript is the
+conversation; these files only point into it, so they survive a restart without holding any
+text. The newest `cap` (10 000) ids are kept: when a file holds twice that many lines it is
+rewritten (atomically) with the newest `cap`. A torn last line (a crash mid-append) is
+skipped on load.
 """
 
 from __future__ import annotations
@@ -22,15 +28,17 @@ from nodmix.assets.files import atomic_write
 log = logging.getLogger("nodmix.gateway")
 
 DEFAULT_CAP: Final = 10_000
-FILE_NAME: Final = "responses.jsonl"
+RESPONSES_FILE: Final = "responses.jsonl"
+CLIENT_CALLS_FILE: Final = "client_calls.jsonl"
 
 
-class ResponseStore:
-    """Response ids of this gateway's stored responses, mapped to their sessions."""
+class SessionPointers:
+    """Ids handed out by the gateway, mapped to their sessions, kept in one file."""
 
-    def __init__(self, directory: Path, *, cap: int = DEFAULT_CAP) -> None:
-        """Keep the index in `directory` (created 0700 on first write)."""
-        self.path = directory / FILE_NAME
+    def __init__(self, directory: Path, file_name: str, *, cap: int = DEFAULT_CAP) -> None:
+        """Keep the map in `directory/file_name` (the directory is created 0700 on first
+        write)."""
+        self.path = directory / file_name
         self._cap = cap
         self._sessions: OrderedDict[str, str] | None = None
         self._lines = 0
@@ -58,17 +66,18 @@ class ResponseStore:
         self._sessions, self._lines = sessions, lines
         return sessions
 
-    def session_of(self, response_id: str) -> str | None:
-        """The session of a stored response, or None."""
-        return self._load().get(response_id)
+    def session_of(self, item_id: str) -> str | None:
+        """The session of an id, or None."""
+        return self._load().get(item_id)
 
-    def remember(self, response_id: str, session_key: str) -> None:
-        """Record a stored response; never raises (a failed write only loses the pointer)."""
+    def remember(self, item_id: str, session_key: str) -> None:
+        """Record an id; never raises (a failed write only loses the pointer)."""
         sessions = self._load()
-        sessions[response_id] = session_key
+        sessions[item_id] = session_key
+        sessions.move_to_end(item_id)
         while len(sessions) > self._cap:
             sessions.popitem(last=False)
-        line = json.dumps({"id": response_id, "session": session_key}) + "\n"
+        line = json.dumps({"id": item_id, "session": session_key}) + "\n"
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             if self._lines >= 2 * self._cap:
@@ -79,7 +88,7 @@ class ResponseStore:
                 handle.write(line)
             self._lines += 1
         except OSError as exc:
-            log.warning("could not record response %s in %s: %s", response_id, self.path, exc)
+            log.warning("could not record %s in %s: %s", item_id, self.path, exc)
 
     def _rewrite(self, sessions: OrderedDict[str, str]) -> None:
         data = "".join(
