@@ -322,3 +322,31 @@ def test_a_stateless_client_continues_after_a_gateway_restart(
     request = model_server.requests[-1].request
     assert request is not None
     assert [m.role for m in request.messages] == ["user", "assistant", "toolResult"]
+
+
+@pytest.mark.anyio
+async def test_an_app_function_named_like_an_agent_tool_replaces_it_in_direct_mode(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    app_read = {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "description": "Read a file on the user's phone.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+    async with asgi_client() as client:
+        response = await client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "nodmix",
+                "messages": [{"role": "user", "content": "read photo.jpg"}],
+                "tools": [app_read],
+            },
+        )
+    (call,) = response.json()["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "read", "arguments": '{"path":"photo.jpg"}'}
+    offered = [t["function"] for t in model_server.requests[0].body["tools"]]
+    reads = [t for t in offered if t["name"] == "read"]
+    assert [t["description"] for t in reads] == ["Read a file on the user's phone."]

@@ -19,6 +19,7 @@ from nodmix.loop import RunTools
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
+from nodmix.tools.deferred import is_deferred
 
 if TYPE_CHECKING:
     from nodmix.codemode.engine import CodeModeEngine
@@ -72,7 +73,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     effective = policy.filter(candidates)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
-        return RunTools(visible=tuple(effective), tool_choice=inputs.tool_choice)
+        return RunTools(visible=_app_wins(effective), tool_choice=inputs.tool_choice)
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
@@ -104,3 +105,11 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         tool_choice=choice if choice in (None, "required") else "exec",
         held=lambda: engine.client_calls.for_turn(inputs.run_id),
     )
+
+
+def _app_wins(tools: Sequence[Tool]) -> tuple[Tool, ...]:
+    """Direct mode: an app's own function hides an agent tool of the same name (the model
+    sees one tool per name; the app asked for its own). In code mode both stay, under their
+    different catalog ids."""
+    app_names = {t.spec.name for t in tools if is_deferred(t)}
+    return tuple(t for t in tools if is_deferred(t) or t.spec.name not in app_names)
