@@ -147,7 +147,9 @@ async def test_snapshot_cap_applies_to_a_resumed_run_that_suspends_again(
         sessions,
         workspace,
         extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_snapshot_bytes=300_000, timeout_ms=200),
+        # The budget leaves room for building the junk on a loaded machine: the run must fail
+        # on its snapshot's size, not on time.
+        code_mode_config=code_mode(max_snapshot_bytes=300_000, timeout_ms=1000),
     )
     first = await h.exec(
         "await yield_control();"

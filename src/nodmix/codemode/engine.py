@@ -37,6 +37,7 @@ from anyio.abc import TaskGroup
 
 from nodmix.codemode import results
 from nodmix.codemode.bridge import StepHandler
+from nodmix.codemode.client_calls import ClientCalls, is_client_call, waiting_reason
 from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
 from nodmix.codemode.restore import adopt
@@ -90,6 +91,8 @@ class CodeModeEngine:
         # store (e.g. with a test clock) would silently be replaced.
         self.store: SuspendedRunStore = store if store is not None else RunStore()
         self._tasks: NestedTasks | None = None
+        self.client_calls = ClientCalls()
+        """Calls of client tools held for the application that started the turn."""
         if group is not None:
             self.attach(group)
 
@@ -238,7 +241,7 @@ class CodeModeEngine:
             returned(state)
             return results.waiting(
                 parked.id,
-                "pending_tools",
+                waiting_reason(state),
                 [c.describe() for c in state.calls.values()],
                 state.output,
                 state.catalog.telemetry(),
@@ -363,7 +366,10 @@ class CodeModeEngine:
     def _dispatch(self, services: RunServices, state: RunState) -> None:
         assert self._tasks is not None, "CodeModeEngine.running() is not active"
         for call in state.new_calls:
-            dispatch(self._tasks.start, services, state, call)
+            if is_client_call(call):
+                self.client_calls.hold(services, state, call)
+            else:
+                dispatch(self._tasks.start, services, state, call)
         state.new_calls.clear()
 
     def _deliveries(
@@ -386,7 +392,7 @@ class CodeModeEngine:
         return items
 
     async def _suspend(self, state: RunState, cell: Any) -> Result:
-        reason = "yield" if state.yield_request is not None else "pending_tools"
+        reason = "yield" if state.yield_request is not None else waiting_reason(state)
         try:
             blob = await in_worker(cell.snapshot)
         except SandboxError as exc:
@@ -408,7 +414,7 @@ class CodeModeEngine:
         returned(state)
         return results.waiting(
             parked.id,
-            "yield" if reason == "yield" else "pending_tools",
+            reason,
             [c.describe() for c in state.calls.values()],
             state.output,
             state.catalog.telemetry(),

@@ -14,6 +14,7 @@ import anyio
 import anyio.lowlevel
 
 from nodmix.codemode.bridge import StepHandler
+from nodmix.codemode.client_calls import only_client_calls_pending
 from nodmix.codemode.guest import SETUP_SCRIPT
 from nodmix.codemode.handoff import Delivery, Handoff
 from nodmix.codemode.runs import NestedCall, RunState
@@ -44,7 +45,8 @@ async def settled_by(state: RunState, deadline: float) -> list[NestedCall]:
         await anyio.lowlevel.checkpoint()
     while True:
         settled = [c for c in state.calls.values() if c.done.is_set()]
-        if settled or not state.calls:
+        if settled or not state.calls or only_client_calls_pending(state):
+            # Client results come with a later request: waiting for them here is pointless.
             return sorted(settled, key=lambda c: c.request_id)
         state.changed = anyio.Event()
         remaining = deadline - anyio.current_time()

@@ -45,6 +45,7 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
@@ -343,9 +344,11 @@ class Runtime:
         model: str | None = None,
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
+        client: ClientTurn | None = None,
     ) -> TurnOutcome | CommandOutcome:
-        """A chat message: a `/command` or a turn."""
-        stripped = text.strip()
+        """A chat message: a `/command` or a turn (`client`: tools and results of the
+        application that sent it; with results, `text` is ignored and the turn continues)."""
+        stripped = text.strip() if client is None or client.results is None else ""
         command, _, rest = stripped.partition(" ")
         if command == "/new":
             return self.new_session(agent_id=agent_id, session_key=session_key)
@@ -368,6 +371,7 @@ class Runtime:
             model=model,
             disable_tools=disable_tools,
             origin=origin,
+            client=client,
         )
 
     def new_session(
@@ -425,6 +429,7 @@ class Runtime:
         model: str | None = None,
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
+        client: ClientTurn | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
@@ -440,6 +445,10 @@ class Runtime:
         ):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
+            client = client or ClientTurn()
+            resume = None
+            if client.results is not None:
+                resume = accept_client_results(session, self._engine, client.results)
             try:
                 skills = await anyio.to_thread.run_sync(
                     turn_skills, self.skills, self.loaded, agent, self.env
@@ -466,6 +475,8 @@ class Runtime:
                         code_mode_tools=skills.code_mode_tools(),
                         read_roots=skills.read_roots,
                         exec_env=skills.exec_env,
+                        extra_tools=client.tools,
+                        tool_choice=client.tool_choice,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -487,12 +498,13 @@ class Runtime:
                 request = TurnRequest(
                     agent=agent,
                     session=session,
-                    prompt=user_message(text),
+                    prompt=user_message(text) if resume is None else None,
                     run_id=run_id,
                     tools=tools,
                     model_refs=refs,
                     origin=origin,
                     skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
+                    resume=resume or (),
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():
