@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -238,7 +238,7 @@ class CodeModeEngine:
             returned(state)
             return results.waiting(
                 parked.id,
-                "pending_tools",
+                "approval" if state.awaiting_approval() else "pending_tools",
                 [c.describe() for c in state.calls.values()],
                 state.output,
                 state.catalog.telemetry(),
@@ -335,7 +335,11 @@ class CodeModeEngine:
                     state, "code mode output limit exceeded.", "output_limit_exceeded"
                 )
             self._dispatch(services, state)
-            settled = [] if state.yield_request else await settled_by(state, deadline)
+            settled = (
+                []
+                if state.yield_request
+                else await settled_by(state, deadline, stop_on_approval=True)
+            )
             if not settled:
                 return await self._suspend(state, cell)
             items = self._deliveries(services, state, settled)
@@ -386,7 +390,11 @@ class CodeModeEngine:
         return items
 
     async def _suspend(self, state: RunState, cell: Any) -> Result:
-        reason = "yield" if state.yield_request is not None else "pending_tools"
+        reason: Literal["pending_tools", "yield", "approval"] = (
+            "yield" if state.yield_request is not None else "pending_tools"
+        )
+        if reason == "pending_tools" and state.awaiting_approval():
+            reason = "approval"
         try:
             blob = await in_worker(cell.snapshot)
         except SandboxError as exc:
@@ -408,7 +416,7 @@ class CodeModeEngine:
         returned(state)
         return results.waiting(
             parked.id,
-            "yield" if reason == "yield" else "pending_tools",
+            reason,
             [c.describe() for c in state.calls.values()],
             state.output,
             state.catalog.telemetry(),

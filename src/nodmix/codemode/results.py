@@ -39,7 +39,7 @@ def completed(value: Any, output: list[dict[str, Any]], telemetry: dict[str, Any
 
 def waiting(
     run_id: str,
-    reason: Literal["pending_tools", "yield"],
+    reason: Literal["pending_tools", "yield", "approval"],
     pending: list[dict[str, Any]],
     output: list[dict[str, Any]],
     telemetry: dict[str, Any],

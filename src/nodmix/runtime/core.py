@@ -44,6 +44,8 @@ from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
+from nodmix.security import OWNER_CLI, TurnHandle, TurnOrigin
+from nodmix.security.parts import CHAT_COMMANDS, open_security
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.tools import Tool, core_tools
 from nodmix.tools.executor import ToolExecutor
@@ -141,6 +143,9 @@ class Runtime:
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
+        self.security = open_security(state_dir, lambda: self.config)
+        """Exec policy, allowlist and approval requests (`nodmix.security`)."""
+        self.executor.gate = self.security.gate
         self.retry = retry
         self._engines: dict[str, ContextEngine] = {}
         self.engine_failures: dict[str, str] = {}
@@ -203,6 +208,7 @@ class Runtime:
             )
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.mcp_holder = holder
+            runtime.security.broker.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
@@ -328,10 +334,18 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
     ) -> TurnOutcome | CommandOutcome:
-        """A chat message: a `/command` or a turn."""
+        """A chat message: a `/command` or a turn. `origin` says who is talking (the owner's
+        CLI by default); approval requests go back there."""
         stripped = text.strip()
         command, _, rest = stripped.partition(" ")
+        if command in CHAT_COMMANDS:
+            key = self.session_key(self.agent(agent_id), session_key)
+            reply = self.security.answer_command(command, rest, key)
+            return CommandOutcome(
+                command=command[1:], message=reply, session_key=key, session_id=""
+            )
         if command == "/new":
             return self.new_session(agent_id=agent_id, session_key=session_key)
         if command == "/compact":
@@ -352,6 +366,7 @@ class Runtime:
             emit=emit,
             model=model,
             disable_tools=disable_tools,
+            origin=origin,
         )
 
     def new_session(
@@ -408,6 +423,7 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
@@ -421,6 +437,7 @@ class Runtime:
         async with self.sessions.turn_lock(key):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
+            self.security.turns.add(run_id, key, TurnHandle(origin or OWNER_CLI, emit))
             try:
                 tools = await build_run_tools(
                     ToolsetInputs(
@@ -473,6 +490,8 @@ class Runtime:
             except Exception as exc:
                 emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
                 raise
+            finally:
+                self.security.turns.remove(run_id)
             last = result.last_message
             session.update_usage(
                 result.usage,

@@ -1,0 +1,187 @@
+"""The persisted exec allowlist: approved command patterns, per agent or for every agent.
+
+A pattern is written like a command line: the executable, then one glob per argument
+(`fnmatch` rules: `*`, `?`, `[...]`), split with `shlex` so quoting works as in a shell. Each
+glob matches exactly one argument, except a final `**`, which matches any number of remaining
+arguments (none included). An executable without `/` matches only a bare command name (so `ls`
+does not match `./ls` or `/tmp/ls`); one with `/` matches the full path as written.
+
+Examples: `git status` (exactly that), `git log **` (any `git log`), `ls -la *` (one argument).
+
+The list lives in `$NODMIX_STATE_DIR/security/exec-allowlist.json`, rewritten atomically on every
+change (a crash mid-write leaves the old file).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodmix.assets.files import atomic_write, ensure_private_dir
+from nodmix.errors import ConfigError
+from nodmix.security.commands import ParsedCommand
+
+ALL_AGENTS = "*"
+FILE_NAME = "exec-allowlist.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """One compiled allowlist pattern."""
+
+    id: str
+    text: str
+    agent: str
+    created_at: int
+    exe: str
+    args: tuple[str, ...]
+    rest: bool
+    """The pattern ends with `**` (any further arguments)."""
+
+    @classmethod
+    def compile(
+        cls,
+        text: str,
+        *,
+        agent: str = ALL_AGENTS,
+        id: str | None = None,
+        created_at: int | None = None,
+    ) -> Pattern:
+        """Parse a pattern; raises `ValueError` with a readable message when it is malformed."""
+        try:
+            tokens = shlex.split(text)
+        except ValueError as exc:
+            raise ValueError(f"pattern {text!r} cannot be parsed: {exc}") from None
+        if not tokens:
+            raise ValueError("a pattern needs at least an executable")
+        if any(t in (";", "&&", "||", "|", ">", "<", "&") for t in tokens):
+            raise ValueError(f"pattern {text!r} is one command: no ;, &&, |, or redirects")
+        rest = tokens[-1] == "**"
+        if rest:
+            tokens = tokens[:-1]
+        if not tokens:
+            raise ValueError("a pattern needs an executable before `**`")
+        return cls(
+            id=id or uuid.uuid4().hex[:8],
+            text=text.strip(),
+            agent=agent,
+            created_at=created_at if created_at is not None else int(time.time()),
+            exe=tokens[0],
+            args=tuple(tokens[1:]),
+            rest=rest,
+        )
+
+    def matches(self, argv: Sequence[str]) -> bool:
+        """Whether one simple command's argv is covered."""
+        if not argv:
+            return False
+        exe = argv[0]
+        if ("/" in self.exe) != ("/" in exe) or not fnmatch.fnmatchcase(exe, self.exe):
+            return False
+        args = argv[1:]
+        if len(args) < len(self.args) or (len(args) > len(self.args) and not self.rest):
+            return False
+        return all(fnmatch.fnmatchcase(a, p) for a, p in zip(args, self.args, strict=False))
+
+    def applies_to(self, agent_id: str) -> bool:
+        """Whether the pattern is for this agent (or for all)."""
+        return self.agent in (ALL_AGENTS, agent_id)
+
+    def to_json(self) -> dict[str, Any]:
+        """The persisted and listed shape."""
+        return {
+            "id": self.id,
+            "pattern": self.text,
+            "agent": self.agent,
+            "createdAt": self.created_at,
+        }
+
+
+def covers(patterns: Sequence[Pattern], parsed: ParsedCommand, agent_id: str) -> bool:
+    """Whether every part of a parsed command line matches some pattern for `agent_id`."""
+    if parsed.opaque is not None:
+        return False
+    for part in parsed.parts:
+        if not any(p.applies_to(agent_id) and p.matches(part) for p in patterns):
+            return False
+    return True
+
+
+class Allowlist:
+    """The persisted patterns; safe to share between the event loop and worker threads."""
+
+    def __init__(self, state_dir: Path) -> None:
+        """Use `<state_dir>/security/exec-allowlist.json` (read now, created on first change)."""
+        self.path = state_dir / "security" / FILE_NAME
+        self._lock = threading.Lock()
+        self._patterns: tuple[Pattern, ...] = self._load()
+
+    @property
+    def patterns(self) -> tuple[Pattern, ...]:
+        """The current patterns (an immutable snapshot)."""
+        return self._patterns
+
+    def _load(self) -> tuple[Pattern, ...]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return ()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{self.path}: cannot read the exec allowlist ({exc})") from None
+        entries = raw.get("patterns") if isinstance(raw, dict) else None
+        if not isinstance(entries, list):
+            raise ConfigError(f'{self.path}: expected {{"patterns": [...]}}')
+        out = []
+        for index, item in enumerate(entries):
+            try:
+                out.append(
+                    Pattern.compile(
+                        str(item["pattern"]),
+                        agent=str(item.get("agent") or ALL_AGENTS),
+                        id=str(item["id"]),
+                        created_at=int(item.get("createdAt") or 0),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(f"{self.path}: patterns[{index}] is invalid ({exc})") from None
+        return tuple(out)
+
+    def reload(self) -> None:
+        """Re-read the file (another process, such as `nodmix approvals allow`, changed it)."""
+        with self._lock:
+            self._patterns = self._load()
+
+    def _save(self, patterns: tuple[Pattern, ...]) -> None:
+        ensure_private_dir(self.path.parent)
+        data = {"version": 1, "patterns": [p.to_json() for p in patterns]}
+        atomic_write(self.path, (json.dumps(data, indent=2) + "\n").encode())
+        self._patterns = patterns
+
+    def add(self, text: str, *, agent: str = ALL_AGENTS) -> Pattern:
+        """Add a pattern (an identical one for the same agent is returned, not duplicated)."""
+        pattern = Pattern.compile(text, agent=agent)
+        with self._lock:
+            current = self._load()
+            for existing in current:
+                if existing.text == pattern.text and existing.agent == agent:
+                    self._patterns = current
+                    return existing
+            self._save((*current, pattern))
+        return pattern
+
+    def revoke(self, key: str) -> list[Pattern]:
+        """Remove patterns by id or exact pattern text; returns what was removed."""
+        with self._lock:
+            current = self._load()
+            gone = [p for p in current if key in (p.id, p.text)]
+            if gone:
+                self._save(tuple(p for p in current if p not in gone))
+        return gone
