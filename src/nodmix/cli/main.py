@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "plugins",
     "sandbox",
     "web",
+    "approvals",
 )
 
 

@@ -122,6 +122,7 @@ class Allowlist:
         """Use `<state_dir>/security/exec-allowlist.json` (read now, created on first change)."""
         self.path = state_dir / "security" / FILE_NAME
         self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
         self._patterns: tuple[Pattern, ...] = self._load()
 
     @property
@@ -129,7 +130,22 @@ class Allowlist:
         """The current patterns (an immutable snapshot)."""
         return self._patterns
 
+    def _file_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def refresh(self) -> bool:
+        """Re-read the file if another process changed it; True when it did."""
+        if self._file_stamp() == self._stamp:
+            return False
+        self.reload()
+        return True
+
     def _load(self) -> tuple[Pattern, ...]:
+        self._stamp = self._file_stamp()
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -164,6 +180,7 @@ class Allowlist:
         data = {"version": 1, "patterns": [p.to_json() for p in patterns]}
         atomic_write(self.path, (json.dumps(data, indent=2) + "\n").encode())
         self._patterns = patterns
+        self._stamp = self._file_stamp()
 
     def add(self, text: str, *, agent: str = ALL_AGENTS) -> Pattern:
         """Add a pattern (an identical one for the same agent is returned, not duplicated)."""

@@ -106,7 +106,7 @@ class ToolExecutor:
         if result is None:
             info, result = await self._before(tool, info)
             if result is None and self.gate is not None:
-                result = await self.gate.check(tool, info.params, ctx)
+                result = await self._gate(self.gate, tool, info.params, ctx)
             blocked = result is not None
         if result is None:
             started = time.perf_counter()
@@ -208,6 +208,19 @@ class ToolExecutor:
                 rewritten = True
         # Rewritten arguments are checked like the model's: the tool must never see bad input.
         return info, self._validate(tool, info.params) if rewritten else None
+
+    async def _gate(
+        self, gate: ToolGate, tool: Tool, params: JsonObject, ctx: ToolContext
+    ) -> ToolResult | None:
+        try:
+            return await gate.check(tool, params, ctx)
+        except Exception as exc:
+            # Fail closed, like a crashed hook: a broken policy check never lets a call through.
+            logger.exception("the tool gate failed on %s", tool.origin.id)
+            return ToolResult.error(
+                f"Tool call blocked: the policy check failed ({type(exc).__name__}: {exc}).",
+                details={"blocked": True},
+            )
 
     async def _call(self, tool: Tool, args: JsonObject, ctx: ToolContext) -> ToolResult:
         name = tool.spec.name
