@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
+from nodmix.gateway.approvals import ApprovalFanout
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
@@ -35,6 +36,7 @@ from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.runtime import Runtime
 from nodmix.runtime.reconfigure import apply_config
+from nodmix.security import TurnOrigin
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -51,6 +53,8 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
+        self.approvals = ApprovalFanout(runtime.security.broker)
+        """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
@@ -67,6 +71,8 @@ class Gateway:
         """Accept turns (and watch the config) inside the block; drain turns on exit."""
         async with anyio.create_task_group() as group:
             self._group = group
+            self.approvals.start()
+            group.start_soon(self.approvals.stop_on_exit)
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             async with self.runs.running(self.settings.grace_seconds):
@@ -140,6 +146,7 @@ class Gateway:
                     emit=emit,
                     model=model,
                     disable_tools=disable_tools,
+                    origin=TurnOrigin(kind=_ORIGIN_KINDS.get(origin, origin)),
                 )
             finally:
                 if after is not None:
@@ -191,6 +198,10 @@ class Gateway:
                 stateDir=str(runtime.state_dir),
             )
         return out
+
+
+_ORIGIN_KINDS = {"ws": "web", "http": "openai"}
+"""Run origins of the gateway -> turn origin kinds (`nodmix.security.exec_policy`)."""
 
 
 def _is_conversation(entry: Entry) -> bool:

@@ -61,6 +61,7 @@ class GatewayClient:
         self._pending: dict[str, anyio.Event] = {}
         self._answers: dict[str, dict[str, Any]] = {}
         self._handlers: dict[str, EventHandler] = {}
+        self._listeners: dict[str, list[EventHandler]] = {}
 
     @classmethod
     @asynccontextmanager
@@ -98,6 +99,10 @@ class GatewayClient:
                 group.cancel_scope.cancel()
         finally:
             await connection.close()
+
+    def listen(self, event: str, handler: EventHandler) -> None:
+        """Pass the payloads of gateway-wide `event` frames (such as `approval`) to `handler`."""
+        self._listeners.setdefault(event, []).append(handler)
 
     async def request(
         self,
@@ -138,8 +143,10 @@ class GatewayClient:
                 if frame.get("type") == "event":
                     payload = frame.get("payload") or {}
                     handler = self._handlers.get(str(payload.get("reqId")))
-                    if handler is not None:
+                    if handler is not None and frame.get("event") == "agent":
                         handler(payload)
+                    for listener in self._listeners.get(str(frame.get("event")), ()):
+                        listener(payload)
                 elif frame.get("type") == "res":
                     req_id = str(frame.get("id"))
                     self._answers[req_id] = frame

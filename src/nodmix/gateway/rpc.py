@@ -19,7 +19,7 @@ import anyio
 from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
-from nodmix.gateway import rpc_sessions
+from nodmix.gateway import approvals, rpc_sessions
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
@@ -330,5 +330,7 @@ METHODS: dict[str, Method] = {
     "sessions.delete": sessions_delete,
     "sessions.status": sessions_status,
     "health": health,
+    "approvals.list": approvals.approvals_list,
+    "approvals.resolve": approvals.approvals_resolve,
 }
 """Method name -> handler."""

@@ -6,6 +6,11 @@ Request: `{"tool": "<name or catalog id>", "args": {...}, "sessionKey"?: "...",
 runtime's executor, so argument validation and `before_tool_call`/`after_tool_call` hooks apply
 exactly as in a turn. The response is `{"ok": bool, "result": {...}}`; a tool that reports a
 failure is still a 200 with `ok: false`, because the call itself was served.
+
+The shell tool obeys `tools.exec` (policy, allowlist, approvals) like in a turn, with the
+owner's defaults. A gateway without a token refuses it outright (403 `exec_unauthenticated`):
+any local process could otherwise run commands as the gateway's user. Set
+`gateway.tools.allowUnauthenticated: true` to allow it anyway.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
+from nodmix.security import TurnHandle, TurnOrigin
+from nodmix.security.gate import EXEC_TOOL_ID
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -62,6 +69,23 @@ async def invoke_tool(request: Request) -> Response:
     return JSONResponse(result)
 
 
+def _refuse_unauthenticated_exec(gateway: Gateway, tool: Tool) -> None:
+    if tool.origin.id != EXEC_TOOL_ID or gateway.settings.token:
+        return
+    if gateway.runtime.config.gateway.tools.allow_unauthenticated:
+        return
+    raise APIError(
+        status=403,
+        message=(
+            "exec through /tools/invoke needs a gateway token (gateway.auth.token or "
+            "NODMIX_GATEWAY_TOKEN); set gateway.tools.allowUnauthenticated: true to allow it "
+            "without one"
+        ),
+        kind="permission_error",
+        code="exec_unauthenticated",
+    )
+
+
 async def _invoke(
     gateway: Gateway, agent: AgentProfile, key: str, body: InvokeRequest
 ) -> dict[str, Any]:
@@ -78,16 +102,20 @@ async def _invoke(
             )
         names = ", ".join(sorted(t.spec.name for t in allowed)) or "none"
         raise not_found(f"unknown tool {body.tool!r} (available: {names})", code="unknown_tool")
+    _refuse_unauthenticated_exec(gateway, tool)
     session = runtime.open_session(agent, key)
+    run_id = f"invoke_{uuid.uuid4().hex[:16]}"
     ctx = ToolContext(
         agent_id=agent.id,
         session_key=key,
         session_id=session.session_id,
-        run_id=f"invoke_{uuid.uuid4().hex[:16]}",
+        run_id=run_id,
         call_id=f"call_{uuid.uuid4().hex[:16]}",
         workspace=agent.workspace,
     )
-    result = await runtime.executor.run(tool, dict(body.args), ctx)
+    handle = TurnHandle(TurnOrigin(kind="invoke"))
+    with runtime.security.turns.running(run_id, key, handle, latest=False):
+        result = await runtime.executor.run(tool, dict(body.args), ctx)
     return {
         "ok": not result.is_error,
         "tool": tool.spec.name,

@@ -44,19 +44,25 @@ class TurnRegistry:
         self._runs: dict[str, TurnHandle] = {}
         self._sessions: dict[str, TurnHandle] = {}
 
-    def add(self, run_id: str, session_key: str, handle: TurnHandle) -> None:
-        """A turn started (it also becomes its session's latest turn)."""
+    def add(
+        self, run_id: str, session_key: str, handle: TurnHandle, *, latest: bool = True
+    ) -> None:
+        """A turn started; with `latest` it also becomes its session's latest turn (a single
+        `/tools/invoke` call does not, so it cannot lend its origin to a channel session)."""
         self._runs[run_id] = handle
-        self._sessions[session_key] = handle
+        if latest:
+            self._sessions[session_key] = handle
 
     def remove(self, run_id: str) -> None:
         """A turn ended (the session keeps it as its latest: parked programs may still ask)."""
         self._runs.pop(run_id, None)
 
     @contextlib.contextmanager
-    def running(self, run_id: str, session_key: str, handle: TurnHandle) -> Iterator[None]:
+    def running(
+        self, run_id: str, session_key: str, handle: TurnHandle, *, latest: bool = True
+    ) -> Iterator[None]:
         """Register a turn for the duration of the block."""
-        self.add(run_id, session_key, handle)
+        self.add(run_id, session_key, handle, latest=latest)
         try:
             yield
         finally:
