@@ -105,6 +105,18 @@ class EventPresenter:
         batch.requests[0].emit(batch.event())
 
 
+class RecordingPresenter:
+    """Keeps every batch it is shown and answers nothing (the fake of the seam: tests, and a
+    starting point for channel presenters, which answer later through `/approve <id>`)."""
+
+    def __init__(self) -> None:
+        self.batches: list[ApprovalBatch] = []
+
+    async def present(self, batch: ApprovalBatch, broker: ApprovalBroker) -> None:
+        """Record the batch."""
+        self.batches.append(batch)
+
+
 class ApprovalRouter:
     """Picks the presenter for a turn's origin: by `kind:channel`, then `kind`, else events."""
 

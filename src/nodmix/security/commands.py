@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 
-_SEPARATORS = frozenset({";", "&&", "||", "|", ";;"})
+_SEPARATORS = frozenset({";", "&&", "||", "|"})
 _OPAQUE_CHARS = ("$", "`", "\n", "\r", "\x00")
 _GLOB_CHARS = frozenset("*?[{")
 
