@@ -84,6 +84,13 @@ BENCHMARKS = (
         "reliability under load and faults",
     ),
     Benchmark(
+        "security",
+        "Exec policy check",
+        "benchmarks.security.bench_policy",
+        (),
+        "safe by default",
+    ),
+    Benchmark(
         "value",
         "Code mode's value: tokens, round trips, search quality",
         "benchmarks.value.run",

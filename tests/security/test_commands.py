@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodmix.security.allowlist import Pattern, covers
+from nodmix.security.allowlist import Pattern, PatternIndex, covers
 from nodmix.security.commands import parse_command, quote_pattern
 
 
@@ -61,14 +61,14 @@ def test_a_bare_executable_never_matches_a_path_and_a_path_matches_only_itself()
 
 
 def test_a_compound_command_is_covered_only_when_every_part_matches() -> None:
-    patterns = (Pattern.compile("git status"), Pattern.compile("head **"))
+    patterns = PatternIndex([Pattern.compile("git status"), Pattern.compile("head **")])
     assert covers(patterns, parse_command("git status | head -3"), "main")
     assert not covers(patterns, parse_command("git status; curl evil.example"), "main")
     assert not covers(patterns, parse_command("git status > out.txt"), "main")
 
 
 def test_agent_scoped_patterns_apply_to_their_agent_only() -> None:
-    patterns = (Pattern.compile("make test", agent="coder"),)
+    patterns = PatternIndex([Pattern.compile("make test", agent="coder")])
     assert covers(patterns, parse_command("make test"), "coder")
     assert not covers(patterns, parse_command("make test"), "main")
 
@@ -78,3 +78,26 @@ def test_quoted_patterns_match_exactly_the_argv_they_were_made_from() -> None:
     pattern = Pattern.compile(quote_pattern(argv))
     assert pattern.matches(list(argv))
     assert not pattern.matches(["grep", "-r", "aXXb x", "src"])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status&&git log -n 3|head -2;ls -la src/",
+        "make test 2>&1 | tee out.log",
+        "a=b cmd --x=1 ./path/to-file.txt",
+        "echo one ;& echo two",
+        "cat file >> log",
+        "ls ((x))",
+    ],
+)
+def test_the_fast_split_agrees_with_shlex(command: str) -> None:
+    # the same line with a harmless quoted word forces the shlex path
+    fast = parse_command(command)
+    slow = parse_command(command + " 'q'")
+    if slow.opaque is None:
+        assert fast.parts == tuple(
+            part if i < len(slow.parts) - 1 else part[:-1] for i, part in enumerate(slow.parts)
+        )
+    else:
+        assert fast.opaque == slow.opaque

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from nodmix.config.schema import AgentToolsConfig, ExecToolConfig, ToolsConfig
-from nodmix.security.allowlist import Pattern
+from nodmix.security.allowlist import Pattern, PatternIndex
 from nodmix.security.exec_policy import TurnOrigin, decide, resolve_rules
 
 OWNER = TurnOrigin(kind="web")
@@ -17,7 +17,7 @@ def test_the_owner_keeps_running_commands_and_channels_default_to_allowlist_on_m
     channel = resolve_rules(ToolsConfig(), None, CHANNEL)
     assert (owner.security, owner.ask, owner.unrestricted) == ("full", "off", True)
     assert (channel.security, channel.ask, channel.timeout_seconds) == ("allowlist", "on-miss", 120)
-    assert decide(channel, "id", (), "main").verdict == "ask"
+    assert decide(channel, "id", PatternIndex([]), "main").verdict == "ask"
 
 
 def test_configured_keys_apply_to_every_origin_and_the_agent_wins() -> None:
@@ -29,7 +29,7 @@ def test_configured_keys_apply_to_every_origin_and_the_agent_wins() -> None:
 
 
 def test_decide_runs_asks_or_denies_with_a_reason() -> None:
-    patterns = (Pattern.compile("ls **"),)
+    patterns = PatternIndex([Pattern.compile("ls **")])
     allowlist_off = resolve_rules(
         ToolsConfig(exec=ExecToolConfig(security="allowlist", ask="off")), None, OWNER
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shlex
 import threading
 import time
@@ -33,6 +34,20 @@ ALL_AGENTS = "*"
 FILE_NAME = "exec-allowlist.json"
 
 
+_GLOB = frozenset("*?[")
+
+
+def _matcher(glob: str) -> str | re.Pattern[str]:
+    """A literal string, or the compiled regex of a glob (`fnmatch` rules)."""
+    return re.compile(fnmatch.translate(glob)) if _GLOB & set(glob) else glob
+
+
+def _matches(matcher: str | re.Pattern[str], value: str) -> bool:
+    if isinstance(matcher, str):
+        return matcher == value
+    return matcher.match(value) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Pattern:
     """One compiled allowlist pattern."""
@@ -45,6 +60,8 @@ class Pattern:
     args: tuple[str, ...]
     rest: bool
     """The pattern ends with `**` (any further arguments)."""
+    exe_matcher: str | re.Pattern[str]
+    arg_matchers: tuple[str | re.Pattern[str], ...]
 
     @classmethod
     def compile(
@@ -77,6 +94,8 @@ class Pattern:
             exe=tokens[0],
             args=tuple(tokens[1:]),
             rest=rest,
+            exe_matcher=_matcher(tokens[0]),
+            arg_matchers=tuple(_matcher(t) for t in tokens[1:]),
         )
 
     def matches(self, argv: Sequence[str]) -> bool:
@@ -84,12 +103,13 @@ class Pattern:
         if not argv:
             return False
         exe = argv[0]
-        if ("/" in self.exe) != ("/" in exe) or not fnmatch.fnmatchcase(exe, self.exe):
+        if ("/" in self.exe) != ("/" in exe) or not _matches(self.exe_matcher, exe):
             return False
-        args = argv[1:]
-        if len(args) < len(self.args) or (len(args) > len(self.args) and not self.rest):
+        count = len(argv) - 1
+        wanted = len(self.arg_matchers)
+        if count < wanted or (count > wanted and not self.rest):
             return False
-        return all(fnmatch.fnmatchcase(a, p) for a, p in zip(args, self.args, strict=False))
+        return all(_matches(m, a) for m, a in zip(self.arg_matchers, argv[1:], strict=False))
 
     def applies_to(self, agent_id: str) -> bool:
         """Whether the pattern is for this agent (or for all)."""
@@ -105,14 +125,34 @@ class Pattern:
         }
 
 
-def covers(patterns: Sequence[Pattern], parsed: ParsedCommand, agent_id: str) -> bool:
+class PatternIndex:
+    """Patterns by literal executable (and those whose executable is a glob), so a check
+    looks only at the few patterns that can match."""
+
+    def __init__(self, patterns: Sequence[Pattern]) -> None:
+        self.patterns = tuple(patterns)
+        self._by_exe: dict[str, list[Pattern]] = {}
+        self._globbed: list[Pattern] = []
+        for p in self.patterns:
+            if isinstance(p.exe_matcher, str):
+                self._by_exe.setdefault(p.exe, []).append(p)
+            else:
+                self._globbed.append(p)
+
+    def match(self, argv: Sequence[str], agent_id: str) -> bool:
+        """Whether some pattern for `agent_id` covers this simple command."""
+        for group in (self._by_exe.get(argv[0], ()), self._globbed):
+            for p in group:
+                if p.applies_to(agent_id) and p.matches(argv):
+                    return True
+        return False
+
+
+def covers(index: PatternIndex, parsed: ParsedCommand, agent_id: str) -> bool:
     """Whether every part of a parsed command line matches some pattern for `agent_id`."""
     if parsed.opaque is not None:
         return False
-    for part in parsed.parts:
-        if not any(p.applies_to(agent_id) and p.matches(part) for p in patterns):
-            return False
-    return True
+    return all(index.match(part, agent_id) for part in parsed.parts)
 
 
 class Allowlist:
@@ -123,12 +163,17 @@ class Allowlist:
         self.path = state_dir / "security" / FILE_NAME
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._patterns: tuple[Pattern, ...] = self._load()
+        self._index = PatternIndex(self._load())
 
     @property
     def patterns(self) -> tuple[Pattern, ...]:
         """The current patterns (an immutable snapshot)."""
-        return self._patterns
+        return self._index.patterns
+
+    @property
+    def index(self) -> PatternIndex:
+        """The current patterns, indexed for matching."""
+        return self._index
 
     def _file_stamp(self) -> tuple[int, int] | None:
         try:
@@ -173,13 +218,13 @@ class Allowlist:
     def reload(self) -> None:
         """Re-read the file (another process, such as `nodmix approvals allow`, changed it)."""
         with self._lock:
-            self._patterns = self._load()
+            self._index = PatternIndex(self._load())
 
     def _save(self, patterns: tuple[Pattern, ...]) -> None:
         ensure_private_dir(self.path.parent)
         data = {"version": 1, "patterns": [p.to_json() for p in patterns]}
         atomic_write(self.path, (json.dumps(data, indent=2) + "\n").encode())
-        self._patterns = patterns
+        self._index = PatternIndex(patterns)
         self._stamp = self._file_stamp()
 
     def add(self, text: str, *, agent: str = ALL_AGENTS) -> Pattern:
@@ -189,7 +234,7 @@ class Allowlist:
             current = self._load()
             for existing in current:
                 if existing.text == pattern.text and existing.agent == agent:
-                    self._patterns = current
+                    self._index = PatternIndex(current)
                     return existing
             self._save((*current, pattern))
         return pattern

@@ -18,7 +18,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from nodmix.config.schema import AgentToolsConfig, ExecToolConfig, ToolsConfig
-from nodmix.security.allowlist import Pattern, covers
+from nodmix.security.allowlist import PatternIndex, covers
 from nodmix.security.commands import parse_command
 
 Security: TypeAlias = Literal["deny", "allowlist", "full"]
@@ -103,9 +103,7 @@ class Decision:
 _RUN = Decision("run", "allowed")
 
 
-def decide(
-    rules: ExecRules, command: str, patterns: tuple[Pattern, ...], agent_id: str
-) -> Decision:
+def decide(rules: ExecRules, command: str, patterns: PatternIndex, agent_id: str) -> Decision:
     """Run, ask, or deny `command` under `rules` and the allowlist."""
     if rules.security == "deny":
         return Decision("deny", "exec is disabled here (tools.exec.security: deny)")

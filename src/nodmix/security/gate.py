@@ -104,9 +104,9 @@ class ExecGate:
         command = params.get("command")
         if not isinstance(command, str):
             return None  # the schema check already refused it; nothing would run
-        decision = decide(rules, command, self.allowlist.patterns, ctx.agent_id)
+        decision = decide(rules, command, self.allowlist.index, ctx.agent_id)
         if decision.verdict != "run" and rules.security == "allowlist" and self.allowlist.refresh():
-            decision = decide(rules, command, self.allowlist.patterns, ctx.agent_id)
+            decision = decide(rules, command, self.allowlist.index, ctx.agent_id)
         if decision.verdict == "run":
             return None
         if decision.verdict == "deny":
