@@ -14,7 +14,7 @@ import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
 
-from ..gateway.support import write_config
+from ..gateway.support import GatewayProcess, write_config
 from ..security.support import exec_policy, shell_model
 
 
@@ -112,3 +112,15 @@ def test_bad_patterns_and_unknown_ids_are_one_line_errors(guarded: Path) -> None
     unknown = nodmix(guarded, "approvals", "revoke", "nope")
     assert unknown.returncode == 1
     assert unknown.stderr.strip() == "nodmix: error: no pattern with id or text 'nope'"
+
+
+def test_a_turn_run_in_the_gateway_is_asked_on_the_terminal_that_sent_it(
+    guarded: Path,
+) -> None:
+    with GatewayProcess(guarded) as gateway:
+        yes = nodmix(guarded, "agent", "--url", gateway.url, "-m", "run echo via-gw", stdin="y\n")
+        no = nodmix(guarded, "agent", "--url", gateway.url, "-m", "run echo nope", stdin="n\n")
+    assert yes.returncode == 0, yes.stderr
+    assert "Approval needed (the command is not on the exec allowlist)" in yes.stderr
+    assert "tool said: via-gw" in yes.stdout
+    assert "tool said: Not run: the user denied this command (websocket)" in no.stdout

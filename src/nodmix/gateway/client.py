@@ -223,7 +223,11 @@ async def remote_turn(
     def on_event(payload: dict[str, Any]) -> None:
         nonlocal run_id
         run_id = payload.get("runId") or run_id
-        if payload.get("kind") != "accepted":
+        if payload.get("kind") == "approval_requested":
+            from nodmix.cli.approval_prompt import ask_remote
+
+            group.start_soon(ask_remote, client, payload)  # answered on this terminal
+        elif payload.get("kind") != "accepted":
             printer(as_event(payload))
 
     async with anyio.create_task_group() as group:
