@@ -159,21 +159,30 @@ class Allowlist:
     """The persisted patterns; safe to share between the event loop and worker threads."""
 
     def __init__(self, state_dir: Path) -> None:
-        """Use `<state_dir>/security/exec-allowlist.json` (read now, created on first change)."""
+        """Use `<state_dir>/security/exec-allowlist.json` (read on first use, created on the
+        first change)."""
         self.path = state_dir / "security" / FILE_NAME
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._index = PatternIndex(self._load())
+        self._index: PatternIndex | None = None
 
     @property
     def patterns(self) -> tuple[Pattern, ...]:
         """The current patterns (an immutable snapshot)."""
-        return self._index.patterns
+        return self.index.patterns
 
     @property
     def index(self) -> PatternIndex:
-        """The current patterns, indexed for matching."""
-        return self._index
+        """The current patterns, indexed for matching.
+
+        Raises:
+            ConfigError: the file exists but cannot be read or parsed.
+        """
+        index = self._index
+        if index is None:
+            with self._lock:
+                index = self._index = PatternIndex(self._load())
+        return index
 
     def _file_stamp(self) -> tuple[int, int] | None:
         try:
