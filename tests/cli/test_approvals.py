@@ -124,3 +124,35 @@ def test_a_turn_run_in_the_gateway_is_asked_on_the_terminal_that_sent_it(
     assert "Approval needed (the command is not on the exec allowlist)" in yes.stderr
     assert "tool said: via-gw" in yes.stdout
     assert "tool said: Not run: the user denied this command (websocket)" in no.stdout
+
+
+def test_an_unanswered_prompt_times_out_and_the_command_is_refused(
+    isolated_state: Path, server: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, server.base_url, exec_policy(timeout=1))
+    marker = isolated_state / "timed-out"
+    env = {
+        **os.environ,
+        "NODMIX_STATE_DIR": str(isolated_state),
+        "NODMIX_CONFIG_PATH": str(isolated_state / "nodmix.json"),
+    }
+    with subprocess.Popen(
+        [sys.executable, "-m", "nodmix", "agent", "--local", "-m", f"run touch {marker}"],
+        stdin=subprocess.PIPE,  # kept open and silent: nobody answers
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as proc:
+        out, err = _wait_silent(proc)
+    assert proc.returncode == 0, err
+    assert "tool said: Not run: nobody approved it within 1 s" in out
+    assert "timed out: the command was not run" in err
+    assert not marker.exists()
+
+
+def _wait_silent(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Wait for the process without ever writing to or closing its stdin."""
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.wait(timeout=60)
+    return proc.stdout.read(), proc.stderr.read()

@@ -105,8 +105,13 @@ async def test_nested_exec_needing_approval_suspends_and_wait_completes_after_ap
             first = _outer_results(events)[0]
             assert first["status"] == "waiting" and first["reason"] == "approval"
             assert len(first["pendingToolCalls"]) == 2
-            # the run is parked like any suspended run: its file is in the state dir
-            assert list((isolated_state / "codemode" / "runs").glob("cm_*"))
+            # the run is parked like any suspended run: its file is written to the state dir
+            runs_dir = isolated_state / "codemode" / "runs"
+
+            async def stored() -> bool:
+                return any(runs_dir.glob("cm_*"))
+
+            await poll_until(stored, what="the suspended run's file")
 
             async def presented() -> bool:
                 return any(e["kind"] == "approval_requested" for e in approvals)

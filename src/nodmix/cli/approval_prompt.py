@@ -8,10 +8,13 @@ and answered once for all of them. End of input or an unreadable answer counts a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
+import anyio
 
 from nodmix.security.approvals import Answer, ApprovalBatch, ApprovalBroker
 
@@ -53,10 +56,31 @@ def _ask() -> str:
     return line.strip().lower()
 
 
+async def _read_answer() -> str:
+    """`_ask()` on a daemon thread: an unanswered prompt must not keep the process alive."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def settle(text: str) -> None:
+        if not future.done():
+            future.set_result(text)
+
+    def work() -> None:
+        try:
+            text = _ask()
+        except (OSError, ValueError):
+            text = ""
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, text)
+
+    threading.Thread(target=work, name="nodmix-approval-prompt", daemon=True).start()
+    return await future
+
+
 async def _answer(requests: list[dict[str, Any]]) -> Answer:
     print(describe(requests), file=sys.stderr)
     while True:
-        text = await anyio.to_thread.run_sync(_ask, abandon_on_cancel=True)
+        text = await _read_answer()
         answer = _ANSWERS.get(text)
         if answer is not None:
             return answer
@@ -69,8 +93,26 @@ class TerminalPresenter:
     """Asks on this process's terminal and answers the broker itself."""
 
     async def present(self, batch: ApprovalBatch, broker: ApprovalBroker) -> None:
-        """Show the batch, read one answer, resolve every request of the batch with it."""
-        answer = await _answer([r.to_json() for r in batch.requests])
+        """Show the batch, read one answer, resolve every request of the batch with it.
+
+        Stops asking once every request is settled otherwise (timed out, cancelled)."""
+        answer: Answer | None = None
+        async with anyio.create_task_group() as group:
+
+            async def settled_elsewhere() -> None:
+                for req in batch.requests:
+                    await req.done.wait()
+                group.cancel_scope.cancel()
+
+            async def ask() -> None:
+                nonlocal answer
+                answer = await _answer([r.to_json() for r in batch.requests])
+                group.cancel_scope.cancel()
+
+            group.start_soon(settled_elsewhere)
+            group.start_soon(ask)
+        if answer is None:
+            return
         for req in batch.requests:
             broker.resolve(req.id, answer, by="terminal")
 
