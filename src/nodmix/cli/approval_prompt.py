@@ -51,6 +51,9 @@ def _ask() -> str:
     sys.stderr.write(QUESTION)
     sys.stderr.flush()
     line = sys.stdin.readline()
+    if not sys.stdin.isatty():  # a piped answer is not echoed: show it, end the line
+        sys.stderr.write(line if line.endswith("\n") else line + "\n")
+        sys.stderr.flush()
     if not line:
         return ""
     return line.strip().lower()
