@@ -115,6 +115,8 @@ class TerminalPresenter:
             group.start_soon(settled_elsewhere)
             group.start_soon(ask)
         if answer is None:
+            # The reader thread still waits for a line, and will take the next one typed.
+            print("\n(the question is closed; press Enter to continue)", file=sys.stderr)
             return
         for req in batch.requests:
             broker.resolve(req.id, answer, by="terminal")
