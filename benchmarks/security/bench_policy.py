@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from nodmix.config.schema import ExecToolConfig, NodmixConfig, ToolsConfig
+from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
 from nodmix.security.approvals import ApprovalBroker
-from nodmix.security.exec_policy import TurnOrigin
 from nodmix.security.gate import ExecGate, TurnHandle, TurnRegistry
 from nodmix.security.parts import cached_rules
 from nodmix.tools import core_tools
@@ -81,12 +81,14 @@ async def run(calls: int) -> dict[str, Any]:
             workspace=state,
         )
         owner = _gate(state / "owner", NodmixConfig())
-        owner.turns.add("run_bench", ctx.session_key, TurnHandle(TurnOrigin(kind="cli")))
+        owner.turns.add("run_bench", ctx.session_key, TurnHandle(None))
         guarded_config = NodmixConfig(
             tools=ToolsConfig(exec=ExecToolConfig(security="allowlist", ask="on-miss"))
         )
         guarded = _gate(state / "guarded", guarded_config)
-        guarded.turns.add("run_bench", ctx.session_key, TurnHandle(TurnOrigin(kind="channel")))
+        guarded.turns.add(
+            "run_bench", ctx.session_key, TurnHandle(TurnOrigin(channel="bench", chat_id="1"))
+        )
         cases = {
             "non-shell tool (`read`)": (owner, read_tool, lambda i: {"path": "a.txt"}),
             "`exec`, owner defaults (no check)": (owner, exec_tool, lambda i: {"command": "ls"}),

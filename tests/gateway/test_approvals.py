@@ -76,7 +76,7 @@ async def test_a_websocket_client_approves_and_the_command_runs(
     assert request["command"] == "echo from-the-web"
     assert request["agentId"] == "main" and request["sessionKey"] == "agent:main:ws"
     assert request["reason"] == "the command is not on the exec allowlist"
-    assert request["cwd"].endswith("workspace") and request["origin"] == "web"
+    assert request["cwd"].endswith("workspace") and request["origin"] == "owner"
     assert listed[0]["requests"][0]["id"] == request["id"]
     assert broadcast[1] == {
         "kind": "approval_resolved",
@@ -196,7 +196,7 @@ async def test_tools_invoke_obeys_the_exec_policy_and_its_approvals(
                 return bool(seen)
 
             await poll_until(asked, what="the approval request of /tools/invoke")
-            assert seen[0]["requests"][0]["origin"] == "invoke"
+            assert seen[0]["requests"][0]["origin"] == "owner"
             await client.request(
                 "approvals.resolve", {"id": seen[0]["requests"][0]["id"], "decision": "deny"}
             )

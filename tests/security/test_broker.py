@@ -10,6 +10,7 @@ import pytest
 
 from nodmix.config.schema import ExecToolConfig, NodmixConfig, ToolsConfig
 from nodmix.events import RunEvent
+from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
 from nodmix.security.approvals import (
     MAX_PENDING,
@@ -17,7 +18,6 @@ from nodmix.security.approvals import (
     ApprovalRequest,
     RecordingPresenter,
 )
-from nodmix.security.exec_policy import TurnOrigin
 from nodmix.security.gate import ExecGate, TurnHandle, TurnRegistry
 from nodmix.security.parts import cached_rules
 from nodmix.tools import core_tools
@@ -26,7 +26,7 @@ from tests.gateway.support import poll_until
 
 pytestmark = pytest.mark.anyio
 
-CHANNEL = TurnOrigin(kind="channel", channel="test")
+CHANNEL = TurnOrigin(channel="test", chat_id="c1")
 
 
 def _request(
@@ -113,7 +113,7 @@ async def test_an_unreadable_allowlist_fails_closed_with_a_line_naming_the_file(
     (tmp_path / "security" / "exec-allowlist.json").write_text("{broken", encoding="utf-8")
     config = NodmixConfig(tools=ToolsConfig(exec=ExecToolConfig(security="allowlist")))
     turns = TurnRegistry()
-    turns.add("run", "agent:main:x", TurnHandle(TurnOrigin(kind="cli")))
+    turns.add("run", "agent:main:x", TurnHandle(None))
     gate = ExecGate(
         rules_for=cached_rules(lambda: config),
         allowlist=Allowlist(tmp_path),

@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from nodmix.config.loader import load_config
+from nodmix.origin import TurnOrigin
 from nodmix.runtime import CommandOutcome, Runtime, TurnOutcome
-from nodmix.security import TurnOrigin
 from nodmix.security.approvals import RecordingPresenter
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import NO_RETRY, poll_until, write_config
@@ -22,7 +22,7 @@ from tests.security.support import shell_model
 
 pytestmark = pytest.mark.anyio
 
-TELEGRAM = TurnOrigin(kind="channel", channel="telegram", peer="chat-42")
+TELEGRAM = TurnOrigin(channel="telegram", chat_id="chat-42")
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ async def test_the_owner_cli_keeps_running_commands_without_asking(
     env = dict(os.environ)
     async with Runtime.open(load_config(env=env), env=env, retry=NO_RETRY) as runtime:
         presenter = RecordingPresenter()
-        runtime.security.broker.router.register("cli", presenter)
+        runtime.security.broker.router.register("owner", presenter)
         outcome = await runtime.submit("run echo owner")
     assert isinstance(outcome, TurnOutcome)
     assert outcome.result.reply.startswith("tool said: owner")

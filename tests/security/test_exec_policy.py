@@ -5,11 +5,12 @@ from __future__ import annotations
 import msgspec
 
 from nodmix.config.schema import AgentToolsConfig, ExecToolConfig, ToolsConfig
+from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Pattern, PatternIndex
-from nodmix.security.exec_policy import TurnOrigin, decide, resolve_rules
+from nodmix.security.exec_policy import decide, resolve_rules
 
-OWNER = TurnOrigin(kind="web")
-CHANNEL = TurnOrigin(kind="channel", channel="telegram", peer="42")
+OWNER = None  # the owner's turns have no origin
+CHANNEL = TurnOrigin(channel="telegram", chat_id="42")
 
 
 def test_the_owner_keeps_running_commands_and_channels_default_to_allowlist_on_miss() -> None:

@@ -147,7 +147,7 @@ def _ask_on_terminal(runtime: Any) -> None:
     """Approval requests of this process's turns are asked on the terminal (y/n/always)."""
     from nodmix.cli.approval_prompt import TerminalPresenter
 
-    runtime.security.broker.router.register("cli", TerminalPresenter())
+    runtime.security.broker.router.register("owner", TerminalPresenter())
 
 
 class LocalChat:

@@ -36,7 +36,6 @@ from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.runtime import Runtime
 from nodmix.runtime.reconfigure import apply_config
-from nodmix.security import TurnOrigin
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -146,7 +145,6 @@ class Gateway:
                     emit=emit,
                     model=model,
                     disable_tools=disable_tools,
-                    origin=TurnOrigin(kind=_ORIGIN_KINDS.get(origin, origin)),
                 )
             finally:
                 if after is not None:
@@ -198,10 +196,6 @@ class Gateway:
                 stateDir=str(runtime.state_dir),
             )
         return out
-
-
-_ORIGIN_KINDS = {"ws": "web", "http": "openai"}
-"""Run origins of the gateway -> turn origin kinds (`nodmix.security.exec_policy`)."""
 
 
 def _is_conversation(entry: Entry) -> bool:

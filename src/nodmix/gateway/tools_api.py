@@ -28,8 +28,7 @@ from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
-from nodmix.security import TurnHandle, TurnOrigin
-from nodmix.security.gate import EXEC_TOOL_ID
+from nodmix.security.gate import EXEC_TOOL_ID, TurnHandle
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -113,7 +112,7 @@ async def _invoke(
         call_id=f"call_{uuid.uuid4().hex[:16]}",
         workspace=agent.workspace,
     )
-    handle = TurnHandle(TurnOrigin(kind="invoke"))
+    handle = TurnHandle(None)  # the owner's call
     with runtime.security.turns.running(run_id, key, handle, latest=False):
         result = await runtime.executor.run(tool, dict(body.args), ctx)
     return {

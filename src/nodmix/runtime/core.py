@@ -38,13 +38,14 @@ from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
+from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
-from nodmix.security import OWNER_CLI, TurnHandle, TurnOrigin
+from nodmix.security.gate import TurnHandle
 from nodmix.security.parts import CHAT_COMMANDS, open_security
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.tools import Tool, core_tools
@@ -336,8 +337,7 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
     ) -> TurnOutcome | CommandOutcome:
-        """A chat message: a `/command` or a turn. `origin` says who is talking (the owner's
-        CLI by default); approval requests go back there."""
+        """A chat message: a `/command` or a turn."""
         stripped = text.strip()
         command, _, rest = stripped.partition(" ")
         if command in CHAT_COMMANDS:
@@ -437,7 +437,7 @@ class Runtime:
         async with self.sessions.turn_lock(key):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
-            self.security.turns.add(run_id, key, TurnHandle(origin or OWNER_CLI, emit))
+            self.security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
                 tools = await build_run_tools(
                     ToolsetInputs(

@@ -7,11 +7,11 @@ arrive together (the nested calls of one code-mode program) are presented as one
 Delivery is a seam: an `ApprovalPresenter` shows a batch to whoever is talking to the agent,
 chosen by the turn's origin through `ApprovalRouter`:
 
-- `cli` (the in-process chat, `nodmix agent`): a y/n/always prompt on the terminal;
-- `web`, `openai`, `invoke` and anything unregistered: `EventPresenter`, an
-  `approval_requested` event on the turn's own event stream;
-- `channel` / `channel:<name>` (registered by the channel layer): a message on the channel the
-  turn came from, answered with `/approve <id>`, `/always <id>` or `/deny <id>`.
+- `owner` (turns with no origin): in the CLI's own process a y/n/always prompt on the
+  terminal; in the gateway `EventPresenter`, an `approval_requested` event on the turn's own
+  event stream (the web page and `nodmix agent` answer it);
+- `channel` / `channel:<id>` (registered by the channel layer): a message on the chat the turn
+  came from, answered with `/approve <id>`, `/always <id>` or `/deny <id>`.
 
 Every batch and answer is also announced to the broker's listeners (the gateway forwards them
 to all WebSocket clients, so the web page can answer requests from any origin).
@@ -30,7 +30,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from nodmix.events import ApprovalRequested, ApprovalResolved, EventSink, RunEvent, discard
-from nodmix.security.exec_policy import TurnOrigin
+from nodmix.origin import TurnOrigin
+from nodmix.security.exec_policy import describe_origin
 
 log = logging.getLogger("nodmix.security")
 
@@ -53,7 +54,8 @@ class ApprovalRequest:
     command: str
     cwd: str
     reason: str
-    origin: TurnOrigin
+    origin: TurnOrigin | None
+    """None for the owner's own turns, else the chat the turn came from."""
     expires_at: float
     """Wall-clock time (seconds) when it is denied unanswered."""
     batch: str | None = None
@@ -73,7 +75,7 @@ class ApprovalRequest:
             "command": self.command,
             "cwd": self.cwd,
             "reason": self.reason,
-            "origin": self.origin.describe(),
+            "origin": describe_origin(self.origin),
             "expiresAt": int(self.expires_at * 1000),
         }
 
@@ -118,14 +120,15 @@ class RecordingPresenter:
 
 
 class ApprovalRouter:
-    """Picks the presenter for a turn's origin: by `kind:channel`, then `kind`, else events."""
+    """Picks the presenter for a turn's origin: `owner` for the owner's turns (no origin),
+    `channel:<id>` then `channel` for channel turns; events when none is registered."""
 
     def __init__(self, fallback: ApprovalPresenter | None = None) -> None:
         self._presenters: dict[str, ApprovalPresenter] = {}
         self.fallback: ApprovalPresenter = fallback or EventPresenter()
 
     def register(self, key: str, presenter: ApprovalPresenter) -> Callable[[], None]:
-        """Use `presenter` for origins of `key` (`cli`, `channel`, `channel:telegram`...);
+        """Use `presenter` for origins of `key` (`owner`, `channel`, `channel:telegram`);
         returns a function that removes it again."""
         self._presenters[key] = presenter
 
@@ -135,13 +138,12 @@ class ApprovalRouter:
 
         return remove
 
-    def presenter_for(self, origin: TurnOrigin) -> ApprovalPresenter:
+    def presenter_for(self, origin: TurnOrigin | None) -> ApprovalPresenter:
         """The presenter for `origin`."""
-        if origin.channel:
-            found = self._presenters.get(f"{origin.kind}:{origin.channel}")
-            if found is not None:
-                return found
-        return self._presenters.get(origin.kind, self.fallback)
+        if origin is None:
+            return self._presenters.get("owner", self.fallback)
+        found = self._presenters.get(f"channel:{origin.channel}")
+        return found or self._presenters.get("channel", self.fallback)
 
 
 Listener: TypeAlias = Callable[[RunEvent], None]

@@ -3,9 +3,9 @@
 `tools.exec.security` (`deny` | `allowlist` | `full`) and `tools.exec.ask` (`off` | `on-miss` |
 `always`) decide, per command, whether it runs, needs approval, or is refused. An agent's own
 `tools.exec` keys win over the global ones. A key that is set nowhere gets a default that fits
-who is talking: the owner (the CLI, the web page, the OpenAI-compatible API, `/tools/invoke`)
-keeps `full` + `off`, i.e. commands run as they always did; anyone else (a channel) gets
-`allowlist` + `on-miss`.
+who is talking: the owner (a turn with no origin: the CLI, the web page, the OpenAI-compatible
+API, `/tools/invoke`) keeps `full` + `off`, i.e. commands run as they always did; a turn from a
+channel (`nodmix.origin.TurnOrigin`) gets `allowlist` + `on-miss`.
 
 `decide` is on the path of every `exec` call and must stay cheap: no I/O, parsing is cached.
 """
@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-import msgspec
-
 from nodmix.config.schema import AgentToolsConfig, ExecToolConfig, ToolsConfig
+from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import PatternIndex, covers
 from nodmix.security.commands import parse_command
 
@@ -25,33 +24,12 @@ Security: TypeAlias = Literal["deny", "allowlist", "full"]
 Ask: TypeAlias = Literal["off", "on-miss", "always"]
 Verdict: TypeAlias = Literal["run", "ask", "deny"]
 
-OWNER_KINDS = frozenset({"cli", "web", "openai", "invoke"})
-"""Origins that are the owner: the CLI, the web page (WebSocket), the OpenAI API, and
-`/tools/invoke` (all on this machine or behind the gateway token)."""
 DEFAULT_APPROVAL_TIMEOUT_SECONDS = 120
 
 
-class TurnOrigin(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a turn came from; approval requests go back the same way."""
-
-    kind: str = "cli"
-    """`cli`, `web`, `openai`, `invoke`, or `channel` (anything else counts as a channel)."""
-    channel: str | None = None
-    """For channel turns: the channel's name (for example `telegram`)."""
-    peer: str | None = None
-    """For channel turns: the chat or sender the turn came from (where to ask)."""
-
-    @property
-    def is_owner(self) -> bool:
-        """Whether this is the owner's own CLI, web page or API."""
-        return self.kind in OWNER_KINDS
-
-    def describe(self) -> str:
-        """A short label (`cli`, `channel:telegram`)."""
-        return f"{self.kind}:{self.channel}" if self.channel else self.kind
-
-
-OWNER_CLI = TurnOrigin(kind="cli")
+def describe_origin(origin: TurnOrigin | None) -> str:
+    """A short label: `owner`, or `channel:<id>` (`channel:telegram`)."""
+    return "owner" if origin is None else f"channel:{origin.channel}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +49,7 @@ class ExecRules:
 
 
 def resolve_rules(
-    tools: ToolsConfig, agent_tools: AgentToolsConfig | None, origin: TurnOrigin
+    tools: ToolsConfig, agent_tools: AgentToolsConfig | None, origin: TurnOrigin | None
 ) -> ExecRules:
     """Merge the global and the agent's `tools.exec` and fill the origin's defaults."""
     glob = tools.exec or ExecToolConfig()
@@ -80,7 +58,7 @@ def resolve_rules(
     ask = own.ask or glob.ask
     timeout = own.approval_timeout_seconds or glob.approval_timeout_seconds
     configured = security is not None or ask is not None
-    if origin.is_owner:
+    if origin is None:
         security, ask = security or "full", ask or "off"
     else:
         security, ask = security or "allowlist", ask or "on-miss"

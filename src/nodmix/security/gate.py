@@ -19,21 +19,24 @@ from dataclasses import dataclass
 
 from nodmix.events import EventSink, discard
 from nodmix.messages import JsonObject
+from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
 from nodmix.security.approvals import ApprovalBroker, ApprovalRequest, Outcome
 from nodmix.security.commands import parse_command, quote_pattern
-from nodmix.security.exec_policy import ExecRules, TurnOrigin, decide
+from nodmix.security.exec_policy import ExecRules, decide
 from nodmix.tools.base import APPROVAL_WAITING, Tool, ToolContext, ToolResult
 
 EXEC_TOOL_ID = "nodmix:core:exec"
-UNKNOWN_ORIGIN = TurnOrigin(kind="unknown")
+UNKNOWN_ORIGIN = TurnOrigin(channel="unknown", chat_id="unknown")
+"""Stands in for a call whose turn is not known: treated like a channel's (the cautious side)."""
 
 
 @dataclass(frozen=True, slots=True)
 class TurnHandle:
     """A running turn as the gate sees it: who is talking and where its events go."""
 
-    origin: TurnOrigin
+    origin: TurnOrigin | None
+    """None for the owner's own turns."""
     emit: EventSink = discard
 
 
@@ -73,7 +76,7 @@ class TurnRegistry:
         return self._runs.get(run_id) or self._sessions.get(session_key)
 
 
-RulesFor = Callable[[str, TurnOrigin], ExecRules]
+RulesFor = Callable[[str, TurnOrigin | None], ExecRules]
 """`(agent_id, origin) -> rules`, resolved from the live config on every call."""
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodmix.config.schema import NodmixConfig
+from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
 from nodmix.security.approvals import Answer, ApprovalBroker
-from nodmix.security.exec_policy import ExecRules, TurnOrigin, resolve_rules
+from nodmix.security.exec_policy import ExecRules, resolve_rules
 from nodmix.security.gate import ExecGate, TurnRegistry
 
 CHAT_COMMANDS: dict[str, Answer] = {
@@ -51,12 +52,14 @@ class SecurityParts:
         return f"{verb[answer]}: {req.command}"
 
 
-def cached_rules(config: Callable[[], NodmixConfig]) -> Callable[[str, TurnOrigin], ExecRules]:
+def cached_rules(
+    config: Callable[[], NodmixConfig],
+) -> Callable[[str, TurnOrigin | None], ExecRules]:
     """`rules_for(agent_id, origin)` over the live config, cached until the config changes."""
     seen: list[NodmixConfig | None] = [None]
-    cache: dict[tuple[str, TurnOrigin], ExecRules] = {}
+    cache: dict[tuple[str, TurnOrigin | None], ExecRules] = {}
 
-    def rules_for(agent_id: str, origin: TurnOrigin) -> ExecRules:
+    def rules_for(agent_id: str, origin: TurnOrigin | None) -> ExecRules:
         current = config()
         if current is not seen[0]:
             cache.clear()

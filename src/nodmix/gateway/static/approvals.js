@@ -1,6 +1,6 @@
 // Approval requests on the web page: a card per batch with Allow once / Always allow / Deny.
 // Batches arrive as gateway-wide `approval` events (any origin: this page, the CLI, channels,
-// /tools/invoke); answers go back with the `approvals.resolve` method (docs/security.md).
+// /tools/invoke); answers go back with the `approvals.resolve` method (docs/approvals.md).
 
 import { el } from "./render.js";
 
