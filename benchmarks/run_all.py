@@ -47,6 +47,13 @@ BENCHMARKS = (
         "agent runtime",
     ),
     Benchmark(
+        "exec-policy",
+        "Exec policy check",
+        "benchmarks.security.bench_policy",
+        (),
+        "safe by default",
+    ),
+    Benchmark(
         "sandbox",
         "Sandbox (QuickJS-WASI cells)",
         "benchmarks.sandbox.bench_sandbox",
@@ -82,13 +89,6 @@ BENCHMARKS = (
         "benchmarks.gateway.bench_load",
         (),
         "reliability under load and faults",
-    ),
-    Benchmark(
-        "security",
-        "Exec policy check",
-        "benchmarks.security.bench_policy",
-        (),
-        "safe by default",
     ),
     Benchmark(
         "value",

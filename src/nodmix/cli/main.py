@@ -20,6 +20,7 @@ from nodmix.cli.failure import is_interrupt, leaf_error, one_line
 
 COMMAND_MODULES = (
     "agent",
+    "approvals",
     "gateway",
     "sessions",
     "config",
@@ -28,7 +29,6 @@ COMMAND_MODULES = (
     "plugins",
     "sandbox",
     "web",
-    "approvals",
 )
 
 

@@ -1,5 +1,5 @@
-"""Approval requests over the WebSocket: `approval` events to every client, and the
-`approvals.list` / `approvals.resolve` methods.
+"""Approval requests over the WebSocket (`approval` events to every client, the
+`approvals.list` / `approvals.resolve` methods) and the exec rules of `/tools/invoke`.
 
 Every connected client (the web page, scripts) hears each batch of requests and each answer as
 `{"type": "event", "event": "approval", "payload": {"kind": "approval_requested", "batchId",
@@ -10,6 +10,8 @@ that connects later asks `approvals.list`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,9 +20,13 @@ from nodmix.events import RunEvent
 from nodmix.gateway.errors import APIError, bad_request
 from nodmix.gateway.wire import event_json
 from nodmix.security.approvals import ANSWERS, ApprovalBroker
+from nodmix.security.gate import EXEC_TOOL_ID, TurnHandle
+from nodmix.tools import Tool
 
 if TYPE_CHECKING:
+    from nodmix.gateway.app import Gateway
     from nodmix.gateway.ws import Connection
+    from nodmix.runtime import Runtime
 
 
 class ApprovalFanout:
@@ -80,3 +86,36 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
             code="unknown_approval",
         )
     return {"id": request_id, "decision": decision, "command": req.command}
+
+
+# ---- /tools/invoke ------------------------------------------------------------------------------
+
+
+def refuse_unauthenticated_exec(gateway: Gateway, tool: Tool) -> None:
+    """`/tools/invoke` of `exec` on a gateway without a token: 403, unless allowed in config.
+
+    Raises:
+        APIError: 403 `exec_unauthenticated`.
+    """
+    if tool.origin.id != EXEC_TOOL_ID or gateway.settings.token:
+        return
+    if gateway.runtime.config.gateway.tools.allow_unauthenticated:
+        return
+    raise APIError(
+        status=403,
+        message=(
+            "exec through /tools/invoke needs a gateway token (gateway.auth.token or "
+            "NODMIX_GATEWAY_TOKEN); set gateway.tools.allowUnauthenticated: true to allow it "
+            "without one"
+        ),
+        kind="permission_error",
+        code="exec_unauthenticated",
+    )
+
+
+@contextlib.contextmanager
+def owner_call(runtime: Runtime, run_id: str, session_key: str) -> Iterator[None]:
+    """Register a `/tools/invoke` call as the owner's for the exec gate (not as the session's
+    latest turn, so it cannot lend the owner's rules to a channel session)."""
+    with runtime.security.turns.running(run_id, session_key, TurnHandle(None), latest=False):
+        yield

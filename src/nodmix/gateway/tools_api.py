@@ -24,11 +24,11 @@ from starlette.responses import JSONResponse, Response
 
 from nodmix.agents import AgentProfile
 from nodmix.gateway.app import Gateway, gateway_of
+from nodmix.gateway.approvals import owner_call, refuse_unauthenticated_exec
 from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
-from nodmix.security.gate import EXEC_TOOL_ID, TurnHandle
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -68,23 +68,6 @@ async def invoke_tool(request: Request) -> Response:
     return JSONResponse(result)
 
 
-def _refuse_unauthenticated_exec(gateway: Gateway, tool: Tool) -> None:
-    if tool.origin.id != EXEC_TOOL_ID or gateway.settings.token:
-        return
-    if gateway.runtime.config.gateway.tools.allow_unauthenticated:
-        return
-    raise APIError(
-        status=403,
-        message=(
-            "exec through /tools/invoke needs a gateway token (gateway.auth.token or "
-            "NODMIX_GATEWAY_TOKEN); set gateway.tools.allowUnauthenticated: true to allow it "
-            "without one"
-        ),
-        kind="permission_error",
-        code="exec_unauthenticated",
-    )
-
-
 async def _invoke(
     gateway: Gateway, agent: AgentProfile, key: str, body: InvokeRequest
 ) -> dict[str, Any]:
@@ -101,7 +84,7 @@ async def _invoke(
             )
         names = ", ".join(sorted(t.spec.name for t in allowed)) or "none"
         raise not_found(f"unknown tool {body.tool!r} (available: {names})", code="unknown_tool")
-    _refuse_unauthenticated_exec(gateway, tool)
+    refuse_unauthenticated_exec(gateway, tool)
     session = runtime.open_session(agent, key)
     run_id = f"invoke_{uuid.uuid4().hex[:16]}"
     ctx = ToolContext(
@@ -112,8 +95,7 @@ async def _invoke(
         call_id=f"call_{uuid.uuid4().hex[:16]}",
         workspace=agent.workspace,
     )
-    handle = TurnHandle(None)  # the owner's call
-    with runtime.security.turns.running(run_id, key, handle, latest=False):
+    with owner_call(runtime, run_id, key):
         result = await runtime.executor.run(tool, dict(body.args), ctx)
     return {
         "ok": not result.is_error,
