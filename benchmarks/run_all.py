@@ -47,6 +47,13 @@ BENCHMARKS = (
         "agent runtime",
     ),
     Benchmark(
+        "exec-policy",
+        "Exec policy check",
+        "benchmarks.security.bench_policy",
+        (),
+        "safe by default",
+    ),
+    Benchmark(
         "sandbox",
         "Sandbox (QuickJS-WASI cells)",
         "benchmarks.sandbox.bench_sandbox",

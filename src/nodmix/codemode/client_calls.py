@@ -40,7 +40,10 @@ def only_client_calls_pending(state: RunState) -> bool:
 
 
 def waiting_reason(state: RunState) -> str:
-    """`client_tool` when the run waits only for client results, else `pending_tools`."""
+    """`approval` when a call waits for the user's approval, `client_tool` when the run waits
+    only for client results, else `pending_tools`."""
+    if state.awaiting_approval():
+        return "approval"
     return CLIENT_TOOL_REASON if only_client_calls_pending(state) else "pending_tools"
 
 

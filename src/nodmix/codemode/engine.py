@@ -338,7 +338,11 @@ class CodeModeEngine:
                     state, "code mode output limit exceeded.", "output_limit_exceeded"
                 )
             self._dispatch(services, state)
-            settled = [] if state.yield_request else await settled_by(state, deadline)
+            settled = (
+                []
+                if state.yield_request
+                else await settled_by(state, deadline, stop_on_approval=True)
+            )
             if not settled:
                 return await self._suspend(state, cell)
             items = self._deliveries(services, state, settled)

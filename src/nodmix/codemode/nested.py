@@ -23,7 +23,7 @@ from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
 from nodmix.messages import ToolResultMessage
-from nodmix.tools.base import ToolContext, ToolResult, ToolRunner
+from nodmix.tools.base import APPROVAL_WAITING, ToolContext, ToolResult, ToolRunner
 
 log = logging.getLogger("nodmix.codemode")
 CANCELLED_TEXT = "Cancelled: the code-mode run ended before this tool call finished."
@@ -105,6 +105,7 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
             call_id=call.call_id,
             workspace=services.workspace,
             parent_call_id=parent,
+            extra={APPROVAL_WAITING: _approval_flag(state, call)},
         )
         result = await services.executor.run(
             call.entry.tool, dict(call.input), ctx, kind="code_mode_nested"
@@ -125,6 +126,14 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
+
+
+def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:
+    def waiting(flag: bool) -> None:
+        call.awaiting_approval = flag
+        state.changed.set()  # a step waiting for results re-checks: it may suspend now
+
+    return waiting
 
 
 def delivery(call: NestedCall) -> tuple[bool, str]:

@@ -81,6 +81,8 @@ class NestedCall:
     """The run ended before the guest received the result (completed, failed, aborted...)."""
     projected: bool = False
     """Already written to the transcript."""
+    awaiting_approval: bool = False
+    """The call waits for a person to approve it (the run suspends with reason `approval`)."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""
@@ -125,6 +127,10 @@ class RunState:
         self.seq += 1
         parent = "".join(c if c.isalnum() or c in "_.:-" else "_" for c in self.parent_call_id)
         return f"{parent[:120] or 'call'}:{tool_name}:{self.seq}"
+
+    def awaiting_approval(self) -> bool:
+        """Some unsettled call waits for a person's approval."""
+        return any(c.awaiting_approval and not c.done.is_set() for c in self.calls.values())
 
     def outstanding(self) -> int:
         """Calls in flight or recorded and not yet delivered."""

@@ -35,8 +35,11 @@ def limits_for(settings: CodeModeSettings) -> SandboxLimits:
     )
 
 
-async def settled_by(state: RunState, deadline: float) -> list[NestedCall]:
-    """Nested calls that have settled, waiting until at least one has or the deadline passes."""
+async def settled_by(
+    state: RunState, deadline: float, *, stop_on_approval: bool = False
+) -> list[NestedCall]:
+    """Nested calls that have settled, waiting until at least one has or the deadline passes
+    (with `stop_on_approval`, also stop once every unsettled call waits for an approval)."""
     # Fast tools usually finish within a scheduler pass or two of being dispatched; checking
     # again after a couple of checkpoints avoids arming an event and a timeout for each call.
     for _ in range(2):
@@ -48,6 +51,8 @@ async def settled_by(state: RunState, deadline: float) -> list[NestedCall]:
         if settled or not state.calls or only_client_calls_pending(state):
             # Client results come with a later request: waiting for them here is pointless.
             return sorted(settled, key=lambda c: c.request_id)
+        if stop_on_approval and all(c.awaiting_approval for c in state.calls.values()):
+            return []
         state.changed = anyio.Event()
         remaining = deadline - anyio.current_time()
         if remaining <= 0:

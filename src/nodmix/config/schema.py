@@ -114,6 +114,14 @@ class ExecToolConfig(Section, frozen=True):
 
     timeout_seconds: int | None = None
     max_output_bytes: int | None = None
+    security: Literal["deny", "allowlist", "full"] | None = None
+    """Who may run what: `deny` (never), `allowlist` (approved patterns), `full` (anything).
+    Default: `full` for the owner's CLI, web page and API; `allowlist` for channel sessions."""
+    ask: Literal["off", "on-miss", "always"] | None = None
+    """When to ask the person talking to the agent: `off`, `on-miss` (a command the allowlist
+    does not cover), `always`. Default: `off` for the owner, `on-miss` for channel sessions."""
+    approval_timeout_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """An unanswered approval request is denied after this long. 120 s."""
 
 
 class WebFetchToolConfig(Section, frozen=True):
@@ -142,6 +150,8 @@ class AgentToolsConfig(Section, frozen=True):
     allow: list[str] | None = None
     deny: list[str] = []
     code_mode: bool | CodeModeConfig | None = None
+    exec: ExecToolConfig | None = None
+    """The agent's own `tools.exec` keys, each over the global one."""
 
 
 # ---- compaction -------------------------------------------------------------------------------
@@ -347,6 +357,13 @@ class GatewayOpenAIConfig(Section, frozen=True):
     session list; older ones are archived to `sessions/archive/`. Default 500."""
 
 
+class GatewayToolsConfig(Section, frozen=True):
+    """`gateway.tools`: `POST /tools/invoke`."""
+
+    allow_unauthenticated: bool | None = None
+    """Let a gateway without a token run `exec` through `/tools/invoke` (off by default)."""
+
+
 class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
@@ -354,6 +371,7 @@ class GatewayConfig(Section, frozen=True):
     bind: str | None = None
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
+    tools: GatewayToolsConfig = GatewayToolsConfig()
     max_body_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Largest request body (HTTP) or WebSocket message accepted; larger gets 413. 8 MiB."""
     request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None

@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
+from nodmix.gateway.approvals import ApprovalFanout
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.channel_turns import GatewayTurns
 from nodmix.gateway.errors import APIError, classify, not_found
@@ -55,6 +56,8 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
+        self.approvals = ApprovalFanout(runtime.security.broker)
+        """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
         pointers = runtime.state_dir / "gateway"
         self.client_calls = SessionPointers(pointers, CLIENT_CALLS_FILE)
@@ -76,6 +79,8 @@ class Gateway:
         """Accept turns (and watch the config) inside the block; drain turns on exit."""
         async with anyio.create_task_group() as group:
             self._group = group
+            self.approvals.start()
+            group.start_soon(self.approvals.stop_on_exit)
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))

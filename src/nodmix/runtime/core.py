@@ -20,6 +20,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.channels.approvals import ChannelApprovalPresenter, register_approval_commands
 from nodmix.channels.manager import ChannelManager
 from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
@@ -50,6 +51,8 @@ from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
+from nodmix.security.gate import TurnHandle
+from nodmix.security.parts import CHAT_COMMANDS, open_security
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.turn_lock import waiting_notice
 from nodmix.skills import SkillBook
@@ -150,6 +153,9 @@ class Runtime:
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
+        self.security = open_security(state_dir, lambda: self.config)
+        """Exec policy, allowlist and approval requests (`nodmix.security`)."""
+        self.executor.gate = self.security.gate
         self.retry = retry
         self._engines: dict[str, ContextEngine] = {}
         self.engine_failures: dict[str, str] = {}
@@ -172,6 +178,8 @@ class Runtime:
         self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
         """Chat channels (`channels.*`); the gateway runs them."""
         self.tool_sources.append(MessageTools(self.channels))
+        self.security.broker.router.register("channel", ChannelApprovalPresenter(self.channels))
+        register_approval_commands(self.security.answer_command)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -218,6 +226,7 @@ class Runtime:
             )
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.mcp_holder = holder
+            runtime.security.broker.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
@@ -350,6 +359,12 @@ class Runtime:
         application that sent it; with results, `text` is ignored and the turn continues)."""
         stripped = text.strip() if client is None or client.results is None else ""
         command, _, rest = stripped.partition(" ")
+        if command in CHAT_COMMANDS:
+            key = self.session_key(self.agent(agent_id), session_key)
+            reply = self.security.answer_command(command, rest, key)
+            return CommandOutcome(
+                command=command[1:], message=reply, session_key=key, session_id=""
+            )
         if command == "/new":
             return self.new_session(agent_id=agent_id, session_key=session_key)
         if command == "/compact":
@@ -449,6 +464,7 @@ class Runtime:
             resume = None
             if client.results is not None:
                 resume = accept_client_results(session, self._engine, client.results)
+            self.security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
                 skills = await anyio.to_thread.run_sync(
                     turn_skills, self.skills, self.loaded, agent, self.env
@@ -515,6 +531,8 @@ class Runtime:
             except Exception as exc:
                 emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
                 raise
+            finally:
+                self.security.turns.remove(run_id)
             last = result.last_message
             session.update_usage(
                 result.usage,
