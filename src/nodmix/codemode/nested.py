@@ -105,6 +105,7 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
             call_id=call.call_id,
             workspace=services.workspace,
             parent_call_id=parent,
+            origin=services.scope.origin,
         )
         result = await services.executor.run(
             call.entry.tool, dict(call.input), ctx, kind="code_mode_nested"

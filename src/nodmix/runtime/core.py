@@ -454,6 +454,7 @@ class Runtime:
                         },
                         mcp=self.services.get("mcp"),
                         disable_tools=disable_tools,
+                        origin=origin,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)

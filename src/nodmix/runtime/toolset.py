@@ -16,6 +16,7 @@ from nodmix.codemode.settings import is_active, resolve_settings
 from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
+from nodmix.origin import TurnOrigin
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
@@ -55,6 +56,8 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     mcp: MCPAccess | None = None
     disable_tools: bool = False
     """A run that asked for no tools at all (`--no-tools`, `disableTools`, `tool_choice: none`)."""
+    origin: TurnOrigin | None = None
+    """The chat the turn answers; code-mode nested calls carry it like direct calls."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -82,6 +85,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
             session_key=session.key,
             session_id=session.session_id,
             run_id=inputs.run_id,
+            origin=inputs.origin,
         ),
         engine=inputs.engine(),
         executor=inputs.executor,
