@@ -58,7 +58,8 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     if not rows:
         print(
-            "No channels configured (add a channels.telegram or channels.matrix section to nodmix.json)."
+            "No channels configured "
+            "(add a channels.telegram or channels.matrix section to nodmix.json)."
         )
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
