@@ -1,6 +1,7 @@
 // The Nodmix web page: log in once, chat with streaming replies, switch and create sessions.
 // It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
 
+import { ChannelsPanel } from "./channels.js";
 import { Conversation, el } from "./render.js";
 
 const TOKEN_KEY = "nodmix.token";
@@ -88,6 +89,10 @@ const state = {
   busy: false,
 };
 const conversation = new Conversation($("messages"));
+const channelsPanel = new ChannelsPanel($("channels"), {
+  request: (method, params) => state.socket.request(method, params),
+  onError: (text) => conversation.notice(text, "warning"),
+});
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
 
 function setRunState(name, text) {
@@ -391,6 +396,7 @@ async function onConnected() {
   showSession(state.sessionKey);
   await refreshSessions();
   await loadHistory();
+  await channelsPanel.refresh();
   document.body.dataset.ready = "true";
 }
 
@@ -408,6 +414,7 @@ function openApp(token) {
   });
   state.socket.connect();
   setInterval(() => refreshHealth().catch(() => {}), 15000);
+  channelsPanel.start();
 }
 
 async function tokenAccepted(token) {
