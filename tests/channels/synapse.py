@@ -60,8 +60,31 @@ def _generate_config(root: Path, port: int) -> Path:
         check=True,
         capture_output=True,
         timeout=120,
+        cwd=root,
+    )
+    log_config = root / "log.yaml"
+    log_config.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "formatters": {
+                    "plain": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"}
+                },
+                "handlers": {
+                    "file": {
+                        "class": "logging.FileHandler",
+                        "formatter": "plain",
+                        "filename": str(root / "homeserver.log"),
+                    }
+                },
+                "root": {"level": "WARNING", "handlers": ["file"]},
+                "disable_existing_loggers": False,
+            }
+        ),
+        encoding="utf-8",
     )
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["log_config"] = str(log_config)
     config["listeners"] = [
         {
             "port": port,

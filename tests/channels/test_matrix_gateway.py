@@ -69,13 +69,15 @@ def test_unknown_dm_sender_gets_a_pairing_code_then_the_reply_after_approval(
         assert len(owner.texts(room, bot.user_id)) == 2
 
 
-def test_room_answers_only_mentions_and_invites_from_strangers_are_left_alone(
+def test_room_answers_only_new_mentions_and_invites_from_strangers_are_left_alone(
     isolated_state: Path, synapse: Synapse, model: ScriptedModelServer
 ) -> None:
     bot, owner = synapse.register(_name("bot")), synapse.register(_name("owner"))
     friend, stranger = synapse.register(_name("friend")), synapse.register(_name("stranger"))
-    room = owner.create_room([friend.user_id, bot.user_id])
+    room = owner.create_room([friend.user_id])
     friend.join(room)
+    owner.say(room, "an old question from before the bot was here", mention=bot.user_id)
+    owner.invite(room, bot.user_id)
     strangers_room = stranger.create_room([bot.user_id])
     write_matrix_config(
         isolated_state,
@@ -100,6 +102,7 @@ def test_room_answers_only_mentions_and_invites_from_strangers_are_left_alone(
     assert len(replies) == 1
     users = model_user_texts(model)
     assert "nobody asked the bot" not in " ".join(users)
+    assert "old question" not in " ".join(users)  # history from before the invitation
     assert any(u.endswith("what time is it?") for u in users)  # mentioned by display name
     assert stranger.members(strangers_room).get(bot.user_id) == "invite"
 

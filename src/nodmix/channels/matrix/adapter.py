@@ -111,6 +111,8 @@ class MatrixAdapter:
         self._me = Me(settings.user_id)
         self._sent: deque[str] = deque(maxlen=SENT_KEPT)
         self._warned_encrypted: set[str] = set()
+        self._just_joined: set[str] = set()
+        """Rooms joined since the last sync: their history from before the invitation is old."""
 
     # ---- connection -----------------------------------------------------------------------
 
@@ -189,8 +191,9 @@ class MatrixAdapter:
             await self._invites(response, status)
             if since is not None:  # the first sync of an account only sets the starting point
                 await self._timeline(response, sink, status)
-            since = response.next_batch
-            self._position.save_position({"since": since})
+            if response.next_batch != since:
+                since = response.next_batch
+                self._position.save_position({"since": since})
 
     async def _invites(self, response: SyncResponse, status: ChannelStatus) -> None:
         for room_id, info in response.rooms.invite.items():
@@ -216,13 +219,18 @@ class MatrixAdapter:
                 status.error(f"joining {room_id}: {joined.message}")
             else:
                 log.info("matrix: joined %s, invited by %s", room_id, inviter)
+                self._just_joined.add(room_id)
 
     async def _timeline(
         self, response: SyncResponse, sink: InboundSink, status: ChannelStatus
     ) -> None:
         for room_id, info in response.rooms.join.items():
             room = self.client.rooms.get(room_id)
-            for event in info.timeline.events:
+            events = list(info.timeline.events)
+            if room_id in self._just_joined:
+                self._just_joined.discard(room_id)
+                events = events[self._invitation_index(events) + 1 :]
+            for event in events:
                 source: dict[str, Any] = getattr(event, "source", {}) or {}
                 if source.get("sender") == self.settings.user_id:
                     continue
@@ -238,6 +246,19 @@ class MatrixAdapter:
                 except Exception as exc:  # one bad message must not stop the channel
                     status.error(f"handling message {msg.key}: {exc}")
                     log.exception("matrix: handling message %s failed", msg.key)
+
+    def _invitation_index(self, events: list[Any]) -> int:
+        """Where the bot's invitation is in a just-joined room's timeline (-1: not there, so
+        everything shown came after it)."""
+        for index in range(len(events) - 1, -1, -1):
+            source = getattr(events[index], "source", {}) or {}
+            if (
+                source.get("type") == "m.room.member"
+                and source.get("state_key") == self.settings.user_id
+                and (source.get("content") or {}).get("membership") == "invite"
+            ):
+                return index
+        return -1
 
     async def _inbound(self, source: dict[str, Any], room_id: str, room: MatrixRoom | None) -> Any:
         direct = room is not None and room.member_count <= 2
