@@ -58,6 +58,8 @@ try {
     await row.waitFor();
     const text = await row.textContent();
     check(text.includes("Pat Doe") && text.includes(code), `sender and code in "${text}"`);
+    // SCREENSHOT=<path>: keep a picture of the sidebar for a human to look at.
+    if (process.env.SCREENSHOT) await page.screenshot({ path: process.env.SCREENSHOT });
   });
 
   await step("Approve approves it and the request leaves the list", async () => {
