@@ -146,3 +146,21 @@ def _refused(state: Path) -> int:
         return 0
     rows = json.loads(path.read_text(encoding="utf-8")).get("channels", [])
     return sum(r.get("reasons", {}).get("end-to-end encrypted room", 0) for r in rows)
+
+
+def test_doctor_checks_the_matrix_credentials_and_names_the_fix(
+    isolated_state: Path, synapse: Synapse, model: ScriptedModelServer
+) -> None:
+    bot = synapse.register(_name("bot"))
+    settings = {"userId": bot.user_id, "accessToken": bot.token}
+    write_matrix_config(isolated_state, model.base_url, synapse.url, settings)
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert f"channel matrix: connected as {bot.user_id}" in doctor.stdout
+
+    wrong = {**settings, "accessToken": "syt_not_a_token"}
+    write_matrix_config(isolated_state, model.base_url, synapse.url, wrong)
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert doctor.returncode == 1
+    assert "✗ channel matrix: credentials refused" in doctor.stdout
+    assert "channels.matrix.userId and accessToken" in doctor.stdout
+    assert "Traceback" not in doctor.stdout + doctor.stderr

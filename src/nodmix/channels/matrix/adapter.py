@@ -56,6 +56,9 @@ from nodmix.channels.types import OutboundMessage
 __all__ = ["MatrixAdapter", "MatrixError", "matrix_settings"]
 
 log = logging.getLogger("nodmix.channels.matrix")
+# matrix-nio logs every error answer it cannot parse as a success (a refused token, say) as a
+# warning of its own; this adapter reports those errors itself, once, in words for the user.
+logging.getLogger("nio.responses").setLevel(logging.ERROR)
 
 POLL_MS = 25_000
 REQUEST_TIMEOUT_S = 60.0
