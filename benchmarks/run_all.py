@@ -125,6 +125,20 @@ BENCHMARKS = (
         ("--runs", "41"),
         "safe by default",
     ),
+    Benchmark(
+        "channels",
+        "Channels (Telegram through the scripted Bot API)",
+        "benchmarks.channels.bench_channels",
+        (),
+        "channels",
+    ),
+    Benchmark(
+        "channels-memory",
+        "Channels: memory per idle channel",
+        "benchmarks.channels.bench_memory",
+        (),
+        "channels",
+    ),
 )
 
 

@@ -88,3 +88,27 @@ def _decide_group(rules: AccessRules, msg: InboundMessage) -> Decision:
     if rules.require_mention and not msg.mentioned:
         return Decision("ignore", "not mentioned")
     return Decision("allow", "group allowed")
+
+
+def invite_allowed(
+    rules: AccessRules,
+    pairing: PairingStore,
+    *,
+    channel: str,
+    sender_id: str,
+    room_id: str,
+    direct: bool,
+) -> bool:
+    """Whether to accept an invitation to a chat (platforms where the bot must join first).
+
+    Allowed senders are always followed. A direct chat from anyone else is joined only when
+    DMs can lead somewhere (`pairing` answers with a code, `open` answers); a group from
+    anyone else only when the group itself is allowed.
+    """
+    if "*" in rules.allow_from or sender_id in rules.allow_from:
+        return True
+    if pairing.is_approved(channel, sender_id):
+        return True
+    if direct:
+        return rules.dm_policy in ("pairing", "open")
+    return rules.group_policy == "open" or room_id in rules.groups

@@ -154,9 +154,13 @@ class ChannelManager:
         await adapter.run(self.receive, status)
 
     async def _mirror_status(self) -> None:
+        last: list[dict[str, object]] = []
         while True:
-            if self._status_dirty:
+            # Adapters update their status directly (errors, refusals), so compare too.
+            snapshot = [s.to_json() for s in self.statuses.values()]
+            if self._status_dirty or snapshot != last:
                 self._status_dirty = False
+                last = snapshot
                 try:
                     await anyio.to_thread.run_sync(
                         write_status, self.state_dir, list(self.statuses.values())

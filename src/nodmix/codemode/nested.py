@@ -106,6 +106,7 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
             workspace=services.workspace,
             parent_call_id=parent,
             extra={APPROVAL_WAITING: _approval_flag(state, call)},
+            origin=services.scope.origin,
         )
         result = await services.executor.run(
             call.entry.tool, dict(call.input), ctx, kind="code_mode_nested"

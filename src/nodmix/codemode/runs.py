@@ -22,6 +22,7 @@ import anyio
 
 from nodmix.catalog import CatalogEntry, RunCatalog
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP, CodeModeSettings
+from nodmix.origin import TurnOrigin
 from nodmix.tools.base import ToolResult
 
 
@@ -34,6 +35,8 @@ class RunScope:
     session_id: str
     run_id: str
     """The agent turn that started it."""
+    origin: TurnOrigin | None = None
+    """The chat the turn answers (channel turns); nested tool calls carry it too."""
 
 
 class Flag:

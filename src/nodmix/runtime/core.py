@@ -493,6 +493,7 @@ class Runtime:
                         exec_env=skills.exec_env,
                         extra_tools=client.tools,
                         tool_choice=client.tool_choice,
+                        origin=origin,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)

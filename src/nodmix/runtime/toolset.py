@@ -17,6 +17,7 @@ from nodmix.codemode.settings import is_active, resolve_settings
 from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
+from nodmix.origin import TurnOrigin
 from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
@@ -67,6 +68,8 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     tool_choice: str | None = None
     """`required` or a tool name for the turn's first model call (see `RunTools.tool_choice`);
     in code mode a named tool is called from a program, so the choice becomes `exec`."""
+    origin: TurnOrigin | None = None
+    """The chat the turn answers; code-mode nested calls carry it like direct calls."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -104,6 +107,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
             session_key=session.key,
             session_id=session.session_id,
             run_id=inputs.run_id,
+            origin=inputs.origin,
         ),
         engine=engine,
         executor=inputs.executor,

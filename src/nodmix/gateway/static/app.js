@@ -2,6 +2,7 @@
 // It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
 
 import { ApprovalPanel } from "./approvals.js";
+import { ChannelsPanel } from "./channels.js";
 import { Conversation, el } from "./render.js";
 import { refreshSkills, wireSkills } from "./skills.js";
 
@@ -95,6 +96,10 @@ const conversation = new Conversation($("messages"));
 const approvals = new ApprovalPanel($("approvals"), (id, decision) =>
   state.socket.request("approvals.resolve", { id, decision }),
 );
+const channelsPanel = new ChannelsPanel($("channels"), {
+  request: (method, params) => state.socket.request(method, params),
+  onError: (text) => conversation.notice(text, "warning"),
+});
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
 
 function setRunState(name, text) {
@@ -402,6 +407,7 @@ async function onConnected() {
   await refreshSessions();
   await loadHistory();
   await refreshSkills(state.socket, state.agentId);
+  await channelsPanel.refresh();
   document.body.dataset.ready = "true";
 }
 
@@ -420,6 +426,7 @@ function openApp(token) {
   state.socket.onApproval = (payload) => approvals.onEvent(payload);
   state.socket.connect();
   setInterval(() => refreshHealth().catch(() => {}), 15000);
+  channelsPanel.start();
 }
 
 async function tokenAccepted(token) {
