@@ -1,5 +1,6 @@
 """The guest API installed in every code-mode VM: `ALL_TOOLS`, `tools`, `API`, `text`, `json`,
-`yield_control`, plus `MCP` and plugin namespaces when the run can see them.
+`yield_control`, plus `MCP` and plugin namespaces when the run can see them, and the globals
+programs written for Node or browsers expect (`console`, timers, `sleep`, `URL`..., `habits.py`).
 
 It is the sandbox "setup script": a function expression that receives the sandbox's private
 capability `{call, request}` and closes over it, so guest code can never reach the bridge.
@@ -11,7 +12,10 @@ cannot change how the bridge behaves.
 
 from __future__ import annotations
 
-SETUP_SCRIPT = r"""
+from nodmix.codemode.habits import HABITS_SCRIPT
+
+SETUP_SCRIPT = (
+    r"""
 function (cap) {
   const call = cap.call, request = cap.request;
   const parse = JSON.parse, stringify = JSON.stringify, S = String, E = Error;
@@ -171,5 +175,9 @@ function (cap) {
   put('yield_control', function (reason) {
     return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
   });
+  ("""
+    + HABITS_SCRIPT
+    + r""")(g, call, request);
 }
 """
+)

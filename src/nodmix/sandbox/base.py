@@ -99,6 +99,10 @@ class Failed:
 
     kind: FailureKind
     message: str
+    error_name: str = ""
+    """For a guest exception: its `name` (`TypeError`...), empty for a thrown non-error."""
+    error_message: str = ""
+    """For a guest exception: its `message` alone (no name, no location)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,12 @@ def from_description(description: str, filename: str) -> Failed:
         return Failed(FailureKind.MEMORY, OUT_OF_MEMORY)
     text = (f"{name}: {message}" if message else name) if name else f"Uncaught {message}"
     where = location(str(info.get("stack", "")), filename)
-    return Failed(FailureKind.GUEST_ERROR, f"{text} (at {where})" if where else text)
+    return Failed(
+        FailureKind.GUEST_ERROR,
+        f"{text} (at {where})" if where else text,
+        error_name=name,
+        error_message=message,
+    )
 
 
 def timeout(budget: float) -> Failed:
