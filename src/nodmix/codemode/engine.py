@@ -379,7 +379,7 @@ class CodeModeEngine:
         return results.waiting(
             parked.id,
             "yield" if reason == "yield" else "pending_tools",
-            [c.describe() for c in state.calls.values()],
+            [c.describe() for c in (*state.calls.values(), *state.queued)],
             state.output,
             state.catalog.telemetry(),
         )
