@@ -110,7 +110,10 @@ async def test_timers_fire_in_due_order_and_cleared_ones_never_run(
         clearTimeout(never);
         let ticks = 0;
         await new Promise(resolve => {
-          const id = setInterval(() => { ticks++; if (ticks === 3) { clearInterval(id); resolve(); } }, 2);
+          const id = setInterval(() => {
+            ticks++;
+            if (ticks === 3) { clearInterval(id); resolve(); }
+          }, 2);
         });
         queueMicrotask(() => order.push('micro'));
         await sleep(40);
@@ -128,7 +131,8 @@ async def test_a_cleared_long_timer_does_not_keep_the_run_open(
     result = await h.exec(
         """
         const t = setTimeout(() => {}, 60000);
-        const r = await Promise.race([tools.lookup({}), new Promise(res => setTimeout(res, 50000))]);
+        const slow = new Promise(res => setTimeout(res, 50000));
+        const r = await Promise.race([tools.lookup({}), slow]);
         clearTimeout(t);
         return r.text;
         """
@@ -182,7 +186,8 @@ async def test_web_globals_behave_like_the_platform_ones(
         try { structuredClone({ f() {} }); } catch (e) { cloneError = e.name; }
         return {
           href: u.href, host: u.host, path: u.pathname, y: u.searchParams.get('y'),
-          origin: u.origin, rel: rel.href, qs: qs.toString(), back: [...new URLSearchParams(qs.toString())],
+          origin: u.origin, rel: rel.href, qs: qs.toString(),
+          back: [...new URLSearchParams(qs.toString())],
           len: bytes.length, text: new TextDecoder().decode(bytes),
           cloned: [copy.when instanceof Date, copy.tags.has('a'), original.nested.list.length],
           cloneError, b64: atob(btoa('hi')), micro: typeof queueMicrotask,
