@@ -12,8 +12,9 @@ import json
 from typing import Any
 
 from nodmix.catalog import CatalogLookupError
+from nodmix.codemode.habits import SOURCES
 from nodmix.codemode.runs import NestedCall, RunState
-from nodmix.sandbox import HostCallError
+from nodmix.sandbox import HostCallError, TrustedScript
 
 MAX_INPUT_BYTES = 1 << 20
 
@@ -26,8 +27,8 @@ class StepHandler:
 
     # ---- synchronous calls --------------------------------------------------------------------
 
-    def on_call(self, op: str, payload_json: str) -> str | None:
-        """`boot`, `text`, `json`, `timer_clear`."""
+    def on_call(self, op: str, payload_json: str) -> str | TrustedScript | None:
+        """`boot`, `text`, `texts`, `json`, `source` (lazy guest scripts), `timer_clear`."""
         if op == "boot":
             return self.state.boot_json
         if op == "text":
@@ -36,6 +37,15 @@ class StepHandler:
         if op == "json":
             self._output({"type": "json", "value": json.loads(payload_json)})
             return None
+        if op == "texts":  # a batch of console lines
+            for line in json.loads(payload_json):
+                self._output({"type": "text", "text": str(line)})
+            return None
+        if op == "source":
+            source = SOURCES.get(payload_json)
+            if source is None:
+                raise HostCallError(f"unknown guest script {payload_json!r}")
+            return TrustedScript(f"({source})", f"<{payload_json}>")
         if op == "timer_clear":
             self.state.timers.clear(payload_json)
             return None

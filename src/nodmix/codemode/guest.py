@@ -12,13 +12,42 @@ cannot change how the bridge behaves.
 
 from __future__ import annotations
 
-from nodmix.codemode.habits import HABITS_SCRIPT
+import json
+
+from nodmix.codemode.habits import HABIT_GLOBALS, WEB_GLOBALS
+
+HABIT_NAMES = json.dumps(list(HABIT_GLOBALS))
+WEB_NAMES = json.dumps(list(WEB_GLOBALS))
 
 SETUP_SCRIPT = (
     r"""
 function (cap) {
-  const call = cap.call, request = cap.request;
+  const rawCall = cap.call, rawRequest = cap.request;
   const parse = JSON.parse, stringify = JSON.stringify, S = String, E = Error;
+  const evalScript = eval, defer = queueMicrotask;
+  // Console lines, batched (see habits.py): flushed before any other crossing, so order holds.
+  let lines = [], flushArmed = false;
+  function flush() {
+    if (lines.length === 0) return;
+    const batch = lines;
+    lines = [];
+    rawCall('texts', stringify(batch));
+  }
+  function emitLine(s) {
+    if (flushArmed) {
+      lines.push(s);
+      if (lines.length >= 256) flush();
+      return;
+    }
+    flushArmed = true;
+    defer(function () { flushArmed = false; flush(); });
+    rawCall('text', s);
+  }
+  const call = function (op, payload) { if (lines.length) flush(); return rawCall(op, payload); };
+  const request = function (op, payload) {
+    if (lines.length) flush();
+    return rawRequest(op, payload);
+  };
   const freeze = Object.freeze, define = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray, resolved = Promise.resolve.bind(Promise);
   const rejected = Promise.reject.bind(Promise);
@@ -175,9 +204,33 @@ function (cap) {
   put('yield_control', function (reason) {
     return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
   });
-  ("""
-    + HABITS_SCRIPT
-    + r""")(g, call, request);
+  // Node and web globals, built on first read (see habits.py).
+  function lazy(names, make) {
+    for (const name of names) {
+      define(g, name, {
+        configurable: true, enumerable: false,
+        get: function () { const v = make(name); setGlobal(name, v); return v; },
+        set: function (v) { setGlobal(name, v); },
+      });
+    }
+  }
+  function setGlobal(name, value) {
+    define(g, name, { value: value, writable: true, configurable: true, enumerable: false });
+  }
+  function load(name) { return call('source', name); }  // a function, from cached bytecode
+  let habits = null, web = null;
+  lazy("""
+    + HABIT_NAMES
+    + r""", function (name) {
+    if (habits === null) habits = load('habits')(call, request, emitLine);
+    return habits[name];
+  });
+  lazy("""
+    + WEB_NAMES
+    + r""", function (name) {
+    if (web === null) web = load('webapi')();
+    return web[name]();
+  });
 }
 """
 )

@@ -9,11 +9,18 @@ the run like a pending call (`wait` continues it). `clearTimeout` tells the host
 cleared timer never keeps a run waiting. An exception thrown by a timer callback is printed as
 an `Uncaught ...` text entry (the program itself keeps running).
 
-The web globals (`structuredClone`, `TextEncoder`/`TextDecoder`, `URL`/`URLSearchParams`) are
-installed lazily (see `js/webapi.js`): their code is compiled with the rest of the setup script
-and cached as bytecode, but nothing is built until a program first reads the global, so a
-fresh cell pays almost nothing for them. `queueMicrotask`, `atob`/`btoa` and `performance` are
-QuickJS's own.
+All of these, and the web globals (`structuredClone`, `TextEncoder`/`TextDecoder`,
+`URL`/`URLSearchParams`, `js/webapi.js`), are lazy globals: the setup script only defines an
+accessor per name; the first read fetches the script from the host, evaluates it and replaces
+the accessor with a plain writable value. A fresh cell that uses none of them pays for a dozen
+accessors, not for compiling and snapshotting ~600 lines of JavaScript. `queueMicrotask`,
+`atob`/`btoa` and `performance` are QuickJS's own.
+
+Console lines are batched: the first line of a synchronous run crosses to the host at once
+(so a program that logs and then spins until its timeout still shows it), later ones are sent
+together at the next microtask checkpoint, before any other bridge crossing (so the order with
+`text()`/`json()` and tool calls holds), or every 256 lines. A host crossing costs ~15 us; a
+thousand `console.log` lines cost two.
 """
 
 from __future__ import annotations
@@ -32,7 +39,22 @@ def _script(name: str) -> str:
 HABITS_SCRIPT: Final = (
     _script("habits.js")
     .replace("/*INSPECT*/", _script("inspect.js"))
-    .replace("/*WEBAPI*/", _script("webapi.js"))
     .replace("/*MAX_TIMERS*/", str(MAX_TIMERS))
 )
-"""A function expression `(globalThis, call, request)` run by the guest setup script."""
+"""A function expression `(call, request, emit)` returning `console`, the timer functions and
+`sleep`; the guest fetches it (`call('source', 'habits')`) the first time a program reads one."""
+
+WEBAPI_SCRIPT: Final = _script("webapi.js")
+"""A function expression returning a builder per web global (`call('source', 'webapi')`)."""
+
+SOURCES: Final = {"habits": HABITS_SCRIPT, "webapi": WEBAPI_SCRIPT}
+
+HABIT_GLOBALS: Final = (
+    "console",
+    "setTimeout",
+    "setInterval",
+    "clearTimeout",
+    "clearInterval",
+    "sleep",
+)
+WEB_GLOBALS: Final = ("structuredClone", "TextEncoder", "TextDecoder", "URL", "URLSearchParams")

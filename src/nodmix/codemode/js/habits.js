@@ -1,8 +1,9 @@
-// Console, timers and sleep for code-mode guests; see habits.py.
-function (g, call, request) {
-  const S = String, define = Object.defineProperty, freeze = Object.freeze;
-  const now = function () { return performance.now(); };
-  const emit = function (s) { call('text', s); };
+// Console, timers and sleep for code-mode guests, evaluated on a cell's first use of one of
+// them; see habits.py. `emit(line)` appends one console line to the output (batched).
+function (call, request, emit) {
+  'use strict';
+  const S = String;
+  const clock = performance, now = function () { return clock.now(); };
   const fmt = (/*INSPECT*/)();
   const format = fmt.format;
   let groupIndent = '';
@@ -87,7 +88,6 @@ function (g, call, request) {
     groupEnd: function () { groupIndent = groupIndent.slice(0, -2); },
   };
   con.groupCollapsed = con.group;
-  define(g, 'console', { value: con, writable: true, configurable: true, enumerable: false });
 
   // ---- timers: host requests on the host clock ----------------------------------------------
   const active = new Map();
@@ -132,15 +132,18 @@ function (g, call, request) {
     call('timer_clear', S(t.token));
   }
   const rest = function (a) { return Array.prototype.slice.call(a, 2); };
-  const put = function (name, value) {
-    define(g, name, { value: value, writable: true, configurable: true, enumerable: false });
+  return {
+    console: con,
+    setTimeout: function setTimeout(fn, ms) {
+      return schedule('setTimeout', fn, ms, rest(arguments), false);
+    },
+    setInterval: function setInterval(fn, ms) {
+      return schedule('setInterval', fn, ms, rest(arguments), true);
+    },
+    clearTimeout: function clearTimeout(id) { clear(id); },
+    clearInterval: function clearInterval(id) { clear(id); },
+    sleep: function sleep(ms) {
+      return new Promise(function (resolve) { schedule('sleep', resolve, ms, [], false); });
+    },
   };
-  put('setTimeout', function (fn, ms) { return schedule('setTimeout', fn, ms, rest(arguments), false); });
-  put('setInterval', function (fn, ms) { return schedule('setInterval', fn, ms, rest(arguments), true); });
-  put('clearTimeout', clear);
-  put('clearInterval', clear);
-  put('sleep', function (ms) {
-    return new Promise(function (resolve) { schedule('sleep', resolve, ms, [], false); });
-  });
-  (/*WEBAPI*/)(g, define);
 }

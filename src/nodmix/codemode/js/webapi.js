@@ -1,25 +1,15 @@
 // Web globals QuickJS lacks, for code-mode guests: `structuredClone`, `TextEncoder`,
 // `TextDecoder`, `URL` and `URLSearchParams`.
 //
-// Each is a lazy global: reading it the first time builds it and replaces the accessor with a
-// plain writable value, so a cell that never uses them costs one accessor per name at boot. They
+// Evaluated on a cell's first use of one of them; returns a builder per global (the guest setup
+// turns each into a lazy global, built when first read). They
 // follow the web specifications closely enough for programs that shape data (UTF-8 only; `URL`
 // parses special and opaque schemes, resolves relative references, keeps `searchParams` in sync)
 // but are not a conformance-tested implementation.
-function (g, define) {
-  function lazy(name, build) {
-    define(g, name, {
-      configurable: true, enumerable: false,
-      get: function () {
-        const v = build();
-        define(g, name, { value: v, writable: true, configurable: true, enumerable: false });
-        return v;
-      },
-      set: function (v) {
-        define(g, name, { value: v, writable: true, configurable: true, enumerable: false });
-      },
-    });
-  }
+function () {
+  'use strict';
+  const builders = {};
+  function lazy(name, build) { builders[name] = build; }
 
   lazy('structuredClone', function () {
     function fail(what) {
@@ -354,7 +344,7 @@ function (g, define) {
         const sp = new USP(this[F].search);
         sp[USP.OWNER] = this;
         this._sp = sp;
-        define(this, '_sp', { enumerable: false });
+        Object.defineProperty(this, '_sp', { enumerable: false });
       }
       static canParse(url, base) { try { new URL(url, base); return true; } catch (_) { return false; } }
       static parse(url, base) { try { return new URL(url, base); } catch (_) { return null; } }
@@ -396,4 +386,5 @@ function (g, define) {
     }
     return URL;
   });
+  return builders;
 }
