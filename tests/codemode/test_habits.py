@@ -282,3 +282,22 @@ async def test_a_returned_value_over_max_output_bytes_says_its_size_and_how_to_r
     assert result["code"] == "output_limit_exceeded"
     assert "is 5,391 bytes of JSON, over the 1,024-byte limit" in result["error"]
     assert ".slice(0, 20)" in result["error"]
+
+
+@pytest.mark.anyio
+async def test_console_lines_keep_their_order_around_calls_and_survive_a_timeout(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    h = await _harness(engine, sessions, workspace, code_mode_config=code_mode(timeout_ms=300))
+    ordered = await h.exec(
+        """
+        for (let i = 0; i < 300; i++) console.log('a' + i);
+        const r = await tools.lookup({});
+        console.log('after', r.text);
+        text('t');
+        console.log('last');
+        """
+    )
+    assert _texts(ordered) == [f"a{i}" for i in range(300)] + ["after found", "t", "last"]
+    spun = await h.exec("console.log('progress: starting'); while (true) {}")
+    assert spun["code"] == "timeout" and _texts(spun) == ["progress: starting"]

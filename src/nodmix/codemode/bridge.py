@@ -17,6 +17,7 @@ from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.sandbox import HostCallError, TrustedScript
 
 MAX_INPUT_BYTES = 1 << 20
+_TEXT_ENVELOPE = len(json.dumps({"type": "text", "text": ""})) - 2 + 1  # + the separator
 
 
 class StepHandler:
@@ -38,8 +39,7 @@ class StepHandler:
             self._output({"type": "json", "value": json.loads(payload_json)})
             return None
         if op == "texts":  # a batch of console lines
-            for line in json.loads(payload_json):
-                self._output({"type": "text", "text": str(line)})
+            self._texts(payload_json)
             return None
         if op == "source":
             source = SOURCES.get(payload_json)
@@ -50,6 +50,19 @@ class StepHandler:
             self.state.timers.clear(payload_json)
             return None
         raise HostCallError(f"unknown bridge operation {op!r}")
+
+    def _texts(self, batch_json: str) -> None:
+        lines = [str(line) for line in json.loads(batch_json)]
+        state = self.state
+        # The batch's JSON holds each line's JSON once: its size plus each entry's envelope is
+        # what `_output` would count line by line, without encoding every line again.
+        size = len(batch_json.encode()) - 1 + len(lines) * (_TEXT_ENVELOPE - 1)
+        if state.output_bytes + size > state.settings.max_output_bytes:
+            for line in lines:  # record up to the limit, then fail like a single line would
+                self._output({"type": "text", "text": line})
+            return
+        state.output_bytes += size
+        state.output.extend({"type": "text", "text": line} for line in lines)
 
     def _output(self, item: dict[str, Any]) -> None:
         state = self.state

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 
-from nodmix.codemode.habits import HABIT_GLOBALS, WEB_GLOBALS
+from nodmix.codemode.habits import CONSOLE_METHODS, TIMER_GLOBALS, WEB_GLOBALS
 
-HABIT_NAMES = json.dumps(list(HABIT_GLOBALS))
+CONSOLE_NAMES = json.dumps(list(CONSOLE_METHODS))
+TIMER_NAMES = json.dumps(list(TIMER_GLOBALS))
 WEB_NAMES = json.dumps(list(WEB_GLOBALS))
 
 SETUP_SCRIPT = (
@@ -204,33 +205,49 @@ function (cap) {
   put('yield_control', function (reason) {
     return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
   });
-  // Node and web globals, built on first read (see habits.py).
-  function lazy(names, make) {
-    for (const name of names) {
-      define(g, name, {
-        configurable: true, enumerable: false,
-        get: function () { const v = make(name); setGlobal(name, v); return v; },
-        set: function (v) { setGlobal(name, v); },
-      });
-    }
-  }
+  // Node and web globals, built on first use (see habits.py).
   function setGlobal(name, value) {
     define(g, name, { value: value, writable: true, configurable: true, enumerable: false });
   }
   function load(name) { return call('source', name); }  // a function, from cached bytecode
   let habits = null, web = null;
-  lazy("""
-    + HABIT_NAMES
-    + r""", function (name) {
+  function loadHabits() {
     if (habits === null) habits = load('habits')(call, request, emitLine);
-    return habits[name];
-  });
-  lazy("""
+    return habits;
+  }
+  // `console` is a plain object whose methods replace themselves with the real ones on first
+  // call (a global that changes from accessor to value inside a hot loop slows every lookup).
+  const con = {};
+  for (const m of """
+    + CONSOLE_NAMES
+    + r""") {
+    con[m] = function () {
+      const real = loadHabits().console;
+      for (const k of keys(real)) if (con[k] === stubs[k]) con[k] = real[k];
+      return real[m].apply(real, arguments);
+    };
+  }
+  const stubs = Object.assign({}, con);
+  setGlobal('console', con);
+  for (const name of """
+    + TIMER_NAMES
+    + r""") {
+    setGlobal(name, function () { return loadHabits()[name].apply(undefined, arguments); });
+  }
+  for (const name of """
     + WEB_NAMES
-    + r""", function (name) {
-    if (web === null) web = load('webapi')();
-    return web[name]();
-  });
+    + r""") {
+    define(g, name, {
+      configurable: true, enumerable: false,
+      get: function () {
+        if (web === null) web = load('webapi')();
+        const v = web[name]();
+        setGlobal(name, v);
+        return v;
+      },
+      set: function (v) { setGlobal(name, v); },
+    });
+  }
 }
 """
 )

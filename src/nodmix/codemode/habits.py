@@ -10,10 +10,12 @@ cleared timer never keeps a run waiting. An exception thrown by a timer callback
 an `Uncaught ...` text entry (the program itself keeps running).
 
 All of these, and the web globals (`structuredClone`, `TextEncoder`/`TextDecoder`,
-`URL`/`URLSearchParams`, `js/webapi.js`), are lazy globals: the setup script only defines an
-accessor per name; the first read fetches the script from the host, evaluates it and replaces
-the accessor with a plain writable value. A fresh cell that uses none of them pays for a dozen
-accessors, not for compiling and snapshotting ~600 lines of JavaScript. `queueMicrotask`,
+`URL`/`URLSearchParams`, `js/webapi.js`), load on first use: the setup script only installs
+small stubs (console methods and timer functions that load the real ones when first called,
+accessors for the web globals that build them when first read); loading asks the host for a
+`TrustedScript`, compiled once per process and evaluated from bytecode. A fresh cell that uses
+none of them pays for a few dozen closures, not for compiling and snapshotting ~600 lines.
+`queueMicrotask`,
 `atob`/`btoa` and `performance` are QuickJS's own.
 
 Console lines are batched: the first line of a synchronous run crosses to the host at once
@@ -49,8 +51,11 @@ WEBAPI_SCRIPT: Final = _script("webapi.js")
 
 SOURCES: Final = {"habits": HABITS_SCRIPT, "webapi": WEBAPI_SCRIPT}
 
-HABIT_GLOBALS: Final = (
-    "console",
+CONSOLE_METHODS: Final = (
+    "log", "info", "debug", "warn", "error", "trace", "dir", "table", "assert", "count",
+    "countReset", "time", "timeLog", "timeEnd", "group", "groupCollapsed", "groupEnd",
+)  # fmt: skip
+TIMER_GLOBALS: Final = (
     "setTimeout",
     "setInterval",
     "clearTimeout",
