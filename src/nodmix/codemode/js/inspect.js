@@ -102,10 +102,24 @@ function () {
       : (name && name !== 'Object' ? name + ' ' : '');
     return prefix + wrap('{', parts, '}', indent);
   }
+  function plain(args) {
+    // The common case, strings and numbers without %-specifiers, without the inspector.
+    let out = '';
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i], t = typeof a;
+      const s = t === 'string' ? a : (t === 'number' && (a !== 0 || 1 / a > 0)) || t === 'boolean'
+        ? '' + a : inspect(a, 0, [], '');
+      out = i === 0 ? s : out + ' ' + s;
+    }
+    return out;
+  }
   function format(args) {
     let out = '';
     let start = 0;
     const first = args[0];
+    if (!(typeof first === 'string' && args.length > 1 && first.indexOf('%') !== -1)) {
+      return plain(args);
+    }
     if (typeof first === 'string' && args.length > 1 && first.indexOf('%') !== -1) {
       let i = 1;
       out = first.replace(/%([sdifjoOc%])/g, function (m, c) {
