@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 
-from nodmix.codemode.habits import CONSOLE_METHODS, TIMER_GLOBALS, WEB_GLOBALS
+from nodmix.codemode.habits import HABIT_GLOBALS, WEB_GLOBALS
 
-CONSOLE_NAMES = json.dumps(list(CONSOLE_METHODS))
-TIMER_NAMES = json.dumps(list(TIMER_GLOBALS))
+HABIT_NAMES = json.dumps(list(HABIT_GLOBALS))
 WEB_NAMES = json.dumps(list(WEB_GLOBALS))
 
 SETUP_SCRIPT = (
@@ -25,33 +24,19 @@ SETUP_SCRIPT = (
 function (cap) {
   const rawCall = cap.call, rawRequest = cap.request;
   const parse = JSON.parse, stringify = JSON.stringify, S = String, E = Error;
-  const evalScript = eval, defer = queueMicrotask;
-  // Console lines, batched (see habits.py): flushed before any other crossing, so order holds.
-  let lines = [], flushArmed = false;
-  function flush() {
-    if (lines.length === 0) return;
-    const batch = lines;
-    lines = [];
-    rawCall('texts', stringify(batch));
-  }
-  function emitLine(s) {
-    if (flushArmed) {
-      lines.push(s);
-      if (lines.length >= 256) flush();
-      return;
-    }
-    flushArmed = true;
-    defer(function () { flushArmed = false; flush(); });
-    rawCall('text', s);
-  }
-  const call = function (op, payload) { if (lines.length) flush(); return rawCall(op, payload); };
-  const request = function (op, payload) {
-    if (lines.length) flush();
-    return rawRequest(op, payload);
-  };
   const freeze = Object.freeze, define = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray, resolved = Promise.resolve.bind(Promise);
-  const rejected = Promise.reject.bind(Promise);
+  const rejected = Promise.reject.bind(Promise), defer = queueMicrotask;
+  // Once the console is loaded, it sends its batched lines before any other crossing.
+  let flushHook = null;
+  const call = function (op, payload) {
+    if (flushHook !== null) flushHook();
+    return rawCall(op, payload);
+  };
+  const request = function (op, payload) {
+    if (flushHook !== null) flushHook();
+    return rawRequest(op, payload);
+  };
   const boot = parse(call('boot', ''));
 
   function safe(v) {
@@ -205,49 +190,35 @@ function (cap) {
   put('yield_control', function (reason) {
     return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
   });
-  // Node and web globals, built on first use (see habits.py).
+  // Node and web globals, built on first read (see habits.py).
+  let habits = null, web = null;
+  function fromHabits(name) {
+    if (habits === null) {
+      habits = call('source', 'habits')({ call: call, request: request, rawCall: rawCall,
+        defer: defer, stringify: stringify, setFlush: function (f) { flushHook = f; } });
+    }
+    return habits[name];
+  }
+  function fromWeb(name) {
+    if (web === null) web = call('source', 'webapi')();
+    return web[name]();
+  }
   function setGlobal(name, value) {
     define(g, name, { value: value, writable: true, configurable: true, enumerable: false });
   }
-  function load(name) { return call('source', name); }  // a function, from cached bytecode
-  let habits = null, web = null;
-  function loadHabits() {
-    if (habits === null) habits = load('habits')(call, request, emitLine);
-    return habits;
-  }
-  // `console` is a plain object whose methods replace themselves with the real ones on first
-  // call (a global that changes from accessor to value inside a hot loop slows every lookup).
-  const con = {};
-  for (const m of """
-    + CONSOLE_NAMES
-    + r""") {
-    con[m] = function () {
-      const real = loadHabits().console;
-      for (const k of keys(real)) if (con[k] === stubs[k]) con[k] = real[k];
-      return real[m].apply(real, arguments);
-    };
-  }
-  const stubs = Object.assign({}, con);
-  setGlobal('console', con);
-  for (const name of """
-    + TIMER_NAMES
-    + r""") {
-    setGlobal(name, function () { return loadHabits()[name].apply(undefined, arguments); });
-  }
-  for (const name of """
-    + WEB_NAMES
-    + r""") {
+  function lazy(name, make) {
     define(g, name, {
       configurable: true, enumerable: false,
-      get: function () {
-        if (web === null) web = load('webapi')();
-        const v = web[name]();
-        setGlobal(name, v);
-        return v;
-      },
+      get: function () { const v = make(name); setGlobal(name, v); return v; },
       set: function (v) { setGlobal(name, v); },
     });
   }
+  for (const name of """
+    + HABIT_NAMES
+    + r""") lazy(name, fromHabits);
+  for (const name of """
+    + WEB_NAMES
+    + r""") lazy(name, fromWeb);
 }
 """
 )

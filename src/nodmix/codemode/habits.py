@@ -10,11 +10,11 @@ cleared timer never keeps a run waiting. An exception thrown by a timer callback
 an `Uncaught ...` text entry (the program itself keeps running).
 
 All of these, and the web globals (`structuredClone`, `TextEncoder`/`TextDecoder`,
-`URL`/`URLSearchParams`, `js/webapi.js`), load on first use: the setup script only installs
-small stubs (console methods and timer functions that load the real ones when first called,
-accessors for the web globals that build them when first read); loading asks the host for a
-`TrustedScript`, compiled once per process and evaluated from bytecode. A fresh cell that uses
-none of them pays for a few dozen closures, not for compiling and snapshotting ~600 lines.
+`URL`/`URLSearchParams`, `js/webapi.js`), load on first read: the setup script only defines an
+accessor per name; the first read asks the host for a `TrustedScript` (compiled once per
+process, evaluated from bytecode) and replaces the accessor with a plain writable value. A fresh
+cell that uses none of them pays for a few accessors, not for compiling and snapshotting ~600
+lines of JavaScript.
 `queueMicrotask`,
 `atob`/`btoa` and `performance` are QuickJS's own.
 
@@ -43,7 +43,8 @@ HABITS_SCRIPT: Final = (
     .replace("/*INSPECT*/", _script("inspect.js"))
     .replace("/*MAX_TIMERS*/", str(MAX_TIMERS))
 )
-"""A function expression `(call, request, emit)` returning `console`, the timer functions and
+"""A function expression `({call, request, rawCall, defer, stringify, setFlush})` returning
+`console`, the timer functions and
 `sleep`; the guest fetches it (`call('source', 'habits')`) the first time a program reads one."""
 
 WEBAPI_SCRIPT: Final = _script("webapi.js")
@@ -51,11 +52,8 @@ WEBAPI_SCRIPT: Final = _script("webapi.js")
 
 SOURCES: Final = {"habits": HABITS_SCRIPT, "webapi": WEBAPI_SCRIPT}
 
-CONSOLE_METHODS: Final = (
-    "log", "info", "debug", "warn", "error", "trace", "dir", "table", "assert", "count",
-    "countReset", "time", "timeLog", "timeEnd", "group", "groupCollapsed", "groupEnd",
-)  # fmt: skip
-TIMER_GLOBALS: Final = (
+HABIT_GLOBALS: Final = (
+    "console",
     "setTimeout",
     "setInterval",
     "clearTimeout",

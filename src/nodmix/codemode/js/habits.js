@@ -1,8 +1,29 @@
 // Console, timers and sleep for code-mode guests, evaluated on a cell's first use of one of
-// them; see habits.py. `emit(line)` appends one console line to the output (batched).
-function (call, request, emit) {
+// them; see habits.py.
+function (cap) {
   'use strict';
-  const S = String;
+  const S = String, call = cap.call, request = cap.request, rawCall = cap.rawCall;
+  const defer = cap.defer, stringify = cap.stringify;
+  // Console lines are batched: the first of a synchronous run crosses at once, later ones at
+  // the next microtask checkpoint, every 256 lines, or before any other bridge crossing.
+  let lines = [], armed = false;
+  function flush() {
+    if (lines.length === 0) return;
+    const batch = lines;
+    lines = [];
+    rawCall('texts', stringify(batch));
+  }
+  cap.setFlush(flush);
+  function emit(s) {
+    if (armed) {
+      lines.push(s);
+      if (lines.length >= 256) flush();
+      return;
+    }
+    armed = true;
+    defer(function () { armed = false; flush(); });
+    rawCall('text', s);
+  }
   const clock = performance, now = function () { return clock.now(); };
   const fmt = (/*INSPECT*/)();
   const format = fmt.format;
