@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit bench install sandbox node browser clean
+.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -16,12 +16,16 @@ $(STAMP): pyproject.toml requirements.lock
 
 # Byte-compile explicitly: with PYTHONDONTWRITEBYTECODE set (some environments do), an editable
 # install would otherwise recompile every module on each start (~70 ms of `nodmix` start-up).
-install: $(STAMP) sandbox
+install: $(STAMP) sandbox web
 	$(BIN)/python -m compileall -q src
 
 # Fetch quickjs.wasm from its npm package (pinned, hash-verified) and precompile it.
 sandbox: $(STAMP)
 	$(BIN)/nodmix sandbox install
+
+# The web page's Markdown renderer and sanitizer (npm marked + dompurify, pinned, hash-verified).
+web: $(STAMP)
+	$(BIN)/nodmix web install
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -31,6 +35,10 @@ node: node_modules/.installed
 
 browser:
 	scripts/ensure-chromium.sh
+
+# The sandboxed shell (agents.defaults.sandbox.mode) runs commands under Debian's bubblewrap.
+bubblewrap:
+	scripts/ensure-bubblewrap.sh
 
 run: install
 	$(BIN)/nodmix gateway
@@ -43,12 +51,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser
+unit: install node browser bubblewrap
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
-test: lint typecheck unit
+# A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
+plain-install:
+	PY=$(PY) scripts/check-plain-install.sh
 
-bench: install node
+test: lint typecheck unit plain-install
+
+bench: install node bubblewrap
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

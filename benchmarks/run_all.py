@@ -60,6 +60,13 @@ BENCHMARKS = (
         ("--reps", "30"),
         "code mode, MCP",
     ),
+    Benchmark(
+        "codemode_run_files",
+        "Code mode: suspended runs on disk",
+        "benchmarks.codemode.bench_run_files",
+        ("--reps", "30"),
+        "reliability under load and faults",
+    ),
     Benchmark("mcp", "MCP servers", "benchmarks.mcp.bench_mcp", (), "MCP"),
     Benchmark(
         "context",
@@ -68,13 +75,48 @@ BENCHMARKS = (
         (),
         "context management",
     ),
+    Benchmark(
+        "skills",
+        "Skills: prompt cost and discovery",
+        "benchmarks.skills.bench_skills",
+        (),
+        "skills and memory search",
+    ),
     Benchmark("gateway", "Gateway", "benchmarks.gateway.bench_gateway", (), "gateway"),
+    Benchmark(
+        "gateway-load",
+        "Gateway under load",
+        "benchmarks.gateway.bench_load",
+        (),
+        "reliability under load and faults",
+    ),
+    Benchmark(
+        "open-files",
+        "Gateway: open files and memory over 10,000 sessions",
+        "benchmarks.gateway.bench_open_files",
+        (),
+        "reliability under load and faults",
+    ),
+    Benchmark(
+        "streaming",
+        "Streaming a huge model reply",
+        "benchmarks.providers.bench_streaming",
+        (),
+        "reliability under load and faults",
+    ),
     Benchmark(
         "value",
         "Code mode's value: tokens, round trips, search quality",
         "benchmarks.value.run",
         (),
         "code-mode value",
+    ),
+    Benchmark(
+        "sandbox-exec",
+        "Sandboxed shell (bubblewrap)",
+        "benchmarks.security.bench_sandbox_exec",
+        ("--runs", "41"),
+        "safe by default",
     ),
 )
 

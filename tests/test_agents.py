@@ -66,3 +66,27 @@ def test_unknown_agent_is_a_config_error_listing_known_ones() -> None:
     with pytest.raises(ConfigError) as err:
         resolve_agent(config, "nope")
     assert "main" in str(err.value) and "ops" in str(err.value)
+
+
+def test_turn_and_output_limits_merge_agent_over_defaults() -> None:
+    config = validate(
+        {
+            "agents": {
+                "defaults": {"timeoutSeconds": 120, "maxTokens": 2000, "maxOutputBytes": 5000},
+                "list": [
+                    {"id": "quick", "timeoutSeconds": 30, "modelTimeouts": {"idleSeconds": 5}},
+                ],
+            }
+        },
+        file="nodmix.json",
+    )
+    main, quick = resolve_agent(config, "main"), resolve_agent(config, "quick")
+    assert (main.timeout_seconds, main.max_tokens, main.max_output_bytes) == (120, 2000, 5000)
+    assert main.model_timeouts is None
+    assert (quick.timeout_seconds, quick.max_tokens) == (30, 2000)
+    assert quick.model_timeouts is not None and quick.model_timeouts.idle_seconds == 5
+
+
+def test_limits_default_to_ten_minutes_and_one_mebibyte() -> None:
+    main = resolve_agent(validate({}, file="nodmix.json"), "main")
+    assert (main.timeout_seconds, main.max_tokens, main.max_output_bytes) == (600, None, 1 << 20)

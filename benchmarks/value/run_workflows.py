@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from benchmarks.value import result_size
 from benchmarks.value.backends import BODIES
 from benchmarks.value.catalog import catalog_tools
 from benchmarks.value.models import BenchmarkError, CodeModel, DirectModel
@@ -116,10 +117,15 @@ async def run_mode(
                 if code_mode:
                     code_model = CodeModel(workflow)
                     row = await _turn(runtime, server, workflow, code_model, key)
-                    telemetry = code_model.results[-1]["telemetry"]
+                    # The model no longer reads telemetry; the transcript's details keep it.
+                    sizes = result_size.measure(
+                        result_size.session_results(runtime, f"agent:main:{key}")
+                    )
+                    telemetry = sizes.pop("last_telemetry")
                     row["tokens_avoided"] = telemetry["tokensAvoided"]
                     row["nested_calls"] = telemetry["callCount"]
                     row["search_misses"] = code_model.misses
+                    row["result_size"] = sizes
                 else:
                     direct_model = DirectModel(workflow)
                     row = await _turn(runtime, server, workflow, direct_model, key)
@@ -129,10 +135,37 @@ async def run_mode(
     return out
 
 
+async def return_one(server: ScriptedModelServer) -> dict[str, Any]:
+    """What the model reads back from `exec` `return 1`, before and after."""
+    calls = 0
+
+    def model(request: Any) -> ModelReply:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return ModelReply.tool_call("exec", {"code": "return 1"}, id="call_r1")
+        return ModelReply.text("1")
+
+    server.respond = model
+    with tempfile.TemporaryDirectory(prefix="nodmix-value-") as tmp:
+        state = Path(tmp)
+        path = _config(state, server.base_url, code_mode=True)
+        env = {**os.environ, "NODMIX_STATE_DIR": str(state), "NODMIX_CONFIG_PATH": str(path)}
+        async with Runtime.open(load_config(path), env=env) as runtime:
+            runtime.agent("main").workspace.mkdir(parents=True, exist_ok=True)
+            await runtime.run_turn("one", session_key="agent:main:return-one")
+            sizes = result_size.measure(
+                result_size.session_results(runtime, "agent:main:return-one")
+            )
+    sizes.pop("last_telemetry")
+    return sizes
+
+
 async def run() -> dict[str, Any]:
     """Both modes at every catalog size; checks that both modes reach the same facts."""
     result: dict[str, Any] = {"sizes": {}}
     async with ScriptedModelServer(lambda request: ModelReply.text("idle")) as server:
+        result["return_one"] = await return_one(server)
         for size in CATALOG_SIZES:
             direct = await run_mode(server, size, code_mode=False)
             code = await run_mode(server, size, code_mode=True)
@@ -200,4 +233,15 @@ def table(result: dict[str, Any]) -> list[str]:
             f"| {t['round_trip_ratio']:.2f} | {t['tokens_avoided_reported']:,} |"
         )
         out.append("")
+    rows = [
+        {"workflow": r["workflow"], "catalog": size, "result_size": r["code_mode"]["result_size"]}
+        for size, block in result["sizes"].items()
+        for r in block["rows"]
+    ]
+    out += [
+        "#### What the model reads back per code-mode call (exec/wait results)",
+        "",
+        *result_size.table(rows, result["return_one"]),
+        "",
+    ]
     return out

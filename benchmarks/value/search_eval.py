@@ -1,5 +1,5 @@
 """`tools.search` quality over the 500-tool catalog: recall@1, recall@5 and MRR of Nodmix's
-ranking (`RunCatalog.search`) and of the reference design's substring-count scoring
+ranking (`RunCatalog.search`) and of a plain substring-count baseline
 (`nodmix.catalog.substring_rank`), on labelled natural-language queries.
 
 The queries are in `benchmarks/fixtures/search_queries.json`: a tuning split (written first and

@@ -14,12 +14,15 @@ from nodmix.config.schema import (
     AgentToolsConfig,
     CodeModeConfig,
     CompactionConfig,
+    ModelTimeouts,
     NodmixConfig,
+    SandboxConfig,
 )
 from nodmix.errors import ConfigError
 
 DEFAULT_MAX_STEPS = 40
 DEFAULT_TIMEOUT_SECONDS = 600
+DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
 
 
 class AgentProfile(msgspec.Struct, frozen=True, kw_only=True):
@@ -36,9 +39,18 @@ class AgentProfile(msgspec.Struct, frozen=True, kw_only=True):
     """`tools.codeMode` with the agent's own setting shallow-merged over it."""
     compaction: CompactionConfig
     instructions: str | None
+    sandbox: SandboxConfig = SandboxConfig()
+    """`agents.defaults.sandbox` with the agent's own keys merged over it."""
     max_steps: int = DEFAULT_MAX_STEPS
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
+    """Seconds a whole turn may take."""
     extra: dict[str, object] = msgspec.field(default_factory=dict)
+    max_tokens: int | None = None
+    """Output token limit of each model request; `None`: the model's own `maxTokens`."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Cap on one reply's text, reasoning and tool-argument bytes."""
+    model_timeouts: ModelTimeouts | None = None
+    """The agent's connect and idle waits, over the providers' own."""
 
 
 def agent_ids(config: NodmixConfig) -> list[str]:
@@ -81,8 +93,16 @@ def resolve_agent(
         code_mode=_merge_code_mode(config.tools.code_mode, entry.tools),
         compaction=_merge_struct(defaults.compaction, entry.compaction) or CompactionConfig(),
         instructions=instructions,
+        sandbox=_merge_struct(defaults.sandbox, entry.sandbox) or SandboxConfig(),
         max_steps=defaults.max_steps or DEFAULT_MAX_STEPS,
-        timeout_seconds=defaults.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+        timeout_seconds=(
+            entry.timeout_seconds or defaults.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
+        ),
+        max_tokens=entry.max_tokens or defaults.max_tokens,
+        max_output_bytes=(
+            entry.max_output_bytes or defaults.max_output_bytes or DEFAULT_MAX_OUTPUT_BYTES
+        ),
+        model_timeouts=entry.model_timeouts,
     )
 
 

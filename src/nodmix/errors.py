@@ -8,7 +8,10 @@ NodmixError                      base; `str(err)` is one readable line
 │   ├── ProviderAuthError        401/403, missing key: the user must fix it
 │   ├── ProviderRequestError     400-class request problems (bad model id, bad payload)
 │   ├── RateLimitedError         429; retried with backoff
-│   ├── ProviderUnavailableError 5xx, timeouts, connection errors; retried, then fallbacks
+│   ├── ProviderUnavailableError 5xx, resets, connection errors; retried, then fallbacks
+│   │   └── ProviderTimeoutError no connection or no stream event in time; retried
+│   ├── ProviderUnreachableError connection refused by a local server; not retried
+│   ├── ProviderProtocolError    a malformed stream; not retried
 │   └── ContextOverflowError     the request does not fit the model's context window
 ├── ToolError                    raised by a tool; becomes an error result for the model
 │   └── WorkspaceEscapeError     a path points outside the agent workspace
@@ -17,14 +20,26 @@ NodmixError                      base; `str(err)` is one readable line
 ├── SandboxError                 the code-mode sandbox runtime failed (not a guest error)
 │   └── RuntimeUnavailableError  quickjs.wasm missing, corrupt, or failed to load
 ├── MCPError                     an MCP server failed to start or answer
+├── SkillError                   a skill cannot be installed, removed or found
 └── TurnError                    a turn could not complete (step cap, every model failed)
+    └── PromptTooLargeError      the user's message alone cannot fit the model's window
 ```
 
 User mistakes (config, keys, unknown models) end the CLI with one line and a non-zero exit;
-`--verbose` adds the traceback.
+`--verbose` adds the traceback. So does running out of a system resource (open files, disk
+space): `resource_exhaustion` finds such a cause behind any error and says what to do.
 """
 
 from __future__ import annotations
+
+import errno
+
+_RESOURCE_ADVICE = {
+    errno.EMFILE: "this process has too many open files; raise the limit (`ulimit -n`)",
+    errno.ENFILE: "the system has too many open files; close some programs or raise fs.file-max",
+    errno.ENOSPC: "the disk is full; free some space",
+    errno.EDQUOT: "the disk quota is used up; free some space",
+}
 
 
 class NodmixError(Exception):
@@ -96,6 +111,22 @@ class ProviderUnavailableError(ProviderError):
     fallback_eligible = True
 
 
+class ProviderTimeoutError(ProviderUnavailableError):
+    """The provider did not connect, or sent no stream event, within the configured time."""
+
+
+class ProviderUnreachableError(ProviderError):
+    """A local model server refused the connection: retrying will not start it."""
+
+    fallback_eligible = True
+
+
+class ProviderProtocolError(ProviderError):
+    """The provider answered with something that is not the API's stream format."""
+
+    fallback_eligible = True
+
+
 class ContextOverflowError(ProviderError):
     """The prompt does not fit the model's context window; compaction can recover it."""
 
@@ -128,5 +159,34 @@ class MCPError(NodmixError):
     """An MCP server could not be started, reached, or understood."""
 
 
+class SkillError(NodmixError):
+    """A skill cannot be installed, removed or found (`nodmix skills ...`)."""
+
+
 class TurnError(NodmixError):
     """A turn could not be completed."""
+
+
+class PromptTooLargeError(TurnError):
+    """The user's message cannot fit the model's context window; nothing was sent."""
+
+    def __init__(self, message: str, *, tokens: int, context_window: int) -> None:
+        self.tokens = tokens
+        self.context_window = context_window
+        super().__init__(message)
+
+
+def resource_exhaustion(exc: BaseException) -> str | None:
+    """One line for an error caused by running out of open files or disk space, else None.
+
+    Looks through the exception's causes and context (an error raised `from None` while
+    handling an `OSError` still records it), so a `TranscriptError` that hit `EMFILE` counts.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _RESOURCE_ADVICE:
+            return f"{str(exc) or type(exc).__name__} ({_RESOURCE_ADVICE[current.errno]})"
+        current = current.__cause__ or current.__context__
+    return None

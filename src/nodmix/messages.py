@@ -18,7 +18,11 @@ import msgspec
 JsonObject: TypeAlias = dict[str, Any]
 """A JSON object as decoded by `json`/`msgspec` (values are JSON-compatible)."""
 
-StopReason: TypeAlias = Literal["stop", "toolUse", "aborted", "error", "length"]
+StopReason: TypeAlias = Literal[
+    "stop", "toolUse", "aborted", "error", "length", "content_filter", "refusal"
+]
+"""How a reply ended. `content_filter`: the provider withheld or cut the reply by its content
+policy; `refusal`: the model declined to answer."""
 
 
 def now_ms() -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from benchmarks.value import surface
 from benchmarks.value.catalog import catalog_tools
-from benchmarks.value.run_workflows import run_mode
+from benchmarks.value.run_workflows import return_one, run_mode
 from benchmarks.value.workflows import WORKFLOWS
 
 from nodmix.providers.fake import ModelReply
@@ -40,7 +40,19 @@ async def test_both_modes_reach_the_same_facts_through_the_real_loop() -> None:
         assert c["input_tokens"] < d["input_tokens"]
         assert c["requests"] == 3 and c["search_misses"] == []
         assert c["tokens_avoided"]["total"] > 0
+        # The compact result format: the model reads less than the old indented full result.
+        sizes = c["result_size"]
+        assert sizes["calls"] == 2 and 0 < sizes["after_chars"] < sizes["before_chars"]
     assert direct["join"]["requests"] == 3 and direct["join"]["tool_calls"] == 6
     assert direct["overdue"]["requests"] == 4  # three pages, then the answer
     # The late invoices: every page was read, the facts are the aggregate, not the pages.
     assert direct["overdue"]["facts"]["count"] > 50
+
+
+@pytest.mark.anyio
+async def test_exec_return_1_costs_the_model_at_most_40_characters() -> None:
+    async with ScriptedModelServer(lambda request: ModelReply.text("idle")) as server:
+        sizes = await return_one(server)
+    assert sizes["calls"] == 1
+    assert sizes["after_chars"] == len('{"status":"completed","value":1}') <= 40
+    assert sizes["before_chars"] > 10 * sizes["after_chars"]  # indented, with telemetry

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,3 +124,65 @@ def test_anthropic_protocol_endpoint_is_probed_at_its_model_list(
     _config(isolated_state, _anthropic(model_server.anthropic_base_url, "wrong"))
     code, findings = _doctor(capsys)
     assert code == 1 and "rejected the API key" in findings["model claude/m"]["detail"]
+
+
+@pytest.mark.integration
+def test_an_installed_runtime_is_proven_by_running_a_sandbox_cell(
+    isolated_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nodmix.sandbox import assets
+
+    if not assets.status().installed:
+        assets.install()
+    code, findings = _doctor(capsys, "--offline")
+    assert findings["code-mode runtime"]["level"] == "ok"
+    assert "a sandbox cell ran" in findings["code-mode runtime"]["detail"]
+    assert findings["code-mode TypeScript"]["level"] == "ok"
+    assert code == 0
+
+
+def test_a_corrupt_runtime_is_an_error_with_the_force_fix(
+    isolated_state: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from nodmix.sandbox import assets
+
+    monkeypatch.setenv("NODMIX_CACHE_DIR", str(tmp_path / "cache"))
+    wasm = assets.quickjs_wasm_path()
+    wasm.parent.mkdir(parents=True)
+    wasm.write_bytes(b"\0asm not the runtime")
+    code, findings = _doctor(capsys, "--offline")
+    runtime = findings["code-mode runtime"]
+    assert runtime["level"] == "error" and "--force" in runtime["fix"]
+    assert code == 1
+
+
+@pytest.mark.integration
+def test_a_missing_python_package_is_reported_as_one_finding_with_the_fix(
+    isolated_state: Path,
+) -> None:
+    """A plain install that lacks a package code mode imports: doctor must not say ✓."""
+    program = textwrap.dedent(
+        """
+        import sys
+
+        class WithoutSniffio:  # the interpreter's real import system, minus one package
+            def find_spec(self, name, path=None, target=None):
+                if name == "sniffio":
+                    raise ModuleNotFoundError("No module named 'sniffio'", name="sniffio")
+
+        sys.meta_path.insert(0, WithoutSniffio())
+        from nodmix.cli.main import main
+        sys.exit(main(["doctor", "--offline"]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert "✗ code-mode modules: cannot import" in done.stdout
+    assert "'sniffio' is missing" in done.stdout
+    assert "fix: `pip install sniffio`" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -21,6 +21,7 @@ from nodmix.agents import AgentProfile
 from nodmix.codemode import CodeModeEngine, ExecTool, WaitTool
 from nodmix.codemode.mcp_namespace import MCPAccess
 from nodmix.codemode.namespaces import NamespaceRegistration
+from nodmix.codemode.results import model_view
 from nodmix.config.schema import AgentToolsConfig, CodeModeConfig, CompactionConfig, ToolsConfig
 from nodmix.context.legacy import LegacyContextEngine
 from nodmix.events import RunEvent, ToolCallFinished, ToolCallStarted
@@ -207,7 +208,10 @@ class Harness:
             input_kind=tool.hook_input_kind(args),
         )
         assert isinstance(result.details, dict), result
-        assert json.loads(result.text_content) == result.details  # the model reads the same
+        # The model reads the compact projection of the same result: no telemetry, no spaces.
+        view = model_view(result.details)
+        assert "telemetry" not in view
+        assert result.text_content == json.dumps(view, ensure_ascii=False, separators=(",", ":"))
         return result.details
 
     async def wait(self, run_id: Any, *, call_id: str | None = None) -> Result:

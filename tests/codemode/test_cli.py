@@ -156,10 +156,13 @@ def test_agent_cli_fails_closed_when_the_runtime_is_missing(
         "--local",
         "-m",
         "hi",
-        env={"NODMIX_CACHE_DIR": str(empty)},
+        # First use fetches the runtime; from an unreachable registry that fails closed.
+        env={"NODMIX_CACHE_DIR": str(empty), "NODMIX_NPM_REGISTRY": "http://127.0.0.1:9"},
     )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "nodmix sandbox install" in lines[0], done.stderr
+    assert len(lines) == 2, done.stderr
+    assert "fetching its sandbox runtime" in lines[0]
+    assert "nodmix sandbox install" in lines[1], done.stderr
     assert "Traceback" not in done.stderr
     assert server.requests == []  # no model request with a broad tool surface went out

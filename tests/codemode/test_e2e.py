@@ -244,6 +244,8 @@ async def test_plan_7_and_8_all_tools_lists_the_test_tools_and_the_catalog_calls
         "nodmix:notes:note_list",
         "nodmix:notes:note_read",
         "nodmix:notes:note_search",
+        "nodmix:skills:skills_list",  # behind the `skills` namespace (bundled skills)
+        "nodmix:skills:skill_read",
         "client:app:select_file",
     }
     assert value["file"] == "nodmix:core:read" and "9:40" in value["read"]
@@ -281,7 +283,14 @@ async def test_plan_9_and_10_mcp_declarations_and_namespace_calls_without_mcp_ca
     assert value["sum"] == "The sum of 20 and 22 is 42." and value["tz"] == "UTC"
     assert value["direct"] == "Unknown tool id: mcp:time:get_current_time"
     assert value["mcpInAll"] is False and value["mcpSearch"] is False
-    assert driver.results[0]["telemetry"]["sources"]["mcp"] > 0
+    # MCP entries stay in the run catalog: the telemetry on the stored result counts them.
+    assert "telemetry" not in driver.results[0]  # not sent to the model by default
+    stored = [
+        m
+        for m in messages_for_model(gateway.runtime.sessions.open("agent:main:e2e-9").entries)
+        if isinstance(m, ToolResultMessage) and m.tool_name == "exec"
+    ]
+    assert stored[-1].details["telemetry"]["sources"]["mcp"] > 0
 
 
 # 11 --------------------------------------------------------------------------------------------

@@ -43,6 +43,8 @@ def test_defaults_match_the_spec_table() -> None:
         snapshot_ttl_seconds=900,
         search_default_limit=8,
         max_search_limit=50,
+        max_source_bytes=256 * 1024,
+        telemetry_to_model=False,
     )
     assert resolve_settings(CodeModeConfig(enabled=True)) == settings
     assert SUSPENDED_RUN_CAP == 64
@@ -72,6 +74,7 @@ def test_setting_other_fields_never_enables_code_mode() -> None:
         ("max_queued_tool_calls", -1, 0, 10**6, 4096),
         ("snapshot_ttl_seconds", 0, 1, 10**7, 86_400),
         ("max_search_limit", 0, 1, 500, 50),
+        ("max_source_bytes", 0, 1024, 1 << 40, 16 * MiB),
     ],
 )
 def test_numeric_fields_are_clamped_to_the_spec_ranges(
@@ -131,6 +134,15 @@ def test_config_file_accepts_boolean_and_object_forms(isolated_state: Path) -> N
         isolated_state, {"tools": {"codeMode": {"enabled": True, "timeoutMs": 250}}}
     )
     assert obj.enabled and obj.timeout_ms == 250
+    camel = _settings_from_file(
+        isolated_state,
+        {
+            "tools": {
+                "codeMode": {"enabled": True, "maxSourceBytes": 4096, "telemetryToModel": True}
+            }
+        },
+    )
+    assert (camel.max_source_bytes, camel.telemetry_to_model) == (4096, True)
     assert not _settings_from_file(
         isolated_state, {"tools": {"codeMode": {"timeoutMs": 250, "maxSearchLimit": 3}}}
     ).enabled

@@ -220,6 +220,8 @@ async def test_enabled_code_mode_with_a_missing_runtime_fails_closed(
     empty_cache = tmp_path / "empty-cache"
     empty_cache.mkdir()
     monkeypatch.setenv("NODMIX_CACHE_DIR", str(empty_cache))
+    # First use would fetch the runtime; an unreachable registry makes that fail.
+    monkeypatch.setenv("NODMIX_NPM_REGISTRY", "http://127.0.0.1:9")
     with pytest.raises(RuntimeUnavailableError, match="nodmix sandbox install"):
         await build_harness(engine, sessions, workspace, code_mode_config=True)
     # Disabled code mode does not need the runtime: the normal tools are built as usual.

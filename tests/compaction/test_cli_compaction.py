@@ -85,7 +85,7 @@ def test_a_long_chat_compacts_automatically_and_keeps_answering(
     isolated_state: Path, server: ScriptedModelServer
 ) -> None:
     write_config(isolated_state, server.base_url, compaction={"notifyUser": True})
-    done = nodmix(isolated_state, "agent", "--local", stdin=chat_lines(12))
+    done = nodmix(isolated_state, "agent", "--local", "--chat", stdin=chat_lines(12))
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("noted note") == 12  # every message got its answer
     assert "Conversation compacted" in done.stderr
@@ -101,7 +101,10 @@ def test_sessions_compact_adds_a_compaction_to_the_transcript(
     isolated_state: Path, server: ScriptedModelServer
 ) -> None:
     write_config(isolated_state, server.base_url, window=200_000)
-    assert nodmix(isolated_state, "agent", "--local", stdin=chat_lines(3, 200)).returncode == 0
+    assert (
+        nodmix(isolated_state, "agent", "--local", "--chat", stdin=chat_lines(3, 200)).returncode
+        == 0
+    )
     done = nodmix(
         isolated_state,
         "sessions",
@@ -142,7 +145,7 @@ def test_a_context_overflow_error_mid_conversation_is_recovered(
 
     server.respond = overflow_once
     write_config(isolated_state, server.base_url, window=200_000)
-    done = nodmix(isolated_state, "agent", "--local", stdin=chat_lines(6, 300))
+    done = nodmix(isolated_state, "agent", "--local", "--chat", stdin=chat_lines(6, 300))
     assert done.returncode == 0, done.stderr
     assert failures == [9] and "error" not in done.stderr
     assert done.stdout.count("noted note") == 6
@@ -161,6 +164,7 @@ def test_slash_compact_and_slash_new_in_a_chat(
         isolated_state,
         "agent",
         "--local",
+        "--chat",
         stdin=chat_lines(2, 100) + "/compact keep it short\n/new\n",
     )
     assert done.returncode == 0, done.stderr

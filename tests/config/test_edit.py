@@ -50,7 +50,7 @@ def test_cli_set_refuses_invalid_value_and_leaves_file_untouched(
     before = (isolated_state / "nodmix.json").read_text(encoding="utf-8")
     assert main(["config", "set", "gateway.port", "not-a-number"]) == 1
     err = capsys.readouterr().err
-    assert "gateway.port" in err and "expected int" in err
+    assert "gateway.port" in err and "not a valid JSON5 value" in err
     assert (isolated_state / "nodmix.json").read_text(encoding="utf-8") == before
 
 

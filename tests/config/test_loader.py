@@ -34,7 +34,11 @@ def test_unknown_key_names_file_dotted_path_and_allowed_keys(tmp_path: Path) -> 
         load_config(path)
     assert err.value.file == str(path)
     assert err.value.key == "tools.alow"
-    assert "expected one of" in str(err.value) and "allow" in str(err.value)
+    assert str(err.value).endswith("unknown key (did you mean 'allow'?)")
+    path.write_text('{"tools": {"zzz": 1}}', encoding="utf-8")
+    with pytest.raises(ConfigError) as far:
+        load_config(path)
+    assert "expected one of" in str(far.value) and "allow" in str(far.value)
 
 
 def test_wrong_type_inside_a_mapping_names_the_mapping_key() -> None:

@@ -69,11 +69,14 @@ def workspace_file(state: Path, name: str, text: str) -> Path:
 
 @contextlib.asynccontextmanager
 async def asgi_client(
-    *, token: str | None = TOKEN, watch_config: bool = False
+    *, token: str | None = TOKEN, watch_config: bool = False, **more: Any
 ) -> AsyncIterator[httpx2.AsyncClient]:
-    """An HTTP client talking to a gateway app in this process (lifespan running)."""
+    """An HTTP client talking to a gateway app in this process (lifespan running).
+
+    `more` sets further `GatewaySettings` fields (limits, timeouts).
+    """
     env = dict(os.environ)
-    settings = GatewaySettings(port=0, token=token, watch_config=watch_config)
+    settings = GatewaySettings(port=0, token=token, watch_config=watch_config, **more)
     async with Runtime.open(load_config(env=env), env=env, retry=NO_RETRY) as runtime:
         app = create_app(runtime, settings)
         async with app.router.lifespan_context(app):
@@ -87,15 +90,23 @@ async def asgi_client(
 
 @contextlib.contextmanager
 def socket_gateway(
-    *, token: str | None = TOKEN, grace_seconds: float = 5.0, watch_config: bool = False
+    *,
+    token: str | None = TOKEN,
+    grace_seconds: float = 5.0,
+    watch_config: bool = False,
+    **more: Any,
 ) -> Iterator[BackgroundGateway]:
-    """A gateway on a free port (real uvicorn), stopped gracefully at the end."""
+    """A gateway on a free port (real uvicorn), stopped gracefully at the end.
+
+    `more` sets further `GatewaySettings` fields (limits, timeouts).
+    """
     settings = GatewaySettings(
         port=0,
         token=token,
         grace_seconds=grace_seconds,
         watch_config=watch_config,
         config_poll_seconds=0.05,
+        **more,
     )
     with BackgroundGateway(settings, retry=NO_RETRY) as gateway:
         yield gateway
@@ -136,7 +147,16 @@ def wait_until(predicate: Callable[[], bool], *, what: str, timeout: float = DEA
 class GatewayProcess:
     """`nodmix gateway` as a subprocess: started, its banner read, stopped with a signal."""
 
-    def __init__(self, state: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        state: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> None:
+        """`nodmix gateway --port 0 *args`; `preexec_fn` runs in the child before it starts
+        (to lower its resource limits, say)."""
+        self.preexec_fn = preexec_fn
         self.env = {
             **os.environ,
             "NODMIX_STATE_DIR": str(state),
@@ -159,6 +179,7 @@ class GatewayProcess:
             stderr=subprocess.PIPE,
             text=True,
             env=self.env,
+            preexec_fn=self.preexec_fn,
         )
         threading.Thread(target=self._pump, daemon=True).start()
         self._error_pump = threading.Thread(target=self._pump_errors, daemon=True)

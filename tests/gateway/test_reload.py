@@ -1,4 +1,5 @@
-"""Config file changes while the gateway runs: reported, never applied half-way."""
+"""Config file changes while the gateway runs: applied live where they can be, otherwise
+reported as needing a restart; an invalid file is never applied."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def test_saving_an_equivalent_file_needs_no_restart(
 
 
 @pytest.mark.anyio
-async def test_the_running_gateway_reports_a_pending_restart_in_health(
+async def test_the_running_gateway_applies_agents_live_and_asks_a_restart_for_its_port(
     configured: Path, model_server: ScriptedModelServer
 ) -> None:
     with socket_gateway(watch_config=True) as gateway:
@@ -69,17 +70,27 @@ async def test_the_running_gateway_reports_a_pending_restart_in_health(
             path = write_config(configured, model_server.base_url, agents="list: [{ id: 'x' }]")
             _touch_forward(path)
 
+            async def applied() -> bool:
+                health = await client.request("health")
+                return [a["id"] for a in health["agents"]] == ["main", "x"]
+
+            await poll_until(applied, what="the watcher to apply the new agent")
+            live = await client.request("health")
+            path = write_config(
+                configured,
+                model_server.base_url,
+                "gateway: { port: 1 }",
+                agents="list: [{ id: 'x' }]",
+            )
+            _touch_forward(path)
+
             async def restart_pending() -> bool:
                 health = await client.request("health")
                 return bool(health["config"]["restartRequired"])
 
-            await poll_until(restart_pending, what="the watcher to see the change")
+            await poll_until(restart_pending, what="the watcher to see the port change")
             after = await client.request("health")
     assert before["config"]["restartRequired"] is False
-    assert after["config"] == {
-        "path": str(path),
-        "restartRequired": True,
-        "changedSections": ["agents"],
-        "error": None,
-    }
-    assert [a["id"] for a in after["agents"]] == ["main"]  # still the config it started with
+    assert live["config"]["appliedSections"] == ["agents"]
+    assert live["config"]["restartRequired"] is False
+    assert after["config"]["changedSections"] == ["gateway"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from nodmix.config.loader import load_config
 from nodmix.config.schema import GatewayAuthConfig, GatewayConfig
 from nodmix.errors import ConfigError
 from nodmix.gateway.settings import resolve_bind, resolve_settings
@@ -66,3 +69,31 @@ def test_binding_beyond_loopback_without_a_token_is_refused(bind: str) -> None:
 def test_lan_url_for_local_clients_goes_through_loopback() -> None:
     settings = resolve_settings(GatewayConfig(), {}, bind="lan", token="t", port=1234)
     assert settings.url == "http://127.0.0.1:1234" and not settings.loopback_only
+
+
+def test_limits_default_to_8_mib_30_s_5_s_and_1000_connections() -> None:
+    settings = resolve_settings(GatewayConfig(), {})
+    assert settings.max_body_bytes == 8 * 1024 * 1024
+    assert settings.request_timeout_seconds == 30.0
+    assert settings.keep_alive_seconds == 5.0
+    assert settings.max_connections == 1000
+
+
+def test_limits_come_from_the_gateway_section(tmp_path: Path) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_text(
+        "{ gateway: { maxBodyBytes: 1048576, requestTimeoutSeconds: 5, "
+        "keepAliveSeconds: 2, maxConnections: 50 } }",
+        encoding="utf-8",
+    )
+    config = load_config(env={"NODMIX_CONFIG_PATH": str(path)}).config.gateway
+    settings = resolve_settings(config, {})
+    assert settings.max_body_bytes == 1048576 and settings.request_timeout_seconds == 5
+    assert settings.keep_alive_seconds == 2 and settings.max_connections == 50
+
+
+def test_a_zero_body_limit_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_text("{ gateway: { maxBodyBytes: 0 } }", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"gateway\.maxBodyBytes"):
+        load_config(env={"NODMIX_CONFIG_PATH": str(path)})

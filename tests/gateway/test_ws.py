@@ -255,3 +255,42 @@ async def test_compact_streams_compaction_events_and_answers_with_the_outcome(
     assert {e["reqId"] for e in events.events} == {events.events[0]["reqId"]}
     kinds = [e["type"] for e in history["entries"]]
     assert "compaction" in kinds
+
+
+async def test_sessions_can_be_renamed_deleted_and_listed_with_replaced_ones(
+    configured: Path,
+) -> None:
+    with socket_gateway() as gateway:
+        async with GatewayClient.connect(gateway.url, token=TOKEN) as client:
+            await client.request("agent", {"message": "first topic", "sessionKey": "topic"})
+            old = await client.request("sessions.history", {"sessionKey": "topic"})
+            await client.request("sessions.reset", {"sessionKey": "topic"})
+            renamed = await client.request(
+                "sessions.rename", {"sessionKey": "topic", "title": "Trip planning"}
+            )
+            listed = await client.request("sessions.list", {"all": True})
+            plain = await client.request("sessions.list")
+            deleted = await client.request("sessions.delete", {"sessionId": old["sessionId"]})
+            after = await client.request("sessions.list", {"all": True})
+            with pytest.raises(GatewayError) as unknown:
+                await client.request("sessions.delete", {"sessionKey": "nobody"})
+            with pytest.raises(GatewayError) as empty:
+                await client.request("sessions.rename", {"sessionKey": "topic", "title": " "})
+            gone = await client.request("sessions.delete", {"sessionKey": "topic"})
+            final = await client.request("sessions.list", {"all": True})
+    assert renamed["key"] == "agent:main:topic" and renamed["label"] == "Trip planning"
+    row = next(r for r in listed["sessions"] if r["key"] == "agent:main:topic")
+    assert row["label"] == "Trip planning" and row["sessionId"] != old["sessionId"]
+    (replaced,) = listed["others"]
+    assert replaced["sessionId"] == old["sessionId"] and replaced["status"] == "replaced"
+    assert replaced["key"] == "agent:main:topic" and replaced["messageCount"] == 2
+    assert "others" not in plain
+    assert deleted["status"] == "replaced" and "/trash/" in deleted["moved"][0]
+    assert [(r["sessionId"], r["status"]) for r in after["others"]] == [
+        (old["sessionId"], "deleted")
+    ]
+    assert unknown.value.code == "unknown_session" and "agent:main:nobody" in str(unknown.value)
+    assert empty.value.code == "bad_request"
+    assert gone["status"] == "current"
+    assert [r["key"] for r in final["sessions"]] == []
+    assert {r["status"] for r in final["others"]} == {"deleted"}

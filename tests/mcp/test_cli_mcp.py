@@ -11,6 +11,7 @@ import pytest
 from mcp_support import everything_bin
 
 from nodmix.cli.main import main
+from nodmix.invocation import command
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -42,7 +43,7 @@ def _add_everything(capsys: pytest.CaptureFixture[str], *extra: str) -> None:
 def test_list_says_when_nothing_is_configured(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(capsys, "list") == (
         0,
-        "no MCP servers configured (add one with `nodmix mcp add`)\n",
+        f"no MCP servers configured (add one with `{command('mcp add')}`)\n",
         "",
     )
     assert _run(capsys, "list", "--json") == (0, "[]\n", "")

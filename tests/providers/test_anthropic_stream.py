@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from nodmix.errors import ContextOverflowError, ProviderUnavailableError, RateLimitedError
+from nodmix.errors import (
+    ContextOverflowError,
+    ProviderProtocolError,
+    ProviderUnavailableError,
+    RateLimitedError,
+)
 from nodmix.messages import AssistantMessage, TextBlock, ThinkingBlock, ToolCallBlock, Usage
 from nodmix.providers.anthropic.encode import message_body, message_events
 from nodmix.providers.anthropic.stream import EventParser, parse_message
@@ -95,7 +100,7 @@ def test_a_full_stream_yields_thinking_text_tool_call_usage_and_done() -> None:
         ("stop_sequence", "stop"),
         ("tool_use", "toolUse"),
         ("max_tokens", "length"),
-        ("refusal", "error"),
+        ("refusal", "refusal"),
     ],
 )
 def test_stop_reasons_map(reason: str, stop: str) -> None:
@@ -153,7 +158,7 @@ def test_stream_cut_before_message_stop_is_an_outage() -> None:
 
 
 def test_malformed_event_data_raises() -> None:
-    with pytest.raises(ProviderUnavailableError, match="malformed"):
+    with pytest.raises(ProviderProtocolError, match="malformed"):
         EventParser(provider="anthropic").feed("content_block_delta", "{oops")
 
 

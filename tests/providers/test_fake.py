@@ -139,7 +139,7 @@ async def test_partial_text_streams_before_the_error() -> None:
 
 async def test_respond_must_return_a_reply() -> None:
     provider = FunctionProvider(lambda request: "oops")  # type: ignore[arg-type,return-value]
-    with pytest.raises(TypeError, match="ModelReply or ModelError"):
+    with pytest.raises(TypeError, match="ModelReply, ModelError or ModelStall"):
         await collect(provider, make_request())
 
 

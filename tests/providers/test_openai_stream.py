@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from nodmix.errors import ContextOverflowError, ProviderUnavailableError, RateLimitedError
+from nodmix.errors import (
+    ContextOverflowError,
+    ProviderProtocolError,
+    ProviderUnavailableError,
+    RateLimitedError,
+)
 from nodmix.messages import AssistantMessage, TextBlock, ThinkingBlock, ToolCallBlock, Usage
 from nodmix.providers.base import (
     ModelEvent,
@@ -140,7 +145,7 @@ def test_tool_calls_without_index_or_id_still_come_out() -> None:
         ("stop", "stop"),
         ("tool_calls", "toolUse"),
         ("length", "length"),
-        ("content_filter", "error"),
+        ("content_filter", "content_filter"),
         ("something_new", "stop"),
     ],
 )
@@ -200,7 +205,7 @@ def test_error_chunks_raise_mapped_errors() -> None:
 
 
 def test_malformed_chunks_raise_instead_of_passing_silently() -> None:
-    with pytest.raises(ProviderUnavailableError, match="malformed"):
+    with pytest.raises(ProviderProtocolError, match="malformed"):
         ChunkParser(provider="openai").feed("{not json")
     assert ChunkParser(provider="openai").feed("  ") == []
 
@@ -245,5 +250,5 @@ def test_non_streamed_completion_body_parses_to_the_same_message() -> None:
 def test_non_streamed_error_body_raises() -> None:
     with pytest.raises(RateLimitedError):
         parse_completion('{"error": {"message": "x", "code": 429}}', provider="openai")
-    with pytest.raises(ProviderUnavailableError, match="unexpected response"):
+    with pytest.raises(ProviderProtocolError, match="unexpected response"):
         parse_completion("[]", provider="openai")

@@ -15,7 +15,9 @@ from nodmix.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderRequestError,
+    ProviderTimeoutError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
     RateLimitedError,
 )
 from nodmix.messages import AssistantMessage, ThinkingBlock, ToolResultMessage, Usage, user_message
@@ -237,18 +239,21 @@ async def test_code_mode_guard_refuses_before_anything_is_sent(api: str) -> None
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_refused_connection_is_unavailable(api: str) -> None:
+async def test_refused_local_connection_fails_at_once_with_a_hint(api: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     async with make_provider(api, f"http://127.0.0.1:{port}") as provider:
-        with anyio.fail_after(5), pytest.raises(ProviderUnavailableError) as info:
+        with anyio.fail_after(5), pytest.raises(ProviderUnreachableError) as info:
             await collect(provider, make_request())
-    assert str(info.value).startswith(f"{api}: connection error: http://127.0.0.1:{port}")
+    message = str(info.value)
+    assert message.startswith(f"{api}: connection refused at http://127.0.0.1:{port}")
+    assert message.endswith("is the model server running?")
+    assert not info.value.retryable
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_server_that_never_answers_times_out_as_unavailable(api: str) -> None:
+async def test_a_server_that_never_answers_times_out_and_may_be_retried(api: str) -> None:
     with socket.socket() as silent:  # accepts connections (backlog) but never responds
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
@@ -256,7 +261,8 @@ async def test_a_server_that_never_answers_times_out_as_unavailable(api: str) ->
         async with make_provider(api, base, timeout=0.1) as provider:
             with anyio.fail_after(5), pytest.raises(ProviderUnavailableError) as info:
                 await collect(provider, make_request())
-    assert str(info.value).startswith(f"{api}: timeout:")
+    assert isinstance(info.value, ProviderTimeoutError)
+    assert str(info.value).startswith(f"{api}/test-model did not respond within 0.1 s (idle")
 
 
 async def _fold(events: list[ModelEvent], provider: Provider) -> AssistantMessage:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import anyio
+import anyio.abc
 import pytest
 
-from nodmix.errors import ProviderError, ProviderUnavailableError
+from nodmix.config.schema import RetryConfig
+from nodmix.errors import ProviderError, ProviderUnavailableError, RateLimitedError
 from nodmix.providers.base import ModelEvent, ModelRequest, TextDelta
 from nodmix.providers.fake import FunctionProvider, ModelError, ModelReply, ScriptedProvider
 from nodmix.providers.retry import RetryPolicy, stream_with_retry
@@ -133,3 +136,63 @@ def test_policy_defaults_match_the_documented_budget() -> None:
         8.0,
         30.0,
     )
+
+
+@pytest.mark.parametrize("status", [501, 400, 404, 422])
+async def test_statuses_a_retry_cannot_fix_fail_at_once(status: int) -> None:
+    provider = ScriptedProvider([ModelError(status, "no"), ModelReply.text("never")])
+    sleeps = SleepRecorder()
+    with pytest.raises(ProviderError):
+        await drain(stream_with_retry(provider, make_request(), policy(sleeps)))
+    assert len(provider.requests) == 1 and sleeps.calls == []
+
+
+async def test_a_malformed_stream_fails_at_once_over_http() -> None:
+    from anyio.abc import SocketStream
+
+    from nodmix.errors import ProviderProtocolError
+    from nodmix.providers.openai import OpenAIProvider
+
+    hits: list[int] = []
+    body = b"data: {not json\n\n"
+    reply = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
+        + body
+    )
+
+    async def answer(stream: SocketStream) -> None:
+        async with stream:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += await stream.receive()
+            hits.append(1)
+            await stream.send(reply)
+
+    sleeps = SleepRecorder()
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, answer)
+        async with OpenAIProvider(base_url=f"http://127.0.0.1:{port}/v1") as provider:
+            with anyio.fail_after(10), pytest.raises(ProviderProtocolError, match="malformed"):
+                await drain(stream_with_retry(provider, make_request(), policy(sleeps)))
+        group.cancel_scope.cancel()
+    assert hits == [1] and sleeps.calls == []
+
+
+def test_provider_retry_settings_set_attempts_and_cap_every_wait() -> None:
+    base = RetryPolicy()
+    tuned = base.configured(RetryConfig(attempts=2, max_delay_seconds=3))
+    assert tuned.attempts == 2
+    assert tuned.delay(5, ProviderUnavailableError("down")) <= 3
+    assert tuned.delay(0, RateLimitedError("slow", retry_after=120)) == 3
+    assert base.configured(None) is base
+
+
+async def test_retry_after_as_an_http_date_is_honoured() -> None:
+    from nodmix.providers.errors import parse_retry_after
+
+    now = 1_700_000_000.0
+    headers = {"retry-after": "Tue, 14 Nov 2023 22:13:27 GMT"}  # now + 7 s
+    assert parse_retry_after(headers, now=now) == pytest.approx(7.0)

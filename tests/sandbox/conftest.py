@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
 from nodmix.sandbox import Cell, HostCallError, QuickJSRuntime, SandboxLimits
+from tests.assets.registry import serve_registry
 
 #: A typical embedding: expose the capability through small frozen globals.
 SETUP = """(cap) => {
@@ -105,3 +106,11 @@ def boot(runtime: QuickJSRuntime, recorder: Recorder) -> Callable[..., Cell]:
 def anyio_backend() -> str:
     """Async tests run on asyncio."""
     return "asyncio"
+
+
+@pytest.fixture
+def fake_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, bytes]]:
+    """A local HTTP registry serving whatever tarball the test puts in the dict."""
+    with serve_registry() as (url, served):
+        monkeypatch.setenv("NODMIX_NPM_REGISTRY", url)
+        yield served

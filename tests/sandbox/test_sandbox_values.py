@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
 from nodmix.sandbox import Cell, Completed, Failed, FailureKind
+from nodmix.sandbox.prelude import MAX_VALUE_DEPTH, TOO_DEEP
+
+if TYPE_CHECKING:
+    from conftest import Recorder
 
 pytestmark = pytest.mark.integration
 
@@ -165,3 +170,58 @@ def test_a_dropped_suspended_cell_is_freed_without_the_cycle_collector(
         assert vm() is None
     finally:
         gc.enable()
+
+
+def _nested(depth: int, leaf: str = "0") -> str:
+    return f"let v = {leaf}; for (let i = 0; i < {depth}; i++) v = [v];"
+
+
+def test_a_final_value_nested_to_the_limit_completes(boot: Callable[..., Cell]) -> None:
+    value = completed(boot(), _nested(MAX_VALUE_DEPTH) + " return v")
+    depth = 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert (depth, value) == (MAX_VALUE_DEPTH, 0)
+
+
+@pytest.mark.parametrize("depth", [MAX_VALUE_DEPTH + 1, 200_000])
+def test_a_final_value_nested_past_the_limit_is_a_stack_failure_naming_the_limit(
+    boot: Callable[..., Cell], depth: int
+) -> None:
+    cell = boot(timeout=5)
+    outcome = failed(cell, _nested(depth) + " return {deep: v}")
+    assert outcome.kind is FailureKind.STACK
+    assert outcome.message == f"RangeError: {TOO_DEEP}"
+    assert str(MAX_VALUE_DEPTH) in outcome.message
+
+
+def test_a_request_payload_nested_past_the_limit_rejects_in_the_guest(
+    boot: Callable[..., Cell], recorder: Recorder
+) -> None:
+    cell = boot(timeout=5)
+    source = (
+        _nested(100_000)
+        + """
+    try { await host.request('echo', {v}); return 'sent'; }
+    catch (e) { return [e.name, e.message]; }"""
+    )
+    assert completed(cell, source) == ["RangeError", TOO_DEEP]
+    assert recorder.seen_requests == []
+
+
+def test_shared_and_sibling_objects_do_not_add_up_to_depth(boot: Callable[..., Cell]) -> None:
+    # Depth is the nesting of one path, not the number of objects: many wide siblings and a
+    # shared object referenced from every element are fine.
+    source = """
+    const shared = {a: {b: {c: 1}}};
+    const rows = [];
+    for (let i = 0; i < 2000; i++) rows.push({i, shared, e: new Error('x'), n: 1n});
+    return rows"""
+    rows = completed(boot(), source)
+    assert isinstance(rows, list) and len(rows) == 2000
+    assert rows[-1] == {
+        "i": 1999,
+        "shared": {"a": {"b": {"c": 1}}},
+        "e": {"name": "Error", "message": "x"},
+        "n": "1",
+    }

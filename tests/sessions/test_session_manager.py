@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -202,15 +203,27 @@ def test_list_sessions_is_most_recently_updated_first(isolated_state: Path) -> N
     assert manager.list_sessions("main")[0].key == "agent:main:b"
 
 
-def test_cache_keeps_the_most_recent_sessions_and_closes_evicted_files(
+def _open_files_under(directory: Path) -> list[str]:
+    """Paths under `directory` this process holds open (Linux `/proc/self/fd`)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # the descriptor of the listing itself, closed meanwhile
+            continue
+        if target.startswith(str(directory)):
+            found.append(target)
+    return found
+
+
+def test_cache_keeps_the_most_recent_sessions_and_evicted_ones_still_write_linearly(
     isolated_state: Path,
 ) -> None:
     manager = _manager(isolated_state, max_cached=2)
     a = manager.open("a")
-    a.append_message(user("a1"))  # opens its append descriptor
+    a.append_message(user("a1"))
     manager.open("b")
     manager.open("c")
-    assert a.transcript._fd is None  # evicted and closed
     again = manager.open("a")
     assert again is not a
     # The evicted object still works, and both objects keep one linear chain.
@@ -220,6 +233,24 @@ def test_cache_keeps_the_most_recent_sessions_and_closes_evicted_files(
     manager.close()
     entries = Transcript.load(again.transcript.path).entries
     assert [e.parent_id for e in entries[1:]] == [e.id for e in entries[:-1]]
+
+
+def test_open_transcript_files_stay_bounded_whatever_the_number_of_sessions(
+    isolated_state: Path,
+) -> None:
+    manager = SessionManager(isolated_state, durable=False, max_open_files=4)
+    sessions = [manager.open(f"s{i}") for i in range(60)]
+    for round_ in range(3):
+        for session in sessions:
+            session.append_message(user(f"{session.key} {round_}"))
+        assert len(_open_files_under(isolated_state / "agents")) <= 4
+    # Every chain is intact although descriptors were closed and reopened under the appends.
+    for session in sessions:
+        entries = Transcript.load(session.transcript.path).entries
+        assert [e.parent_id for e in entries[1:]] == [e.id for e in entries[:-1]]
+        assert len(entries) == 3
+    manager.close()
+    assert _open_files_under(isolated_state / "agents") == []
 
 
 def test_a_deleted_transcript_is_started_again_for_writers_and_an_error_for_readers(

@@ -101,7 +101,9 @@ def test_first_entry_has_an_explicit_null_parent_id() -> None:
 
 
 def test_header_line_matches_the_version_3_format() -> None:
-    header = SessionHeader(id="s1", timestamp=TS, cwd="/w", parent_session="old.jsonl")
+    header = SessionHeader(
+        id="s1", timestamp=TS, cwd="/w", parent_session="old.jsonl", session_key="agent:main:w"
+    )
     assert entry_to_builtins(header) == {
         "type": "session",
         "version": 3,
@@ -109,6 +111,7 @@ def test_header_line_matches_the_version_3_format() -> None:
         "timestamp": TS,
         "cwd": "/w",
         "parentSession": "old.jsonl",
+        "sessionKey": "agent:main:w",
     }
 
 

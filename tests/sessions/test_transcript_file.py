@@ -111,19 +111,30 @@ def test_read_only_load_ignores_a_torn_tail_without_touching_the_file(tmp_path: 
     assert "read-only" in str(info.value)
 
 
-def test_invalid_middle_line_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
+def test_invalid_middle_line_is_skipped_and_recorded_and_the_file_left_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "s1.jsonl"
     _conversation(path)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = b'{"type":"message", broken\n'
     path.write_bytes(b"".join(lines))
-    with pytest.raises(TranscriptError) as info:
-        Transcript.load(path)
-    assert str(info.value) == f"{path}: line 3 is not valid JSON"
+    with caplog.at_level(logging.WARNING):
+        loaded = Transcript.load(path)
+        Transcript.load(path)  # a second load does not log the same line again
+    assert [(s.line, s.reason) for s in loaded.skipped] == [(3, "not valid JSON")]
+    assert len(loaded.entries) == 3
+    warnings = [r.getMessage() for r in caplog.records if "skipped unreadable" in r.getMessage()]
+    assert warnings == [
+        f"{path}: skipped unreadable line 3 (not valid JSON);"
+        " `nodmix sessions repair` rewrites the file"
+    ]
     assert path.read_bytes() == b"".join(lines)  # nothing was dropped or rewritten
+    loaded.append_message(user("still usable"))
+    assert Transcript.load(path).entries[-1].parent_id == loaded.entries[-2].id
 
 
-def test_middle_line_that_is_not_a_valid_entry_is_an_error(tmp_path: Path) -> None:
+def test_middle_line_that_is_not_a_valid_entry_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "s1.jsonl"
     _conversation(path)
     lines = path.read_bytes().splitlines(keepends=True)
@@ -131,21 +142,20 @@ def test_middle_line_that_is_not_a_valid_entry_is_an_error(tmp_path: Path) -> No
     del entry["id"]
     lines[1] = json.dumps(entry).encode() + b"\n"
     path.write_bytes(b"".join(lines))
-    with pytest.raises(TranscriptError) as info:
-        Transcript.load(path)
-    assert f"{path}: line 2 is not a valid entry" in str(info.value)
-    assert "id" in str(info.value)
+    (skipped,) = Transcript.load(path).skipped
+    assert skipped.line == 2 and skipped.reason.startswith("not a valid entry")
+    assert "id" in skipped.reason
 
 
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
-        ({"parentId": None, "timestamp": "t"}, "line 2 is missing its entry id"),
-        ({"id": "x", "parentId": 5, "timestamp": "t"}, "line 2 has an invalid parentId"),
-        ({"id": "x", "parentId": None}, "line 2 is missing its timestamp"),
+        ({"parentId": None, "timestamp": "t"}, "missing its entry id"),
+        ({"id": "x", "parentId": 5, "timestamp": "t"}, "has an invalid parentId"),
+        ({"id": "x", "parentId": None}, "missing its timestamp"),
     ],
 )
-def test_unknown_entry_without_base_fields_is_an_error(
+def test_unknown_entry_without_base_fields_is_skipped(
     tmp_path: Path, fields: dict[str, object], problem: str
 ) -> None:
     path = tmp_path / "s1.jsonl"
@@ -153,10 +163,9 @@ def test_unknown_entry_without_base_fields_is_an_error(
     lines = path.read_bytes().splitlines(keepends=True)
     lines.insert(1, json.dumps({"type": "future", **fields}).encode() + b"\n")
     path.write_bytes(b"".join(lines))
-    with pytest.raises(TranscriptError) as info:
-        Transcript.load(path)
-    assert problem in str(info.value)
-    assert transcript.entries  # the writer's in-memory copy is untouched
+    loaded = Transcript.load(path)
+    assert [(s.line, s.reason) for s in loaded.skipped] == [(2, problem)]
+    assert [e.id for e in loaded.entries] == [e.id for e in transcript.entries]
 
 
 def test_unsupported_version_is_rejected(tmp_path: Path) -> None:

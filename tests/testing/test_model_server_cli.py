@@ -93,4 +93,16 @@ def test_an_unknown_script_exits_with_a_one_line_error() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("model_server: error: unknown script 'no-such-script'")
-    assert "echo, tool-then-answer" in result.stderr
+    assert "code-mode, code_mode, echo, hang, huge, tool-then-answer" in result.stderr
+
+
+def test_the_server_prints_the_config_lines_that_point_nodmix_at_it() -> None:
+    with running("--script", "echo", "--api-key", "k1") as (proc, base_url):
+        assert proc.stdout is not None
+        # Printed with the "listening" line in one flush: already in the pipe's text buffer.
+        lines = [proc.stdout.readline().rstrip("\n") for _ in range(3)]
+    assert lines[0].startswith("point nodmix at it")
+    provider, primary = lines[1].strip(), lines[2].strip()
+    assert "nodmix config set models.providers.scripted '{" in provider
+    assert f'baseUrl: "{base_url}"' in provider and 'apiKey: "k1"' in provider
+    assert primary.endswith("nodmix config set agents.defaults.model.primary scripted/scripted")

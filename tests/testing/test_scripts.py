@@ -125,3 +125,42 @@ def test_scripts_load_by_name_or_module(name: str) -> None:
 def test_loading_a_module_without_respond_fails_clearly() -> None:
     with pytest.raises(ValueError, match="defines no respond"):
         load_script("nodmix.testing.scripts")
+
+
+EXEC = ToolSpec(name="exec", description="", parameters={"type": "object"})
+WAIT = ToolSpec(name="wait", description="", parameters={"type": "object"})
+
+
+def test_code_mode_script_reads_a_file_through_search_and_call() -> None:
+    from nodmix.testing.scripts import code_mode
+
+    reply = code_mode.respond(request("read notes.txt", tools=[EXEC, WAIT]))
+    assert reply.tool_calls[0].name == "exec"
+    program = reply.tool_calls[0].arguments["code"]
+    assert "tools.search('read file')" in program
+    assert 'tools.call(read.id, { path: "notes.txt" })' in program
+
+
+def test_code_mode_script_follows_waiting_with_wait_and_answers_the_value() -> None:
+    from nodmix.testing.scripts import code_mode
+
+    call = AssistantMessage(content=(ToolCallBlock(id="c1", name="exec", arguments={"code": "x"}),))
+
+    def after(text: str) -> ModelReply:
+        result = ToolResultMessage(
+            tool_call_id="c1", tool_name="exec", content=(TextBlock(text),), is_error=False
+        )
+        return code_mode.respond(request("hi", call, result, tools=[EXEC, WAIT]))
+
+    assert after('{"status": "waiting", "runId": "r1", "reason": "x"}') == ModelReply.tool_call(
+        "wait", {"runId": "r1"}
+    )
+    assert after('{"status": "completed", "value": "the text"}') == ModelReply.text("the text")
+
+
+def test_code_mode_script_without_code_mode_acts_like_tool_then_answer() -> None:
+    from nodmix.testing.scripts import code_mode
+
+    assert code_mode.respond(request("read notes.txt")) == tool_then_answer.respond(
+        request("read notes.txt")
+    )

@@ -1,6 +1,6 @@
 """Ranking for `tools.search(query)`: exact matches first, then BM25F over tool fields.
 
-Plain substring counting (the reference design) ties constantly and lets a long description
+Plain substring counting ties constantly and lets a long description
 outrank the tool whose name says exactly what was asked. Here:
 
 1. an entry whose name or id equals the query (or whose name equals the query's words joined
@@ -263,7 +263,7 @@ def _words(doc: SearchDoc) -> set[str]:
 def substring_rank(
     entries: Sequence[tuple[str, str, str, str | None, str]], query: str
 ) -> list[str]:
-    """The reference design's plain substring-count ranking, kept as a benchmark baseline.
+    """Plain substring-count ranking (the simple baseline), kept for the benchmark.
 
     `entries` are `(key, name, id, label, description)`; scoring per term: name or id equal +20,
     in name +8, in id +6, in label +4, in description +2; ties by key.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 from nodmix.cli.common import common_parent
@@ -19,7 +18,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="talk to an agent (one message or a chat)",
         description="Send one message with -m, or start an interactive chat without it.",
     )
-    p.add_argument("-m", "--message", help="the message; without it an interactive chat starts")
+    p.add_argument(
+        "-m",
+        "--message",
+        help="the message ('-' reads it from stdin); without it a chat starts, or piped stdin "
+        "is the message",
+    )
+    p.add_argument(
+        "--chat",
+        action="store_true",
+        help="chat even when stdin is not a terminal (one message per line)",
+    )
     p.add_argument("--local", action="store_true", help="run in this process, not via a gateway")
     p.add_argument("--agent", dest="agent_id", help="agent id (default: main)")
     p.add_argument("--session-key", help="session key, e.g. agent:main:work or just work")
@@ -34,6 +43,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    problem = _read_message(args)
+    if problem is not None:
+        print(f"nodmix: error: {problem}", file=sys.stderr)
+        return 2
     if not args.local:
         from nodmix.cli import remote
 
@@ -45,6 +58,22 @@ def _run(args: argparse.Namespace) -> int:
     if args.message is None:
         return anyio.run(_chat, args)
     return anyio.run(_one_turn, args)
+
+
+def _read_message(args: argparse.Namespace) -> str | None:
+    """Settle `args.message`: `-m -` and piped stdin (without -m) are one message read from
+    stdin. Returns why the message cannot be sent (it is empty), or None."""
+    if args.chat and args.message is not None:
+        return "--chat and -m do not go together: -m sends one message, --chat starts a chat"
+    piped = args.message is None and not args.chat and not sys.stdin.isatty()
+    if args.message == "-" or piped:
+        args.message = sys.stdin.read().rstrip("\n")  # `echo text |` ends in a newline
+        source = "stdin"
+    else:
+        source = "-m"
+    if args.message is not None and not args.message.strip():
+        return f"the message from {source} is empty; nothing was sent"
+    return None
 
 
 # ---- in-process -----------------------------------------------------------------------------
@@ -99,62 +128,70 @@ def _report(outcome: Any, args: argparse.Namespace, printer: EventPrinter) -> in
 
 
 async def _chat(args: argparse.Namespace) -> int:
-
-    from nodmix.runtime import CommandOutcome, Runtime
+    from nodmix.cli.chat import chat_lines, run_chat
+    from nodmix.runtime import Runtime
 
     async with Runtime.open() as runtime:
-        agent = runtime.agent(args.agent_id)
-        key = runtime.session_key(agent, args.session_key)
-        print(f"nodmix chat with {agent.name} ({key}). /new starts over, /exit or Ctrl-D quits.")
-        async for text in chat_lines():
-            printer = EventPrinter(stream_text=True)
-            outcome: Any = None
-
-            async def turn(text: str = text, printer: EventPrinter = printer) -> None:
-                nonlocal outcome
-                outcome = await runtime.submit(
-                    text,
-                    agent_id=agent.id,
-                    session_key=key,
-                    emit=printer,
-                    model=args.model,
-                    disable_tools=args.no_tools,
-                )
-
-            try:
-                interrupted = await _cancellable(turn)
-            except Exception as exc:  # keep the chat alive after a failed turn
-                from nodmix.errors import NodmixError
-
-                if not isinstance(exc, NodmixError):
-                    raise
-                print(f"\nnodmix: error: {exc}", file=sys.stderr)
-                continue
-            if interrupted:
-                print("\n(interrupted)", file=sys.stderr)
-            elif isinstance(outcome, CommandOutcome):
-                print(outcome.message)
-            elif printer.mid_line:
-                print()
-    return 0
+        backend = LocalChat(runtime, args)
+        return await run_chat(
+            backend,
+            chat_lines(),
+            make_printer=lambda: EventPrinter(stream_text=True),
+            verbose=bool(getattr(args, "verbose", False)),
+        )
 
 
-async def chat_lines() -> AsyncIterator[str]:
-    """Lines typed at the chat prompt, until `/exit`, `/quit` or Ctrl-D (shared with the
-    gateway client's chat)."""
-    import anyio.to_thread
+class LocalChat:
+    """The chat's backend for turns run in this process."""
 
-    while True:
-        try:
-            line = await anyio.to_thread.run_sync(input, "you> ")
-        except EOFError:
-            print()
-            return
-        text = line.strip()
-        if text in ("/exit", "/quit"):
-            return
-        if text:
-            yield text
+    def __init__(self, runtime: Any, args: argparse.Namespace) -> None:
+        self.runtime = runtime
+        self.agent = runtime.agent(args.agent_id)
+        self.key: str = runtime.session_key(self.agent, args.session_key)
+        self.model: str | None = args.model
+        self.no_tools = bool(args.no_tools)
+        self.banner = (
+            f"nodmix chat with {self.agent.name} ({self.key}). "
+            "/help lists commands, /exit or Ctrl-D quits."
+        )
+
+    async def send(self, text: str, printer: EventPrinter) -> Any:
+        """Run one message in process; Ctrl-C cancels the turn."""
+        from nodmix.cli.chat import Answer
+        from nodmix.runtime import CommandOutcome
+
+        outcome: Any = None
+
+        async def turn() -> None:
+            nonlocal outcome
+            outcome = await self.runtime.submit(
+                text,
+                agent_id=self.agent.id,
+                session_key=self.key,
+                emit=printer,
+                model=self.model,
+                disable_tools=self.no_tools,
+            )
+
+        if await _cancellable(turn):
+            return Answer(interrupted=True)
+        if isinstance(outcome, CommandOutcome):
+            return Answer(command_message=outcome.message)
+        result = outcome.result
+        if not printer.streamed and result.reply:
+            print(result.reply)
+        if result.stop_reason != "error":
+            return Answer()
+        error = result.last_message.error_message if result.last_message else None
+        return Answer(error=error or "the model stopped with an error")
+
+    async def status(self, model: str | None) -> dict[str, Any]:
+        """`/status` of this chat's session."""
+        from nodmix.runtime.status import session_status
+
+        return session_status(
+            self.runtime, agent_id=self.agent.id, session_key=self.key, model=model
+        )
 
 
 async def _cancellable(body: Any) -> bool:
@@ -221,7 +258,7 @@ class EventPrinter:
         elif kind in ("notice", "compaction") and getattr(event, "message", None) is None:
             text = getattr(event, "text", None)
             if text:
-                self._line(f"! {text}")
+                self._line(text if getattr(event, "level", None) == "info" else f"! {text}")
         elif kind == "compaction":
             self._line(f"! {event.message}")
 

@@ -19,14 +19,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_file)
 
-    p = cmds.add_parser("get", parents=[parent], help="print the value at a key path")
-    p.add_argument("key", help="dotted path, e.g. agents.defaults.model.primary")
-    p.add_argument("--json", action="store_true", help="print JSON even for strings")
+    p = cmds.add_parser(
+        "get", parents=[parent], help="print the effective value at a key path (or everything)"
+    )
+    p.add_argument(
+        "key", nargs="?", help="dotted path, e.g. gateway.port; without it the whole config"
+    )
+    p.add_argument("--json", action="store_true", help="print JSON (no default markers)")
+    p.add_argument("--show-secrets", action="store_true", help="do not redact keys and tokens")
     p.set_defaults(handler=_get)
 
     p = cmds.add_parser("set", parents=[parent], help="set the value at a key path")
     p.add_argument("key")
-    p.add_argument("value", help="JSON5 value; anything else is taken as a string")
+    p.add_argument("value", help="JSON5 value; plain text is accepted for string keys")
     p.add_argument("--strict-json", action="store_true", help="refuse values that are not JSON")
     p.add_argument("--dry-run", action="store_true", help="validate and print, do not write")
     p.set_defaults(handler=_set)
@@ -62,29 +67,62 @@ def _file(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from nodmix.config.edit import get_value
+    from nodmix.config.edit import parse_key
+    from nodmix.config.effective import (
+        Marked,
+        effective_tree,
+        effective_value,
+        plain,
+        redact,
+        render,
+    )
+    from nodmix.config.loader import load_config
+    from nodmix.errors import ConfigError
 
-    _, raw = _load_raw()
-    value = get_value(raw, args.key)
-    if isinstance(value, str) and not args.json:
+    loaded = load_config()
+    if args.key is None:
+        value = effective_tree(loaded.config, loaded.raw)
+    else:
+        value = effective_value(loaded.config, loaded.raw, parse_key(args.key), args.key)
+        if value is None:
+            raise ConfigError("not set (and no default)", key=args.key)
+    if not args.show_secrets:
+        field = parse_key(args.key)[-1] if args.key else ""
+        value = redact(value, field=field if isinstance(field, str) else "")
+    if args.json:
+        print_json(plain(value))
+    elif isinstance(value, Marked) and not isinstance(value.value, dict | list):
+        shown = value.value
+        print(f"{shown if isinstance(shown, str) else json.dumps(shown)} (default)")
+    elif isinstance(value, str):
         print(value)
     else:
-        print_json(value)
+        print(render(value))
     return 0
 
 
 def _set(args: argparse.Namespace) -> int:
-    from nodmix.config.edit import parse_cli_value, set_value, write_document
+    from nodmix.config.edit import parse_cli_value, parse_key, set_value, write_document
+    from nodmix.config.keys import parse_value_for
     from nodmix.config.loader import load_config, validate
 
     loaded = load_config()
-    doc = set_value(loaded.raw, args.key, parse_cli_value(args.value, strict_json=args.strict_json))
+    if args.strict_json:
+        value = parse_cli_value(args.value, strict_json=True)
+    else:
+        value = parse_value_for(args.key, parse_key(args.key), args.value)
+    doc = set_value(loaded.raw, args.key, value)
     if args.dry_run:
         validate(doc, file=str(loaded.path))
         print_json(doc)
         return 0
     write_document(loaded.path, doc)
     print(f"set {args.key} in {loaded.path}")
+    from nodmix.cli.config_notice import running_gateway_notice
+
+    notice = running_gateway_notice(loaded.config, args.key)
+    if notice:
+        print(notice)
     return 0
 
 

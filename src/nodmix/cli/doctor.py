@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import nodmix_command
 
 Level = Literal["ok", "warn", "error"]
 
@@ -40,12 +41,17 @@ def _run(args: argparse.Namespace) -> int:
     checks: list[Check] = []
     loaded = _check_config(checks)
     _check_state_dir(checks)
-    _check_sandbox(checks, fix=args.fix)
+    _check_sandbox(checks, fix=args.fix, code_mode_on=_code_mode_on(loaded))
     if loaded is not None:
         _check_models(checks, loaded, offline=args.offline)
         _check_plugins(checks, loaded)
+        checks.append(_check_skills(loaded))
+        checks.append(_check_security(loaded))
         if loaded.config.mcp.servers:
             _check_mcp(checks, loaded, deep=args.deep)
+        from nodmix.cli.doctor_channels import channel_findings
+
+        checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:
@@ -57,6 +63,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any(c.level == "error" for c in checks) else 0
 
 
+def _code_mode_on(loaded: Any) -> bool:
+    if loaded is None:
+        return False
+    code_mode = getattr(loaded.config.tools, "code_mode", None)
+    return bool(getattr(code_mode, "enabled", code_mode))
+
+
 def _check_config(checks: list[Check]) -> Any:
     from nodmix.config.loader import load_config
     from nodmix.errors import ConfigError
@@ -65,7 +78,12 @@ def _check_config(checks: list[Check]) -> Any:
         loaded = load_config()
     except ConfigError as exc:
         checks.append(
-            Check("config", "error", str(exc), "edit the file or run `nodmix config validate`")
+            Check(
+                "config",
+                "error",
+                str(exc),
+                f"edit the file or run `{nodmix_command()} config validate`",
+            )
         )
         return None
     detail = f"{loaded.path} ({'valid' if loaded.exists else 'not created yet; defaults apply'})"
@@ -78,7 +96,7 @@ def _check_state_dir(checks: list[Check]) -> None:
 
     state = paths.state_dir()
     try:
-        state.mkdir(parents=True, exist_ok=True)
+        paths.ensure_state_dir(state)
         with tempfile.NamedTemporaryFile(dir=state, prefix=".doctor-"):
             pass
     except OSError as exc:
@@ -94,25 +112,11 @@ def _check_state_dir(checks: list[Check]) -> None:
     checks.append(Check("state dir", "ok", f"{state} (writable)"))
 
 
-def _check_sandbox(checks: list[Check], *, fix: bool) -> None:
-    from nodmix.sandbox import install, status
+def _check_sandbox(checks: list[Check], *, fix: bool, code_mode_on: bool) -> None:
+    from nodmix.cli.doctor_sandbox import check_runtime
 
-    report = status()
-    if not report.installed and fix:
-        install()
-        report = status()
-    if report.installed:
-        cache = "compiled module cached" if report.compiled_cached else "compiles on first use"
-        checks.append(Check("code-mode runtime", "ok", f"quickjs-wasi {report.version} ({cache})"))
-    else:
-        checks.append(
-            Check(
-                "code-mode runtime",
-                "warn",
-                report.hint,
-                "run `nodmix sandbox install` (or `nodmix doctor --fix`)",
-            )
-        )
+    for name, level, detail, hint in check_runtime(fix=fix, code_mode_on=code_mode_on):
+        checks.append(Check(name, level, detail, hint))
 
 
 def _check_models(checks: list[Check], loaded: Any, *, offline: bool) -> None:
@@ -147,7 +151,8 @@ def _model_fix(ref: str) -> str:
     if env:
         return f"export {env}=... (or set models.providers.{provider}.apiKey)"
     return (
-        "check models.providers in nodmix.json, or pick another model with `nodmix config set "
+        "check models.providers in nodmix.json, or pick another model with "
+        f"`{nodmix_command()} config set "
         "agents.defaults.model.primary provider/model`"
     )
 
@@ -170,7 +175,8 @@ def _probe_model(ref: str, provider: Any) -> Check:
             "error",
             f"{base} is not reachable ({type(exc).__name__})",
             "start that model server (for Ollama: `ollama serve`), or use another model, e.g. "
-            "export OPENAI_API_KEY=... and `nodmix config set agents.defaults.model.primary "
+            "export OPENAI_API_KEY=... and "
+            f"`{nodmix_command()} config set agents.defaults.model.primary "
             "openai/gpt-4.1-mini`",
         )
     if response.status_code in (401, 403):
@@ -185,6 +191,19 @@ def _probe_model(ref: str, provider: Any) -> Check:
     return Check(f"model {ref}", "ok", f"reachable at {base}")
 
 
+def _check_security(loaded: Any) -> Check:
+    from nodmix.config import paths
+    from nodmix.security.audit import run_audit
+
+    report = run_audit(loaded.config, config_path=loaded.path, state_dir=paths.state_dir())
+    # A warning even for high findings: doctor is about a working install, the audit's own
+    # exit code is for scripts that gate on security.
+    level: Level = "warn" if report.findings else "ok"
+    top = report.findings[0].title if report.findings else None
+    detail = report.summary() + (f" (first: {top})" if top else "")
+    return Check("security", level, detail, f"run `{nodmix_command()} security audit`")
+
+
 def _check_plugins(checks: list[Check], loaded: Any) -> None:
     from nodmix.plugins import PluginRegistry, load_plugins
 
@@ -197,13 +216,36 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
                     f"plugin {s.id}",
                     "error",
                     s.error,
-                    f"fix or disable it: `nodmix plugins disable {s.id}`",
+                    f"fix or disable it: `{nodmix_command()} plugins disable {s.id}`",
                 )
             )
         else:
             state = "enabled" if s.enabled else "disabled"
             checks.append(Check(f"plugin {s.id}", "ok", f"{state} ({s.source})"))
     checks.append(_check_engine(loaded))
+
+
+def _check_skills(loaded: Any) -> Check:
+    from nodmix.agents import resolve_agent
+    from nodmix.config import paths
+    from nodmix.skills import SkillBook, SkillScanner
+
+    agent = resolve_agent(loaded.config, paths.DEFAULT_AGENT_ID)
+    book = SkillBook(state_dir=paths.state_dir(), scanner=SkillScanner(warn=lambda _: None))
+    review = book.review(
+        loaded.config,
+        raw_config=loaded.raw,
+        config_dir=loaded.path.parent,
+        agent_id=agent.id,
+        workspace=agent.workspace,
+        env=os.environ,
+    )
+    ready = len(review.eligible)
+    detail = f"{ready} offered, {len(review.statuses) - ready} not offered"
+    if review.problems:
+        detail += f", {len(review.problems)} SKILL.md skipped"
+        return Check("skills", "warn", detail, f"see `{nodmix_command()} skills check`")
+    return Check("skills", "ok", detail)
 
 
 def _check_engine(loaded: Any) -> Check:
@@ -228,7 +270,7 @@ def _check_engine(loaded: Any) -> Check:
             "context engine",
             "error",
             f"{engine_id!r}: {report['error']}",
-            "enable the plugin that provides it, or `nodmix config set "
+            f"enable the plugin that provides it, or `{nodmix_command()} config set "
             "plugins.slots.contextEngine legacy`",
         )
     return Check("context engine", "ok", f"{engine_id} (from {report['owner']})")
@@ -243,7 +285,8 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
                 "mcp servers",
                 "ok",
                 f"{len(enabled)} enabled: {', '.join(enabled)} "
-                "(`nodmix doctor --deep` or `nodmix mcp probe` starts them)",
+                f"(`{nodmix_command()} doctor --deep` or "
+                f"`{nodmix_command()} mcp probe` starts them)",
             )
         )
         return
@@ -266,7 +309,7 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
                     f"mcp {name}",
                     "error",
                     failures[name],
-                    f"check mcp.servers.{name}, then `nodmix mcp probe {name}`",
+                    f"check mcp.servers.{name}, then `{nodmix_command()} mcp probe {name}`",
                 )
             )
         else:

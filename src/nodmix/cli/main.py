@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 
 from nodmix import __version__
-from nodmix.errors import NodmixError
+from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_line
 
 COMMAND_MODULES = (
     "agent",
@@ -24,9 +24,15 @@ COMMAND_MODULES = (
     "sessions",
     "config",
     "doctor",
+    "security",
     "mcp",
     "plugins",
     "sandbox",
+    "skills",
+    "web",
+    "channels",
+    "pairing",
+    "message",
 )
 
 
@@ -54,21 +60,37 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _first_nodmix_error(group: BaseExceptionGroup[BaseException]) -> NodmixError | None:
-    """The first Nodmix error inside an exception group (task groups wrap what they raise)."""
-    for exc in group.exceptions:
-        if isinstance(exc, NodmixError):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _first_nodmix_error(exc)
-            if found is not None:
-                return found
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in arguments or "-v" in arguments
+    try:
+        return _main(arguments)
+    except BrokenPipeError:
+        # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # every failure ends as one line; --verbose adds the traceback
+        return _fail(exc, verbose)
+    except BaseExceptionGroup as group:
+        if is_interrupt(group):
+            print("nodmix: interrupted", file=sys.stderr)
+            return 130
+        return _fail(group, verbose)
+    except KeyboardInterrupt:
+        print("nodmix: interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(exc: BaseException, verbose: bool) -> int:
+    if verbose:
+        traceback.print_exception(exc)
+    exhausted = exhaustion_line(exc)  # out of files or disk: say so and what to do
+    print(f"nodmix: error: {exhausted or one_line(leaf_error(exc))}", file=sys.stderr)
+    return 1
+
+
+def _main(arguments: list[str]) -> int:
     command = next((a for a in arguments if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMAND_MODULES else None)
     args = parser.parse_args(arguments)
@@ -84,25 +106,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         # NODMIX_DEBUG_* traffic and code-mode logs are INFO records on `nodmix.*` loggers.
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
         logging.getLogger("nodmix").setLevel(logging.DEBUG if verbose else logging.INFO)
-    try:
-        return int(handler(args))
-    except BaseExceptionGroup as group:
-        first = _first_nodmix_error(group)
-        if first is None:
-            raise
-        if verbose:
-            traceback.print_exc()
-        print(f"nodmix: error: {first}", file=sys.stderr)
-        return 1
-    except NodmixError as exc:
-        if verbose:
-            traceback.print_exc()
-        print(f"nodmix: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("nodmix: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    return int(handler(args))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import nodmix_command
 
 if TYPE_CHECKING:
     from nodmix.config.schema import MCPServerConfig
@@ -129,7 +130,7 @@ def _list(args: argparse.Namespace) -> int:
         print_json(rows)
         return 0
     if not rows:
-        print("no MCP servers configured (add one with `nodmix mcp add`)")
+        print(f"no MCP servers configured (add one with `{nodmix_command()} mcp add`)")
         return 0
     width = max(len(r["name"]) for r in rows)
     for r in rows:

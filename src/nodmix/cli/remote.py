@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
+
+from nodmix.invocation import nodmix_command
 
 DEFAULT_PORT = 18789
 
@@ -26,12 +29,16 @@ def try_gateway(args: argparse.Namespace) -> int | None:
         if os.environ.get("NODMIX_AGENT_REQUIRE_GATEWAY"):
             from nodmix.errors import NodmixError
 
-            raise NodmixError(f"no gateway is answering at {url}; start one with `nodmix gateway`")
+            raise NodmixError(
+                f"no gateway is answering at {url}; start one with `{nodmix_command()} gateway`"
+            )
         print(
             f"nodmix: no gateway at {url}; running in this process (--local skips this check)",
             file=sys.stderr,
         )
         return None
+    if args.message is None:
+        return _chat(args, url)
     from nodmix.gateway.client import run_remote
 
     return run_remote(args, url)
@@ -45,3 +52,81 @@ def _reachable(url: str) -> bool:
     except httpx2.HTTPError:
         return False
     return response.status_code == 200
+
+
+# ---- the chat through the gateway -------------------------------------------------------------
+
+
+def _chat(args: argparse.Namespace, url: str) -> int:
+    import anyio
+
+    from nodmix.gateway.client import gateway_token
+
+    return anyio.run(_chat_async, args, url, gateway_token(args))
+
+
+async def _chat_async(args: argparse.Namespace, url: str, token: str | None) -> int:
+    from nodmix.cli.agent import EventPrinter
+    from nodmix.cli.chat import chat_lines, run_chat
+    from nodmix.gateway.client import GatewayClient
+
+    async with GatewayClient.connect(url, token=token) as client:
+        backend = RemoteChat(client, args, url)
+        await backend.start()
+        return await run_chat(
+            backend,
+            chat_lines(),
+            make_printer=lambda: EventPrinter(stream_text=True),
+            verbose=bool(getattr(args, "verbose", False)),
+        )
+
+
+class RemoteChat:
+    """The chat's backend for turns run in a gateway (`agent` and `sessions.status`)."""
+
+    def __init__(self, client: Any, args: argparse.Namespace, url: str) -> None:
+        self.client = client
+        self.args = args
+        self.url = url
+        self.model: str | None = args.model
+        self.banner = ""
+
+    async def start(self) -> None:
+        """Ask the gateway which agent and session this chat talks to (checks both)."""
+        status = await self.status(self.model)
+        self.args.agent_id = status["agentId"]
+        self.args.session_key = status["sessionKey"]
+        self.banner = (
+            f"nodmix chat with {status['agentName']} ({status['sessionKey']}) via the gateway "
+            f"at {self.url}. /help lists commands, /exit or Ctrl-D quits."
+        )
+
+    async def send(self, text: str, printer: Any) -> Any:
+        """Run one message in the gateway; Ctrl-C aborts the run there."""
+        from nodmix.cli.chat import Answer
+        from nodmix.gateway.client import remote_turn, turn_params
+
+        params = turn_params(self.args, text)
+        if self.model:
+            params["model"] = self.model
+        answer, interrupted = await remote_turn(self.client, params, printer)
+        if interrupted or answer is None:
+            return Answer(interrupted=True)
+        if "command" in answer:
+            return Answer(command_message=str(answer.get("message", "")))
+        if not printer.streamed and answer.get("reply"):
+            print(answer["reply"])
+        if answer.get("stopReason") == "error":
+            return Answer(error=answer.get("errorMessage") or "the model stopped with an error")
+        return Answer()
+
+    async def status(self, model: str | None) -> dict[str, Any]:
+        """`/status` as the gateway reports it for this chat's session."""
+        pairs = (
+            ("agentId", self.args.agent_id),
+            ("sessionKey", self.args.session_key),
+            ("model", model),
+        )
+        params = {key: value for key, value in pairs if value}
+        status: dict[str, Any] = await self.client.request("sessions.status", params)
+        return status

@@ -1,7 +1,10 @@
-"""`nodmix sessions list|show|tail|export-trajectory|repair-store`.
+"""`nodmix sessions list|show|tail|export-trajectory|compact` (the commands that change
+things, `repair|repair-store|rename|delete`, are in `sessions_admin.py`).
 
-These commands only read transcripts (a gateway may be appending to them at the same time), so
-they open sessions read-only: nothing is created, and a torn last line is ignored, not repaired.
+Every action names its session the same way, `KEY_OR_ID`: a key, a bare name of the default
+agent, or a session id (a unique prefix will do), which also reaches sessions replaced by
+`/new`, archived or deleted. Reading commands open transcripts read-only (a gateway may be
+appending): nothing is created, and a torn last line is ignored, not repaired.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,16 +21,20 @@ from typing import TYPE_CHECKING, Any
 from nodmix.cli.common import common_parent, print_json
 
 if TYPE_CHECKING:
+    from nodmix.sessions.locate import Located
     from nodmix.sessions.manager import SessionManager
     from nodmix.sessions.render import EntryRenderer
-    from nodmix.sessions.session import Session, SessionSummary
+    from nodmix.sessions.session import SessionSummary
+    from nodmix.sessions.transcript import Transcript
 
 FOLLOW_POLL_S = 0.25
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `sessions` command group."""
-    parser = sub.add_parser("sessions", help="list, inspect and export sessions")
+    from nodmix.cli import sessions_admin
+
+    parser = sub.add_parser("sessions", help="list, inspect, repair and export sessions")
     # `dest` names the action so later groups (the lead's `sessions compact`) can slot in.
     cmds = parser.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
     parent = common_parent()
@@ -35,17 +43,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--agent", metavar="ID", help="agent whose sessions to list (default main)")
     which.add_argument("--all-agents", action="store_true", help="list sessions of every agent")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also list sessions replaced by /new, archived or deleted (marked in STATUS)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_list)
 
     p = cmds.add_parser("show", parents=[parent], help="print a session's transcript")
-    p.add_argument("key", help="session key, or a session name of the default agent")
+    _target(p)
     p.add_argument("--json", action="store_true", help="print the raw entries as JSON")
     p.add_argument("--full", action="store_true", help="do not shorten long texts")
     p.set_defaults(handler=_show)
 
     p = cmds.add_parser("tail", parents=[parent], help="print the latest transcript entries")
-    p.add_argument("--session-key", metavar="KEY", help="session (default agent:main:main)")
+    _target(p, optional=True)
     p.add_argument("-n", type=int, default=20, metavar="N", help="entries to print (default 20)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new entries")
     p.add_argument("--full", action="store_true", help="do not shorten long texts")
@@ -54,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = cmds.add_parser(
         "export-trajectory", parents=[parent], help="export a session as trajectory JSON"
     )
-    p.add_argument("--session-key", metavar="KEY", required=True)
+    _target(p)
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(handler=_export)
 
@@ -69,28 +82,48 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(handler=_compact)
 
-    p = cmds.add_parser(
-        "repair-store",
-        parents=[parent],
-        help="move a corrupt sessions.json aside so the agent can start again",
+    sessions_admin.register(cmds, parent, _target)
+
+
+def _target(p: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The `KEY_OR_ID` argument every subcommand takes (`--session-key` kept as an alias)."""
+    p.add_argument(
+        "target",
+        nargs="?",
+        metavar="KEY_OR_ID",
+        help="session key (or a name of the default agent), or a session id or its prefix"
+        + (" (default agent:main:main)" if optional else ""),
     )
-    p.add_argument("--agent", metavar="ID", default=None, help="agent (default main)")
-    p.set_defaults(handler=_repair_store)
+    p.add_argument("--session-key", dest="session_key", help=argparse.SUPPRESS)
+    p.set_defaults(target_optional=optional)
 
 
-def _manager(*, read_only: bool = True) -> SessionManager:
+def target_of(args: argparse.Namespace) -> str:
+    """The session the user named (`KEY_OR_ID` or `--session-key`)."""
+    from nodmix.errors import SessionError
+
+    target: str | None = args.target or args.session_key
+    if target is None:
+        if not getattr(args, "target_optional", False):
+            raise SessionError("name a session: nodmix sessions <action> KEY_OR_ID")
+        return ""
+    return target
+
+
+def manager(*, read_only: bool = True) -> SessionManager:
+    """A session manager on the state directory (read-only unless the command changes things)."""
     from nodmix.config.paths import state_dir
     from nodmix.sessions.manager import SessionManager
 
     return SessionManager(state_dir(), read_only=read_only)
 
 
-def _open(key: str | None) -> Session:
-    return _manager().open(key or "", create=False)
+def _load(args: argparse.Namespace) -> tuple[Located, Transcript]:
+    from nodmix.sessions.locate import locate
+    from nodmix.sessions.transcript import Transcript
 
-
-def _iso_ms(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000).astimezone().isoformat(timespec="seconds")
+    found = locate(manager(), target_of(args))
+    return found, Transcript.load(found.path, read_only=True)
 
 
 def _summary_json(row: SessionSummary) -> dict[str, Any]:
@@ -101,9 +134,13 @@ def _summary_json(row: SessionSummary) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    manager = _manager()
-    agent = None if args.all_agents else (args.agent or manager.default_agent_id)
-    rows = manager.list_sessions(agent)
+    if args.all:
+        from nodmix.cli.sessions_admin import list_all
+
+        return list_all(args)
+    sessions = manager()
+    agent = None if args.all_agents else (args.agent or sessions.default_agent_id)
+    rows = sessions.list_sessions(agent)
     if args.json:
         print_json([_summary_json(r) for r in rows])
         return 0
@@ -111,41 +148,61 @@ def _list(args: argparse.Namespace) -> int:
         where = "any agent" if agent is None else f"agent {agent}"
         print(f"no sessions for {where}")
         return 0
-    table = [("KEY", "SESSION ID", "UPDATED", "TOKENS", "MESSAGES")]
+    titled = any(r.entry.label for r in rows)
+    table = [("KEY", "SESSION ID", "UPDATED", "TOKENS", "MESSAGES", "TITLE")]
     for row in rows:
         updated = datetime.fromtimestamp(row.entry.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
         table.append(
-            (row.key, row.session_id, updated, str(row.entry.total_tokens), str(row.message_count))
+            (
+                row.key,
+                row.session_id,
+                updated,
+                str(row.entry.total_tokens),
+                str(row.message_count),
+                row.entry.label or "",
+            )
         )
+    print_table([r if titled else r[:-1] for r in table])
+    return 0
+
+
+def print_table(table: Sequence[Sequence[str]]) -> None:
+    """Print rows as left-aligned columns."""
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for r in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
-    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
     from nodmix.sessions.entries import entry_to_builtins
     from nodmix.sessions.render import EntryRenderer
 
-    session = _open(args.key)
-    transcript = session.transcript
+    found, transcript = _load(args)
     if args.json:
         print_json(
             {
-                "sessionKey": session.key,
-                "sessionId": session.session_id,
+                "sessionKey": found.key,
+                "sessionId": transcript.session_id,
+                "status": found.status,
                 "file": str(transcript.path),
                 "header": entry_to_builtins(transcript.header),
+                "skippedLines": [{"line": s.line, "reason": s.reason} for s in transcript.skipped],
                 "entries": [entry_to_builtins(e) for e in transcript.entries],
             }
         )
         return 0
     header = transcript.header
-    print(f"session {session.key}  id {session.session_id}")
+    title = f"  title {found.entry.label}" if found.entry and found.entry.label else ""
+    status = "" if found.status == "current" else f"  ({found.status})"
+    print(f"session {found.key or '-'}  id {transcript.session_id}{status}{title}")
     print(f"file    {transcript.path}")
     print(f"cwd     {header.cwd}  created {header.timestamp}")
     if header.parent_session:
         print(f"continues {header.parent_session}")
+    for skipped in transcript.skipped:
+        print(f"warning: line {skipped.line} skipped ({skipped.reason})")
+    if transcript.skipped:
+        print(f"         run `nodmix sessions repair {transcript.session_id}` to rewrite the file")
     print()
     renderer = EntryRenderer(full=args.full)
     for entry in transcript.entries:
@@ -157,42 +214,50 @@ def _show(args: argparse.Namespace) -> int:
 def _tail(args: argparse.Namespace) -> int:
     from nodmix.sessions.render import EntryRenderer
 
-    manager = _manager()
-    session = manager.open(args.session_key or "", create=False)
+    found, transcript = _load(args)
     renderer = EntryRenderer(full=args.full)
-    entries = session.transcript.entries
     # Render from the start so nesting depths are known, print only the last N.
-    rendered = [renderer.render(e) for e in entries]
+    rendered = [renderer.render(e) for e in transcript.entries]
     for lines in rendered[max(0, len(rendered) - max(0, args.n)) :]:
         print("\n".join(lines))
     if not args.follow:
         return 0
     sys.stdout.flush()
     try:
-        _follow(manager, session, renderer)
+        _follow(found, transcript, renderer)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a follow ends: not an error
     return 0
 
 
-def _follow(manager: SessionManager, session: Session, renderer: EntryRenderer) -> None:
+def _follow(found: Located, transcript: Transcript, renderer: EntryRenderer) -> None:
+    from nodmix.sessions.transcript import Transcript
+
+    sessions = manager()
     while True:
-        for entry in session.transcript.refresh():
+        for entry in transcript.refresh():
             print("\n".join(renderer.render(entry)), flush=True)
         time.sleep(FOLLOW_POLL_S)
-        current = manager.store(session.agent_id).get(session.key)
-        if current is not None and current.session_id != session.session_id:
+        if found.key is None or found.status != "current":
+            continue
+        current = sessions.store(found.agent_id).get(found.key)
+        if current is not None and current.session_id != transcript.session_id:
             # The session was reset or continued in a successor transcript: follow that one.
-            session = manager.open(session.key, create=False)
-            print(f"-- now following {session.transcript.path.name}", flush=True)
-            for new in session.transcript.entries:
+            transcript = Transcript.load(
+                transcript.path.with_name(current.session_file), read_only=True
+            )
+            print(f"-- now following {transcript.path.name}", flush=True)
+            for new in transcript.entries:
                 print("\n".join(renderer.render(new)), flush=True)
 
 
 def _export(args: argparse.Namespace) -> int:
-    from nodmix.sessions.export import export_trajectory
+    from nodmix.sessions.export import build_trajectory
 
-    document = export_trajectory(_open(args.session_key))
+    found, transcript = _load(args)
+    document = build_trajectory(transcript.header, transcript.entries)
+    document["sessionKey"] = found.key
+    document["agentId"] = found.agent_id
     if args.output:
         path = Path(args.output)
         text = json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
@@ -220,16 +285,3 @@ async def _compact_session(args: argparse.Namespace) -> int:
     else:
         print(f"{done.session_key}: {compaction_message(done)}")
     return 0 if done.result.ok else 1
-
-
-def _repair_store(args: argparse.Namespace) -> int:
-    manager = _manager(read_only=False)
-    store = manager.store(args.agent or manager.default_agent_id)
-    moved = store.quarantine()
-    if moved is None:
-        print(f"{store.path}: nothing to repair")
-    else:
-        kept = len(store.load())
-        rest = f"{kept} session(s) recovered from the journal" if kept else "a new one starts empty"
-        print(f"moved the corrupt session store to {moved}; {rest}")
-    return 0

@@ -39,9 +39,17 @@ from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.locations import SourceMap
 from nodmix.codemode.nested import RunServices, cancel_all
+from nodmix.codemode.restore import adopt
 from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.run_results import run_completed, run_failed, run_failure
-from nodmix.codemode.runs import RunState, RunStore, RunStoreFull, Settled, SuspendedRun
+from nodmix.codemode.runs import (
+    RunState,
+    RunStore,
+    RunStoreFull,
+    Settled,
+    SuspendedRun,
+    SuspendedRunStore,
+)
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.codemode.source import prepare
 from nodmix.codemode.steps import (
@@ -73,12 +81,14 @@ _SWEEP_SECONDS = 1.0
 class CodeModeEngine:
     """Process-wide: owns the suspended-run store and the task group of nested calls."""
 
-    def __init__(self, store: RunStore | None = None, *, group: TaskGroup | None = None) -> None:
+    def __init__(
+        self, store: SuspendedRunStore | None = None, *, group: TaskGroup | None = None
+    ) -> None:
         """`group` is a task group owned by the caller (the runtime); without one, use
         `running()`."""
         # Not `store or RunStore()`: an empty store has len() 0 and is falsy, so an injected
         # store (e.g. with a test clock) would silently be replaced.
-        self.store = store if store is not None else RunStore()
+        self.store: SuspendedRunStore = store if store is not None else RunStore()
         self._tasks: NestedTasks | None = None
         if group is not None:
             self.attach(group)
@@ -133,7 +143,7 @@ class CodeModeEngine:
             turn_id=services.scope.run_id,
             namespace_targets=dict(namespace_targets or {}),
         )
-        prepared = prepare(args, settings.languages)
+        prepared = prepare(args, settings.languages, settings.max_source_bytes)
         if prepared.error is not None:
             return run_failed(state, prepared.error, prepared.code_kind)
         source, wrapped = prepared.code, False
@@ -169,8 +179,15 @@ class CodeModeEngine:
 
     # ---- wait -----------------------------------------------------------------------------
 
-    async def wait(self, services: RunServices, args: dict[str, Any], call_id: str) -> Result:
-        """Resume a parked run."""
+    async def wait(
+        self,
+        services: RunServices,
+        args: dict[str, Any],
+        call_id: str,
+        namespace_targets: dict[str, Any] | None = None,
+    ) -> Result:
+        """Resume a parked run (`namespace_targets` serve a run written by an earlier
+        process, which has none of its own)."""
         self._expire()
         services.catalog.counters.steps += 1
         empty = services.catalog.telemetry()
@@ -190,6 +207,11 @@ class CodeModeEngine:
             message, code = problem
             return results.failed(message, code, [], empty)
         assert parked is not None
+        if parked.detached:
+            adopt(parked, services, namespace_targets)
+            self._dispatch(services, parked.state)  # re-queued calls and re-armed timers
+            if parked.state.on_settle is not None:
+                parked.state.on_settle()  # the file now shows the calls that started
         parked.resuming = True
         try:
             return await self._resume(services, parked, call_id)
@@ -367,12 +389,8 @@ class CodeModeEngine:
             )
         try:
             parked = self.store.park(state, blob, reason)
-        except RunStoreFull:
-            return run_failed(
-                state,
-                "too many suspended code mode runs; finish or abandon some first.",
-                "invalid_input",
-            )
+        except RunStoreFull as exc:
+            return run_failed(state, str(exc), "invalid_input")
         if debug_enabled():
             log.info("code mode run %s suspended (%s, %d bytes)", parked.id, reason, len(blob))
         returned(state)

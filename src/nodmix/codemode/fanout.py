@@ -39,16 +39,19 @@ def start_recorded(start: Start, services: RunServices, state: RunState) -> None
     refill(start, services, state)
 
 
-def refill(start: Start, services: RunServices, state: RunState) -> None:
-    """Start queued calls while fewer than `maxPendingToolCalls` are running."""
+def refill(start: Start, services: RunServices, state: RunState) -> int:
+    """Start queued calls while fewer than `maxPendingToolCalls` are running; how many
+    started."""
     queued = state.queued
     if not queued:
-        return
+        return 0
     free = state.settings.max_pending_tool_calls - state.running()
-    while queued and free > 0:
+    started = 0
+    while queued and started < free:
         call = queued.popleft()
         dispatch(_refilling(start), services, state, call)
-        free -= 1
+        started += 1
+    return started
 
 
 def _refilling(start: Start) -> Start:
@@ -66,8 +69,10 @@ async def _run_then_refill(
     call: NestedCall,
 ) -> None:
     await fn(services, state, call)
-    if not call.abandoned:  # the slot is free: the next queued call starts now
-        refill(start, services, state)
+    # The slot is free: the next queued call starts now (a parked run's file is rewritten,
+    # so a restart does not queue a call that already started).
+    if not call.abandoned and refill(start, services, state) and state.on_settle is not None:
+        state.on_settle()
 
 
 def deliveries(

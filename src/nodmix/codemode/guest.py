@@ -22,8 +22,11 @@ WEB_NAMES = json.dumps(list(WEB_GLOBALS))
 SETUP_SCRIPT = (
     r"""
 function (cap) {
-  const rawCall = cap.call, rawRequest = cap.request;
-  const parse = JSON.parse, stringify = JSON.stringify, S = String, E = Error;
+  const rawCall = cap.call, rawRequest = cap.request, tooDeep = cap.tooDeep;
+  // `stringify` refuses values that nest deeper than the sandbox allows (a RangeError).
+  const parse = JSON.parse, stringify = cap.stringify, S = String, E = Error, RE = RangeError;
+  // Console batches are arrays of strings: the plain serializer is enough and cheaper.
+  const plainStringify = JSON.stringify;
   const freeze = Object.freeze, define = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray, resolved = Promise.resolve.bind(Promise);
   const rejected = Promise.reject.bind(Promise), defer = queueMicrotask;
@@ -45,6 +48,7 @@ function (cap) {
       const s = stringify(v);
       return s === undefined ? S(v) : parse(s);
     } catch (e) {
+      if (e instanceof RE && e.message === tooDeep) throw e;
       if (v instanceof E) return { name: S(v.name), message: S(v.message) };
       try { return S(v); } catch (_) { return '[unserializable value]'; }
     }
@@ -195,7 +199,7 @@ function (cap) {
   function fromHabits(name) {
     if (habits === null) {
       habits = call('source', 'habits')({ call: call, request: request, rawCall: rawCall,
-        defer: defer, stringify: stringify, setFlush: function (f) { flushHook = f; } });
+        defer: defer, stringify: plainStringify, setFlush: function (f) { flushHook = f; } });
     }
     return habits[name];
   }

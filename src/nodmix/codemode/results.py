@@ -1,9 +1,14 @@
-"""The `exec`/`wait` result union (`completed`, `waiting`, `failed`), its error codes, and the
-accounting behind `telemetry.tokensAvoided` (results delivered into programs vs returned)."""
+"""The `exec`/`wait` result union (`completed`, `waiting`, `failed`), its error codes, the
+compact text the model reads, and the accounting behind `telemetry.tokensAvoided` (results
+delivered into programs vs returned).
+
+A result carries `telemetry` for hooks, events, the transcript's details and `--json`; the model
+reads only what it acts on (`model_text`), unless `tools.codeMode.telemetryToModel` is on."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+import json
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from nodmix.codemode.runs import NestedCall, RunState
@@ -23,6 +28,8 @@ ErrorCode: TypeAlias = Literal[
     "nested_tool_failed",
     "aborted",
     "runtime_unavailable",
+    "stack_overflow",
+    "source_too_large",
     "internal_error",
 ]
 
@@ -69,6 +76,45 @@ def failed(
         out["output"] = output
     out["telemetry"] = telemetry
     return out
+
+
+MODEL_FIELDS: Final = (
+    "status",
+    "value",
+    "output",
+    "runId",
+    "reason",
+    "pendingToolCalls",
+    "error",
+    "code",
+)
+"""What the model acts on, in the order it reads them."""
+
+
+def model_view(result: Result, *, telemetry: bool = False) -> Result:
+    """The fields of `result` the model reads: empty and null ones left out, except a completed
+    program's `value` (null is an answer too); `telemetry` only when asked for."""
+    view: Result = {}
+    for key in MODEL_FIELDS:
+        if key not in result:
+            continue
+        value = result[key]
+        if key != "value" and (value is None or value == [] or value == ""):
+            continue
+        view[key] = value
+    if telemetry and "telemetry" in result:
+        view["telemetry"] = result["telemetry"]
+    return view
+
+
+def model_text(result: Result, *, telemetry: bool = False) -> str:
+    """`model_view` as compact JSON (no indentation, no spaces): the tool result text."""
+    return json.dumps(
+        model_view(result, telemetry=telemetry),
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
 
 
 def returned(state: RunState, chars: int = 0) -> None:

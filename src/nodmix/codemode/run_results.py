@@ -19,6 +19,7 @@ FAILURE_CODES: dict[FailureKind, ErrorCode | None] = {
     FailureKind.MEMORY: "memory_limit_exceeded",
     FailureKind.STALLED: None,
     FailureKind.ABORTED: "aborted",
+    FailureKind.STACK: "stack_overflow",
     FailureKind.TRAP: "internal_error",
     FailureKind.INTERNAL: "internal_error",
 }

@@ -2,9 +2,11 @@
 
 A run starts with `exec` and may be continued by `wait` steps. The VM never stays alive between
 steps: a suspended run is its compressed snapshot plus the host state the snapshot does not hold
-(nested calls in flight, output so far, catalog counters, scope). Runs live only in this process,
-are scoped to the agent and session that created them, expire after `snapshotTtlSeconds`, and
-are capped at 64 per process.
+(nested calls in flight, output so far, catalog counters, scope). Runs are scoped to the agent
+and session that created them, expire after `snapshotTtlSeconds`, and are capped at 64 per
+process. `RunStore` keeps them in memory only; `codemode.run_files.FileRunStore` also writes
+each one to the state directory so `wait` can continue it after a restart. Both satisfy
+`SuspendedRunStore`, the seam the engine uses.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import anyio
 
@@ -125,6 +127,9 @@ class RunState:
     """Host-side map of callable namespace paths (filled by the namespace runtime)."""
     handoff: Any = None
     """The fast lane of the worker step in progress, if any (`codemode.handoff.Handoff`)."""
+    on_settle: Callable[[], None] | None = None
+    """Called when a nested call settles while the run is parked (a durable store rewrites
+    the run so the result survives a restart)."""
 
     def next_call_id(self, tool_name: str) -> str:
         """Id of a nested call: parent call, tool and a per-run sequence number."""
@@ -154,6 +159,8 @@ class RunState:
         self.changed.set()
         if self.handoff is not None:
             self.handoff.offer()
+        if self.on_settle is not None:
+            self.on_settle()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -166,10 +173,59 @@ class SuspendedRun:
     expires_at: float
     reason: str
     resuming: bool = False
+    detached: bool = False
+    """Loaded from disk after a restart: `codemode.restore.adopt` attaches the live catalog."""
+    restored_calls: list[Any] = field(default_factory=list)
+    """Nested calls of a detached run (`run_records.CallRecord`), settled or interrupted."""
+    restored_queue: list[Any] = field(default_factory=list)
+    """Queued calls of a detached run (`run_records.CallRecord`), never started."""
 
 
 class RunStoreFull(Exception):
-    """The per-process cap of suspended runs is reached."""
+    """The store's cap (runs, or bytes on disk) is reached; the message says which."""
+
+    def __init__(
+        self, message: str = "too many suspended code mode runs; finish or abandon some first."
+    ) -> None:
+        super().__init__(message)
+
+
+class SuspendedRunStore(Protocol):
+    """Where parked runs live between `exec`/`wait` steps (memory, files, or a shared store)."""
+
+    def __len__(self) -> int: ...
+
+    def park(self, state: RunState, snapshot: bytes, reason: str) -> SuspendedRun:
+        """Store a suspended run under a new id (`RunStoreFull` past the cap)."""
+        ...
+
+    def get(self, run_id: str) -> SuspendedRun | None:
+        """A parked run by id, or None."""
+        ...
+
+    def drop(self, run_id: str) -> SuspendedRun | None:
+        """Remove a run for good (it was resumed, completed, failed or aborted)."""
+        ...
+
+    def expire(self) -> list[SuspendedRun]:
+        """Sweep: remove and return runs whose TTL passed."""
+        ...
+
+    def take(self, predicate: Callable[[SuspendedRun], bool]) -> list[SuspendedRun]:
+        """Remove and return the parked runs (not being resumed) that match `predicate`."""
+        ...
+
+    def clear(self) -> list[SuspendedRun]:
+        """Process shutdown: release every run this process holds."""
+        ...
+
+    def ended(self, run_id: str) -> tuple[RunScope, str] | None:
+        """Scope and reason (`expired`, `aborted`, `resumed`) of a run no longer parked."""
+        ...
+
+    def mark_ended(self, run_id: str, scope: RunScope, reason: str) -> None:
+        """Remember why a run ended."""
+        ...
 
 
 class RunStore:

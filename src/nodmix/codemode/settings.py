@@ -9,6 +9,8 @@ from nodmix.config.schema import CodeModeConfig
 SUSPENDED_RUN_CAP = 64
 """Suspended code-mode runs kept per process."""
 
+DEFAULT_MAX_SOURCE_BYTES = 256 * 1024
+
 
 class CodeModeSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Code-mode settings with defaults applied and values clamped to the allowed ranges."""
@@ -27,6 +29,10 @@ class CodeModeSettings(msgspec.Struct, frozen=True, kw_only=True):
     snapshot_ttl_seconds: int = 900
     search_default_limit: int = 8
     max_search_limit: int = 50
+    max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES
+    telemetry_to_model: bool = False
+    """Whether the model reads `telemetry` in `exec`/`wait` results (it always stays in the
+    result's details for hooks, events and the transcript)."""
 
 
 def _clamp(value: int | None, default: int, low: int, high: int) -> int:
@@ -57,6 +63,8 @@ def resolve_settings(value: bool | CodeModeConfig | None) -> CodeModeSettings:
         snapshot_ttl_seconds=_clamp(value.snapshot_ttl_seconds, 900, 1, 86_400),
         search_default_limit=default_search,
         max_search_limit=max_search,
+        max_source_bytes=_clamp(value.max_source_bytes, DEFAULT_MAX_SOURCE_BYTES, 1024, 16 << 20),
+        telemetry_to_model=value.telemetry_to_model is True,
     )
 
 

@@ -28,8 +28,11 @@ class Prepared:
     code_kind: ErrorCode | None = None
 
 
-def prepare(args: dict[str, Any], languages: tuple[str, ...]) -> Prepared:
-    """Validate `{code | command, language}`."""
+def prepare(
+    args: dict[str, Any], languages: tuple[str, ...], max_source_bytes: int | None = None
+) -> Prepared:
+    """Validate `{code | command, language}`; a source over `max_source_bytes` (UTF-8) is refused
+    before anything parses or transpiles it."""
     code, command = args.get("code"), args.get("command")
     for name, value in (("code", code), ("command", command)):
         if value is not None and not isinstance(value, str):
@@ -40,6 +43,15 @@ def prepare(args: dict[str, Any], languages: tuple[str, ...]) -> Prepared:
     if code and command and code != command:
         return _bad("exec: `code` and `command` are aliases and must match when both are given.")
     source = code or command or ""
+    if max_source_bytes is not None and len(source) > max_source_bytes // 4:
+        size = len(source.encode("utf-8", errors="surrogatepass"))
+        if size > max_source_bytes:
+            return Prepared(
+                error=f"exec: the program is {size} bytes, over the {max_source_bytes}-byte "
+                "limit (tools.codeMode.maxSourceBytes). Send a shorter program: keep data out "
+                "of the source and read it through tools instead.",
+                code_kind="source_too_large",
+            )
     if not source.strip():
         return _bad("exec: `code` is required: a JavaScript or TypeScript program to run.")
     language = args.get("language", "javascript")

@@ -7,6 +7,7 @@ virtual declaration files, the visible plugin namespaces, and the two model-visi
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -47,7 +48,7 @@ async def build_code_mode_tools(
     mcp: MCPAccess | None = None,
 ) -> tuple[Tool, Tool]:
     """The `exec` and `wait` tools of one run. Fails closed if the runtime is missing."""
-    require_runtime()
+    await require_runtime()
     catalog = RunCatalog.build(effective)
     if debug_enabled():
         # `NODMIX_DEBUG_CODE_MODE=1`: what the model sees and what went into the hidden catalog.
@@ -96,15 +97,27 @@ async def build_code_mode_tools(
     return exec_tool, wait_tool
 
 
-def require_runtime() -> None:
-    """Code mode fails closed: without its runtime the run stops instead of exposing tools."""
+async def require_runtime() -> None:
+    """Code mode needs its runtime: fetch it on first use (one line on stderr says so); if that
+    fails the run stops instead of exposing tools (fails closed with the fix)."""
     from nodmix.sandbox import status
 
-    report = status()
-    if not report.installed:
+    if status().installed:
+        return
+    import anyio
+
+    from nodmix.sandbox.firstuse import ensure_installed
+
+    try:
+        await anyio.to_thread.run_sync(ensure_installed, _announce)
+    except RuntimeUnavailableError as exc:
         raise RuntimeUnavailableError(
-            f"code mode is enabled but its QuickJS-WASI runtime is unavailable: {report.hint}"
-        )
+            f"code mode is enabled but its QuickJS-WASI runtime is unavailable: {exc}"
+        ) from None
+
+
+def _announce(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def recorder(append: Callable[..., Any]) -> NestedRecorder:

@@ -13,6 +13,7 @@ settled at once, so it never holds a run open, and the guest ignores its deliver
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -36,9 +37,16 @@ class Timer:
     cleared: bool = False
     cancel: anyio.CancelScope | None = None
     order: int = 0
+    """Arming order, to deliver timers that settle together in the order they were due."""
     due: float = 0.0
     """When it fires, on the event loop's clock (set when armed)."""
-    """Arming order, to deliver timers that settle together in the order they were due."""
+    wall_due: float = 0.0
+    """When it fires in wall-clock seconds (set when armed): what a run file keeps, so a
+    timer of a run resumed after a restart fires when it was due, not a full delay later."""
+
+    def due_at(self) -> float:
+        """Wall-clock time it fires (a timer recorded but not armed yet counts from now)."""
+        return self.wall_due if self.cancel is not None else time.time() + self.delay
 
     @property
     def settled(self) -> bool:
@@ -77,14 +85,21 @@ class Timers:
                 timer.cleared = True
                 return
 
+    def restore(self, timer: Timer) -> None:
+        """Put back a timer of a run written by an earlier process (armed by the next `arm`;
+        one that had fired or was cleared is delivered at once)."""
+        self._seq = max(self._seq, timer.order)
+        self.new.append(timer)
+
     def arm(self, start: Callable[..., Any], notify: Callable[[], None]) -> None:
         """Start the recorded timers as tasks (`start(fn, *args)`, on the loop)."""
         new, self.new = self.new, []
         for timer in new:
             timer.cancel = anyio.CancelScope()
             timer.due = anyio.current_time() + timer.delay
+            timer.wall_due = time.time() + timer.delay
             self.active[timer.request_id] = timer
-            if timer.cleared:
+            if timer.settled:
                 continue
             start(_run_timer, timer, notify)
 

@@ -16,7 +16,7 @@ from nodmix.codemode.description import (
 )
 from nodmix.codemode.engine import CodeModeEngine, log
 from nodmix.codemode.nested import RunServices
-from nodmix.codemode.results import Result
+from nodmix.codemode.results import Result, model_text
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.codemode.steps import debug_enabled
 from nodmix.messages import JsonObject, TextBlock
@@ -57,9 +57,10 @@ def boot_data(
     return json.dumps(data, ensure_ascii=False)
 
 
-def to_tool_result(result: Result) -> ToolResult:
-    """The model reads the result as JSON text; `details` keeps it structured."""
-    text = json.dumps(result, indent=2, ensure_ascii=False, default=str)
+def to_tool_result(result: Result, *, telemetry: bool = False) -> ToolResult:
+    """The model reads the compact JSON of what it acts on (`telemetry` too when asked for);
+    `details` keeps the whole result, telemetry included."""
+    text = model_text(result, telemetry=telemetry)
     return ToolResult(
         content=(TextBlock(text=text),), details=result, is_error=result["status"] == "failed"
     )
@@ -106,7 +107,7 @@ class ExecTool:
         )
         if debug_enabled():
             log.info("code mode exec %s -> %s", ctx.call_id, _outcome(result))
-        return to_tool_result(result)
+        return to_tool_result(result, telemetry=run.settings.telemetry_to_model)
 
 
 class WaitTool:
@@ -123,10 +124,11 @@ class WaitTool:
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Resume the run."""
-        result = await self._run.engine.wait(self._run.services, dict(args), ctx.call_id)
+        run = self._run
+        result = await run.engine.wait(run.services, dict(args), ctx.call_id, run.namespace_targets)
         if debug_enabled():
             log.info("code mode wait %s -> %s", args.get("runId"), _outcome(result))
-        return to_tool_result(result)
+        return to_tool_result(result, telemetry=self._run.settings.telemetry_to_model)
 
 
 def _outcome(result: Result) -> str:

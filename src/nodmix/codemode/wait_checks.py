@@ -4,11 +4,11 @@ another session's."""
 from __future__ import annotations
 
 from nodmix.codemode.results import ErrorCode
-from nodmix.codemode.runs import RunScope, RunStore, SuspendedRun
+from nodmix.codemode.runs import RunScope, SuspendedRun, SuspendedRunStore
 
 
 def wait_problem(
-    store: RunStore, parked: SuspendedRun | None, run_id: str, scope: RunScope
+    store: SuspendedRunStore, parked: SuspendedRun | None, run_id: str, scope: RunScope
 ) -> tuple[str, ErrorCode] | None:
     """Why `wait` cannot resume `run_id` here, as (message for the model, error code); None
     when it can. Every message says what to do next."""

@@ -72,6 +72,11 @@ class TurnGuard:
         """Window minus reserve."""
         return self.settings.prompt_budget
 
+    @property
+    def context_window(self) -> int:
+        """The model's context window."""
+        return self.settings.context_window
+
     async def before_turn(self) -> None:
         """Compact first when the active transcript has grown past `maxActiveTranscriptBytes`."""
         settings = self.settings

@@ -123,9 +123,10 @@ def parse_cli_value(text: str, *, strict_json: bool = False) -> Any:
 
 
 def write_document(path: Path, doc: dict[str, Any]) -> None:
-    """Validate `doc` and write it atomically to `path`."""
+    """Validate `doc` and write it atomically to `path`, readable by its owner only (0600:
+    it may hold API keys)."""
     validate(doc, file=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # usually the state dir
     data = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=".nodmix-", suffix=".json", dir=path.parent)
     try:

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from nodmix.config import paths
+from nodmix.config.channel_schema import check_channel_rules
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
@@ -49,7 +50,7 @@ def parse_document(text: str, *, file: str) -> dict[str, Any]:
         try:
             doc = json5.loads(text)
         except ValueError as exc:
-            raise ConfigError(f"not valid JSON5: {exc}", file=file) from None
+            raise ConfigError(_syntax_error(exc), file=file) from None
     if not isinstance(doc, dict):
         raise ConfigError("the top level must be an object", file=file)
     return doc
@@ -100,6 +101,17 @@ def resolve_secret(
 # ---- error explanation ------------------------------------------------------------------------
 
 
+def _syntax_error(exc: ValueError) -> str:
+    """`line L, column C: problem` for a JSON5 syntax error."""
+    from nodmix.config.keys import json5_position
+
+    found = json5_position(exc)
+    if found is None:
+        return f"not valid JSON5: {exc}"
+    line, column, problem = found
+    return f"line {line}, column {column}: {problem} (not valid JSON5)"
+
+
 def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
     """Turn a msgspec validation error into `(dotted key, readable message)`."""
     match = _ERROR_RE.match(error)
@@ -116,7 +128,10 @@ def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
         field = unknown.group("field")
         allowed = _allowed_keys(root, segments)
         full = f"{key}.{field}" if key else field
-        hint = f" (expected one of: {', '.join(allowed)})" if allowed else ""
+        from nodmix.config.keys import suggestion
+
+        close = suggestion(field, allowed)
+        hint = close or (f" (expected one of: {', '.join(allowed)})" if allowed else "")
         return full, f"unknown key{hint}"
     message = message.replace("`", "").replace(" | null", "")
     if message.startswith("Expected "):
@@ -215,6 +230,7 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
 
 
 def _check_semantics(config: NodmixConfig, *, file: str) -> None:
+    check_channel_rules(config.channels, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")

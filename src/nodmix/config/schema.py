@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
+
 
 class Section(
     msgspec.Struct,
@@ -36,6 +38,24 @@ class ModelEntry(Section, frozen=True):
     max_tokens: int | None = None
 
 
+class ModelTimeouts(Section, frozen=True):
+    """`models.providers.<id>.timeouts` and `agents.list[].modelTimeouts`: waits on a model."""
+
+    connect_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """Seconds to open the connection (default 10)."""
+    idle_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """Seconds without a stream event (keep-alive comments do not count; default 60)."""
+
+
+class RetryConfig(Section, frozen=True):
+    """`models.providers.<id>.retry`: retries of rate limits, outages and timeouts."""
+
+    attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] | None = None
+    """Total attempts, including the first (default 4)."""
+    max_delay_seconds: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    """Cap on one wait, `Retry-After` included (default 30)."""
+
+
 class ProviderConfig(Section, frozen=True):
     """`models.providers.<id>`: one model endpoint. Built-in presets fill what is left out."""
 
@@ -45,6 +65,8 @@ class ProviderConfig(Section, frozen=True):
     """A literal key or `${ENV_VAR}`."""
     headers: dict[str, str] = {}
     models: list[ModelEntry] = []
+    timeouts: ModelTimeouts | None = None
+    retry: RetryConfig | None = None
 
 
 class ModelsConfig(Section, frozen=True):
@@ -81,6 +103,11 @@ class CodeModeConfig(Section, frozen=True):
     snapshot_ttl_seconds: int | None = None
     search_default_limit: int | None = None
     max_search_limit: int | None = None
+    run_store: Literal["file", "memory"] | None = None
+    """Where suspended runs live (process-wide, top-level `tools.codeMode` only): `file`
+    (default, under the state dir, survives a restart) or `memory`."""
+    max_source_bytes: int | None = None
+    telemetry_to_model: bool | None = None
 
 
 class ExecToolConfig(Section, frozen=True):
@@ -95,6 +122,8 @@ class WebFetchToolConfig(Section, frozen=True):
 
     max_bytes: int | None = None
     timeout_seconds: int | None = None
+    allow_private_network: bool | None = None
+    """Let a sandboxed session fetch loopback, link-local and private addresses. Default false."""
 
 
 class ToolsConfig(Section, frozen=True):
@@ -150,16 +179,38 @@ class CompactionConfig(Section, frozen=True):
 # ---- agents -----------------------------------------------------------------------------------
 
 
+class SandboxConfig(Section, frozen=True):
+    """`agents.defaults.sandbox` (and per agent): which sessions run `exec` under bubblewrap."""
+
+    mode: Literal["off", "non-main", "all"] | None = None
+    """`off` (default), `non-main` (every session but the agent's `main` one) or `all`."""
+    network: bool | None = None
+    """Give sandboxed commands the network. Default false."""
+    cpu_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """CPU time per process (RLIMIT_CPU). Default 600."""
+    memory_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Address space per process (RLIMIT_AS). Default 4 GiB."""
+    file_size_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Largest file a command may write (RLIMIT_FSIZE). Default 1 GiB."""
+
+
 class AgentDefaults(Section, frozen=True):
     """`agents.defaults`."""
 
     model: ModelSelection = ModelSelection()
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
+    """Which sessions run `exec` under bubblewrap, and its limits."""
     compaction: CompactionConfig | None = None
     max_steps: int | None = None
-    timeout_seconds: int | None = None
+    timeout_seconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """Seconds a whole turn may take (default 600)."""
     instructions: str | None = None
     """Extra system-prompt text for every agent."""
+    max_tokens: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """Output token limit sent with each model request (default: the model's `maxTokens`)."""
+    max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -169,9 +220,17 @@ class AgentConfig(Section, frozen=True):
     name: str | None = None
     model: str | ModelSelection | None = None
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
     tools: AgentToolsConfig | None = None
     compaction: CompactionConfig | None = None
     instructions: str | None = None
+    timeout_seconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_tokens: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    model_timeouts: ModelTimeouts | None = None
+    """This agent's connect and idle waits, over every provider's `timeouts`."""
+    skills: list[str] | None = None
+    """Skill allowlist for this agent (names); unset offers every eligible skill."""
 
 
 class AgentsConfig(Section, frozen=True):
@@ -243,6 +302,34 @@ class MCPConfig(Section, frozen=True):
     servers: dict[str, MCPServerConfig] = {}
 
 
+# ---- skills -----------------------------------------------------------------------------------
+
+
+class SkillEntry(Section, frozen=True):
+    """`skills.entries.<name>`: per-skill settings."""
+
+    enabled: bool | None = None
+    """`false` never offers the skill."""
+    env: dict[str, str] = {}
+    """Variables that count as set for the skill's `requires.env`."""
+    api_key: str | None = None
+    """A literal key or `${ENV_VAR}`; satisfies the skill's `primaryEnv` variable."""
+
+
+class SkillsLoadConfig(Section, frozen=True):
+    """`skills.load`."""
+
+    extra_dirs: list[str] = []
+    """More folders of skills, searched after the workspace's `skills/` (later wins)."""
+
+
+class SkillsConfig(Section, frozen=True):
+    """`skills`."""
+
+    load: SkillsLoadConfig = SkillsLoadConfig()
+    entries: dict[str, SkillEntry] = {}
+
+
 # ---- gateway ----------------------------------------------------------------------------------
 
 
@@ -268,6 +355,14 @@ class GatewayConfig(Section, frozen=True):
     bind: str | None = None
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
+    max_body_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Largest request body (HTTP) or WebSocket message accepted; larger gets 413. 8 MiB."""
+    request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """How long a client may take to send a request's headers, and then its body. 30 s."""
+    keep_alive_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """How long an idle keep-alive connection stays open between requests. 5 s."""
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Open connections (HTTP and WebSocket) at most; more are refused with 503. 1000."""
 
 
 class NodmixConfig(Section, frozen=True):
@@ -279,3 +374,7 @@ class NodmixConfig(Section, frozen=True):
     plugins: PluginsConfig = PluginsConfig()
     mcp: MCPConfig = MCPConfig()
     gateway: GatewayConfig = GatewayConfig()
+    channels: ChannelsConfig = ChannelsConfig()
+    session: SessionConfig = SessionConfig()
+    bindings: list[BindingConfig] = []
+    skills: SkillsConfig = SkillsConfig()

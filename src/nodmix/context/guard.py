@@ -49,6 +49,11 @@ class ContextGuard(Protocol):
         """Tokens the prompt may use (context window minus the reserve); for `assemble`."""
         ...
 
+    @property
+    def context_window(self) -> int:
+        """The model's whole context window in tokens (a message larger than it is refused)."""
+        ...
+
     async def before_turn(self) -> None:
         """Housekeeping before the user's message is recorded (the transcript byte guard)."""
         ...

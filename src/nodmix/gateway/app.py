@@ -27,12 +27,16 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.channel_turns import GatewayTurns
 from nodmix.gateway.errors import APIError, classify, not_found
+from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
+from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
+from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -52,7 +56,10 @@ class Gateway:
         self.stateless = StatelessSessions(runtime, self._start_background)
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
-            runtime.loaded, env=runtime.env, poll_seconds=settings.config_poll_seconds
+            runtime.loaded,
+            env=runtime.env,
+            poll_seconds=settings.config_poll_seconds,
+            apply=lambda loaded, changed: apply_config(runtime, loaded, changed),
         )
         self.started_monotonic = time.monotonic()
         self.started_at = time.time()
@@ -64,6 +71,7 @@ class Gateway:
             self._group = group
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
+            group.start_soon(self.runtime.channels.run, GatewayTurns(self))
             async with self.runs.running(self.settings.grace_seconds):
                 yield self
             self._group = None
@@ -116,6 +124,7 @@ class Gateway:
         seed: Callable[[], Awaitable[None]] | None = None,
         disable_tools: bool = False,
         after: Callable[[], object] | None = None,
+        turn_origin: TurnOrigin | None = None,
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -135,6 +144,7 @@ class Gateway:
                     emit=emit,
                     model=model,
                     disable_tools=disable_tools,
+                    origin=turn_origin,
                 )
             finally:
                 if after is not None:
@@ -152,7 +162,7 @@ class Gateway:
         note_type: str,
     ) -> None:
         """Record a client's earlier conversation, but only into a session with no messages."""
-        async with self.runtime.sessions.turn_lock(session_key):
+        async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
             session = self.runtime.open_session(agent, session_key)
             if any(_is_conversation(entry) for entry in session.entries):
                 return
@@ -241,6 +251,10 @@ async def _index(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", headers={"cache-control": "no-cache"})
 
 
+async def _favicon(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+
 class _Revalidated(StaticFiles):
     """Static files that browsers revalidate on every load (cheap with ETags), so an upgraded
     gateway never runs yesterday's script against today's protocol."""
@@ -259,6 +273,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     """
     from nodmix.gateway.openai_api import chat_completions, list_models
     from nodmix.gateway.tools_api import invoke_tool
+    from nodmix.gateway.webassets import vendor_script
     from nodmix.gateway.ws import websocket_endpoint
 
     gateway = Gateway(runtime, settings)
@@ -275,11 +290,20 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
         WebSocketRoute("/ws", websocket_endpoint),
+        Route("/favicon.ico", _favicon, methods=["GET"]),
+        Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
         Mount("/static", _Revalidated(directory=STATIC_DIR), name="static"),
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, token=settings.token)],
+        middleware=[
+            Middleware(GuardMiddleware, token=settings.token),
+            Middleware(
+                BodyLimitMiddleware,
+                max_bytes=settings.max_body_bytes,
+                timeout_seconds=settings.request_timeout_seconds,
+            ),
+        ],
         lifespan=lifespan,
         exception_handlers={404: _http_error, 405: _http_error},
     )

@@ -1,6 +1,6 @@
 """Talking to a running gateway over its WebSocket: `GatewayClient` and `nodmix agent` remote.
 
-`run_remote(args, url)` is what `nodmix agent` does when a gateway answers: the same output as
+`run_remote(args, url)` is what `nodmix agent -m` does when a gateway answers: the same output as
 an in-process run (answer text streamed on stdout, tool activity on stderr, the same `--json`
 object), with the turn running inside the gateway, which owns the sessions.
 """
@@ -188,14 +188,11 @@ def _snake(name: str) -> str:
 
 
 def run_remote(args: argparse.Namespace, url: str) -> int:
-    """`nodmix agent` (one message with `-m`, else a chat) through the gateway at `url`."""
-    token = gateway_token(args)
-    if args.message is None:
-        return anyio.run(_chat, args, url, token)
-    return anyio.run(_one_turn, args, url, token)
+    """`nodmix agent -m TEXT` through the gateway at `url` (the chat is `cli/remote.py`)."""
+    return anyio.run(_one_turn, args, url, gateway_token(args))
 
 
-def _params(args: argparse.Namespace, message: str) -> dict[str, Any]:
+def turn_params(args: argparse.Namespace, message: str) -> dict[str, Any]:
     params: dict[str, Any] = {"message": message}
     for key, attr in (("agentId", "agent_id"), ("sessionKey", "session_key"), ("model", "model")):
         value = getattr(args, attr, None)
@@ -206,7 +203,9 @@ def _params(args: argparse.Namespace, message: str) -> dict[str, Any]:
     return params
 
 
-async def _turn(client: GatewayClient, params: dict[str, Any], printer: Any) -> tuple[Any, bool]:
+async def remote_turn(
+    client: GatewayClient, params: dict[str, Any], printer: Any
+) -> tuple[Any, bool]:
     """Run one message; returns (answer, interrupted). Ctrl-C aborts the run in the gateway."""
     import signal
 
@@ -250,7 +249,7 @@ async def _one_turn(args: argparse.Namespace, url: str, token: str | None) -> in
 
     printer = EventPrinter(stream_text=not args.json)
     async with GatewayClient.connect(url, token=token) as client:
-        answer, interrupted = await _turn(client, _params(args, args.message), printer)
+        answer, interrupted = await remote_turn(client, turn_params(args, args.message), printer)
     if interrupted:
         print("\nnodmix: turn interrupted; the transcript was kept", file=sys.stderr)
         return 130
@@ -277,30 +276,3 @@ def _report(answer: dict[str, Any], args: argparse.Namespace, printer: Any) -> i
 def _print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-async def _chat(args: argparse.Namespace, url: str, token: str | None) -> int:
-    from nodmix.cli.agent import EventPrinter, chat_lines
-
-    async with GatewayClient.connect(url, token=token) as client:
-        health = await client.request("health")
-        agent_id = args.agent_id or health.get("defaultAgent", "main")
-        key = args.session_key or "main"
-        print(
-            f"nodmix chat with {agent_id} ({key}) via the gateway at {url}. "
-            "/new starts over, /exit or Ctrl-D quits."
-        )
-        async for text in chat_lines():
-            printer = EventPrinter(stream_text=True)
-            try:
-                answer, interrupted = await _turn(client, _params(args, text), printer)
-            except GatewayError as exc:
-                print(f"\nnodmix: error: {exc}", file=sys.stderr)
-                continue
-            if interrupted:
-                print("\n(interrupted)", file=sys.stderr)
-            elif answer is not None and "command" in answer:
-                print(answer.get("message", ""))
-            elif printer.mid_line:
-                print()
-    return 0

@@ -16,16 +16,22 @@ from starlette.responses import JSONResponse
 from nodmix.errors import (
     ConfigError,
     NodmixError,
+    PromptTooLargeError,
     ProviderAuthError,
     ProviderError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
     RateLimitedError,
     SessionError,
+    resource_exhaustion,
 )
+from nodmix.invocation import command
 
 log = logging.getLogger("nodmix.gateway")
 
-MODEL_HINT = "pick a model with `nodmix config set agents.defaults.model.primary <provider/model>`"
+MODEL_HINT = (
+    f"pick a model with `{command('config set agents.defaults.model.primary <provider/model>')}`"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,8 +97,14 @@ def classify(exc: BaseException) -> APIError:
         return APIError(
             status=409, message="the turn was aborted", kind="api_error", code="aborted"
         )
+    exhausted = resource_exhaustion(exc)
+    if exhausted is not None:  # out of descriptors or disk: the client may retry later
+        log.error("cannot serve a request: %s", exhausted)
+        return APIError(status=503, message=exhausted, kind="api_error", code="resource_exhausted")
     message = str(exc) or type(exc).__name__
-    if isinstance(exc, RateLimitedError | ProviderUnavailableError):
+    if isinstance(exc, ProviderUnreachableError):
+        message += f" ({MODEL_HINT})"
+    if isinstance(exc, RateLimitedError | ProviderUnavailableError | ProviderUnreachableError):
         if "connection error" in message:
             message += f" (is the model server running? {MODEL_HINT})"
         return APIError(status=503, message=message, kind="api_error", code="model_unavailable")
@@ -100,6 +112,10 @@ def classify(exc: BaseException) -> APIError:
         return APIError(status=502, message=message, kind="api_error", code="model_auth_failed")
     if isinstance(exc, ProviderError):
         return APIError(status=502, message=message, kind="api_error", code="model_error")
+    if isinstance(exc, PromptTooLargeError):
+        return APIError(
+            status=400, message=message, code="context_length_exceeded", param="messages"
+        )
     if isinstance(exc, SessionError):
         return APIError(status=400, message=message, code="bad_session")
     if isinstance(exc, ConfigError):

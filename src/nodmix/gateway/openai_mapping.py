@@ -24,6 +24,7 @@ from typing import Any, Literal
 import msgspec
 
 from nodmix.gateway.errors import bad_request
+from nodmix.gateway.limits import decode_json
 from nodmix.messages import AssistantMessage, Message, TextBlock, Usage, user_message
 from nodmix.providers.openai.encode import usage_to_openai
 
@@ -81,12 +82,7 @@ def parse_request(body: bytes) -> ChatRequest:
     Raises:
         APIError: a 400 naming what is wrong.
     """
-    try:
-        request = _DECODER.decode(body)
-    except msgspec.ValidationError as exc:
-        raise bad_request(f"invalid request: {exc}") from None
-    except msgspec.DecodeError:
-        raise bad_request("the request body is not valid JSON") from None
+    request = decode_json(_DECODER, body)
     if not request.messages:
         raise bad_request("messages must not be empty", param="messages")
     if request.messages[-1].role != "user":
@@ -206,4 +202,6 @@ class Completion:
 
 def finish_reason(stop_reason: str) -> str:
     """OpenAI's `finish_reason` for how a turn ended."""
+    if stop_reason in ("content_filter", "refusal"):
+        return "content_filter"
     return "length" if stop_reason in ("length", "max_steps") else "stop"

@@ -1,4 +1,5 @@
-"""The WebSocket methods: `agent`, `agent.abort`, `sessions.*`, `runs.list`, `health`.
+"""The WebSocket methods: `agent`, `agent.abort`, `sessions.*`, `runs.list`, `health`
+(`sessions.rename` and `sessions.delete` are in `rpc_sessions.py`).
 
 Each method takes the connection, the request id and the params object and returns the
 `payload` of its response; raising `APIError` (or any runtime error, see `errors.classify`)
@@ -13,14 +14,20 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
+
 from nodmix.agents import AgentProfile
+from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
-from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway import channel_turns, rpc_sessions, rpc_skills
+from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
+from nodmix.sessions.locate import Located
+from nodmix.sessions.transcript import Transcript
 
 if TYPE_CHECKING:
     from nodmix.gateway.ws import Connection
@@ -160,11 +167,14 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
 
     rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
     busy = conn.gateway.runs.busy_sessions()
-    return {
+    result = {
         "sessions": [session_row(row, busy) for row in rows],
         "total": counts["shown"],
         "oneShotHidden": counts["hidden"],
     }
+    if _param(params, "all", bool):  # also sessions replaced by /new, archived or deleted
+        result["others"] = rpc_sessions.other_rows(conn.gateway.runtime.sessions, agent_id)
+    return result
 
 
 async def sessions_create(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -185,9 +195,15 @@ async def sessions_create(conn: Connection, req_id: str | int, params: dict[str,
 
 
 async def sessions_history(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
-    """The transcript entries of a session (the newest `limit`, in file order)."""
-    profile, key = _agent_and_key(conn, params)
+    """The transcript entries of a session (the newest `limit`, in file order).
+
+    `sessionId` (or a unique prefix) reads any transcript, also one `/new` replaced or one in
+    the archive or trash; those answers carry `readOnly: true` and the transcript's `status`.
+    """
     limit = max(1, _param(params, "limit", int) or DEFAULT_HISTORY_LIMIT)
+    if _param(params, "sessionId", str) is not None:
+        return await _history_by_id(conn, params, limit)
+    profile, key = _agent_and_key(conn, params)
     try:
         session = conn.gateway.runtime.sessions.open(key, create=False)
     except Exception as exc:
@@ -199,6 +215,27 @@ async def sessions_history(conn: Connection, req_id: str | int, params: dict[str
         "agentId": profile.id,
         "total": len(entries),
         "running": key in conn.gateway.runs.busy_sessions(),
+        "entries": [entry_to_builtins(e) for e in entries[-limit:]],
+    }
+
+
+async def _history_by_id(conn: Connection, params: dict[str, Any], limit: int) -> Any:
+    found = _located(conn, params)
+    try:
+        transcript = await anyio.to_thread.run_sync(
+            lambda: Transcript.load(found.path, read_only=True)
+        )
+    except (OSError, NodmixError) as exc:
+        raise not_found(f"cannot read session {found.session_id}: {exc}") from None
+    entries = list(transcript.entries)
+    return {
+        "sessionKey": found.key,
+        "sessionId": found.session_id,
+        "agentId": found.agent_id,
+        "status": found.status,
+        "readOnly": found.status != "current",
+        "total": len(entries),
+        "running": False,
         "entries": [entry_to_builtins(e) for e in entries[-limit:]],
     }
 
@@ -235,6 +272,43 @@ async def sessions_compact(conn: Connection, req_id: str | int, params: dict[str
     return {**done.to_json(), "message": compaction_message(done)}
 
 
+def _located(conn: Connection, params: dict[str, Any]) -> Located:
+    """The session named by `sessionId` (or a prefix), else by `sessionKey`/`agentId`."""
+    manager = conn.gateway.runtime.sessions
+    session_id = _param(params, "sessionId", str)
+    if session_id is not None:
+        return rpc_sessions.locate_param(manager, session_id)
+    if _param(params, "sessionKey", str) is None:
+        raise bad_request("params.sessionKey or params.sessionId is required")
+    return rpc_sessions.locate_param(manager, _agent_and_key(conn, params)[1])
+
+
+async def sessions_rename(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Set the display title (`title`) of a current session."""
+    title = _param(params, "title", str, required=True)
+    assert title is not None
+    return rpc_sessions.rename(conn, _located(conn, params), title)
+
+
+async def sessions_delete(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Move a session's transcripts to the trash and drop its key (409 while it runs)."""
+    return rpc_sessions.delete(conn, _located(conn, params))
+
+
+async def sessions_status(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """What the chat's `/status` shows for a session; `model` is checked as a turn would."""
+    from nodmix.runtime.status import session_status
+
+    profile, key = _agent_and_key(conn, params)
+    model = _param(params, "model", str)
+    try:
+        return session_status(
+            conn.gateway.runtime, agent_id=profile.id, session_key=key, model=model
+        )
+    except Exception as exc:
+        raise classify(exc) from None
+
+
 # ---- gateway ------------------------------------------------------------------------------------
 
 
@@ -252,6 +326,13 @@ METHODS: dict[str, Method] = {
     "sessions.history": sessions_history,
     "sessions.reset": sessions_reset,
     "sessions.compact": sessions_compact,
+    "sessions.rename": sessions_rename,
+    "sessions.delete": sessions_delete,
+    "sessions.status": sessions_status,
     "health": health,
+    "channels.status": channel_turns.channels_status,
+    "pairing.list": channel_turns.pairing_list,
+    "pairing.approve": channel_turns.pairing_approve,
+    "skills.list": rpc_skills.skills_list,
 }
 """Method name -> handler."""

@@ -14,6 +14,7 @@ stops, which would kill the process before the runtime closes.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import socket
 import sys
@@ -27,7 +28,9 @@ import uvicorn
 from nodmix import __version__
 from nodmix.config.loader import LoadedConfig
 from nodmix.errors import NodmixError
+from nodmix.gateway import webassets
 from nodmix.gateway.app import create_app, gateway_of_app
+from nodmix.gateway.connections import limited_http_protocol
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
@@ -108,6 +111,14 @@ def uvicorn_config(app: Any, settings: GatewaySettings) -> uvicorn.Config:
         ws="websockets-sansio",
         timeout_graceful_shutdown=int(max(1, settings.grace_seconds)),
         server_header=False,
+        # Slow and surplus clients (see `nodmix.gateway.connections`); bodies are capped by
+        # the app (`nodmix.gateway.limits`), WebSocket messages here.
+        http=limited_http_protocol(
+            head_timeout_seconds=settings.request_timeout_seconds,
+            max_connections=settings.max_connections,
+        ),
+        timeout_keep_alive=max(1, math.ceil(settings.keep_alive_seconds)),
+        ws_max_size=settings.max_body_bytes,
     )
     config.load()
     return config
@@ -171,6 +182,7 @@ async def run_gateway(
 
             async with anyio.create_task_group() as group:
                 group.start_soon(follow_stop_requests)
+                group.start_soon(webassets.ensure_installed)
                 await server.main_loop()
                 log.info(
                     "gateway stopping: letting running turns finish (up to %gs)",
@@ -210,6 +222,7 @@ async def serve_until_signal(
 
 def banner(settings: GatewaySettings, runtime: Runtime) -> str:
     """What `nodmix gateway` prints once it listens: where, how to log in, which model."""
+    from nodmix.invocation import command
     from nodmix.providers.router import default_model_ref
 
     url = settings.url
@@ -236,7 +249,7 @@ def banner(settings: GatewaySettings, runtime: Runtime) -> str:
             f"  note: no model is configured and no API key is set, so agents use {model} from",
             "        a local Ollama server. To use OpenAI instead, stop the gateway and run:",
             "          export OPENAI_API_KEY=sk-...",
-            "          nodmix config set agents.defaults.model.primary openai/gpt-4.1-mini",
+            f"          {command('config set agents.defaults.model.primary openai/gpt-4.1-mini')}",
         ]
     lines.append(STOP_HINT)
     return "\n".join(lines)

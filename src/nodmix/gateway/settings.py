@@ -17,6 +17,10 @@ from nodmix.errors import ConfigError
 
 DEFAULT_PORT = 18789
 DEFAULT_GRACE_SECONDS = 10.0
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 30.0
+DEFAULT_KEEP_ALIVE_SECONDS = 5.0
+DEFAULT_MAX_CONNECTIONS = 1000
 TOKEN_ENV = "NODMIX_GATEWAY_TOKEN"
 
 _BIND_ALIASES = {"loopback": "127.0.0.1", "localhost": "127.0.0.1", "lan": "0.0.0.0"}
@@ -39,6 +43,14 @@ class GatewaySettings:
     watch_config: bool = True
     """Poll the config file and report changes (see `nodmix.gateway.reload`)."""
     config_poll_seconds: float = 1.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """Largest request body or WebSocket message; a larger body is refused with 413."""
+    request_timeout_seconds: float = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    """Time a client gets to send a request's headers, and again its body (slow clients)."""
+    keep_alive_seconds: float = DEFAULT_KEEP_ALIVE_SECONDS
+    """An idle keep-alive connection is closed after this long."""
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Connections beyond this many are refused at once with 503 (bounded file descriptors)."""
 
     @property
     def loopback_only(self) -> bool:
@@ -108,7 +120,16 @@ def resolve_settings(
         or resolve_secret(config.auth.token, key="gateway.auth.token", env=env)
     )
     secret = secret.strip() if secret else None
-    settings = GatewaySettings(host=host, port=chosen_port, token=secret or None, verbose=verbose)
+    settings = GatewaySettings(
+        host=host,
+        port=chosen_port,
+        token=secret or None,
+        verbose=verbose,
+        max_body_bytes=config.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+        request_timeout_seconds=config.request_timeout_seconds or DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        keep_alive_seconds=config.keep_alive_seconds or DEFAULT_KEEP_ALIVE_SECONDS,
+        max_connections=config.max_connections or DEFAULT_MAX_CONNECTIONS,
+    )
     if settings.token is None and not settings.loopback_only:
         raise ConfigError(
             f"refusing to listen on {host} without a token: set gateway.auth.token, "

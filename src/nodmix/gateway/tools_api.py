@@ -19,9 +19,11 @@ from starlette.responses import JSONResponse, Response
 
 from nodmix.agents import AgentProfile
 from nodmix.gateway.app import Gateway, gateway_of
-from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.errors import APIError, not_found
+from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
+from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -37,11 +39,15 @@ class InvokeRequest(msgspec.Struct, kw_only=True, rename="camel"):
 async def agent_tools(runtime: Runtime, agent: AgentProfile) -> tuple[list[Tool], list[Tool]]:
     """Every tool the agent could have (core, plugins, MCP) and the ones its policy allows."""
     policy = ToolPolicy.from_config(runtime.config.tools).merged(agent.tools)
-    candidates: list[Tool] = list(core_tools(runtime.config.tools))
+    isolation = SessionSandbox.for_agent(agent)
+    candidates: list[Tool] = list(core_tools(runtime.config.tools, isolation=isolation))
     for source in runtime.tool_sources:
         candidates.extend(await source.list_tools())
     allowed = [] if policy.disables_tools else policy.filter(candidates)
     return candidates, allowed
+
+
+_DECODER = msgspec.json.Decoder(InvokeRequest)
 
 
 def _find(tools: list[Tool], name: str) -> Tool | None:
@@ -51,12 +57,7 @@ def _find(tools: list[Tool], name: str) -> Tool | None:
 async def invoke_tool(request: Request) -> Response:
     """Run the tool and return its result."""
     gateway = gateway_of(request)
-    try:
-        body = msgspec.json.decode(await request.body(), type=InvokeRequest)
-    except msgspec.ValidationError as exc:
-        raise bad_request(f"invalid request: {exc}") from None
-    except msgspec.DecodeError:
-        raise bad_request("the request body is not valid JSON") from None
+    body = decode_json(_DECODER, await request.body())
     agent = gateway.agent(body.agent_id)
     key = gateway.session_key(agent, body.session_key)
     result = await _invoke(gateway, agent, key, body)

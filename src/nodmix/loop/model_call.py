@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+import msgspec
+
+from nodmix.config.schema import RetryConfig
 from nodmix.errors import ProviderError
-from nodmix.events import EventSink, ModelFallback, TextDeltaEvent, ThinkingDeltaEvent
+from nodmix.events import EventSink, ModelFallback, Notice, TextDeltaEvent, ThinkingDeltaEvent
 from nodmix.messages import AssistantMessage, Message
 from nodmix.providers.base import (
     ModelRequest,
@@ -36,13 +39,27 @@ class ModelResolver(Protocol):
     def resolve(self, ref: str) -> ResolvedModelLike: ...
 
 
+class ReplyLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent's limits on each model request (`None`: the model's or provider's own)."""
+
+    max_tokens: int | None = None
+    max_output_bytes: int | None = None
+    connect_timeout: float | None = None
+    idle_timeout: float | None = None
+
+
 def request_builder(
     system: str,
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     expected_tool_names: frozenset[str] | None = None,
+    limits: ReplyLimits | None = None,
 ) -> Callable[[ModelSpec], ModelRequest]:
-    """Builds the same request for whichever model of the chain ends up answering."""
+    """Builds the same request for whichever model of the chain ends up answering.
+
+    The output token limit is the agent's `maxTokens`, else the model's own.
+    """
+    limits = limits or ReplyLimits()
 
     def build(spec: ModelSpec) -> ModelRequest:
         return ModelRequest(
@@ -51,9 +68,27 @@ def request_builder(
             messages=list(messages),
             tools=list(tools),
             expected_tool_names=expected_tool_names,
+            max_tokens=limits.max_tokens or spec.max_tokens,
+            max_output_bytes=limits.max_output_bytes,
+            connect_timeout=limits.connect_timeout,
+            idle_timeout=limits.idle_timeout,
         )
 
     return build
+
+
+def stop_notice(message: AssistantMessage, request: ModelRequest, cut_at: int | None) -> str | None:
+    """The line that tells the user why a reply ended early, or None for a normal stop."""
+    label = f"{message.provider}/{message.model}"
+    if message.stop_reason == "content_filter":
+        return f"{label} stopped the reply: blocked by the provider's content filter"
+    if message.stop_reason == "refusal":
+        return f"{label} refused to answer"
+    if message.stop_reason != "length":
+        return None
+    if cut_at is not None:
+        return f"the reply was cut off at {cut_at} bytes (maxOutputBytes); what arrived was kept"
+    return f"the reply hit the output limit of {request.max_tokens} tokens (maxTokens)"
 
 
 class ModelCall:
@@ -72,6 +107,10 @@ class ModelCall:
         self.builder: ResponseBuilder | None = None
         self.model: ModelSpec | None = None
 
+    def forget(self) -> None:
+        """Drop the current partial reply (it was recorded, or the step finished)."""
+        self.builder = None
+
     def partial(self) -> AssistantMessage | None:
         """What the current model streamed so far (for an aborted turn), or None."""
         if self.builder is None or self.model is None:
@@ -86,11 +125,15 @@ class ModelCall:
         for index, ref in enumerate(refs):
             resolved = self._resolver.resolve(ref)
             provider, spec = resolved.provider, resolved.spec
+            # The router adds the provider's `retry` setting; other resolvers may not.
+            retry_config: RetryConfig | None = getattr(resolved, "retry", None)
+            policy = self._retry.configured(retry_config)
             self.model = spec
             self.builder = ResponseBuilder()
             streamed = False
+            request = build(spec)
             try:
-                async for event in stream_with_retry(provider, build(spec), self._retry):
+                async for event in stream_with_retry(provider, request, policy):
                     self.builder.add(event)
                     if isinstance(event, TextDelta):
                         streamed = True
@@ -104,5 +147,11 @@ class ModelCall:
                     raise
                 self._emit(ModelFallback(failed=ref, next=refs[index + 1], error=str(exc)))
                 continue
-            return self.builder.message(provider=provider.name, model=spec.id, api=provider.api)
+            message = self.builder.message(provider=provider.name, model=spec.id, api=provider.api)
+            notice = stop_notice(message, request, self.builder.cut_at_bytes)
+            if notice is not None:
+                self._emit(Notice(level="warning", text=notice))
+                if message.stop_reason == "length":
+                    message = msgspec.structs.replace(message, error_message=notice)
+            return message
         raise AssertionError("run() needs at least one model reference")

@@ -15,6 +15,9 @@ answers with a context-overflow error (at most `MAX_OVERFLOW_COMPACTIONS` times 
 
 Cancellation (Ctrl-C, a client hanging up) leaves the transcript valid: a partial answer is kept
 with `stopReason: "aborted"`, and every tool call that has no result gets an error result.
+A turn that fails (every model failed, or the agent's `timeoutSeconds` ran out) also leaves an
+assistant entry with `stopReason: "error"` and the error line, so history shows what happened;
+replay drops it when it has no content, so the next request stays valid for every provider.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from nodmix.context.base import (
 )
 from nodmix.context.guard import ContextGuard, RequestDraft
 from nodmix.context.overflow import recover_from_overflow
-from nodmix.errors import ContextOverflowError
+from nodmix.errors import ContextOverflowError, NodmixError, TurnError
 from nodmix.events import (
     AssistantMessageEvent,
     EventSink,
@@ -47,21 +50,24 @@ from nodmix.events import (
     TurnFinished,
     TurnStarted,
 )
-from nodmix.loop.model_call import ModelCall, ModelResolver, request_builder
+from nodmix.loop.endings import record_abort, record_failure
+from nodmix.loop.model_call import ModelCall, ModelResolver, ReplyLimits, request_builder
 from nodmix.loop.prompt import build_system_prompt
+from nodmix.loop.window import ensure_prompt_fits
 from nodmix.messages import (
     AssistantMessage,
     Message,
-    TextBlock,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
+from nodmix.origin import TurnOrigin
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
 
-ABORTED_RESULT = "The turn was cancelled before this tool call finished."
+TERMINAL_STOPS = frozenset({"error", "aborted", "length", "content_filter", "refusal"})
+"""Stop reasons that end the turn even when the reply carries tool calls."""
 
 log = logging.getLogger("nodmix.loop")
 
@@ -124,6 +130,10 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     tools: RunTools
     model_refs: tuple[str, ...]
+    origin: TurnOrigin | None = None
+    """The chat the turn answers (channel turns); tools see it in their context."""
+    skills_prompt: str | None = None
+    """The skills section of the system prompt (one line per offered skill)."""
 
 
 class TurnResult(msgspec.Struct, kw_only=True):
@@ -152,6 +162,14 @@ class _Turn:
         self.last: AssistantMessage | None = None
         self.calls: list[ToolCallBlock] = []
         self.model_call = ModelCall(deps.models, emit, deps.retry)
+        agent = req.agent
+        waits = agent.model_timeouts
+        self.limits = ReplyLimits(
+            max_tokens=agent.max_tokens,
+            max_output_bytes=agent.max_output_bytes,
+            connect_timeout=waits.connect_seconds if waits else None,
+            idle_timeout=waits.idle_seconds if waits else None,
+        )
         self.model_label = req.model_refs[0]
         self.pending_calls: dict[str, ToolCallBlock] = {}
         self.added: list[Message] = []
@@ -160,10 +178,17 @@ class _Turn:
         self.batch_ingest = getattr(deps.context, "ingest_batch", None)
 
     async def run(self) -> TurnResult:
-        req = self.req
-        if self.deps.guard is not None:
+        req, guard = self.req, self.deps.guard
+        if guard is not None:
+            # Refused before anything is recorded or sent, compaction included.
+            ensure_prompt_fits(
+                req.prompt,
+                context_window=guard.context_window,
+                tools=[t.spec for t in req.tools.visible],
+                model=self.model_label,
+            )
             # The transcript byte guard may move the session to a successor transcript.
-            await self.deps.guard.before_turn()
+            await guard.before_turn()
         self.emit(
             TurnStarted(
                 run_id=req.run_id,
@@ -174,11 +199,22 @@ class _Turn:
             )
         )
         await self._append(req.prompt)
+        timeout = req.agent.timeout_seconds
         try:
-            stop = await self._steps()
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._finish_aborted()
+            with anyio.move_on_after(timeout) as deadline:
+                try:
+                    stop = await self._steps()
+                except anyio.get_cancelled_exc_class():
+                    with anyio.CancelScope(shield=True):
+                        await self._finish_aborted()
+                    raise
+            if deadline.cancelled_caught:
+                raise TurnError(
+                    f"the turn did not finish within {timeout} s (agents.defaults.timeoutSeconds"
+                    " or the agent's timeoutSeconds)"
+                )
+        except NodmixError as exc:
+            self._finish_failed(exc)
             raise
         await self._engine_after_turn()
         reply = self.last.text if self.last else ""
@@ -206,7 +242,7 @@ class _Turn:
         while self.steps < self.req.agent.max_steps:
             self.steps += 1
             assistant = await self._model_step()
-            if assistant.stop_reason in ("error", "aborted") or not assistant.tool_calls:
+            if assistant.stop_reason in TERMINAL_STOPS or not assistant.tool_calls:
                 return assistant.stop_reason
             await self._tool_step(assistant.tool_calls)
         return "max_steps"
@@ -236,6 +272,7 @@ class _Turn:
                 instructions=req.agent.instructions,
                 addition=assembled.system_prompt_addition,
                 code_mode=tools.code_mode,
+                skills=req.skills_prompt,
             )
             messages = assembled.messages
             if guard is not None:
@@ -251,7 +288,9 @@ class _Turn:
                     continue
                 messages = plan.messages
             try:
-                build = request_builder(system, messages, specs, tools.expected_tool_names)
+                build = request_builder(
+                    system, messages, specs, tools.expected_tool_names, self.limits
+                )
                 assistant = await self.model_call.run(req.model_refs, build)
             except ContextOverflowError as exc:
                 if guard is None:
@@ -309,6 +348,7 @@ class _Turn:
                 call_id=call.id,
                 workspace=req.agent.workspace,
                 extra=dict(req.tools.context_extra),
+                origin=req.origin,
             )
             args = dict(call.arguments)
             input_kind = getattr(tool, "hook_input_kind", None)
@@ -355,27 +395,12 @@ class _Turn:
         except Exception:
             log.exception("context engine %s failed after the turn", engine.info.id)
 
+    def _finish_failed(self, error: Exception) -> None:
+        self.pending_calls = record_failure(
+            self.req.session, self.model_call, self.pending_calls, error
+        )
+
     async def _finish_aborted(self) -> None:
-        partial = self.model_call.partial() if self.model_call.builder is not None else None
-        if partial is not None:
-            aborted = AssistantMessage(
-                content=partial.content,
-                provider=partial.provider,
-                model=partial.model,
-                usage=partial.usage,
-                stop_reason="aborted",
-            )
-            self.req.session.append_message(aborted)
-            self.last = aborted
-            calls = aborted.tool_calls
-            self.pending_calls = {c.id: c for c in calls}
-        for call in list(self.pending_calls.values()):
-            self.req.session.append_message(
-                ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=(TextBlock(text=ABORTED_RESULT),),
-                    is_error=True,
-                )
-            )
-        self.pending_calls.clear()
+        aborted = record_abort(self.req.session, self.model_call, self.pending_calls)
+        self.last = aborted or self.last
+        self.pending_calls = {}

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         FunctionProvider,
         ModelError,
         ModelReply,
+        ModelStall,
         ReplyToolCall,
         ScriptedProvider,
     )
@@ -48,6 +49,7 @@ _LAZY = {
     "DebugSettings": "nodmix.providers.debug",
     "FunctionProvider": "nodmix.providers.fake",
     "ModelError": "nodmix.providers.fake",
+    "ModelStall": "nodmix.providers.fake",
     "ModelReply": "nodmix.providers.fake",
     "ReplyToolCall": "nodmix.providers.fake",
     "ScriptedProvider": "nodmix.providers.fake",
@@ -63,6 +65,7 @@ __all__ = [
     "DebugSettings",
     "FunctionProvider",
     "ModelError",
+    "ModelStall",
     "ModelEvent",
     "ModelReply",
     "ModelRequest",

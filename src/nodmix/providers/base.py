@@ -52,6 +52,12 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     names and refuses to send anything else: the surface fails closed."""
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     """Vendor-specific knobs, namespaced by the adapter that reads them."""
+    max_output_bytes: int | None = None
+    """Cap on the reply's text, reasoning and tool-argument bytes; `None`: unlimited."""
+    connect_timeout: float | None = None
+    """Seconds to connect; `None`: the provider's setting."""
+    idle_timeout: float | None = None
+    """Seconds between stream events; `None`: the provider's setting."""
 
 
 class TextDelta(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +95,8 @@ class ResponseDone(msgspec.Struct, frozen=True, kw_only=True):
     """The end of the stream."""
 
     stop_reason: StopReason
+    cut_at_bytes: int | None = None
+    """Set when the adapter stopped the stream at `ModelRequest.max_output_bytes`."""
     kind: Literal["done"] = "done"
 
 
@@ -114,50 +122,75 @@ class Provider(Protocol):
 
 
 class ResponseBuilder:
-    """Folds model events into one `AssistantMessage`."""
+    """Folds model events into one `AssistantMessage`.
+
+    Text and reasoning deltas are kept as lists of pieces and joined once per block, so
+    folding a reply is linear in its size however many deltas it arrives in.
+    """
 
     def __init__(self) -> None:
-        self._blocks: list[AssistantBlock] = []
+        self._blocks: list[AssistantBlock | list[str]] = []
+        self._kinds: list[str] = []
+        self._signatures: dict[int, str | None] = {}
         self._usage = Usage()
         self._stop: StopReason = "stop"
         self._done = False
+        self.cut_at_bytes: int | None = None
+        """Set when the adapter stopped the reply at the output byte cap."""
 
     def add(self, event: ModelEvent) -> None:
         """Fold one event."""
         if isinstance(event, TextDelta):
-            last = self._blocks[-1] if self._blocks else None
-            if isinstance(last, TextBlock):
-                self._blocks[-1] = TextBlock(text=last.text + event.text)
-            else:
-                self._blocks.append(TextBlock(text=event.text))
+            self._piece("text", event.text)
         elif isinstance(event, ThinkingDelta):
-            last = self._blocks[-1] if self._blocks else None
-            if isinstance(last, ThinkingBlock):
-                signature = event.signature or last.thinking_signature
-                self._blocks[-1] = ThinkingBlock(
-                    thinking=last.thinking + event.text, thinking_signature=signature
-                )
-            else:
-                self._blocks.append(
-                    ThinkingBlock(thinking=event.text, thinking_signature=event.signature)
-                )
+            index = self._piece("thinking", event.text)
+            if event.signature or index not in self._signatures:
+                self._signatures[index] = event.signature or self._signatures.get(index)
         elif isinstance(event, ToolCallEvent):
             call = ToolCallBlock(id=event.id, name=event.name, arguments=event.arguments)
             self._blocks.append(call)
+            self._kinds.append("tool")
         elif isinstance(event, UsageEvent):
             self._usage = event.usage
         else:
             self._stop = event.stop_reason
+            self.cut_at_bytes = event.cut_at_bytes
             self._done = True
+
+    def _piece(self, kind: str, text: str) -> int:
+        if self._kinds and self._kinds[-1] == kind:
+            pieces = self._blocks[-1]
+            assert isinstance(pieces, list)
+            pieces.append(text)
+        else:
+            self._blocks.append([text])
+            self._kinds.append(kind)
+        return len(self._blocks) - 1
 
     @property
     def done(self) -> bool:
         """Whether `ResponseDone` was seen."""
         return self._done
 
+    def _built(self) -> tuple[AssistantBlock, ...]:
+        blocks: list[AssistantBlock] = []
+        for index, (kind, block) in enumerate(zip(self._kinds, self._blocks, strict=True)):
+            if isinstance(block, list):
+                text = "".join(block)
+                # Join once and keep the joined text, so asking twice stays linear too.
+                self._blocks[index] = [text]
+                if kind == "text":
+                    blocks.append(TextBlock(text=text))
+                else:
+                    signature = self._signatures.get(index)
+                    blocks.append(ThinkingBlock(thinking=text, thinking_signature=signature))
+            else:
+                blocks.append(block)
+        return tuple(blocks)
+
     def message(self, *, provider: str, model: str, api: str) -> AssistantMessage:
         """The assistant message so far. A response with tool calls stops with `toolUse`."""
-        blocks = tuple(self._blocks)
+        blocks = self._built()
         stop = self._stop
         if stop == "stop" and any(isinstance(b, ToolCallBlock) for b in blocks):
             stop = "toolUse"

@@ -108,8 +108,9 @@ def classify_error(
 
     Returns:
         `ProviderAuthError` (401/403), `RateLimitedError` (429), `ContextOverflowError`
-        (overflow text on any other status), `ProviderUnavailableError` (408, 5xx, 529 and
-        status-less stream errors), otherwise `ProviderRequestError` (404 and other 4xx).
+        (overflow text on any other status), `ProviderUnavailableError` (408, 5xx but 501,
+        529 and status-less stream errors), otherwise `ProviderRequestError` (404, 501 and
+        other 4xx: retrying cannot help).
     """
     text = one_line(message)
     if status is None:
@@ -126,7 +127,7 @@ def classify_error(
         )
     elif _is_overflow(text):
         kind = ContextOverflowError
-    elif status is None or status == 408 or status >= 500:
+    elif status is None or status == 408 or (status >= 500 and status != 501):
         kind = ProviderUnavailableError
     else:
         kind = ProviderRequestError

@@ -27,8 +27,9 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
+import anyio
 import anyio.lowlevel
 
 from nodmix.errors import ProviderError
@@ -132,7 +133,24 @@ class ModelError:
         )
 
 
-Reply: TypeAlias = ModelReply | ModelError
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelStall:
+    """A scripted model that never finishes its reply (for timeout tests).
+
+    Over HTTP the scripted server answers `200` with an event stream, streams `partial`, and
+    then either sends nothing more (`mode="hang"`) or only keep-alive comments and blank lines
+    every `interval` seconds (`mode="trickle"`), until the client hangs up. In process the
+    provider streams `partial` and waits forever.
+    """
+
+    mode: Literal["hang", "trickle"] = "hang"
+    partial: str = ""
+    """Text streamed before the stall."""
+    interval: float = 0.05
+    """Seconds between keep-alive bytes (`trickle`)."""
+
+
+Reply: TypeAlias = ModelReply | ModelError | ModelStall
 Respond: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 """A respond function: sync or async, returning a reply or a scripted error."""
 
@@ -142,15 +160,23 @@ async def run_respond(respond: Respond, request: ModelRequest) -> Reply:
     result = respond(request)
     if inspect.isawaitable(result):
         result = await result
-    if not isinstance(result, ModelReply | ModelError):
-        raise TypeError(f"respond() must return ModelReply or ModelError, got {result!r}")
+    if not isinstance(result, ModelReply | ModelError | ModelStall):
+        raise TypeError(
+            f"respond() must return ModelReply, ModelError or ModelStall, got {result!r}"
+        )
     return result
 
 
+MAX_CHUNK_CHARS = 16_384
+"""Longest piece a scripted model streams at once; long replies come in more pieces."""
+
+
 def split_text(text: str, parts: int = 3) -> list[str]:
-    """Split text into up to `parts` consecutive chunks (how scripted models stream it)."""
+    """Split text into `parts` consecutive chunks, or more of at most `MAX_CHUNK_CHARS` each
+    for long text (how scripted models stream it)."""
     if not text:
         return []
+    parts = max(parts, math.ceil(len(text) / MAX_CHUNK_CHARS))
     size = math.ceil(len(text) / max(1, min(parts, len(text))))
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -273,6 +299,11 @@ class FunctionProvider:
             for chunk in split_text(reply.partial):
                 yield TextDelta(text=chunk)
             raise reply.to_error(self._name)
+        if isinstance(reply, ModelStall):
+            for chunk in split_text(reply.partial):
+                yield TextDelta(text=chunk)
+            await anyio.sleep_forever()
+            return
         message = reply_message(
             reply,
             request,
@@ -291,7 +322,7 @@ class FunctionProvider:
         self.closed = True
 
 
-ScriptItem: TypeAlias = ModelReply | ModelError | Respond
+ScriptItem: TypeAlias = ModelReply | ModelError | ModelStall | Respond
 
 
 class ScriptedProvider:
@@ -315,7 +346,7 @@ class ScriptedProvider:
                 f"{self._total} replies were scripted"
             )
         item = self._queue.popleft()
-        if isinstance(item, ModelReply | ModelError):
+        if isinstance(item, ModelReply | ModelError | ModelStall):
             return item
         return item(request)
 

@@ -13,7 +13,7 @@ from typing import get_args
 
 import msgspec
 
-from nodmix.config.schema import ModelEntry, ProviderConfig
+from nodmix.config.schema import ModelEntry, ModelTimeouts, ProviderConfig, RetryConfig
 from nodmix.errors import ConfigError
 from nodmix.providers.base import ModelSpec, ProviderAPI
 
@@ -36,6 +36,10 @@ class ProviderDefinition(msgspec.Struct, frozen=True, kw_only=True):
     """Built in: any model id is accepted, with default limits when not listed."""
     default_model: str | None = None
     """The model `default_model_ref` picks for this provider."""
+    timeouts: ModelTimeouts | None = None
+    """`timeouts` from config (connect and idle seconds); defaults when unset."""
+    retry: RetryConfig | None = None
+    """`retry` from config (attempts and the longest wait); defaults when unset."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         """The listed model with this id, if any."""
@@ -176,6 +180,8 @@ def merge_definition(
         api_key=config.api_key if config.api_key is not None else preset.api_key,
         headers={**preset.headers, **config.headers},
         models=_merge_models(provider_id, preset.models, config.models),
+        timeouts=config.timeouts or preset.timeouts,
+        retry=config.retry or preset.retry,
     )
 
 

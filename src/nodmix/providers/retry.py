@@ -1,4 +1,8 @@
-"""Retry rate limits and outages with exponential backoff, but never after output started.
+"""Retry rate limits, outages and timeouts with backoff, but never after output started.
+
+Only what can succeed on a second try is retried: 429, 5xx other than 501, timeouts and
+connections reset before the first event (`ProviderError.retryable`). A refused connection
+to a local server, 501, other 4xx and a malformed stream fail at once.
 
 Once an event has been yielded, the caller may already have shown text to the user;
 repeating the request would show a second, different answer. So a failure after the first
@@ -16,7 +20,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from nodmix.errors import ProviderUnavailableError, RateLimitedError
+from nodmix.config.schema import RetryConfig
+from nodmix.errors import ProviderError
 from nodmix.providers.base import ModelEvent, ModelRequest, Provider
 
 logger = logging.getLogger("nodmix.providers")
@@ -51,6 +56,19 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         factor = 1 + self.jitter * (2 * self.rand() - 1)
         return max(0.0, min(backoff * factor, self.max_delay))
 
+    def configured(self, config: RetryConfig | None) -> RetryPolicy:
+        """This policy with a provider's `retry` settings applied (`maxDelaySeconds` caps
+        both the backoff and a provider's `Retry-After`)."""
+        if config is None:
+            return self
+        changes: dict[str, Any] = {}
+        if config.attempts is not None:
+            changes["attempts"] = config.attempts
+        if config.max_delay_seconds is not None:
+            changes["max_delay"] = config.max_delay_seconds
+            changes["max_retry_after"] = config.max_delay_seconds
+        return msgspec.structs.replace(self, **changes) if changes else self
+
 
 async def stream_with_retry(
     provider: Provider, request: ModelRequest, policy: RetryPolicy | None = None
@@ -71,8 +89,8 @@ async def stream_with_retry(
                     started = True
                     yield event
             return
-        except (RateLimitedError, ProviderUnavailableError) as exc:
-            if started or attempt == attempts - 1:
+        except ProviderError as exc:
+            if not exc.retryable or started or attempt == attempts - 1:
                 raise
             wait = policy.delay(attempt, exc)
             logger.warning(

@@ -16,10 +16,11 @@ from typing import Protocol, Self
 import msgspec
 
 from nodmix.config.loader import resolve_secret
-from nodmix.config.schema import ModelsConfig
+from nodmix.config.schema import ModelsConfig, ModelTimeouts, RetryConfig
 from nodmix.errors import ConfigError, ProviderAuthError
 from nodmix.providers.base import ModelSpec, Provider
 from nodmix.providers.debug import DebugSettings
+from nodmix.providers.limits import CallLimits
 from nodmix.providers.presets import (
     PRESET_KEY_ORDER,
     ProviderDefinition,
@@ -51,6 +52,7 @@ def _openai_factory(
         api_key=api_key,
         headers=definition.headers,
         debug=debug,
+        limits=call_limits(definition.timeouts),
     )
 
 
@@ -65,6 +67,7 @@ def _anthropic_factory(
         api_key=api_key,
         headers=definition.headers,
         debug=debug,
+        limits=call_limits(definition.timeouts),
     )
 
 
@@ -74,11 +77,24 @@ DEFAULT_FACTORIES: Mapping[str, ProviderFactory] = {
 }
 
 
+def call_limits(timeouts: ModelTimeouts | None) -> CallLimits:
+    """The connect and idle waits of a provider's `timeouts` setting (defaults when unset)."""
+    defaults = CallLimits()
+    if timeouts is None:
+        return defaults
+    return CallLimits(
+        connect_seconds=timeouts.connect_seconds or defaults.connect_seconds,
+        idle_seconds=timeouts.idle_seconds or defaults.idle_seconds,
+    )
+
+
 class ResolvedModel(msgspec.Struct, frozen=True):
     """A model reference resolved to the provider that serves it."""
 
     provider: Provider
     spec: ModelSpec
+    retry: RetryConfig | None = None
+    """The provider's `retry` setting."""
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -176,7 +192,8 @@ class ProviderRouter:
             ProviderAuthError: The provider needs an API key and none is configured.
         """
         spec = self.model_spec(ref)
-        return ResolvedModel(provider=self.provider(spec.provider), spec=spec)
+        retry = self.definition(spec.provider).retry
+        return ResolvedModel(provider=self.provider(spec.provider), spec=spec, retry=retry)
 
     def provider(self, provider_id: str) -> Provider:
         """The (cached) provider for an id.

@@ -20,11 +20,23 @@ class SSEEvent(msgspec.Struct, frozen=True, kw_only=True):
     """The `data:` lines joined by newlines."""
 
 
+MAX_LINE_CHARS = 64 << 20
+"""Longest line the decoder holds; a server streaming an endless line is cut off here."""
+
+
+class SSELineTooLong(ValueError):
+    """A line grew past `MAX_LINE_CHARS` without ending."""
+
+
 class SSEDecoder:
     """Feed text as it arrives; get back the events it completed."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_line_chars: int = MAX_LINE_CHARS) -> None:
+        self._max_line = max_line_chars
+        self._held = 0
         self._buffer = ""
+        self._pieces: list[str] = []
+        """Chunks of an unfinished line, joined only once its end arrives (linear time)."""
         self._event = ""
         self._data: list[str] = []
         self._pending = False
@@ -33,6 +45,15 @@ class SSEDecoder:
         """Decode a chunk of the stream and return the events it completed."""
         if not text:
             return []
+        if "\n" not in text and "\r" not in text:
+            self._held += len(text)
+            if self._held > self._max_line:
+                raise SSELineTooLong(f"a stream line longer than {self._max_line} characters")
+            self._pieces.append(text)
+            return []
+        if self._pieces:
+            self._pieces.append(text)
+            text, self._pieces, self._held = "".join(self._pieces), [], 0
         buffer = self._buffer + text
         # A trailing "\r" may be the first half of "\r\n"; wait for the next chunk to know.
         hold_cr = buffer.endswith("\r")
@@ -49,6 +70,9 @@ class SSEDecoder:
 
     def flush(self) -> list[SSEEvent]:
         """End of stream: emit an event the server did not terminate with a blank line."""
+        if self._pieces:
+            self._buffer += "".join(self._pieces)
+            self._pieces, self._held = [], 0
         events = self.feed("\n") if self._buffer.rstrip("\r") else []
         self._buffer = ""
         tail = self._line("")

@@ -11,20 +11,43 @@ adapter to parse as a complete response.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+import anyio
 import httpx2
 import msgspec
 
-from nodmix.errors import ProviderError, ProviderUnavailableError
+from nodmix.errors import (
+    ProviderError,
+    ProviderProtocolError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    ProviderUnreachableError,
+)
+from nodmix.providers.base import ModelRequest
 from nodmix.providers.debug import DebugSettings, RequestLog
 from nodmix.providers.errors import one_line
-from nodmix.providers.sse import SSEDecoder, SSEEvent
+from nodmix.providers.limits import CallLimits, format_seconds
+from nodmix.providers.sse import SSEDecoder, SSEEvent, SSELineTooLong
 
-DEFAULT_TIMEOUT = httpx2.Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
-"""Reads may pause for minutes while a reasoning model thinks; connecting should not."""
+WRITE_SECONDS = 60.0
+"""Sending a large request body may take a while on a slow uplink."""
+
+DEFAULT_TIMEOUT = httpx2.Timeout(
+    connect=CallLimits().connect_seconds,
+    read=CallLimits().idle_seconds,
+    write=WRITE_SECONDS,
+    pool=CallLimits().connect_seconds,
+)
+"""The HTTP client's waits for the default `CallLimits`."""
+
+KEEPALIVE_EVENTS = frozenset({"ping"})
+"""Named events that only keep the connection alive; like comments, they are not progress."""
+
+_LOOPBACK_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
 
 JSON_EVENT = "json"
 """`SSEEvent.event` of a non-streamed JSON body."""
@@ -47,6 +70,32 @@ def coerce_timeout(timeout: httpx2.Timeout | float | None) -> httpx2.Timeout:
     return httpx2.Timeout(timeout)
 
 
+def http_timeout(limits: CallLimits) -> httpx2.Timeout:
+    """The HTTP client's waits for `limits` (a read may not pause longer than the idle limit)."""
+    return httpx2.Timeout(
+        connect=limits.connect_seconds,
+        read=limits.idle_seconds,
+        write=WRITE_SECONDS,
+        pool=limits.connect_seconds,
+    )
+
+
+def limits_from_timeout(timeout: httpx2.Timeout | float | None) -> CallLimits:
+    """`CallLimits` matching an explicit HTTP timeout (as older callers pass one)."""
+    full = coerce_timeout(timeout)
+    defaults = CallLimits()
+    return CallLimits(
+        connect_seconds=full.connect or defaults.connect_seconds,
+        idle_seconds=full.read or defaults.idle_seconds,
+    )
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` points at this machine (a refused connection there means no server)."""
+    rest = url.partition("://")[2]
+    return rest.startswith(_LOOPBACK_HOSTS)
+
+
 class SSETransport:
     """POSTs JSON payloads for one provider and yields the server-sent events of the reply."""
 
@@ -58,13 +107,29 @@ class SSETransport:
         timeout: httpx2.Timeout | float | None = None,
         debug: DebugSettings | None = None,
         client: httpx2.AsyncClient | None = None,
+        limits: CallLimits | None = None,
     ) -> None:
         self._provider = provider
         self._map_error = map_error
-        self._timeout = coerce_timeout(timeout)
+        self._limits = limits or limits_from_timeout(timeout)
+        self._timeout = http_timeout(self._limits) if limits else coerce_timeout(timeout)
         self._debug = debug or DebugSettings()
         self._client = client
         self._owns_client = client is None
+
+    @property
+    def limits(self) -> CallLimits:
+        """The provider's waits."""
+        return self._limits
+
+    def limits_for(self, request: ModelRequest) -> CallLimits:
+        """The provider's waits with the request's own overrides (the agent's settings)."""
+        if request.connect_timeout is None and request.idle_timeout is None:
+            return self._limits
+        return CallLimits(
+            connect_seconds=request.connect_timeout or self._limits.connect_seconds,
+            idle_seconds=request.idle_timeout or self._limits.idle_seconds,
+        )
 
     def request_log(self, secrets: Sequence[str]) -> RequestLog:
         """A debug logger for one request of this provider."""
@@ -77,18 +142,29 @@ class SSETransport:
         headers: Mapping[str, str],
         payload: Mapping[str, Any],
         log: RequestLog,
+        limits: CallLimits | None = None,
     ) -> AsyncGenerator[SSEEvent, None]:
         """POST `payload` to `url` and yield the response's events as they arrive.
 
+        Keep-alive comments and `ping` events do not count as progress: when no other event
+        arrives for `limits.idle_seconds`, the request fails with `ProviderTimeoutError`.
+
         Raises:
-            ProviderError: The adapter's mapping of an HTTP error status, or
-                `ProviderUnavailableError` for timeouts and connection failures.
+            ProviderError: The adapter's mapping of an HTTP error status,
+                `ProviderTimeoutError` for connect and idle timeouts,
+                `ProviderUnreachableError` for a refused connection to this machine,
+                `ProviderProtocolError` for a stream line too long to be an event, and
+                `ProviderUnavailableError` for other connection failures.
         """
+        limits = limits or self._limits
         client = self._ensure_client(url)
         body = msgspec.json.encode(payload)
+        label = f"{self._provider}/{payload.get('model', '?')}"
         start = time.monotonic()
         try:
-            async with client.stream("POST", url, content=body, headers=headers) as response:
+            async with client.stream(
+                "POST", url, content=body, headers=headers, timeout=http_timeout(limits)
+            ) as response:
                 log.response("POST", url, response.status_code, time.monotonic() - start)
                 if response.status_code >= 400:
                     raw = await response.aread()
@@ -99,20 +175,34 @@ class SSETransport:
                     raw = await response.aread()
                     yield SSEEvent(event=JSON_EVENT, data=raw.decode("utf-8", errors="replace"))
                     return
-                decoder = SSEDecoder()
-                async for text in response.aiter_text():
-                    for event in decoder.feed(text):
-                        log.sse(event.event, event.data)
+                async with aclosing(self._stream(response, limits, label, log)) as stream:
+                    async for event in stream:
                         yield event
-                for event in decoder.flush():
-                    log.sse(event.event, event.data)
-                    yield event
                 log.finished(time.monotonic() - start)
+        except SSELineTooLong as exc:
+            raise ProviderProtocolError(
+                f"{label}: malformed stream from {url}: {exc}", provider=self._provider
+            ) from exc
+        except httpx2.ConnectTimeout as exc:
+            log.failure("POST", url, type(exc).__name__, time.monotonic() - start)
+            raise ProviderTimeoutError(
+                f"{label}: could not connect to {url} within"
+                f" {format_seconds(limits.connect_seconds)} (connect timeout)",
+                provider=self._provider,
+            ) from exc
         except httpx2.TimeoutException as exc:
             log.failure("POST", url, type(exc).__name__, time.monotonic() - start)
+            raise self._idle_timeout(label, limits) from exc
+        except httpx2.ConnectError as exc:
+            detail = one_line(str(exc) or type(exc).__name__, limit=200)
+            log.failure("POST", url, detail, time.monotonic() - start)
+            if is_loopback(url):
+                raise ProviderUnreachableError(
+                    f"{self._provider}: connection refused at {url} — is the model server running?",
+                    provider=self._provider,
+                ) from exc
             raise ProviderUnavailableError(
-                f"{self._provider}: timeout: no response from {url} in time ({type(exc).__name__})",
-                provider=self._provider,
+                f"{self._provider}: connection error: {url}: {detail}", provider=self._provider
             ) from exc
         except httpx2.TransportError as exc:
             detail = one_line(str(exc) or type(exc).__name__, limit=200)
@@ -120,6 +210,38 @@ class SSETransport:
             raise ProviderUnavailableError(
                 f"{self._provider}: connection error: {url}: {detail}", provider=self._provider
             ) from exc
+
+    async def _stream(
+        self, response: httpx2.Response, limits: CallLimits, label: str, log: RequestLog
+    ) -> AsyncGenerator[SSEEvent, None]:
+        decoder = SSEDecoder()
+        chunks = response.aiter_text()
+        idle_until = time.monotonic() + limits.idle_seconds
+        while True:
+            # The wait is bounded per read, never across a `yield`: the consumer's own work
+            # between events must not run inside this deadline.
+            with anyio.move_on_after(max(0.0, idle_until - time.monotonic())) as wait:
+                piece: str | None = await _next_chunk(chunks)
+            if wait.cancelled_caught:
+                raise self._idle_timeout(label, limits)
+            if piece is None:
+                break
+            for event in decoder.feed(piece):
+                log.sse(event.event, event.data)
+                if event.event not in KEEPALIVE_EVENTS:
+                    idle_until = time.monotonic() + limits.idle_seconds
+                yield event
+        for event in decoder.flush():
+            log.sse(event.event, event.data)
+            yield event
+
+    def _idle_timeout(self, label: str, limits: CallLimits) -> ProviderTimeoutError:
+        return ProviderTimeoutError(
+            f"{label} did not respond within {format_seconds(limits.idle_seconds)} (idle"
+            f" timeout; raise models.providers.{self._provider}.timeouts.idleSeconds to wait"
+            " longer)",
+            provider=self._provider,
+        )
 
     def _ensure_client(self, url: str = "") -> httpx2.AsyncClient:
         if self._client is None:
@@ -137,6 +259,13 @@ class SSETransport:
         client, self._client = self._client, None
         if client is not None and self._owns_client:
             await client.aclose()
+
+
+async def _next_chunk(chunks: AsyncIterator[str]) -> str | None:
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        return None
 
 
 class TransportProvider:
@@ -158,12 +287,18 @@ class TransportProvider:
         timeout: httpx2.Timeout | float | None,
         debug: DebugSettings | None,
         client: httpx2.AsyncClient | None,
+        limits: CallLimits | None = None,
     ) -> None:
         self._name = name
         self._api_key = api_key
         self._headers = dict(headers or {})
         self._transport = SSETransport(
-            provider=name, map_error=map_error, timeout=timeout, debug=debug, client=client
+            provider=name,
+            map_error=map_error,
+            timeout=timeout,
+            debug=debug,
+            client=client,
+            limits=limits,
         )
 
     @property

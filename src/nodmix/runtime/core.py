@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,8 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.channels.manager import ChannelManager
+from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
     CompactionService,
@@ -34,17 +36,24 @@ from nodmix.context.checked import create_engine
 from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
 from nodmix.context.lifecycle import Bootstrapper
 from nodmix.context.sdk import COMPACT_SERVICE
-from nodmix.errors import ConfigError, PluginError, SessionError
+from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
+from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.reconfigure import McpHolder, open_mcp
+from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
+from nodmix.sessions.turn_lock import waiting_notice
+from nodmix.skills import SkillBook
 from nodmix.tools import Tool, core_tools
+from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
@@ -101,7 +110,9 @@ class CommandOutcome(msgspec.Struct, kw_only=True):
         return out
 
 
-class _PluginTools:
+class PluginTools:
+    """The plugin registry's tools as a tool source."""
+
     def __init__(self, registry: PluginRegistry) -> None:
         self._registry = registry
 
@@ -153,6 +164,13 @@ class Runtime:
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
+        self.mcp_holder: McpHolder | None = None
+        self.skills = SkillBook(state_dir=state_dir)
+        self.retired: list[Callable[[], Awaitable[None]]] = []
+        """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
+        self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
+        """Chat channels (`channels.*`); the gateway runs them."""
+        self.tool_sources.append(MessageTools(self.channels))
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -167,7 +185,8 @@ class Runtime:
         """Build every part from config and close them all on exit."""
         env = dict(os.environ if env is None else env)
         loaded = loaded or load_config(env=env)
-        state_dir = config_paths.state_dir(env)
+        state_dir = config_paths.ensure_state_dir(config_paths.state_dir(env))
+        raise_open_file_limit()
         registry = PluginRegistry()
         registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
         statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
@@ -176,12 +195,13 @@ class Runtime:
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
             stack.callback(sessions.close)
+            stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
-            sources: list[ToolProvider] = [_PluginTools(registry)]
-            mcp = await _open_mcp(stack, loaded, env)
-            if mcp is not None:
-                sources.append(mcp)
+            sources: list[ToolProvider] = [PluginTools(registry)]
+            holder = await open_mcp(loaded.config.mcp.servers, env, background)
+            if holder is not None:
+                sources.append(holder.manager)
             sources.extend(extra_sources)
             runtime = cls(
                 loaded,
@@ -195,7 +215,9 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
-            runtime.services["mcp"] = mcp
+            runtime.services["mcp"] = holder.manager if holder is not None else None
+            runtime.mcp_holder = holder
+            stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
             finally:
@@ -208,8 +230,12 @@ class Runtime:
         """The code-mode engine, created on first use (plain runs never import it)."""
         if self._engine is None:
             from nodmix.codemode.engine import CodeModeEngine
+            from nodmix.codemode.run_files import open_run_store
 
-            self._engine = CodeModeEngine(group=self.background)
+            code_mode = self.config.tools.code_mode
+            kind = getattr(code_mode, "run_store", None) or "file"
+            store = open_run_store(kind, self.state_dir)
+            self._engine = CodeModeEngine(store, group=self.background)
         return self._engine
 
     # ---- agents, models, engines --------------------------------------------------------------
@@ -262,6 +288,22 @@ class Runtime:
         self._engines[engine_id] = engine
         return engine
 
+    def retire_engines(self) -> None:
+        """Drop cached context engines (a reload changed plugins); dispose them at shutdown."""
+        engines, self._engines = dict(self._engines), {}
+        for engine in engines.values():
+            dispose = getattr(engine, "dispose", None)
+            if dispose is not None:
+                self.retired.append(dispose)
+
+    async def _close_replaceable(self) -> None:
+        if self.mcp_holder is not None:
+            await self.mcp_holder.close()
+        for close in reversed(self.retired):
+            with contextlib.suppress(Exception):
+                await close()
+        self.retired.clear()
+
     def _engine_failed(self, engine_id: str, message: str) -> None:
         self.engine_failures[engine_id] = message
 
@@ -300,6 +342,7 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn."""
         stripped = text.strip()
@@ -324,6 +367,7 @@ class Runtime:
             emit=emit,
             model=model,
             disable_tools=disable_tools,
+            origin=origin,
         )
 
     def new_session(
@@ -380,6 +424,7 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
@@ -390,10 +435,15 @@ class Runtime:
         key = self.session_key(agent, session_key)
         refs = self.model_refs(agent, model)
         context = self.context_engine()
-        async with self.sessions.turn_lock(key):
+        async with self.sessions.hold_turn(
+            key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
+        ):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
             try:
+                skills = await anyio.to_thread.run_sync(
+                    turn_skills, self.skills, self.loaded, agent, self.env
+                )
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,
@@ -404,12 +454,18 @@ class Runtime:
                         executor=self.executor,
                         engine=lambda: self.engine,
                         sources=self.tool_sources,
-                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        namespaces=[
+                            *((o.owner, o.value) for o in self.registry.namespaces.values()),
+                            SKILLS_NAMESPACE,
+                        ],
                         plugin_configs={
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
                         mcp=self.services.get("mcp"),
                         disable_tools=disable_tools,
+                        code_mode_tools=skills.code_mode_tools(),
+                        read_roots=skills.read_roots,
+                        exec_env=skills.exec_env,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -435,6 +491,8 @@ class Runtime:
                     run_id=run_id,
                     tools=tools,
                     model_refs=refs,
+                    origin=origin,
+                    skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():
@@ -457,20 +515,3 @@ class Runtime:
         return TurnOutcome(
             result=result, agent_id=agent.id, session_key=key, session_id=session.session_id
         )
-
-
-async def _open_mcp(
-    stack: contextlib.AsyncExitStack, loaded: LoadedConfig, env: Mapping[str, str]
-) -> ToolProvider | None:
-    servers = loaded.config.mcp.servers
-    if not any(s.enabled for s in servers.values()):
-        return None
-    try:
-        from nodmix.mcp import MCPManager
-    except ImportError as exc:  # pragma: no cover - the mcp extra is a hard dependency
-        raise ConfigError(
-            f"MCP servers are configured but MCP support failed to load: {exc}"
-        ) from exc
-    manager = MCPManager(servers, env)
-    await stack.enter_async_context(manager)
-    return manager

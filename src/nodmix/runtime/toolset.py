@@ -7,6 +7,7 @@ Code mode is imported only for runs that use it, so plain runs start faster.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -16,6 +17,7 @@ from nodmix.codemode.settings import is_active, resolve_settings
 from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
+from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
@@ -55,6 +57,12 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     mcp: MCPAccess | None = None
     disable_tools: bool = False
     """A run that asked for no tools at all (`--no-tools`, `disableTools`, `tool_choice: none`)."""
+    code_mode_tools: Sequence[Tool] = ()
+    """Tools that join the hidden catalog only when code mode is active (the `skills` ones)."""
+    read_roots: Sequence[Path] = ()
+    """Folders outside the workspace that `read` may read (the offered skills' folders)."""
+    exec_env: Mapping[str, str] = msgspec.field(default_factory=dict)
+    """Variables the offered skills' settings add to `exec` commands."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -62,7 +70,15 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
     if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
-    candidates: list[Tool] = list(core_tools(inputs.tools_config))
+    isolation = SessionSandbox.for_agent(inputs.agent)
+    candidates: list[Tool] = list(
+        core_tools(
+            inputs.tools_config,
+            read_roots=inputs.read_roots,
+            exec_env=inputs.exec_env,
+            isolation=isolation,
+        )
+    )
     for source in inputs.sources:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)
@@ -70,6 +86,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
         return RunTools(visible=tuple(effective))
+    effective = [*effective, *policy.filter(list(inputs.code_mode_tools))]
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 

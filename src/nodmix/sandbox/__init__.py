@@ -6,7 +6,7 @@ suspended program and restore it later in a fresh VM. It knows nothing about too
 mode; an embedding supplies:
 
 - a *setup script*: JS source of a function expression that receives the private capability
-  `{call, request}` and installs the globals the guest should see;
+  `{call, request, stringify, tooDeep}` and installs the globals the guest should see;
 - a `HostHandler` that answers `call(op, payloadJson)` synchronously and `request(op,
   payload)` asynchronously (settled inline or later with `Cell.deliver`).
 
@@ -23,8 +23,9 @@ if isinstance(outcome, Pending):
     outcome = cell.pump()
 ```
 
-The runtime (`quickjs.wasm`) is installed by `nodmix sandbox install`; without it every entry
-point raises `RuntimeUnavailableError`. Importing this package is cheap: wasmtime and the
+The runtime (`quickjs.wasm`) is installed by `nodmix sandbox install` (or `firstuse.py` on
+code mode's first run); without it every entry point raises `RuntimeUnavailableError`.
+Importing this package is cheap: wasmtime and the
 TypeScript transform load on first use.
 """
 

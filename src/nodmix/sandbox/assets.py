@@ -17,16 +17,18 @@ Cache layout (`$NODMIX_CACHE_DIR`, else the platform user cache dir for "nodmix"
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import hashlib
-import io
 import os
-import tarfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from nodmix.assets import npm
+from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.errors import RuntimeUnavailableError, SandboxError
+from nodmix.invocation import command
 
 PACKAGE: Final = "quickjs-wasi"
 VERSION: Final = "3.6.2"
@@ -43,8 +45,8 @@ LICENSE_MEMBER: Final = "package/LICENSE"
 #: The OXC TypeScript transform shipped inside the `quickjs-rs` wheel (package data).
 TRANSFORM_SHA256: Final = "c4710d5258585122a70f0b3ee3bc19d085742e6f94f48aa0b8057630ebaca745"
 
-FIX_HINT: Final = "run `nodmix sandbox install`"
-FORCE_HINT: Final = "run `nodmix sandbox install --force`"
+FIX_HINT: Final = f"run `{command('sandbox install')}`"
+FORCE_HINT: Final = f"run `{command('sandbox install --force')}`"
 _MAX_TARBALL_BYTES: Final = 16 << 20
 _MAX_MEMBER_BYTES: Final = 4 << 20
 
@@ -85,18 +87,23 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@contextlib.contextmanager
+def _sandbox_errors() -> Iterator[None]:
+    """Asset failures while installing the runtime are sandbox errors to the caller."""
+    try:
+        yield
+    except npm.AssetError as exc:
+        raise SandboxError(str(exc)) from None
+
+
 def verify_integrity(data: bytes, integrity: str = TARBALL_INTEGRITY) -> None:
     """Check `data` against an npm `dist.integrity` string (`sha512-<base64>`).
 
     Raises:
         SandboxError: The digest does not match or the integrity string is not sha512.
     """
-    algo, _, expected = integrity.partition("-")
-    if algo != "sha512" or not expected:
-        raise SandboxError(f"unsupported integrity string {integrity!r}")
-    actual = base64.b64encode(hashlib.sha512(data).digest()).decode()
-    if actual != expected:
-        raise SandboxError(f"{PACKAGE}-{VERSION}.tgz failed its integrity check (sha512 mismatch)")
+    with _sandbox_errors():
+        npm.verify_integrity(data, integrity, f"{PACKAGE}-{VERSION}.tgz")
 
 
 def verify_wasm(data: bytes, expected_sha256: str = WASM_SHA256) -> None:
@@ -121,45 +128,18 @@ def extract_member(tarball: bytes, member: str, *, max_bytes: int = _MAX_MEMBER_
     Raises:
         SandboxError: The member is missing, not a regular file, too large, or the tarball is bad.
     """
-    try:
-        with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as tar:
-            info = tar.getmember(member)
-            if not info.isreg():
-                raise SandboxError(f"{member} in the tarball is not a regular file")
-            if info.size > max_bytes:
-                raise SandboxError(f"{member} in the tarball is too large ({info.size} bytes)")
-            handle = tar.extractfile(info)
-            if handle is None:
-                raise SandboxError(f"cannot read {member} from the tarball")
-            return handle.read(max_bytes + 1)[:max_bytes]
-    except KeyError:
-        raise SandboxError(f"{member} is missing from the tarball") from None
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise SandboxError(f"cannot read the {PACKAGE} tarball: {exc}") from None
+    with _sandbox_errors():
+        return npm.extract_member(tarball, member, max_bytes=max_bytes)
 
 
-def download_tarball(url: str, *, timeout: float = 60.0) -> bytes:
-    """Fetch the tarball (streamed, size-capped).
+def download_tarball(url: str, *, timeout: float = 60.0, total: float = 300.0) -> bytes:
+    """Fetch the tarball (streamed, size-capped, time-capped; see `nodmix.assets.npm.download`).
 
     Raises:
-        SandboxError: Network failure, HTTP error, or an oversized response.
+        SandboxError: Network failure, HTTP error, an oversized or overlong response.
     """
-    import httpx2
-
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with httpx2.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
-            if response.status_code != 200:
-                raise SandboxError(f"download of {url} failed: HTTP {response.status_code}")
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > _MAX_TARBALL_BYTES:
-                    raise SandboxError(f"download of {url} exceeded {_MAX_TARBALL_BYTES} bytes")
-                chunks.append(chunk)
-    except httpx2.HTTPError as exc:
-        raise SandboxError(f"download of {url} failed: {exc}") from None
-    return b"".join(chunks)
+    with _sandbox_errors():
+        return npm.download(url, timeout=timeout, total=total, max_bytes=_MAX_TARBALL_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +189,12 @@ def _installed_ok(path: Path) -> bool:
 
 
 def install(
-    *, root: Path | None = None, registry: str | None = None, force: bool = False
+    *,
+    root: Path | None = None,
+    registry: str | None = None,
+    force: bool = False,
+    timeout: float = 60.0,
+    total: float = 300.0,
 ) -> InstallReport:
     """Download, verify, store and precompile `quickjs.wasm` (idempotent).
 
@@ -217,6 +202,8 @@ def install(
         root: Cache root (default `cache_root()`).
         registry: npm registry base URL (default `$NODMIX_NPM_REGISTRY` or registry.npmjs.org).
         force: Download again even if a verified copy is present.
+        timeout: Seconds allowed for connecting and for each read of the download.
+        total: Seconds allowed for the whole download.
 
     Raises:
         SandboxError: Download, verification or writing failed.
@@ -224,24 +211,24 @@ def install(
     from nodmix.sandbox import modcache, wasm
 
     root = root or cache_root()
-    directory = modcache.ensure_private_dir(runtime_dir(root))
+    directory = ensure_private_dir(runtime_dir(root))
     path = directory / "quickjs.wasm"
     url: str | None = None
     if force or not _installed_ok(path):
         url = tarball_url(registry)
-        tarball = download_tarball(url)
+        tarball = download_tarball(url, timeout=timeout, total=total)
         verify_integrity(tarball)
         data = extract_member(tarball, WASM_MEMBER)
         verify_wasm(data)
         license_text = extract_member(tarball, LICENSE_MEMBER, max_bytes=64 << 10)
         try:
-            modcache.atomic_write(path, data)
-            modcache.atomic_write(directory / "LICENSE", license_text)
+            atomic_write(path, data)
+            atomic_write(directory / "LICENSE", license_text)
         except OSError as exc:
             raise SandboxError(f"cannot write {path}: {exc}") from None
     data = read_quickjs_wasm(root)
     engine = wasm.shared_engine()
-    cache = modcache.ensure_private_dir(compiled_dir(root))
+    cache = ensure_private_dir(compiled_dir(root))
     _, hit = modcache.load_compiled_module(
         engine, data, name="quickjs", wasm_sha256=WASM_SHA256, cache_dir=cache
     )

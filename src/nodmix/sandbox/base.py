@@ -56,8 +56,11 @@ class FailureKind(StrEnum):
     - MEMORY: the guest ran out of memory (uncaught `InternalError: out of memory`).
     - STALLED: the program awaits a promise that nothing can settle (no host request pending).
     - ABORTED: the host called `Cell.interrupt()`.
-    - TRAP: the wasm instance trapped for another reason (e.g. native stack overflow in a deep
-      `JSON.stringify`); the VM is dead.
+    - STACK: the guest's own fault, too deep: an uncaught `Maximum call stack size exceeded`
+      (runaway recursion), a value nesting deeper than the bridge allows, or a native stack
+      overflow trap (e.g. the guest's own `JSON.stringify` of a 100k-deep object; the VM is
+      dead).
+    - TRAP: the wasm instance trapped for another reason; the VM is dead.
     - INTERNAL: a host-side failure (a handler raised, a bridge invariant broke).
     """
 
@@ -66,6 +69,7 @@ class FailureKind(StrEnum):
     MEMORY = "memory"
     STALLED = "stalled"
     ABORTED = "aborted"
+    STACK = "stack"
     TRAP = "trap"
     INTERNAL = "internal"
 

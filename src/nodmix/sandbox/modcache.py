@@ -10,45 +10,14 @@ wasm sha256 plus the wasmtime version and the engine flags (`wasm.engine_fingerp
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import wasmtime
 
+from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.sandbox.wasm import engine_fingerprint
-
-
-def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) with mode 0700 and refuse directories other users control."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = path.stat()
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise PermissionError(f"{path} is not owned by the current user")
-    if st.st_mode & 0o022:
-        with contextlib.suppress(OSError):
-            path.chmod(0o700)
-        if path.stat().st_mode & 0o022:
-            raise PermissionError(f"{path} is writable by other users")
-    return path
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so readers see either the old file or the complete new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def compiled_cache_paths(cache_dir: Path, name: str, wasm_sha256: str) -> tuple[Path, Path]:

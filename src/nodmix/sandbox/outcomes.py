@@ -7,10 +7,12 @@ import re
 from typing import Any, Final
 
 from nodmix.sandbox.base import Failed, FailureKind
+from nodmix.sandbox.prelude import MAX_VALUE_DEPTH, TOO_DEEP
 
 # A stack frame as QuickJS prints it: "    at fn (cell.js:3:9)" or "    at cell.js:3:9".
 _FRAME: Final = re.compile(r"\(?([^\s():]+):(\d+)(?::(\d+))?\)?\s*$")
 OUT_OF_MEMORY: Final = "InternalError: out of memory"
+_STACK_EXCEEDED: Final = "Maximum call stack size exceeded"
 
 
 def location(stack: str, filename: str) -> str | None:
@@ -30,7 +32,9 @@ def from_description(description: str, filename: str) -> Failed:
     """The failure for a guest exception, from the prelude's `describe(error)` JSON.
 
     Errors read `Name: message (at cell.js:3:7)`; thrown non-errors read `Uncaught <value>`.
-    An uncaught out-of-memory error is a MEMORY failure; everything else is a GUEST_ERROR.
+    An uncaught out-of-memory error is a MEMORY failure; runaway recursion or a value nesting
+    too deeply (a `RangeError` the VM or the bridge threw) is a STACK failure; everything else is
+    a GUEST_ERROR.
     """
     info: dict[str, Any] = json.loads(description)
     name, message = str(info.get("name", "")), str(info.get("message", ""))
@@ -38,8 +42,13 @@ def from_description(description: str, filename: str) -> Failed:
         return Failed(FailureKind.MEMORY, OUT_OF_MEMORY)
     text = (f"{name}: {message}" if message else name) if name else f"Uncaught {message}"
     where = location(str(info.get("stack", "")), filename)
+    kind = FailureKind.GUEST_ERROR
+    if info.get("error") and name == "RangeError" and message in (_STACK_EXCEEDED, TOO_DEEP):
+        kind = FailureKind.STACK
+        if message == _STACK_EXCEEDED:
+            text = f"{text}: the program recursed too deeply"
     return Failed(
-        FailureKind.GUEST_ERROR,
+        kind,
         f"{text} (at {where})" if where else text,
         error_name=name,
         error_message=message,
@@ -55,6 +64,12 @@ def trapped(message: str) -> Failed:
     """The failure for a wasm trap other than the epoch deadline (the VM is dead)."""
     if "out of memory" in message:
         return Failed(FailureKind.MEMORY, f"the VM ran out of memory ({message})")
+    if "stack overflow" in message:
+        return Failed(
+            FailureKind.STACK,
+            "the program's value or recursion nests too deeply: the VM's native stack ran out "
+            f"(values leaving the program may nest at most {MAX_VALUE_DEPTH} levels)",
+        )
     return Failed(FailureKind.TRAP, f"the VM crashed ({message})")
 
 

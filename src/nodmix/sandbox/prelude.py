@@ -6,10 +6,14 @@ called with the two raw host functions and the embedding's setup function. It:
 - captures every intrinsic it relies on (JSON, Promise, Map methods, String methods, Error)
   while they are still pristine, so guests that monkey-patch them cannot affect the bridge;
 - closes over the raw host functions: they are never stored on any reachable object;
-- hands the setup function one frozen capability object `{call, request}`;
+- hands the setup function one frozen capability object `{call, request, stringify, tooDeep}`;
 - disables `Error.prepareStackTrace`, whose call sites would expose private functions;
 - returns `[settle, finish, describe]` to the host, which keeps their handles (they are part
-  of every snapshot, see `snapshot.CellState`, so they survive restore).
+  of every snapshot, see `snapshot.CellState`, so they survive restore);
+- serializes every value that leaves the VM (the final value, request payloads, and what the
+  setup's `cap.stringify` is given) with a nesting check: a value deeper than
+  `MAX_VALUE_DEPTH` throws `RangeError: <TOO_DEEP>` instead of recursing in C until the wasm
+  stack traps (and the host could not decode it anyway).
 
 Wire protocol between this prelude and `bridge.py`: one string per crossing, fields separated
 by NUL (ops may not contain NUL), because every extra argument costs host<->wasm calls.
@@ -26,11 +30,18 @@ by NUL (ops may not contain NUL), because every extra argument costs host<->wasm
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 PRELUDE_FILENAME: Final = "<nodmix>"
 
-PRELUDE: Final = r"""
+MAX_VALUE_DEPTH: Final = 256
+"""How deeply the objects and arrays of a value leaving the VM may nest."""
+
+TOO_DEEP: Final = f"the program's value nests too deeply (limit {MAX_VALUE_DEPTH} levels)"
+"""The message of the `RangeError` a too-deep value throws."""
+
+_PRELUDE: Final = r"""
 (function (hostCall, hostRequest, setup) {
   'use strict';
   const FunctionCall = Function.prototype.call;
@@ -42,7 +53,9 @@ PRELUDE: Final = r"""
   const TypeErrorCtor = TypeError;
   const StringCtor = String;
   const MapCtor = Map;
+  const RangeErrorCtor = RangeError;
   const freeze = Object.freeze;
+  const createObject = Object.create;
   const mapGet = uncurry(MapCtor.prototype.get);
   const mapSet = uncurry(MapCtor.prototype.set);
   const mapDelete = uncurry(MapCtor.prototype.delete);
@@ -61,6 +74,23 @@ PRELUDE: Final = r"""
 
   function safeString(value) {
     try { return StringCtor(value); } catch (e) { return '[unprintable value]'; }
+  }
+
+  // JSON.stringify with a nesting check. The replacer is called with `this` set to the
+  // object or array whose key it serializes, depth first, so `path` (a prototype-less stack of
+  // the objects being serialized) unwinds to the holder and its length is the depth.
+  function checkedStringify(value, transform) {
+    const path = createObject(null);
+    let depth = 0;
+    return stringify(value, function (key, v) {
+      if (transform !== undefined) v = transform(v);
+      while (depth > 0 && path[depth - 1] !== this) depth--;
+      if (v !== null && typeof v === 'object') {
+        if (depth >= __MAX_DEPTH__) throw new RangeErrorCtor(__TOO_DEEP__);
+        path[depth++] = v;
+      }
+      return v;
+    });
   }
 
   function settleEntry(id, tag, body) {
@@ -112,7 +142,7 @@ PRELUDE: Final = r"""
     let json;
     try {
       checkOp(op, 'request');
-      json = stringify(payload === undefined ? null : payload);
+      json = checkedStringify(payload === undefined ? null : payload, undefined);
       if (json === undefined) json = 'null';
     } catch (e) {
       entry.reject(e);
@@ -125,7 +155,7 @@ PRELUDE: Final = r"""
     return promise;
   }
 
-  function replacer(key, value) {
+  function plain(value) {
     if (typeof value === 'bigint') return safeString(value);
     if (value instanceof ErrorCtor) {
       return { name: safeString(value.name), message: safeString(value.message) };
@@ -140,9 +170,10 @@ PRELUDE: Final = r"""
       return stringify(safeString(value));
     }
     try {
-      const json = stringify(value, replacer);
+      const json = checkedStringify(value, plain);
       return json === undefined ? 'null' : json;
     } catch (e) {
+      if (e instanceof RangeErrorCtor && e.message === __TOO_DEEP__) throw e;
       let why = 'unserializable';
       try { why = safeString(e && e.message); } catch (e2) { /* keep the default */ }
       return stringify('[unserializable value: ' + why + ']');
@@ -181,10 +212,19 @@ PRELUDE: Final = r"""
     });
   }
 
-  if (setup !== undefined) setup(freeze({ call: call, request: request }));
+  const stringifyChecked = function (value) { return checkedStringify(value, undefined); };
+  if (setup !== undefined) {
+    setup(freeze({
+      call: call, request: request, stringify: stringifyChecked, tooDeep: __TOO_DEEP__,
+    }));
+  }
   return [settle, finish, describe];
 })
 """
+
+PRELUDE: Final = _PRELUDE.replace("__MAX_DEPTH__", str(MAX_VALUE_DEPTH)).replace(
+    "__TOO_DEEP__", json.dumps(TOO_DEEP)
+)
 
 
 def wrap_async(source: str) -> str:

@@ -18,8 +18,9 @@ offset  size  field
 
 Snapshots are trusted input: a crafted image cannot escape wasm, but it can forge any guest
 state, and the pointers in it are handed straight back to the C layer. They are safe only
-because they never leave the process (the code-mode run map keeps them in memory). Never
-accept one from a client, a file or the network. The build id check rejects snapshots of
+because they never leave the process and its own private state directory (code mode writes
+suspended runs there, mode 0600, to survive a restart). Never accept one from a client, a
+shared file or the network. The build id check rejects snapshots of
 another `quickjs.wasm`; it is not an authenticity check.
 """
 

@@ -61,6 +61,9 @@ class SessionHeader(
     """The agent workspace the session ran in."""
     parent_session: str | None = None
     """File name of the transcript this one continues (compaction successors)."""
+    session_key: str | None = None
+    """The session key the transcript was started under (absent in older transcripts); lets
+    `nodmix sessions repair-store` rebuild a lost `sessions.json` from the transcripts."""
 
 
 class _Entry(

@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 
 from nodmix.errors import SessionError
+from nodmix.invocation import nodmix_command
 from nodmix.sessions.store_entry import SessionEntry, StoreData
 
 
@@ -103,7 +104,8 @@ def _bad_line(path: Path, chunk: bytes) -> str:
         except (msgspec.DecodeError, msgspec.ValidationError):
             return (
                 f"{path}: a line of the session store journal is not a valid change; run "
-                f"`nodmix sessions repair-store --agent {path.parent.parent.name}` to move it "
+                f"`{nodmix_command()} sessions repair-store --agent {path.parent.parent.name}` "
+                "to move it "
                 "aside (transcripts are kept)"
             )
     return f"{path}: the session store journal is not valid"  # pragma: no cover

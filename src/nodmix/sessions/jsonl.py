@@ -97,8 +97,21 @@ def find_complete_end(data: bytes, start: int) -> tuple[int, bool]:
     return len(data), not data.endswith(b"\n")
 
 
-def parse_body(path: Path, data: bytes, start: int, end: int) -> list[Entry]:
+class SkippedLine(msgspec.Struct, frozen=True):
+    """A transcript line that could not be read and was left out."""
+
+    line: int
+    """1-based line number in the file (the header is line 1)."""
+    reason: str
+
+
+def parse_body(
+    path: Path, data: bytes, start: int, end: int, *, skipped: list[SkippedLine] | None = None
+) -> list[Entry]:
     """Decode the entry lines in `data[start:end]` (line 2 onwards of the file).
+
+    With a `skipped` list, unreadable lines are recorded there and left out; without one they
+    raise.
 
     Raises:
         TranscriptError: a line is not JSON or not a valid entry (naming the line).
@@ -115,14 +128,24 @@ def parse_body(path: Path, data: bytes, start: int, end: int) -> list[Entry]:
         # Every KnownEntry is an Entry; the cast only widens the list's type without a copy.
         return cast("list[Entry]", _DECODER.decode_lines(body))
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return parse_lines(path, data, start, end, first_line=2)
+        return parse_lines(path, data, start, end, first_line=2, skipped=skipped)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def parse_lines(path: Path, data: bytes, start: int, end: int, first_line: int) -> list[Entry]:
+def parse_lines(
+    path: Path,
+    data: bytes,
+    start: int,
+    end: int,
+    first_line: int,
+    *,
+    skipped: list[SkippedLine] | None = None,
+) -> list[Entry]:
     """Decode `data[start:end]` line by line; `first_line` numbers the first one for errors.
+
+    With a `skipped` list, an unreadable line is recorded there instead of raising.
 
     Raises:
         TranscriptError: a line is not JSON or not a valid entry.
@@ -132,11 +155,17 @@ def parse_lines(path: Path, data: bytes, start: int, end: int, first_line: int) 
         if not line.strip():
             continue
         try:
-            entries.append(_DECODER.decode(line))
-        except msgspec.ValidationError as exc:
-            entries.append(_opaque_or_raise(path, number, line, exc))
-        except msgspec.DecodeError:
-            raise TranscriptError(f"{path}: line {number} is not valid JSON") from None
+            try:
+                entries.append(_DECODER.decode(line))
+            except msgspec.ValidationError as exc:
+                entries.append(_opaque_or_raise(path, number, line, exc))
+            except msgspec.DecodeError:
+                raise TranscriptError(f"{path}: line {number} is not valid JSON") from None
+        except TranscriptError as exc:
+            if skipped is None:
+                raise
+            reason = str(exc).removeprefix(f"{path}: line {number} ").removeprefix("is ")
+            skipped.append(SkippedLine(line=number, reason=reason))
     return entries
 
 

@@ -2,12 +2,17 @@
 
 Concurrency model:
 
-- Within a process, one turn at a time per session: the runtime wraps each turn in
-  `async with manager.turn_lock(key)`. Transcript appends are then single-writer and need no
-  lock of their own.
-- Across processes (the gateway and a CLI), the session store is locked per change (see
-  `store.py`), and `open()` re-checks the store on every call, so a session reset by another
-  process is picked up on its next turn instead of writing on into the old transcript.
+- One turn at a time per session, within a process and across processes: the runtime wraps
+  each turn in `async with manager.hold_turn(key, ...)` (an in-process lock, then the session's
+  lock file; see `turn_lock.py`). Transcript appends are then single-writer and need no lock of
+  their own.
+- The session store is locked per change (see `store.py`), and `open()` re-checks the store and
+  reads in transcript lines other processes appended, so under the turn lock a session is always
+  current: a session reset elsewhere is picked up instead of writing on into the old
+  transcript, and the `parentId` chain continues from the last entry on disk.
+
+Open files: transcripts borrow append descriptors from one bounded `DescriptorPool`, so the
+number of open files does not grow with the number of cached sessions.
 
 File work here is synchronous: an append is one small `os.write` (microseconds) and a store
 update holds its lock for about a millisecond, cheaper than a hop to a worker thread.
@@ -15,11 +20,10 @@ update holds its lock for about a millisecond, cheaper than a hop to a worker th
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import uuid
-import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -28,6 +32,7 @@ import msgspec
 from nodmix.config.paths import DEFAULT_AGENT_ID, default_workspace, sessions_dir
 from nodmix.errors import SessionError
 from nodmix.messages import now_ms
+from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.keys import (
     SessionKey,
@@ -36,6 +41,8 @@ from nodmix.sessions.keys import (
     resolve_session_key,
     validate_agent_id,
 )
+from nodmix.sessions.opening import EntryMaker, SessionOpener
+from nodmix.sessions.pending import PendingUsage
 from nodmix.sessions.session import Session, SessionSummary
 from nodmix.sessions.store import (
     STORE_FILE_NAME,
@@ -45,9 +52,14 @@ from nodmix.sessions.store import (
     new_session_entry,
 )
 from nodmix.sessions.transcript import (
-    Transcript,
     count_messages,
-    transcript_file_name,
+)
+from nodmix.sessions.turn_lock import (
+    TurnLocks,
+    Waiting,
+    hold_file_lock,
+    lock_path,
+    remove_lock_file,
 )
 
 logger = logging.getLogger(__name__)
@@ -58,10 +70,11 @@ DEFAULT_MAX_CACHED = 1024
 class SessionManager:
     """Sessions of every agent under one state directory, with a cache of open transcripts.
 
-    The cache keeps at most `max_cached` sessions; the least recently opened is dropped (and
-    its append descriptor closed) beyond that. A caller still holding a dropped `Session` can
-    keep using it: the next `open()` loads a second `Transcript` on the same file, and each
-    append first reads in lines the other one wrote, so the chain stays linear.
+    The cache keeps at most `max_cached` sessions; the least recently opened is dropped beyond
+    that. Append descriptors are pooled separately (at most `max_open_files` open). A caller
+    still holding a dropped `Session` can keep using it: the next `open()` loads a second
+    `Transcript` on the same file, and each append first reads in lines the other one wrote,
+    so the chain stays linear.
     """
 
     def __init__(
@@ -73,6 +86,7 @@ class SessionManager:
         read_only: bool = False,
         durable: bool = True,
         max_cached: int = DEFAULT_MAX_CACHED,
+        max_open_files: int | None = None,
     ) -> None:
         """Manage the sessions under `state_dir`.
 
@@ -83,6 +97,7 @@ class SessionManager:
             read_only: Never create, repair or append (for CLI readers next to a gateway).
             durable: Fsync session-store updates.
             max_cached: How many open sessions to keep in memory.
+            max_open_files: How many transcript append descriptors to keep open.
         """
         self.state_dir = state_dir
         self.default_agent_id = validate_agent_id(default_agent_id)
@@ -92,9 +107,15 @@ class SessionManager:
         self.max_cached = max(1, max_cached)
         self._stores: dict[str, SessionStore] = {}
         self._cache: OrderedDict[str, Session] = OrderedDict()
-        self._pending: dict[int, Session] = {}
-        """Sessions whose usage counters wait to be written (by `id`)."""
-        self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+        self._pending = PendingUsage(self.store)
+        self._locks = TurnLocks()
+        self.descriptors = (
+            DescriptorPool() if max_open_files is None else DescriptorPool(max_open_files)
+        )
+        """The append descriptors of every transcript this manager opens."""
+        self._files = SessionOpener(
+            state_dir, workspace=self.workspace, read_only=read_only, descriptors=self.descriptors
+        )
 
     # ---- lookup -------------------------------------------------------------------------------
 
@@ -133,15 +154,33 @@ class SessionManager:
     def turn_lock(self, session_key: str | SessionKey) -> anyio.Lock:
         """The lock that serialises turns of one session in this process.
 
-        Use `async with manager.turn_lock(key): ...` around a whole turn. Locks are kept only
-        while someone holds or waits on them.
+        `hold_turn` takes it (and the cross-process lock); `locked()` tells whether a turn of
+        this process runs. Locks are kept only while someone holds or waits on them.
         """
-        key = str(self.resolve_key(session_key))
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = anyio.Lock()
-            self._locks[key] = lock
-        return lock
+        return self._locks.get(str(self.resolve_key(session_key)))
+
+    @contextlib.asynccontextmanager
+    async def hold_turn(
+        self,
+        session_key: str | SessionKey,
+        *,
+        timeout: float,
+        on_wait: Waiting | None = None,
+    ) -> AsyncIterator[None]:
+        """Run a turn on the session with no other turn, of this or another process, running.
+
+        Takes the in-process lock, then the session's lock file (waiting at most `timeout`
+        seconds for other processes; `on_wait(key, pid)` is told once if it has to). Open the
+        session inside the block: `open()` then reads what other processes wrote meanwhile.
+
+        Raises:
+            SessionError: the key is malformed, or another process held the session too long.
+        """
+        key = self.resolve_key(session_key)
+        async with self._locks.get(str(key)):
+            path = lock_path(sessions_dir(self.state_dir, key.agent_id), str(key))
+            async with hold_file_lock(path, str(key), timeout=timeout, on_wait=on_wait):
+                yield
 
     # ---- opening ------------------------------------------------------------------------------
 
@@ -166,14 +205,16 @@ class SessionManager:
             and cached.transcript.path.name == entry.session_file
         ):
             cached.entry = entry
+            if not self.read_only:
+                cached.transcript.catch_up()  # another process's turn may have appended
             self._cache.move_to_end(str(key))
             return cached
         if entry is None:
             if not create or self.read_only:
                 raise SessionError(f"no session {key}")
-            session = self._create(key, store, workspace)
+            session = self._files.create(key, store, workspace)
         else:
-            session = self._load(key, store, entry, create=create, workspace=workspace)
+            session = self._files.load(key, store, entry, create=create, workspace=workspace)
         self._remember(session)
         return session
 
@@ -220,38 +261,11 @@ class SessionManager:
         (stateless API clients) costs about one store write a second, not one per request.
         Returns how many sessions were written.
         """
-        pending: dict[str, list[Session]] = {}
-        due: set[str] = set()
-        for key, session in list(self._pending.items()):
-            if not session.has_pending:  # it flushed on its own (a store write folds counters in)
-                del self._pending[key]
-                continue
-            pending.setdefault(session.agent_id, []).append(session)
-            if session.flush_due():
-                due.add(session.agent_id)
-        batch = {agent: pending[agent] for agent in due}
-        self._write_pending(batch)
-        return sum(len(v) for v in batch.values())
-
-    def _write_pending(self, due: dict[str, list[Session]]) -> None:
-        for agent_id, sessions in due.items():
-
-            def apply(data: StoreData, sessions: list[Session] = sessions) -> None:
-                for session in sessions:
-                    session.take_pending(data)
-
-            self.store(agent_id).update(apply, sync=False)
-            for session in sessions:
-                self._pending.pop(id(session), None)
+        return self._pending.flush_due()
 
     def flush_all(self) -> None:
         """Write every pending usage counter of this process (one store write per agent)."""
-        due: dict[str, list[Session]] = {}
-        for session in list(self._pending.values()):
-            if session.has_pending:
-                due.setdefault(session.agent_id, []).append(session)
-        self._write_pending(due)
-        self._pending.clear()
+        self._pending.flush_all()
 
     def close(self) -> None:
         """Write pending usage counters, fold each store's journal into its `sessions.json`,
@@ -266,6 +280,7 @@ class SessionManager:
         while self._cache:
             _, session = self._cache.popitem(last=False)
             session.transcript.close()
+        self.descriptors.close_all()
 
     def archive(self, agent_id: str, keys: Iterable[str]) -> dict[str, Path]:
         """Take sessions out of the agent's list: their store entries go and their cached
@@ -287,11 +302,13 @@ class SessionManager:
 
         gone = self.store(agent_id).update(drop, sync=False)
         files: dict[str, Path] = {}
+        directory = sessions_dir(self.state_dir, agent_id)
         for key, entry in gone.items():
             cached = self._cache.pop(key, None)
             if cached is not None:
-                self._pending.pop(id(cached), None)
+                self._pending.forget(cached)
                 cached.transcript.close()
+            remove_lock_file(lock_path(directory, key))  # left alone if another process holds it
             files[key] = self._transcript_path(parse_session_key(key), entry.session_file)
         return files
 
@@ -343,99 +360,31 @@ class SessionManager:
     # ---- internals ----------------------------------------------------------------------------
 
     def _transcript_path(self, key: SessionKey, file_name: str) -> Path:
-        # sessions.json is user-editable: never let it point a transcript outside the directory.
-        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
-            raise SessionError(f"session {key} has an invalid sessionFile {file_name!r}")
-        return sessions_dir(self.state_dir, key.agent_id) / file_name
-
-    def _create(self, key: SessionKey, store: SessionStore, workspace: Path | None) -> Session:
-        cwd = workspace or self.workspace
-
-        def create(data: StoreData) -> tuple[SessionEntry, Transcript | None]:
-            existing = data.get(str(key))
-            if existing is not None:  # another process created it since we looked
-                return existing, None
-            session_id = str(uuid.uuid4())
-            file_name = transcript_file_name(session_id)
-            transcript = Transcript.create(
-                self._transcript_path(key, file_name), session_id=session_id, cwd=cwd
-            )
-            data[str(key)] = new_session_entry(session_id, file_name)
-            return data[str(key)], transcript
-
-        # No fsync for a new entry: transcript appends are not fsynced either, and a power cut
-        # that loses this entry only means the next open starts a session (the file stays).
-        entry, transcript = store.update(create, sync=False)
-        if transcript is None:
-            return self._load(key, store, entry, create=True, workspace=workspace)
-        return Session(session_key=key, entry=entry, transcript=transcript, store=store)
-
-    def _load(
-        self,
-        key: SessionKey,
-        store: SessionStore,
-        entry: SessionEntry,
-        *,
-        create: bool,
-        workspace: Path | None,
-    ) -> Session:
-        path = self._transcript_path(key, entry.session_file)
-        if not path.exists():
-            if not create or self.read_only:
-                raise SessionError(f"session {key}: transcript {path} is missing")
-            # The store survived but the file did not (deleted by hand): start it again under
-            # the same id rather than failing every turn.
-            logger.warning("session %s: transcript %s is missing; starting it afresh", key, path)
-            transcript = Transcript.create(
-                path, session_id=entry.session_id, cwd=workspace or self.workspace
-            )
-        else:
-            transcript = Transcript.load(path, read_only=self.read_only)
-        return Session(session_key=key, entry=entry, transcript=transcript, store=store)
+        return self._files.path(key, file_name)
 
     def _replace(
         self,
         key: SessionKey,
-        make_entry: Callable[[SessionEntry | None, str, str], SessionEntry],
+        make_entry: EntryMaker,
         *,
         workspace: Path | None,
         successor: bool,
     ) -> Session:
         if self.read_only:
             raise SessionError(f"cannot change session {key}: the session manager is read-only")
-        store = self.store(key.agent_id)
-        cwd = workspace or self.workspace
-
-        def swap(data: StoreData) -> tuple[SessionEntry, Transcript]:
-            old = data.get(str(key))
-            session_id = str(uuid.uuid4())
-            file_name = transcript_file_name(session_id)
-            entry = make_entry(old, session_id, file_name)  # may refuse before any file exists
-            transcript = Transcript.create(
-                self._transcript_path(key, file_name),
-                session_id=session_id,
-                cwd=cwd,
-                parent_session=old.session_file if successor and old else None,
-            )
-            data[str(key)] = entry
-            return entry, transcript
-
         current = self._cache.get(str(key))
         if current is not None:
             current.flush()  # its counters belong to the session being replaced
-        entry, transcript = store.update(swap)
+        store = self.store(key.agent_id)
+        session = self._files.swap(key, store, make_entry, workspace=workspace, successor=successor)
         stale = self._cache.pop(str(key), None)
         if stale is not None:
             stale.transcript.close()
-        session = Session(session_key=key, entry=entry, transcript=transcript, store=store)
         self._remember(session)
         return session
 
-    def _track_pending(self, session: Session) -> None:
-        self._pending[id(session)] = session
-
     def _remember(self, session: Session) -> None:
-        session.on_pending = self._track_pending
+        session.on_pending = self._pending.track
         stale = self._cache.pop(session.key, None)
         if stale is not None and stale is not session:
             stale.flush()

@@ -13,7 +13,8 @@ The store is `sessions.json` plus its change journal `sessions.json.journal` (se
 
 A store file that does not parse is an error naming the file (and for the journal, the line).
 It is moved aside only by the explicit `SessionStore.quarantine()` (`nodmix sessions
-repair-store`), never silently.
+repair-store`, which then rebuilds the index from the transcripts: `rebuild.py`), never
+silently.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import msgspec
 
 from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
+from nodmix.invocation import nodmix_command
 from nodmix.sessions import journal
 from nodmix.sessions.entries import new_entry_id
 from nodmix.sessions.journal import JournalState
@@ -203,7 +205,7 @@ class SessionStore:
                     target = path.with_name(f"{path.name}.corrupt-{stamp}")
                     os.replace(path, target)
                     moved.append(target)
-            self._signature, self._journal = (None, None), None
+            self._cache, self._signature, self._journal = {}, (None, None), None
             return moved[0] if moved else None
 
     # ---- internals ----------------------------------------------------------------------------
@@ -249,8 +251,9 @@ class SessionStore:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise SessionError(
                 f"{self.path}: session store is corrupt ({exc}); run"
-                f" `nodmix sessions repair-store --agent {self.path.parent.parent.name}`"
-                " to move it aside (transcripts are kept)"
+                f" `{nodmix_command()} sessions repair-store"
+                f" --agent {self.path.parent.parent.name}`"
+                " to rebuild it from the transcripts"
             ) from None
 
     def _base_valid(self) -> bool:
@@ -286,7 +289,7 @@ class SessionStore:
 
     def _write(self, data: StoreData, *, sync: bool = True) -> None:
         """Write the whole store file and drop the journal (under the lock)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         payload = _ENCODER.encode(data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
@@ -311,7 +314,7 @@ class SessionStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             _acquire(fd, self.lock_path)

@@ -6,26 +6,34 @@ each would cost milliseconds); callers that need durability call `Transcript.syn
 
 Crash safety: a process killed or a machine losing power mid-append can leave a torn last line
 (no newline, or bytes that are not JSON). Loading for writing truncates the file back to the last
-complete line and logs it; nothing before that line is lost. Any other unreadable line is a
-`TranscriptError` naming the file and line, because silently dropping the middle of a
-conversation would lose user data.
+complete line and logs it; nothing before that line is lost. Any other unreadable line is left
+out of `entries` and recorded in `skipped` (logged once per process), so one damaged line does
+not take the whole session down; the file keeps it until `nodmix sessions repair` rewrites it.
+A transcript replaced on disk (by that repair) is reloaded before the next append.
 
-Concurrency: one writer per session. The runtime serialises turns per session (see
-`SessionManager.turn_lock`), so a `Transcript` is not locked internally. As a safety net, an
-append first checks the file size and reads in any complete lines another writer added, so the
-`parentId` chain stays linear even if two `Transcript` objects point at one file.
+Concurrency: one writer per session. The runtime serialises turns per session, within a
+process and across processes (see `SessionManager.hold_turn`), so a `Transcript` is not locked
+internally. As a safety net, an append first checks the file size and reads in any complete lines
+another writer added, so the `parentId` chain stays linear even if two `Transcript` objects point
+at one file.
+
+Open files: a transcript holds no descriptor between appends. It borrows one from a
+`DescriptorPool` (the session manager's, shared by all its transcripts and bounded), so the
+number of open files does not grow with the number of sessions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from nodmix.errors import TranscriptError
 from nodmix.messages import Message, UserBlock
+from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import (
     CompactionEntry,
     CustomEntry,
@@ -38,7 +46,14 @@ from nodmix.sessions.entries import (
     iso_now,
     new_entry_id,
 )
+from nodmix.sessions.files import (
+    ARCHIVE_DIR,
+    move_to_archive,
+    report_skipped,
+    report_torn_tail,
+)
 from nodmix.sessions.jsonl import (
+    SkippedLine,
     count_messages,
     encode_header,
     encode_line,
@@ -48,11 +63,16 @@ from nodmix.sessions.jsonl import (
     parse_lines,
 )
 
-__all__ = ["Transcript", "count_messages", "transcript_file_name"]
+__all__ = [
+    "ARCHIVE_DIR",
+    "SkippedLine",
+    "Transcript",
+    "count_messages",
+    "move_to_archive",
+    "transcript_file_name",
+]
 
 logger = logging.getLogger(__name__)
-
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
 
 class _Link(TypedDict):
@@ -66,36 +86,20 @@ def transcript_file_name(session_id: str) -> str:
     return f"{session_id}.jsonl"
 
 
-ARCHIVE_DIR = "archive"
-
-
-def move_to_archive(source: Path) -> Path | None:
-    """Move a transcript file into the `archive/` folder next to it.
-
-    Returns the new path, or None when the file is gone already. A name taken in the archive
-    is never overwritten: the file then keeps a numbered name.
-    """
-    target_dir = source.parent / ARCHIVE_DIR
-    target_dir.mkdir(exist_ok=True)
-    target = target_dir / source.name
-    for n in range(1, 1000):
-        try:
-            os.link(source, target)  # unlike rename, never replaces a file already there
-            break
-        except FileExistsError:
-            target = target_dir / f"{source.stem}.{n}{source.suffix}"
-        except FileNotFoundError:
-            return None
-    else:  # pragma: no cover - a thousand archived files with one name
-        raise TranscriptError(f"{source}: no free name in {target_dir}")
-    source.unlink()
-    return target
-
-
 class Transcript:
     """The entries of one session, loaded from and appended to its JSONL file."""
 
-    __slots__ = ("_entries", "_fd", "_lines", "_size", "header", "path", "read_only")
+    __slots__ = (
+        "_entries",
+        "_lines",
+        "_pool",
+        "_size",
+        "_token",
+        "header",
+        "path",
+        "read_only",
+        "skipped",
+    )
 
     def __init__(
         self,
@@ -106,25 +110,37 @@ class Transcript:
         size: int,
         lines: int | None,
         read_only: bool,
+        skipped: list[SkippedLine] | None = None,
+        descriptors: DescriptorPool | None = None,
     ) -> None:
         """Wrap an already-parsed file; use `create` or `load` instead."""
         self.path = path
         self.header = header
         self.read_only = read_only
+        self.skipped: list[SkippedLine] = skipped or []
+        """Unreadable lines left out of `entries`."""
         self._entries = entries
         self._size = size  # bytes of complete lines consumed; appends happen exactly here
         # Complete lines consumed, header included; only error messages need it, so it is
         # counted lazily (counting a 100 MB file costs ~30 ms of a load).
         self._lines = lines
-        self._fd: int | None = None
+        self._pool = descriptors
+        self._token = descriptors.token() if descriptors is not None else 0
 
     # ---- opening ------------------------------------------------------------------------------
 
     @classmethod
     def create(
-        cls, path: Path, *, session_id: str, cwd: str | Path, parent_session: str | None = None
+        cls,
+        path: Path,
+        *,
+        session_id: str,
+        cwd: str | Path,
+        parent_session: str | None = None,
+        session_key: str | None = None,
+        descriptors: DescriptorPool | None = None,
     ) -> Transcript:
-        """Create a new transcript holding only its header.
+        """Create a new transcript holding only its header (mode 0600: it is private).
 
         The file appears atomically with its header (written to a temporary name, then
         hard-linked into place), so no reader ever sees a headerless transcript.
@@ -133,29 +149,41 @@ class Transcript:
             TranscriptError: the file already exists.
         """
         header = SessionHeader(
-            id=session_id, timestamp=iso_now(), cwd=str(cwd), parent_session=parent_session
+            id=session_id,
+            timestamp=iso_now(),
+            cwd=str(cwd),
+            parent_session=parent_session,
+            session_key=session_key,
         )
         line = encode_header(header)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
-            tmp.write_bytes(line)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
             os.link(tmp, path)  # unlike rename, never replaces an existing transcript
         except FileExistsError:
             raise TranscriptError(f"{path}: transcript already exists") from None
         finally:
             tmp.unlink(missing_ok=True)
-        return cls(path, header, [], size=len(line), lines=1, read_only=False)
+        return cls(
+            path, header, [], size=len(line), lines=1, read_only=False, descriptors=descriptors
+        )
 
     @classmethod
-    def load(cls, path: Path, *, read_only: bool = False) -> Transcript:
-        """Load a transcript, repairing a torn last line.
+    def load(
+        cls, path: Path, *, read_only: bool = False, descriptors: DescriptorPool | None = None
+    ) -> Transcript:
+        """Load a transcript, repairing a torn last line and skipping unreadable ones.
 
         With `read_only=True` (CLI readers, while a gateway may be writing) a torn last line is
         ignored in memory and the file is left untouched; appends are refused.
 
         Raises:
-            TranscriptError: the file is missing, has a bad header or an unreadable line.
+            TranscriptError: the file is missing or has a bad header.
         """
         try:
             data = path.read_bytes()
@@ -165,12 +193,23 @@ class Transcript:
             raise TranscriptError(f"{path}: cannot read transcript: {exc.strerror}") from None
         header, body_start = parse_header(path, data)
         end, needs_newline = find_complete_end(data, body_start)
-        entries = parse_body(path, data, body_start, end)
+        skipped: list[SkippedLine] = []
+        entries = parse_body(path, data, body_start, end, skipped=skipped)
+        report_skipped(path, skipped)
         if end < len(data) or needs_newline:
-            _report_torn_tail(path, data, end, needs_newline, read_only=read_only)
+            report_torn_tail(path, data, end, needs_newline, read_only=read_only)
         if needs_newline:
             end = len(data) + (0 if read_only else 1)
-        return cls(path, header, entries, size=end, lines=None, read_only=read_only)
+        return cls(
+            path,
+            header,
+            entries,
+            size=end,
+            lines=None,
+            read_only=read_only,
+            skipped=skipped,
+            descriptors=descriptors,
+        )
 
     # ---- reading ------------------------------------------------------------------------------
 
@@ -194,13 +233,22 @@ class Transcript:
         """Bytes of complete lines in the file, as far as this object has read."""
         return self._size
 
+    def catch_up(self) -> list[Entry]:
+        """`refresh` if the file grew (one `stat` when it did not): another process's turn on
+        this session may have appended since this object last read it."""
+        try:
+            size = os.stat(self.path).st_size
+        except OSError as exc:
+            raise TranscriptError(f"{self.path}: cannot read transcript: {exc}") from None
+        return self.refresh() if size != self._size else []
+
     def refresh(self) -> list[Entry]:
         """Read complete lines appended to the file since it was loaded; return the new entries.
 
         A trailing incomplete line is left for a later call (its writer may still be busy).
 
         Raises:
-            TranscriptError: the file shrank, or a new complete line is unreadable.
+            TranscriptError: the file shrank.
         """
         try:
             with self.path.open("rb") as fh:
@@ -216,7 +264,12 @@ class Transcript:
         if last_newline < 0:
             return []
         lines = self._line_count()
-        new = parse_lines(self.path, data, 0, last_newline + 1, first_line=lines + 1)
+        skipped: list[SkippedLine] = []
+        new = parse_lines(
+            self.path, data, 0, last_newline + 1, first_line=lines + 1, skipped=skipped
+        )
+        report_skipped(self.path, skipped)
+        self.skipped.extend(skipped)
         self._entries.extend(new)
         self._size += last_newline + 1
         self._lines = lines + data.count(b"\n", 0, last_newline + 1)
@@ -313,14 +366,13 @@ class Transcript:
 
     def sync(self) -> None:
         """Flush appended entries to stable storage (`fsync`)."""
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if not self.read_only:
+            self._descriptors().sync(self._token, self.path)
 
     def close(self) -> None:
-        """Close the append descriptor; a later append reopens it."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        """Give back the append descriptor; a later append borrows one again."""
+        if self._pool is not None:
+            self._pool.close(self._token)
 
     def __del__(self) -> None:
         try:
@@ -332,22 +384,51 @@ class Transcript:
         """A new entry's id, parent and timestamp, chained to the current last entry."""
         # Another writer (a second Transcript on this file) may have appended: pick its lines up
         # before choosing our parentId. One fstat costs about a microsecond.
-        if os.fstat(self._descriptor()).st_size != self._size:
-            self.refresh()
+        with self._descriptor() as fd:
+            if os.fstat(fd).st_size != self._size:
+                self.refresh()
         return {"id": new_entry_id(), "parent_id": self.leaf_id, "timestamp": iso_now()}
 
-    def _descriptor(self) -> int:
+    @contextlib.contextmanager
+    def _descriptor(self) -> Iterator[int]:
         if self.read_only:
             raise TranscriptError(f"{self.path}: transcript was opened read-only")
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.path, _OPEN_FLAGS)
-            except OSError as exc:
-                raise TranscriptError(f"{self.path}: cannot open for append: {exc}") from None
-        return self._fd
+        pool = self._descriptors()
+        with pool.lease(self._token, self.path) as fd:
+            if not self._replaced(fd):
+                yield fd
+                return
+        # `nodmix sessions repair` swapped in a rewritten file: adopt it instead of appending
+        # to the backup our descriptor points at (one stat per append).
+        self.close()
+        fresh = Transcript.load(self.path)
+        self.header, self._entries, self.skipped = fresh.header, fresh._entries, fresh.skipped
+        self._size, self._lines = fresh._size, None
+        logger.warning("%s: the file was replaced on disk; reloaded it", self.path)
+        with pool.lease(self._token, self.path) as fd:
+            yield fd
+
+    def _replaced(self, fd: int) -> bool:
+        try:
+            current = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return False  # moved away (archived or deleted): keep writing where we were
+        return os.fstat(fd).st_ino != current
+
+    def _descriptors(self) -> DescriptorPool:
+        if self._pool is None:  # a transcript used on its own: a private pool of one
+            self._pool = DescriptorPool(1)
+            self._token = self._pool.token()
+        return self._pool
 
     def _write_line(self, line: bytes) -> None:
-        fd = self._descriptor()
+        with self._descriptor() as fd:
+            self._write_at_end(fd, line)
+        self._size += len(line)
+        if self._lines is not None:
+            self._lines += 1
+
+    def _write_at_end(self, fd: int, line: bytes) -> None:
         size = os.fstat(fd).st_size
         if size != self._size:
             self.refresh()
@@ -368,29 +449,3 @@ class Transcript:
             except OSError:
                 pass
             raise TranscriptError(f"{self.path}: append failed: {exc}") from None
-        self._size += len(line)
-        if self._lines is not None:
-            self._lines += 1
-
-
-def _report_torn_tail(
-    path: Path, data: bytes, end: int, needs_newline: bool, *, read_only: bool
-) -> None:
-    if read_only:
-        logger.warning("%s: ignoring an incomplete last line (%d bytes)", path, len(data) - end)
-        return
-    try:
-        if needs_newline:
-            with path.open("ab") as fh:
-                fh.write(b"\n")
-            logger.warning("%s: added the missing newline after the last entry", path)
-        else:
-            os.truncate(path, end)
-            logger.warning(
-                "%s: repaired a torn last line: dropped %d bytes after byte %d",
-                path,
-                len(data) - end,
-                end,
-            )
-    except OSError as exc:
-        raise TranscriptError(f"{path}: cannot repair torn last line: {exc}") from None

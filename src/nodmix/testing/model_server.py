@@ -282,9 +282,25 @@ def load_script(spec: str) -> Respond:
     return respond  # type: ignore[no-any-return]
 
 
-async def _serve_until_signal(server: ScriptedModelServer) -> None:
+def setup_lines(base_url: str, model: str, api_key: str | None) -> list[str]:
+    """The commands that point Nodmix's default agent at this server (printed at start)."""
+    from nodmix.invocation import command
+
+    provider = (
+        f'{{api: "openai-completions", baseUrl: "{base_url}", apiKey: "{api_key or "none"}", '
+        f'models: [{{id: "{model}", contextWindow: 32000}}]}}'
+    )
+    return [
+        "point nodmix at it (paste in another shell):",
+        f"  {command('config set models.providers.scripted')} '{provider}'",
+        f"  {command('config set agents.defaults.model.primary')} scripted/{model}",
+    ]
+
+
+async def _serve_until_signal(server: ScriptedModelServer, model: str, key: str | None) -> None:
     async with server:
         print(f"listening on {server.base_url}", flush=True)
+        print("\n".join(setup_lines(server.base_url, model, key)), flush=True)
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for _ in signals:
                 return
@@ -319,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         api_key=args.api_key,
         models=args.model or ("scripted",),
     )
-    anyio.run(_serve_until_signal, server)
+    model = (args.model or ["scripted"])[0]
+    anyio.run(_serve_until_signal, server, model, args.api_key)
     return 0
 
 

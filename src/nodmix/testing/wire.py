@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -23,7 +24,7 @@ from nodmix.messages import AssistantMessage, JsonObject, TextBlock
 from nodmix.providers.anthropic import encode as anthropic_encode
 from nodmix.providers.anthropic import mapping as anthropic_mapping
 from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelError, Respond, reply_message, run_respond
+from nodmix.providers.fake import ModelError, ModelStall, Respond, reply_message, run_respond
 from nodmix.providers.openai import encode as openai_encode
 from nodmix.providers.openai import mapping as openai_mapping
 
@@ -108,6 +109,10 @@ class Vendor(Protocol):
         """A `200` stream that delivers `error.partial` and then fails with `error`."""
         ...
 
+    def opening(self, text: str, body: JsonObject) -> list[str]:
+        """The SSE lines of a reply that streamed `text` and has not finished."""
+        ...
+
 
 async def handle(vendor: Vendor, state: WireState, request: Request) -> Response:
     """Answer one model request: parse, record, authorise, ask the script, encode."""
@@ -138,6 +143,8 @@ async def handle(vendor: Vendor, state: WireState, request: Request) -> Response
         logger.exception("respond() failed")
         return vendor.error(500, f"respond() raised {type(exc).__name__}: {exc}")
     stream = body.get("stream") is True
+    if isinstance(reply, ModelStall):
+        return _stall(vendor, reply, body)
     if isinstance(reply, ModelError):
         if reply.partial and stream:
             return vendor.partial(reply, body)
@@ -187,13 +194,17 @@ class OpenAIWire:
 
     def partial(self, error: ModelError, body: JsonObject) -> Response:
         """A `200` stream that delivers `error.partial`, then fails."""
-        text = AssistantMessage(content=(TextBlock(text=error.partial),))
-        chunks = openai_encode.completion_chunks(
-            text, response_id=self.state.next_id("chatcmpl-"), model=str(body["model"])
-        )
-        # Drop the finish and usage chunks: the error cuts the response short.
         failure = openai_encode.stream_error_chunk(error.status, error.message)
-        return _sse([*map(_data, chunks[:-2]), _data(failure)])
+        return _sse([*self.opening(error.partial, body), _data(failure)])
+
+    def opening(self, text: str, body: JsonObject) -> list[str]:
+        """The chunks of a reply that streamed `text` and has not finished."""
+        message = AssistantMessage(content=(TextBlock(text=text),) if text else ())
+        chunks = openai_encode.completion_chunks(
+            message, response_id=self.state.next_id("chatcmpl-"), model=str(body["model"])
+        )
+        # Drop the finish and usage chunks: the response is cut short.
+        return [*map(_data, chunks[:-2])]
 
 
 class AnthropicWire:
@@ -234,13 +245,36 @@ class AnthropicWire:
 
     def partial(self, error: ModelError, body: JsonObject) -> Response:
         """A `200` stream that delivers `error.partial`, then fails."""
-        text = AssistantMessage(content=(TextBlock(text=error.partial),))
-        events = anthropic_encode.message_events(
-            text, message_id=self.state.next_id("msg_"), model=str(body["model"])
-        )
-        # Keep the start and the text deltas; the error replaces the block stop and the end.
         failure = anthropic_encode.error_body(error.status, error.message)
-        return _sse([*(_named(n, d) for n, d in events[:-3]), _named("error", failure)])
+        return _sse([*self.opening(error.partial, body), _named("error", failure)])
+
+    def opening(self, text: str, body: JsonObject) -> list[str]:
+        """The events of a reply that streamed `text` and has not finished."""
+        message = AssistantMessage(content=(TextBlock(text=text),))
+        events = anthropic_encode.message_events(
+            message, message_id=self.state.next_id("msg_"), model=str(body["model"])
+        )
+        # Keep the start and the text deltas; drop the block stop and the end.
+        kept = events[:-3] if text else events[:2]
+        return [_named(n, d) for n, d in kept]
+
+
+def _stall(vendor: Vendor, stall: ModelStall, body: JsonObject) -> StreamingResponse:
+    """A `200` event stream that delivers `stall.partial`, then never finishes."""
+    opening = vendor.opening(stall.partial, body)
+
+    async def forever() -> AsyncIterator[bytes]:
+        for line in opening:
+            yield line.encode()
+        if stall.mode == "hang":
+            await anyio.sleep_forever()
+        while True:  # trickle: keep-alive comments and blank lines, never an event
+            yield b": ping\n\n"
+            await anyio.sleep(stall.interval)
+            yield b"\n"
+            await anyio.sleep(stall.interval)
+
+    return StreamingResponse(forever(), media_type="text/event-stream")
 
 
 def _models_endpoint(state: WireState) -> Callable[[Request], Any]:

@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 import msgspec
 
 from nodmix.messages import JsonObject, ResultBlock, TextBlock
+from nodmix.origin import TurnOrigin
 
 ToolSource: TypeAlias = Literal["nodmix", "mcp", "client"]
 
@@ -79,6 +80,8 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     parent_call_id: str | None = None
     """For calls made from a code-mode program: the outer `exec`/`wait` call id."""
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    origin: TurnOrigin | None = None
+    """The chat the turn answers, for turns started by a channel message."""
 
 
 @runtime_checkable

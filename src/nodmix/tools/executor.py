@@ -50,6 +50,7 @@ def _call_info(
         tool_input_kind=input_kind,
         parent_call_id=ctx.parent_call_id,
         owner=tool.origin.owner,
+        origin=ctx.origin,
     )
 
 

@@ -40,6 +40,7 @@ const context = await chromium.launchPersistentContext(profile, {
     "--disable-sync",
   ],
 });
+await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: url });
 let failed = false;
 try {
   const page = context.pages()[0] ?? (await context.newPage());
@@ -140,6 +141,51 @@ try {
     check(!(await page.evaluate(() => window.pwned)), "no script ran");
   });
 
+  await step("a Markdown reply renders lists, tables, links and code with copy buttons", async () => {
+    const markdown = [
+      "## Plan",
+      "",
+      "- first item",
+      "- second item",
+      "",
+      "| city | time |",
+      "|------|------|",
+      "| Oslo | 9:40 |",
+      "",
+      "See [the docs](https://example.org/docs) and ![a tracker](https://example.org/pixel.png).",
+      "",
+      "```python",
+      "print('copied')",
+      "```",
+    ].join("\n");
+    await page.fill("#input", markdown);
+    await page.press("#input", "Enter");
+    const reply = page.locator(".msg.assistant", { hasText: "first item" });
+    await reply.waitFor();
+    check((await reply.locator("h2").textContent()) === "Plan", "a heading");
+    check((await reply.locator("ul > li").count()) === 2, "a two-item list");
+    check((await reply.locator("table td").first().textContent()) === "Oslo", "a table");
+    const link = reply.locator('a[href="https://example.org/docs"]');
+    check((await link.getAttribute("rel")) === "noopener noreferrer", "links open without an opener");
+    check((await reply.locator("img").count()) === 0, "a remote image is not loaded");
+    await reply.locator('a[href="https://example.org/pixel.png"]').waitFor();
+    const copy = reply.locator(".code-block button.copy");
+    await copy.click();
+    await reply.locator(".code-block button.copy[data-copied=true]").waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    check(copied.trim() === "print('copied')", `the code block was copied (got ${copied})`);
+    await reply.locator(".msg-actions button.copy").click();
+    const whole = await page.evaluate(() => navigator.clipboard.readText());
+    check(whole.startsWith("## Plan"), `the reply's Markdown was copied (got ${whole.slice(0, 20)})`);
+  });
+
+  await step("the page has a favicon", async () => {
+    check((await page.locator('link[rel="icon"]').count()) === 1, "an icon link");
+    const response = await fetch(`${url}/favicon.ico`);
+    check(response.ok, `the favicon is served (got ${response.status})`);
+    check(response.headers.get("content-type").startsWith("image/svg+xml"), "as SVG");
+  });
+
   await step("one-shot API sessions are left out of the list and counted", async () => {
     const response = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
@@ -161,9 +207,57 @@ try {
     await page.locator("#session-title", { hasText: /agent offline$/ }).waitFor();
     await page.fill("#input", "anyone there?");
     await page.press("#input", "Enter");
-    await page.locator(".notice.error", { hasText: "connection error" }).waitFor();
+    await page.locator(".notice.error", { hasText: "connection refused" }).waitFor();
     await page.locator(".notice.error", { hasText: "is the model server running?" }).waitFor();
     await page.locator("#run-state[data-state=idle]").waitFor({ state: "attached" });
+  });
+
+  await step("a message that got no answer is marked, can be sent again, and its error stays after a reload", async () => {
+    const failedMessage = page.locator(".msg.user.failed", { hasText: "anyone there?" });
+    await failedMessage.waitFor();
+    const errorsBefore = await page.locator(".notice.error", { hasText: "connection refused" }).count();
+    await failedMessage.locator("button.retry").click();
+    await page
+      .locator(".notice.error", { hasText: "connection refused" })
+      .nth(errorsBefore)
+      .waitFor();
+    await page.locator("#run-state[data-state=idle]").waitFor({ state: "attached" });
+    const failedCount = await page.locator(".msg.user.failed").count();
+    check(failedCount === 1, `the retried message replaced the failed one (got ${failedCount})`);
+    await page.reload();
+    await page.locator("body[data-ready=true]").waitFor();
+    await page.locator(".msg.user", { hasText: "anyone there?" }).first().waitFor();
+    await page.locator(".notice.error", { hasText: "connection refused" }).first().waitFor();
+  });
+
+  await step("a session can be renamed, replaced by /new and read back, and deleted", async () => {
+    await page.selectOption("#agent", "main");
+    await page.locator("#session-title", { hasText: /agent main$/ }).waitFor();
+    await page.locator("body[data-ready=true]").waitFor();
+    page.once("dialog", (dialog) => dialog.accept("Trip plans"));
+    await page.hover('#sessions li[data-key="agent:main:main"]');
+    await page.click('#sessions li[data-key="agent:main:main"] button.rename');
+    await page.locator('#sessions button[data-key="agent:main:main"] .name', { hasText: "Trip plans" }).waitFor();
+    await page.locator("#session-title", { hasText: "Trip plans" }).waitFor();
+
+    await page.fill("#input", "/new");
+    await page.press("#input", "Enter");
+    await page.locator("#earlier:not([hidden])").waitFor();
+    await page.click("#earlier summary");
+    await page.locator("#earlier-list button.earlier", { hasText: "replaced by /new" }).first().click();
+    await page.locator("#session-title", { hasText: "read-only" }).waitFor();
+    await page.locator(".msg.user", { hasText: "hello from the browser" }).waitFor();
+    check(await page.locator("#composer").isHidden(), "an earlier session cannot be written to");
+    await page.click('#sessions button[data-key="agent:main:main"]');
+    await page.locator("#composer").waitFor({ state: "visible" });
+
+    const other = page.locator('#sessions li[data-key^="agent:main:web-"]').first();
+    const otherKey = await other.getAttribute("data-key");
+    page.once("dialog", (dialog) => dialog.accept());
+    await other.hover();
+    await other.locator("button.delete").click();
+    await page.locator(`#sessions li[data-key="${otherKey}"]`).waitFor({ state: "detached" });
+    await page.locator("#earlier-list button.earlier", { hasText: "deleted" }).waitFor();
   });
 
   check(pageErrors.length === 0, `no page errors (got: ${pageErrors.join("; ")})`);

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
 import os
-import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
 from nodmix.config.schema import ExecToolConfig, ToolsConfig
+from nodmix.errors import ToolError
 from nodmix.tools.base import ToolContext
 from nodmix.tools.core import core_tools
+from nodmix.tools.core.background import BackgroundJobs
 from nodmix.tools.core.exec import ExecTool, OutputBuffer
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +40,12 @@ def _wait_until_gone(pid: int, deadline: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+async def _poll(check: Callable[[], bool], deadline: float = 5.0) -> None:
+    with anyio.fail_after(deadline):
+        while not check():
+            await anyio.sleep(0.01)
 
 
 async def _read_pid(path: Path) -> int:
@@ -141,18 +149,126 @@ async def test_cancelling_the_caller_kills_the_process_group_promptly(
     assert _wait_until_gone(pid, deadline=2.0)
 
 
-async def test_background_job_holding_the_pipe_does_not_block_the_result(
+async def test_a_job_left_running_is_killed_when_the_command_finishes(
     ctx: ToolContext, workspace: Path
 ) -> None:
+    # `sleep 30 &` keeps the pipe open and would outlive the call: it is collected for a short
+    # grace, then killed with the rest of the command's process group.
     command = "sleep 30 & echo $! > bg.pid; echo done"
+    with anyio.fail_after(10):
+        result = await ExecTool().call({"command": command}, ctx)
+    assert result.text_content.startswith("done\n")
+    assert not result.is_error
+    assert result.details["strayProcessesKilled"] is True
+    assert "background: true" in result.text_content
+    pid = int((workspace / "bg.pid").read_text(encoding="utf-8"))
+    assert _wait_until_gone(pid)
+
+
+async def test_a_detached_grandchild_with_closed_output_is_killed_too(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    command = "(sleep 30 >/dev/null 2>&1 & echo $! > bg.pid) ; echo started"
+    with anyio.fail_after(10):
+        result = await ExecTool().call({"command": command}, ctx)
+    assert result.text_content.startswith("started\n")
+    pid = int((workspace / "bg.pid").read_text(encoding="utf-8"))
+    assert _wait_until_gone(pid)
+
+
+async def test_a_command_that_leaves_nothing_behind_says_nothing_about_strays(
+    ctx: ToolContext,
+) -> None:
+    result = await ExecTool().call({"command": "echo hi"}, ctx)
+    assert "strayProcessesKilled" not in result.details
+    assert "left running" not in result.text_content
+
+
+async def test_background_true_returns_at_once_and_the_process_keeps_running(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    jobs = BackgroundJobs()
+    tool = ExecTool(jobs=jobs)
+    command = "echo $$ > bg.pid; echo serving; sleep 30"
     try:
-        with anyio.fail_after(5):
-            result = await ExecTool().call({"command": command}, ctx)
-        assert result.text_content.startswith("done\n")
+        with anyio.fail_after(10):
+            result = await tool.call({"command": command, "background": True}, ctx)
         assert not result.is_error
+        pid = result.details["pid"]
+        log = workspace / result.details["logPath"]
+        assert (
+            f"pid {pid}" in result.text_content and result.details["logPath"] in result.text_content
+        )
+        assert await _read_pid(workspace / "bg.pid") == pid
+        await _poll(lambda: log.exists() and "serving" in log.read_text(encoding="utf-8"))
+        assert _alive(pid) and [job.pid for job in jobs.running()] == [pid]
+        # It runs in its own session, apart from this process.
+        assert os.getsid(pid) == pid != os.getsid(0)
     finally:
-        pid = int((workspace / "bg.pid").read_text(encoding="utf-8"))
-        os.kill(pid, signal.SIGKILL)
+        stopped = jobs.stop_all(grace=1.0)
+    assert stopped == 1
+    assert _wait_until_gone(pid)
+    assert jobs.running() == []
+
+
+async def test_stop_all_takes_down_children_of_background_commands(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    jobs = BackgroundJobs()
+    command = "trap '' TERM; sleep 30 & echo $! > child.pid; wait"
+    result = await ExecTool(jobs=jobs).call({"command": command, "background": True}, ctx)
+    child = await _read_pid(workspace / "child.pid")
+    assert _alive(child)
+    jobs.stop_all(grace=0.2)  # the shell ignores SIGTERM: SIGKILL after the grace
+    assert _wait_until_gone(child) and _wait_until_gone(result.details["pid"])
+
+
+async def test_background_commands_are_capped(ctx: ToolContext) -> None:
+    jobs = BackgroundJobs(max_jobs=1)
+    tool = ExecTool(jobs=jobs)
+    try:
+        await tool.call({"command": "sleep 30", "background": True}, ctx)
+        with pytest.raises(ToolError, match="the limit is 1"):
+            await tool.call({"command": "sleep 30", "background": True}, ctx)
+    finally:
+        jobs.stop_all(grace=0.5)
+
+
+def test_a_chatty_background_log_stays_under_its_cap(workspace: Path) -> None:
+    jobs = BackgroundJobs(log_cap_bytes=10_000)
+    job = jobs.start(
+        "head -c 200000 /dev/zero | tr '\\0' x; echo; echo last line",
+        shell="/bin/sh",
+        cwd=workspace,
+        env=os.environ,
+    )
+    assert job.reader is not None
+    job.reader.join(timeout=10)
+    text = job.log_path.read_text(encoding="utf-8")
+    assert len(text) <= 10_000 and text.endswith("last line\n")
+    assert "earlier output dropped" in text
+
+
+async def test_the_runtime_stops_background_commands_when_it_closes(
+    isolated_state: Path,
+) -> None:
+    from nodmix.runtime import Runtime
+
+    workspace = isolated_state / "ws"
+    workspace.mkdir()
+    ctx = ToolContext(
+        agent_id="main",
+        session_key="agent:main:main",
+        session_id="s1",
+        run_id="r1",
+        call_id="call-1",
+        workspace=workspace,
+    )
+    async with Runtime.open():
+        result = await ExecTool().call({"command": "sleep 30", "background": True}, ctx)
+        pid = result.details["pid"]
+        assert _alive(pid)
+    assert _wait_until_gone(pid)
 
 
 async def test_process_killed_by_a_signal_is_reported(ctx: ToolContext) -> None:

@@ -154,8 +154,27 @@ async def test_small_files_are_read_on_the_loop_and_large_ones_in_a_worker_threa
     small = await ReadTool().call({"path": "small.txt"}, ctx)
     large = await ReadTool().call({"path": "large.txt", "offset": 19_999}, ctx)
     missing = ReadTool().call({"path": "nope.txt"}, ctx)
-    with pytest.raises(ToolError, match="File not found"):
+    with pytest.raises(ToolError, match="File not found") as caught:
         await missing
+    assert f"looked for {workspace.resolve() / 'nope.txt'}" in str(caught.value)
     assert small.text_content == "tiny"
     assert large.text_content.startswith("line 19999\nline 20000")
     assert hops == ["large.txt"]
+
+
+async def test_offered_skill_folders_outside_the_workspace_are_readable_by_absolute_path(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    skill = tmp_path / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("Do the thing.\n", encoding="utf-8")
+    (tmp_path / "skills" / "private.txt").write_text("no", encoding="utf-8")
+    tool = ReadTool(read_roots=[skill])
+    result = await tool.call({"path": str(skill / "SKILL.md")}, ctx)
+    assert result.text_content == "Do the thing."
+    assert result.details["path"] == str(skill.resolve() / "SKILL.md")
+    for path in (str(tmp_path / "skills" / "private.txt"), str(skill / ".." / "private.txt")):
+        with pytest.raises(WorkspaceEscapeError):
+            await tool.call({"path": path}, ctx)
+    with pytest.raises(WorkspaceEscapeError):
+        await ReadTool().call({"path": str(skill / "SKILL.md")}, ctx)

@@ -2,6 +2,7 @@
 // It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
 
 import { Conversation, el } from "./render.js";
+import { refreshSkills, wireSkills } from "./skills.js";
 
 const TOKEN_KEY = "nodmix.token";
 const SESSION_KEY = "nodmix.session";
@@ -83,6 +84,7 @@ const state = {
   agentId: "main",
   sessionKey: localStorage.getItem(SESSION_KEY) || "agent:main:main",
   shownKey: null,
+  viewing: null,
   runId: null,
   busy: false,
 };
@@ -102,17 +104,20 @@ function sessionName(key) {
   return key.split(":").slice(2).join(":");
 }
 
-function showSession(key) {
+function showSession(key, title) {
   // Never show one session's messages under another's title while its history loads.
-  if (key !== state.shownKey) conversation.clear();
+  if (key !== state.shownKey || state.viewing) conversation.clear();
+  state.viewing = null;
+  $("composer").hidden = false;
   state.shownKey = key;
   state.sessionKey = key;
   localStorage.setItem(SESSION_KEY, key);
+  const label = title ?? document.querySelector(`#sessions button[data-key="${CSS.escape(key)}"] .name`)?.textContent;
   $("session-title").replaceChildren(
-    sessionName(key),
+    label || sessionName(key),
     el("span", { class: "agent-tag" }, ` · agent ${key.split(":")[1]}`),
   );
-  for (const button of document.querySelectorAll("#sessions button")) {
+  for (const button of document.querySelectorAll("#sessions button.session")) {
     button.classList.toggle("active", button.dataset.key === key);
   }
 }
@@ -125,8 +130,37 @@ function ago(ms) {
   return new Date(ms).toLocaleDateString();
 }
 
+function sessionRow(row) {
+  const meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
+  const open = el(
+    "button",
+    { type: "button", "data-key": row.key, class: `session${row.key === state.sessionKey ? " active" : ""}` },
+    el("span", { class: `name${row.running ? " busy" : ""}` }, row.label || row.name),
+    el("span", { class: "meta" }, meta),
+  );
+  open.addEventListener("click", () => switchSession(row.key));
+  if (row.fresh) return el("li", {}, open);
+  const rename = el("button", { type: "button", class: "rename", title: "Rename", "aria-label": "Rename" }, "✎");
+  rename.addEventListener("click", () => renameSession(row));
+  const remove = el("button", { type: "button", class: "delete", title: "Delete", "aria-label": "Delete" }, "🗑");
+  remove.addEventListener("click", () => deleteSession(row));
+  return el("li", { "data-key": row.key }, open, el("span", { class: "row-actions" }, rename, remove));
+}
+
+function earlierRow(row) {
+  const label = { replaced: "replaced by /new", continued: "continued", archived: "archived", deleted: "deleted", unindexed: "unindexed" };
+  const open = el(
+    "button",
+    { type: "button", class: "session earlier", "data-session-id": row.sessionId },
+    el("span", { class: "name" }, row.key ? sessionName(row.key) : row.sessionId.slice(0, 8)),
+    el("span", { class: "meta" }, `${label[row.status] || row.status} · ${row.messageCount} messages · ${ago(row.updatedAt)}`),
+  );
+  open.addEventListener("click", () => showEarlier(row));
+  return el("li", {}, open);
+}
+
 async function refreshSessions() {
-  const listing = await state.socket.request("sessions.list", { agentId: state.agentId, oneShot: false });
+  const listing = await state.socket.request("sessions.list", { agentId: state.agentId, oneShot: false, all: true });
   const sessions = listing.sessions;
   const hidden = listing.oneShotHidden || 0;
   $("sessions-note").textContent = hidden
@@ -135,19 +169,54 @@ async function refreshSessions() {
   const rows = sessions.some((row) => row.key === state.sessionKey)
     ? sessions
     : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...sessions];
-  $("sessions").replaceChildren(
-    ...rows.map((row) => {
-      const meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
-      const button = el(
-        "button",
-        { type: "button", "data-key": row.key, class: row.key === state.sessionKey ? "active" : "" },
-        el("span", { class: `name${row.running ? " busy" : ""}` }, row.label || row.name),
-        el("span", { class: "meta" }, meta),
-      );
-      button.addEventListener("click", () => switchSession(row.key));
-      return el("li", {}, button);
-    }),
+  $("sessions").replaceChildren(...rows.map(sessionRow));
+  const others = (listing.others || []).filter((row) => row.status !== "continued");
+  $("earlier").hidden = others.length === 0;
+  $("earlier-count").textContent = String(others.length);
+  $("earlier-list").replaceChildren(...others.map(earlierRow));
+}
+
+async function renameSession(row) {
+  const title = prompt("New title for this session", row.label || row.name);
+  if (title === null || !title.trim()) return;
+  try {
+    await state.socket.request("sessions.rename", { sessionKey: row.key, agentId: state.agentId, title: title.trim() });
+  } catch (error) {
+    conversation.notice(`Rename: ${error.message}`, "warning");
+  }
+  await refreshSessions();
+  if (row.key === state.sessionKey) showSession(row.key, title.trim());
+}
+
+async function deleteSession(row) {
+  if (!confirm(`Delete "${row.label || row.name}"? Its transcript moves to the trash folder.`)) return;
+  try {
+    await state.socket.request("sessions.delete", { sessionKey: row.key, agentId: state.agentId });
+  } catch (error) {
+    conversation.notice(`Delete: ${error.message}`, "warning");
+    return;
+  }
+  if (row.key === state.sessionKey) await switchSession(`agent:${state.agentId}:main`);
+  await refreshSessions();
+}
+
+async function showEarlier(row) {
+  state.viewing = row.sessionId;
+  conversation.clear();
+  $("session-title").replaceChildren(
+    row.key ? sessionName(row.key) : row.sessionId.slice(0, 8),
+    el("span", { class: "agent-tag" }, ` · earlier session ${row.sessionId.slice(0, 8)} (read-only)`),
   );
+  for (const button of document.querySelectorAll("#sessions button.session")) button.classList.remove("active");
+  $("composer").hidden = true;
+  try {
+    const history = await state.socket.request("sessions.history", { sessionId: row.sessionId });
+    if (state.viewing !== row.sessionId) return;
+    conversation.load(history.entries);
+    conversation.notice(`This session was ${row.status}; it is shown read-only.`);
+  } catch (error) {
+    conversation.notice(error.message, "error");
+  }
 }
 
 async function loadHistory() {
@@ -228,7 +297,7 @@ function onRunEvent(event, key) {
 async function send(text) {
   const key = state.sessionKey;
   state.busy = true;
-  conversation.addUser(text);
+  const bubble = conversation.addUser(text);
   setRunState("running", "starting…");
   try {
     const answer = await state.socket.request(
@@ -240,7 +309,11 @@ async function send(text) {
     if (answer.command) conversation.notice(answer.message);
   } catch (error) {
     if (key === state.sessionKey) {
-      conversation.notice(error.code === "aborted" ? "Stopped." : error.message, error.code === "aborted" ? "info" : "error");
+      if (error.code === "aborted") conversation.notice("Stopped.", "info");
+      else {
+        conversation.notice(error.message, "error");
+        conversation.markFailed(bubble, error.code || "error", () => retry(text, key));
+      }
     }
   } finally {
     state.busy = false;
@@ -248,6 +321,11 @@ async function send(text) {
     setRunState("idle");
     refreshSessions().catch(() => {});
   }
+}
+
+function retry(text, key) {
+  if (state.busy || key !== state.sessionKey) return;
+  send(text);
 }
 
 function wireUi() {
@@ -290,7 +368,9 @@ function wireUi() {
     showSession(`agent:${state.agentId}:main`);
     await refreshSessions();
     await loadHistory();
+    await refreshSkills(state.socket, state.agentId);
   });
+  wireSkills(() => state.socket, () => state.agentId);
   $("forget-token").addEventListener("click", () => {
     localStorage.removeItem(TOKEN_KEY);
     location.reload();
@@ -314,6 +394,7 @@ async function onConnected() {
   showSession(state.sessionKey);
   await refreshSessions();
   await loadHistory();
+  await refreshSkills(state.socket, state.agentId);
   document.body.dataset.ready = "true";
 }
 

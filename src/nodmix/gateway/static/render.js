@@ -1,7 +1,10 @@
 // Rendering a conversation: messages, streamed replies, tool calls and code-mode cells.
 //
-// Everything that comes from a model, a tool or a transcript enters the page as text nodes
-// (never innerHTML), so a reply that contains markup is shown, not executed.
+// Everything that comes from a model, a tool or a transcript enters the page as text nodes,
+// except a reply's Markdown, which goes through the sanitizer first (markdown.js), so markup in
+// a reply is shown or defused, never executed.
+
+import { copyButton, renderMarkdown } from "./markdown.js";
 
 /** Create an element; string children become text nodes. */
 export function el(tag, attrs = {}, ...children) {
@@ -16,45 +19,6 @@ export function el(tag, attrs = {}, ...children) {
     if (child !== undefined && child !== null) node.append(child);
   }
   return node;
-}
-
-const INLINE = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
-
-function appendInline(parent, text) {
-  text.split("\n").forEach((line, index) => {
-    if (index) parent.append(el("br"));
-    let last = 0;
-    for (const match of line.matchAll(INLINE)) {
-      if (match.index > last) parent.append(line.slice(last, match.index));
-      const token = match[0];
-      parent.append(
-        token.startsWith("`") ? el("code", {}, token.slice(1, -1)) : el("strong", {}, token.slice(2, -2)),
-      );
-      last = match.index + token.length;
-    }
-    if (last < line.length) parent.append(line.slice(last));
-  });
-}
-
-/** Render a small, safe subset of Markdown: fenced code, inline code, bold, paragraphs. */
-export function renderMarkdown(target, text) {
-  target.replaceChildren();
-  text.split("```").forEach((part, index) => {
-    if (index % 2 === 1) {
-      // Inside a fence; the first line names the language. An unclosed fence (a reply still
-      // streaming) renders as code too.
-      const newline = part.indexOf("\n");
-      const body = newline >= 0 ? part.slice(newline + 1) : part;
-      target.append(el("pre", {}, el("code", {}, body.replace(/\n$/, ""))));
-      return;
-    }
-    for (const paragraph of part.split(/\n{2,}/)) {
-      if (!paragraph.trim()) continue;
-      const p = el("p");
-      appendInline(p, paragraph.replace(/^\n+|\n+$/g, ""));
-      target.append(p);
-    }
-  });
 }
 
 function textOf(content) {
@@ -127,7 +91,20 @@ export class Conversation {
 
   addUser(text) {
     this.bubble = null;
-    this.place(el("div", { class: "msg user" }, text));
+    const bubble = el("div", { class: "msg user" }, el("span", { class: "text" }, text));
+    this.place(bubble);
+    return bubble;
+  }
+
+  /** Mark a user message that did not get an answer; `retry()` sends it again. */
+  markFailed(bubble, reason, retry) {
+    bubble.classList.add("failed");
+    const button = el("button", { type: "button", class: "retry" }, "Retry");
+    button.addEventListener("click", () => {
+      bubble.remove();
+      retry();
+    });
+    bubble.append(el("div", { class: "failed-note" }, `Not answered: ${reason} `, button));
   }
 
   notice(text, level = "info") {
@@ -153,6 +130,7 @@ export class Conversation {
       this.pendingRender = true;
       requestAnimationFrame(() => {
         this.pendingRender = false;
+        if (!bubble.classList.contains("streaming")) return; // endAssistant rendered it
         renderMarkdown(bubble, bubble.raw);
         this.scroll();
       });
@@ -161,14 +139,19 @@ export class Conversation {
 
   endAssistant(message) {
     const text = textOf(message.content);
-    if (this.bubble) {
-      this.bubble.raw = text || this.bubble.raw;
-      renderMarkdown(this.bubble, this.bubble.raw);
-      this.bubble.classList.remove("streaming");
+    let bubble = this.bubble;
+    if (bubble) {
+      bubble.raw = text || bubble.raw;
+      bubble.classList.remove("streaming");
     } else if (text) {
-      const bubble = el("div", { class: "msg assistant" });
-      renderMarkdown(bubble, text);
+      bubble = el("div", { class: "msg assistant" });
+      bubble.raw = text;
       this.place(bubble);
+    }
+    if (bubble) {
+      renderMarkdown(bubble, bubble.raw);
+      const raw = bubble.raw;
+      bubble.append(el("div", { class: "msg-actions" }, copyButton(() => raw, "copy reply")));
     }
     if (message.errorMessage) this.notice(message.errorMessage, "error");
     this.bubble = null;

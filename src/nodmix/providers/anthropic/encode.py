@@ -28,6 +28,8 @@ _STOP: dict[StopReason, str] = {
     "length": "max_tokens",
     "error": "refusal",
     "aborted": "end_turn",
+    "refusal": "refusal",
+    "content_filter": "refusal",
 }
 _TYPE_FOR_STATUS = {status: kind for kind, status in ERROR_TYPE_STATUS.items()}
 

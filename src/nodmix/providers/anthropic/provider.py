@@ -13,6 +13,7 @@ from nodmix.providers.anthropic.stream import EventParser, parse_message
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.debug import DebugSettings
 from nodmix.providers.guard import check_tool_surface
+from nodmix.providers.limits import CallLimits, OutputBudget
 from nodmix.providers.transport import JSON_EVENT, TransportProvider
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -35,6 +36,8 @@ class AnthropicProvider(TransportProvider):
         timeout: Seconds for every phase, or a full `httpx2.Timeout`.
         debug: What to log about requests (see `nodmix.providers.debug`).
         client: An HTTP client to use instead of creating one (the caller closes it).
+        limits: Connect and idle timeouts (see `nodmix.providers.limits`); wins over
+            `timeout`.
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class AnthropicProvider(TransportProvider):
         timeout: httpx2.Timeout | float | None = None,
         debug: DebugSettings | None = None,
         client: httpx2.AsyncClient | None = None,
+        limits: CallLimits | None = None,
     ) -> None:
         self._url = messages_url(base_url)
         self._init_transport(
@@ -57,6 +61,7 @@ class AnthropicProvider(TransportProvider):
             timeout=timeout,
             debug=debug,
             client=client,
+            limits=limits,
         )
 
     @property
@@ -98,9 +103,13 @@ class AnthropicProvider(TransportProvider):
         check_tool_surface(tool_names, request.expected_tool_names, provider=self._name)
         log = self._transport.request_log([self._api_key or "", *self._headers.values()])
         log.payload(payload, tool_names)
-        parser = EventParser(provider=self._name)
+        parser = EventParser(provider=self._name, budget=OutputBudget(request.max_output_bytes))
         events = self._transport.events(
-            self._url, headers=self.request_headers(), payload=payload, log=log
+            self._url,
+            headers=self.request_headers(),
+            payload=payload,
+            log=log,
+            limits=self._transport.limits_for(request),
         )
         # aclosing: an early `return` (or a consumer that stops) must close the HTTP response.
         async with aclosing(events):
@@ -111,5 +120,10 @@ class AnthropicProvider(TransportProvider):
                     return
                 for event in parser.feed(sse.event, sse.data):
                     yield event
+                if parser.cut:
+                    # Over the byte cap: stop reading (closing the response) and end the reply.
+                    for event in parser.cut_short():
+                        yield event
+                    return
         for event in parser.finish():
             yield event

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from nodmix.errors import ContextOverflowError, ProviderUnavailableError
+from nodmix.errors import ContextOverflowError, ProviderProtocolError, ProviderUnavailableError
 from nodmix.messages import StopReason, Usage
 from nodmix.providers.anthropic.errors import error_from_stream
 from nodmix.providers.arguments import parse_arguments
@@ -29,6 +29,7 @@ from nodmix.providers.base import (
     UsageEvent,
 )
 from nodmix.providers.errors import one_line
+from nodmix.providers.limits import OutputBudget
 
 STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
@@ -36,7 +37,7 @@ STOP_REASONS: dict[str, StopReason] = {
     "pause_turn": "stop",
     "tool_use": "toolUse",
     "max_tokens": "length",
-    "refusal": "error",
+    "refusal": "refusal",
 }
 _OVERFLOW_STOP = "model_context_window_exceeded"
 
@@ -58,8 +59,9 @@ class _ToolUse(msgspec.Struct):
 class EventParser:
     """Turns one response's stream events into model events. Feed events, then `finish()`."""
 
-    def __init__(self, *, provider: str) -> None:
+    def __init__(self, *, provider: str, budget: OutputBudget | None = None) -> None:
         self._provider = provider
+        self._budget = budget or OutputBudget(None)
         self._tools: dict[int, _ToolUse] = {}
         self._usage: dict[str, int] = {}
         self._stop: StopReason = "stop"
@@ -76,7 +78,7 @@ class EventParser:
         except ValueError:
             payload = None
         if not isinstance(payload, dict):
-            raise ProviderUnavailableError(
+            raise ProviderProtocolError(
                 f"{self._provider}: malformed stream event: {one_line(data, limit=120)}",
                 provider=self._provider,
             )
@@ -97,6 +99,19 @@ class EventParser:
             self._done = True
             return [UsageEvent(usage=self.usage), ResponseDone(stop_reason=self._stop)]
         return []  # ping and event types added to the API later
+
+    @property
+    def cut(self) -> bool:
+        """Whether the reply reached the output byte cap (stop reading then; see `cut_short`)."""
+        return self._budget.exhausted
+
+    def cut_short(self) -> list[ModelEvent]:
+        """The end of a reply stopped at the byte cap; unfinished tool calls are dropped."""
+        self._tools.clear()
+        return [
+            UsageEvent(usage=self.usage),
+            ResponseDone(stop_reason="length", cut_at_bytes=self._budget.limit),
+        ]
 
     def finish(self) -> list[ModelEvent]:
         """End of stream.
@@ -129,11 +144,12 @@ class EventParser:
         block = payload.get("content_block") or {}
         kind = block.get("type")
         if kind == "text" and block.get("text"):
-            return [TextDelta(text=str(block["text"]))]
+            return _text(self._budget.take(str(block["text"])))
         if kind == "thinking" and (block.get("thinking") or block.get("signature")):
             return [
                 ThinkingDelta(
-                    text=str(block.get("thinking") or ""), signature=block.get("signature") or None
+                    text=self._budget.take(str(block.get("thinking") or "")),
+                    signature=block.get("signature") or None,
                 )
             ]
         if kind in ("tool_use", "server_tool_use"):
@@ -149,15 +165,18 @@ class EventParser:
         delta = payload.get("delta") or {}
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
-            return [TextDelta(text=str(delta["text"]))]
+            return _text(self._budget.take(str(delta["text"])))
         if kind == "thinking_delta" and delta.get("thinking"):
-            return [ThinkingDelta(text=str(delta["thinking"]))]
+            thinking = self._budget.take(str(delta["thinking"]))
+            return [ThinkingDelta(text=thinking)] if thinking else []
         if kind == "signature_delta" and delta.get("signature"):
             return [ThinkingDelta(text="", signature=str(delta["signature"]))]
         if kind == "input_json_delta":
             tool = self._tools.get(int(payload.get("index", 0)))
             if tool is not None:
-                tool.parts.append(str(delta.get("partial_json", "")))
+                part = str(delta.get("partial_json", ""))
+                self._budget.charge(part)
+                tool.parts.append(part)
         return []
 
     def _block_stop(self, payload: Mapping[str, Any]) -> list[ModelEvent]:
@@ -181,6 +200,10 @@ class EventParser:
             self._stop = STOP_REASONS.get(reason, "stop")
 
 
+def _text(text: str) -> list[ModelEvent]:
+    return [TextDelta(text=text)] if text else []
+
+
 def parse_message(body: str, *, provider: str) -> list[ModelEvent]:
     """Events of a non-streamed Messages response (for proxies that ignore `stream`).
 
@@ -194,7 +217,7 @@ def parse_message(body: str, *, provider: str) -> list[ModelEvent]:
     if not isinstance(data, dict) or data.get("type") == "error" or "content" not in data:
         if isinstance(data, dict) and data.get("error"):
             raise error_from_stream(provider, data["error"])
-        raise ProviderUnavailableError(
+        raise ProviderProtocolError(
             f"{provider}: unexpected response body: {one_line(body, limit=120)}",
             provider=provider,
         )

@@ -28,6 +28,8 @@ _FINISH: dict[StopReason, str] = {
     "length": "length",
     "error": "content_filter",
     "aborted": "stop",
+    "content_filter": "content_filter",
+    "refusal": "content_filter",
 }
 
 

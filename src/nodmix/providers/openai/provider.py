@@ -10,6 +10,7 @@ import httpx2
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.debug import DebugSettings
 from nodmix.providers.guard import check_tool_surface
+from nodmix.providers.limits import CallLimits, OutputBudget
 from nodmix.providers.openai.errors import error_from_response
 from nodmix.providers.openai.mapping import build_payload, payload_tool_names
 from nodmix.providers.openai.stream import ChunkParser, parse_completion
@@ -27,6 +28,8 @@ class OpenAIProvider(TransportProvider):
         timeout: Seconds for every phase, or a full `httpx2.Timeout`.
         debug: What to log about requests (see `nodmix.providers.debug`).
         client: An HTTP client to use instead of creating one (the caller closes it).
+        limits: Connect and idle timeouts (see `nodmix.providers.limits`); wins over
+            `timeout`.
     """
 
     def __init__(
@@ -39,6 +42,7 @@ class OpenAIProvider(TransportProvider):
         timeout: httpx2.Timeout | float | None = None,
         debug: DebugSettings | None = None,
         client: httpx2.AsyncClient | None = None,
+        limits: CallLimits | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._init_transport(
@@ -49,6 +53,7 @@ class OpenAIProvider(TransportProvider):
             timeout=timeout,
             debug=debug,
             client=client,
+            limits=limits,
         )
 
     @property
@@ -87,12 +92,13 @@ class OpenAIProvider(TransportProvider):
         secrets = [self._api_key or "", *self._headers.values()]
         log = self._transport.request_log(secrets)
         log.payload(payload, tool_names)
-        parser = ChunkParser(provider=self._name)
+        parser = ChunkParser(provider=self._name, budget=OutputBudget(request.max_output_bytes))
         events = self._transport.events(
             f"{self._base_url}/chat/completions",
             headers=self.request_headers(),
             payload=payload,
             log=log,
+            limits=self._transport.limits_for(request),
         )
         # aclosing: an early `return` (or a consumer that stops) must close the HTTP response.
         async with aclosing(events):
@@ -103,5 +109,10 @@ class OpenAIProvider(TransportProvider):
                     return
                 for event in parser.feed(sse.data):
                     yield event
+                if parser.cut:
+                    # Over the byte cap: stop reading (closing the response) and end the reply.
+                    for event in parser.cut_short():
+                        yield event
+                    return
         for event in parser.finish():
             yield event

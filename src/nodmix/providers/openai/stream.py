@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from nodmix.errors import ProviderUnavailableError
+from nodmix.errors import ProviderProtocolError, ProviderUnavailableError
 from nodmix.messages import StopReason, Usage
 from nodmix.providers.arguments import parse_arguments
 from nodmix.providers.base import (
@@ -27,6 +27,7 @@ from nodmix.providers.base import (
     UsageEvent,
 )
 from nodmix.providers.errors import one_line
+from nodmix.providers.limits import OutputBudget
 from nodmix.providers.openai.errors import error_from_stream
 
 FINISH_REASONS: dict[str, StopReason] = {
@@ -34,7 +35,7 @@ FINISH_REASONS: dict[str, StopReason] = {
     "tool_calls": "toolUse",
     "function_call": "toolUse",
     "length": "length",
-    "content_filter": "error",
+    "content_filter": "content_filter",
     "error": "error",
 }
 
@@ -78,8 +79,9 @@ class _PendingCall(msgspec.Struct):
 class ChunkParser:
     """Turns one response's stream chunks into events. Feed `data:` payloads, then `finish()`."""
 
-    def __init__(self, *, provider: str) -> None:
+    def __init__(self, *, provider: str, budget: OutputBudget | None = None) -> None:
         self._provider = provider
+        self._budget = budget or OutputBudget(None)
         self._calls: dict[int, _PendingCall] = {}
         self._ids: dict[str, int] = {}
         self._stop: StopReason | None = None
@@ -101,7 +103,7 @@ class ChunkParser:
         except ValueError:
             chunk = None
         if not isinstance(chunk, dict):
-            raise ProviderUnavailableError(
+            raise ProviderProtocolError(
                 f"{self._provider}: malformed stream chunk: {one_line(data, limit=120)}",
                 provider=self._provider,
             )
@@ -115,6 +117,16 @@ class ChunkParser:
         if isinstance(usage, dict):
             events.append(UsageEvent(usage=usage_from_openai(usage)))
         return events
+
+    @property
+    def cut(self) -> bool:
+        """Whether the reply reached the output byte cap (stop reading then; see `cut_short`)."""
+        return self._budget.exhausted
+
+    def cut_short(self) -> list[ModelEvent]:
+        """The end of a reply stopped at the byte cap; unfinished tool calls are dropped."""
+        self._calls.clear()
+        return [ResponseDone(stop_reason="length", cut_at_bytes=self._budget.limit)]
 
     def finish(self) -> list[ModelEvent]:
         """End of stream: remaining tool calls and `ResponseDone`.
@@ -132,15 +144,20 @@ class ChunkParser:
     def _choice(self, choice: Mapping[str, Any]) -> list[ModelEvent]:
         events: list[ModelEvent] = []
         delta = choice.get("delta") or {}
-        reasoning = _reasoning(delta)
+        budget = self._budget
+        reasoning = budget.take(_reasoning(delta))
         if reasoning:
             events.append(ThinkingDelta(text=reasoning))
         content = delta.get("content")
         if isinstance(content, str) and content:
-            events.append(TextDelta(text=content))
+            content = budget.take(content)
+            if content:
+                events.append(TextDelta(text=content))
         for fragment in delta.get("tool_calls") or []:
             if isinstance(fragment, dict):
                 self._accumulate(fragment)
+        if budget.exhausted:
+            return events
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             self._stop = FINISH_REASONS.get(reason, "stop")
@@ -166,6 +183,7 @@ class ChunkParser:
             slot.name = str(function["name"])
         arguments = function.get("arguments")
         if isinstance(arguments, str):
+            self._budget.charge(arguments)
             slot.arguments.append(arguments)
         elif isinstance(arguments, dict):
             slot.arguments = [json.dumps(arguments)]
@@ -197,7 +215,7 @@ def parse_completion(body: str, *, provider: str) -> list[ModelEvent]:
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         if isinstance(data, dict) and data.get("error"):
             raise error_from_stream(provider, data["error"])
-        raise ProviderUnavailableError(
+        raise ProviderProtocolError(
             f"{provider}: unexpected response body: {one_line(body, limit=120)}",
             provider=provider,
         )

@@ -8,14 +8,27 @@ Run one with `python -m nodmix.testing.model_server --script <name>`:
   matching tool once (a tool named in the message, else a `read`/`list`-like tool the
   request offers) with the path from the message, then answers with the tool result's
   text. Otherwise it behaves like `echo`. Exercises a full tool round trip.
+- `code-mode`: with `tools.codeMode` on, answers by writing an `exec` program that finds and
+  calls tools with `tools.search`/`tools.call` ("read notes.txt" reads the file), follows
+  `waiting` with `wait`, and answers with the program's value.
+- `hang`: opens the event stream, then sends nothing more (tries the idle timeout).
+- `trickle`: opens the event stream, then sends only keep-alive comments and blank lines,
+  forever (keep-alives do not count as progress, so the idle timeout still ends it).
+- `huge`: answers with as many MiB of text as the message says (`4`; default 16), in
+  16 KiB pieces (tries the reply byte cap, `maxOutputBytes`).
 
 A custom script is a Python file or module defining `respond(request: ModelRequest)`
-returning `ModelReply` or `ModelError` (see `nodmix.providers.fake`).
+returning `ModelReply`, `ModelError` or `ModelStall` (see `nodmix.providers.fake`).
 """
 
 BUILTIN_SCRIPTS = {
     "echo": "nodmix.testing.scripts.echo",
     "tool-then-answer": "nodmix.testing.scripts.tool_then_answer",
     "tool_then_answer": "nodmix.testing.scripts.tool_then_answer",
+    "code-mode": "nodmix.testing.scripts.code_mode",
+    "code_mode": "nodmix.testing.scripts.code_mode",
+    "hang": "nodmix.testing.scripts.hang",
+    "trickle": "nodmix.testing.scripts.trickle",
+    "huge": "nodmix.testing.scripts.huge",
 }
 """Built-in script names -> their modules."""

@@ -55,6 +55,16 @@ def optional_number(args: JsonObject, key: str) -> float | None:
     return float(value)
 
 
+def optional_bool(args: JsonObject, key: str) -> bool:
+    """The boolean argument `key`; absent or null is `False`."""
+    value = args.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ToolError(f"`{key}` must be true or false.")
+    return value
+
+
 class CoreTool:
     """What the built-in tools share: a fixed spec and the `nodmix:core:<name>` origin.
 

@@ -45,7 +45,8 @@ def open_existing(path: Path, shown: str) -> int:
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise ToolError(f"File not found: {shown}") from None
+        where = f" (looked for {path})" if str(path) != shown else ""
+        raise ToolError(f"File not found: {shown}{where}") from None
     except OSError as exc:
         raise ToolError(f"Cannot access {shown}: {exc.strerror}") from exc
     if stat.S_ISDIR(info.st_mode):

@@ -1,0 +1,236 @@
+"""The interactive chat of `nodmix agent`: one prompt loop for in-process and gateway runs.
+
+The loop reads lines (prompt_toolkit with history when stdin is a terminal, plain `input()`
+otherwise), handles the chat's own commands, and hands everything else to a `ChatBackend`:
+`LocalChat` in `cli/agent.py` runs turns in this process, `RemoteChat` in `gateway/client.py`
+runs them in a gateway. A failed turn prints one line and the prompt comes back.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nodmix.errors import NodmixError
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
+PROMPT = "you> "
+HISTORY_FILE = "chat-history"
+"""The prompt history, in the state directory."""
+
+COMMANDS = {
+    "/help": "this list",
+    "/status": "agent, model, session, tokens used, compactions, code mode",
+    "/model": "/model provider/model: use another model for this chat",
+    "/new": "start a new session under the same key (the old transcript stays on disk)",
+    "/compact": "/compact [instructions]: summarise older messages now",
+    "/exit": "quit (Ctrl-D too)",
+}
+SESSION_COMMANDS = ("/new", "/compact")
+"""Commands the runtime handles (they go to the backend like a message)."""
+
+
+class ChatAnswer(Protocol):
+    """What a backend reports after a message: a command's message or a finished turn."""
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    @property
+    def command_message(self) -> str | None: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+class ChatBackend(Protocol):
+    """Where the chat's messages run."""
+
+    banner: str
+    model: str | None
+    """The chat's model override (`--model`, `/model`); None uses the agent's."""
+
+    async def send(self, text: str, printer: Any) -> ChatAnswer:
+        """Run a message (a turn, `/new` or `/compact`), showing events through `printer`."""
+        ...
+
+    async def status(self, model: str | None) -> dict[str, Any]:
+        """The session's status with `model` as the override (raises when it is unknown)."""
+        ...
+
+
+class Answer:
+    """A plain `ChatAnswer`."""
+
+    def __init__(
+        self,
+        *,
+        interrupted: bool = False,
+        command_message: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.interrupted = interrupted
+        self.command_message = command_message
+        self.error = error
+
+
+# ---- reading lines --------------------------------------------------------------------------
+
+
+def history_path() -> Path:
+    """The prompt history file (`<state dir>/chat-history`)."""
+    from nodmix.config.paths import state_dir
+
+    return state_dir() / HISTORY_FILE
+
+
+def terminal_session() -> PromptSession[str]:
+    """A prompt_toolkit session with the history file (created on first use)."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    path = history_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return PromptSession(history=FileHistory(str(path)))
+
+
+async def prompt_lines(session: PromptSession[str]) -> AsyncIterator[str]:
+    """Lines from a prompt_toolkit session until Ctrl-D; Ctrl-C clears the line."""
+    while True:
+        try:
+            line = await session.prompt_async(PROMPT)
+        except EOFError:
+            return
+        except KeyboardInterrupt:
+            continue
+        yield line
+
+
+async def plain_lines() -> AsyncIterator[str]:
+    """Lines from `input()` (no terminal: no line editing) until end of input."""
+    import anyio.to_thread
+
+    while True:
+        try:
+            line = await anyio.to_thread.run_sync(input, PROMPT)
+        except EOFError:
+            print()
+            return
+        yield line
+
+
+def chat_lines() -> AsyncIterator[str]:
+    """Lines typed at the chat prompt: prompt_toolkit on a terminal, `input()` otherwise."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return prompt_lines(terminal_session())
+    return plain_lines()
+
+
+# ---- the loop -------------------------------------------------------------------------------
+
+
+def help_text() -> str:
+    """The `/help` answer."""
+    width = max(len(name) for name in COMMANDS) + 2
+    lines = [f"  {name:<{width}}{text}" for name, text in COMMANDS.items()]
+    return "commands:\n" + "\n".join(lines) + "\nanything else is sent to the agent."
+
+
+async def run_chat(
+    backend: ChatBackend,
+    lines: AsyncIterator[str],
+    *,
+    make_printer: Callable[[], Any],
+    verbose: bool = False,
+) -> int:
+    """Read lines and run them until `/exit` or end of input; returns the exit code (0)."""
+    print(backend.banner)
+    async for raw in lines:
+        text = raw.strip()
+        if not text:
+            continue
+        command, _, rest = text.partition(" ")
+        if command.startswith("/") and command not in SESSION_COMMANDS:
+            if command in ("/exit", "/quit"):
+                break
+            await _local_command(backend, command, rest.strip(), verbose=verbose)
+            continue
+        printer = make_printer()
+        try:
+            answer = await backend.send(text, printer)
+        except Exception as exc:  # a failed turn: one line, then the prompt again
+            if getattr(printer, "mid_line", False):
+                print()
+            _report_failure(exc, verbose=verbose)
+            continue
+        if getattr(printer, "mid_line", False):
+            print()
+        if answer.interrupted:
+            print("(interrupted)", file=sys.stderr)
+        elif answer.command_message is not None:
+            print(answer.command_message)
+        elif answer.error:
+            print(f"nodmix: error: {answer.error}", file=sys.stderr)
+    return 0
+
+
+async def _local_command(backend: ChatBackend, command: str, rest: str, *, verbose: bool) -> None:
+    if command == "/help":
+        print(help_text())
+        return
+    if command == "/status":
+        from nodmix.runtime.status import format_status
+
+        try:
+            print(format_status(await backend.status(backend.model)))
+        except Exception as exc:
+            _report_failure(exc, verbose=verbose)
+        return
+    if command == "/model":
+        await _switch_model(backend, rest, verbose=verbose)
+        return
+    print(f"unknown command {command} — /help lists commands", file=sys.stderr)
+
+
+async def _switch_model(backend: ChatBackend, ref: str, *, verbose: bool) -> None:
+    if not ref:
+        try:
+            status = await backend.status(backend.model)
+        except Exception as exc:
+            _report_failure(exc, verbose=verbose)
+            return
+        print(f"model: {status['model']} (switch with /model provider/model)")
+        return
+    try:
+        status = await backend.status(ref)
+    except Exception as exc:
+        _report_failure(exc, verbose=verbose)
+        return
+    backend.model = ref
+    print(f"model for this chat: {status['model']}")
+
+
+def _report_failure(exc: BaseException, *, verbose: bool) -> None:
+    if verbose:
+        traceback.print_exception(exc)
+    found = _first_nodmix_error(exc)
+    if found is not None:
+        print(f"nodmix: error: {found}", file=sys.stderr)
+    else:
+        print(f"nodmix: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _first_nodmix_error(exc: BaseException) -> NodmixError | None:
+    if isinstance(exc, NodmixError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_nodmix_error(inner)
+            if found is not None:
+                return found
+    return None

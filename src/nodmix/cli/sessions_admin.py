@@ -1,0 +1,182 @@
+"""`nodmix sessions list --all|repair|repair-store|rename|delete`: the commands that look past
+the index or change sessions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from nodmix.cli.common import print_json
+from nodmix.errors import SessionError
+
+
+def register(
+    cmds: argparse._SubParsersAction[argparse.ArgumentParser],
+    parent: argparse.ArgumentParser,
+    target: Callable[..., None],
+) -> None:
+    """Add the subcommands of this module to the `sessions` group."""
+    p = cmds.add_parser(
+        "repair",
+        parents=[parent],
+        help="rewrite a transcript without its unreadable lines (the original is kept)",
+    )
+    target(p)
+    p.set_defaults(handler=_repair)
+
+    p = cmds.add_parser(
+        "repair-store",
+        parents=[parent],
+        help="rebuild a corrupt or incomplete sessions.json from the transcripts",
+    )
+    p.add_argument("--agent", metavar="ID", default=None, help="agent (default main)")
+    p.set_defaults(handler=_repair_store)
+
+    p = cmds.add_parser("rename", parents=[parent], help="set a session's display title")
+    target(p)
+    p.add_argument("title", metavar="NEW_TITLE")
+    p.set_defaults(handler=_rename)
+
+    p = cmds.add_parser(
+        "delete", parents=[parent], help="move a session to the trash and forget its key"
+    )
+    target(p)
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask (required without a TTY)")
+    p.set_defaults(handler=_delete)
+
+
+def list_all(args: argparse.Namespace) -> int:
+    """`sessions list --all`: every transcript of the agent(s), with its status."""
+    from nodmix.cli.sessions import manager, print_table
+    from nodmix.sessions.locate import all_transcripts
+    from nodmix.sessions.transcript import count_messages
+
+    sessions = manager()
+    agents = sessions.agent_ids() if args.all_agents else [args.agent or sessions.default_agent_id]
+    rows: list[dict[str, Any]] = []
+    for agent in agents:
+        for found in all_transcripts(sessions, agent):
+            entry = found.entry
+            try:
+                modified = int(found.path.stat().st_mtime * 1000)
+            except FileNotFoundError:  # moved meanwhile
+                continue
+            rows.append(
+                {
+                    "key": found.key,
+                    "agentId": found.agent_id,
+                    "sessionId": found.session_id,
+                    "status": found.status,
+                    "title": entry.label if entry else None,
+                    "updatedAt": entry.updated_at if entry else modified,
+                    "totalTokens": entry.total_tokens if entry else None,
+                    "messages": count_messages(found.path),
+                    "file": str(found.path),
+                }
+            )
+    rows.sort(key=lambda r: (r["status"] != "current", -r["updatedAt"], r["sessionId"]))
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no sessions")
+        return 0
+    table = [("KEY", "SESSION ID", "STATUS", "UPDATED", "TOKENS", "MESSAGES", "TITLE")]
+    for r in rows:
+        updated = datetime.fromtimestamp(r["updatedAt"] / 1000).strftime("%Y-%m-%d %H:%M")
+        tokens = "-" if r["totalTokens"] is None else str(r["totalTokens"])
+        table.append(
+            (
+                r["key"] or "-",
+                r["sessionId"],
+                r["status"],
+                updated,
+                tokens,
+                str(r["messages"]),
+                r["title"] or "",
+            )
+        )
+    print_table(table)
+    return 0
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from nodmix.cli.sessions import manager, target_of
+    from nodmix.sessions.locate import locate
+    from nodmix.sessions.repair import repair_transcript
+
+    found = locate(manager(), target_of(args))
+    done = repair_transcript(found.path)
+    if done.backup is None:
+        print(f"{done.path}: nothing to repair ({done.kept} entries read)")
+        return 0
+    lines = ", ".join(str(d.line) for d in done.dropped) or "none"
+    print(
+        f"{done.path}: kept {done.kept} entries, dropped line(s) {lines},"
+        f" re-linked {done.relinked}; the original is {done.backup}"
+    )
+    return 0
+
+
+def _repair_store(args: argparse.Namespace) -> int:
+    from nodmix.cli.sessions import manager
+    from nodmix.sessions.rebuild import repair_store
+
+    sessions = manager(read_only=False)
+    agent = args.agent or sessions.default_agent_id
+    report = repair_store(sessions.store(agent), agent)
+    if report.quarantined is not None:
+        print(f"moved the corrupt session store to {report.quarantined}")
+    if report.kept and report.quarantined is not None:
+        print(f"{report.kept} session(s) recovered from the journal")
+    if report.rebuilt:
+        salvaged = f" ({report.salvaged} also found in the damaged file)" if report.salvaged else ""
+        print(f"rebuilt {len(report.rebuilt)} session(s) from the transcripts{salvaged}:")
+        for key in report.rebuilt:
+            print(f"  {key}")
+    if report.guessed:
+        print(
+            f"{len(report.guessed)} transcript(s) did not record their key and got a"
+            " `recovered-...` one; rename or delete them as you like"
+        )
+    for path in report.unreadable:
+        print(f"skipped {path}: not a transcript (no valid header)", file=sys.stderr)
+    if report.quarantined is None and not report.rebuilt:
+        print(f"{report.store}: nothing to repair ({report.kept} session(s) indexed)")
+    return 0
+
+
+def _rename(args: argparse.Namespace) -> int:
+    from nodmix.cli.sessions import manager, target_of
+    from nodmix.sessions.admin import rename_session
+    from nodmix.sessions.locate import locate
+
+    sessions = manager(read_only=False)
+    found = locate(sessions, target_of(args))
+    rename_session(sessions, found, args.title)
+    print(f"{found.key}: title set to {args.title.strip()!r}")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from nodmix.cli.sessions import manager, target_of
+    from nodmix.sessions.admin import delete_session
+    from nodmix.sessions.locate import locate
+
+    sessions = manager(read_only=False)
+    found = locate(sessions, target_of(args))
+    what = f"{found.key or '-'} (session {found.session_id}, {found.status})"
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise SessionError(f"not deleting {what}: add --yes to confirm (stdin is not a TTY)")
+        answer = input(f"Move {what} to the trash? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not deleted")
+            return 1
+    moved = delete_session(sessions, found)
+    where = moved[0].parent if moved else "the trash"
+    print(f"deleted {what}: {len(moved)} file(s) moved to {where}")
+    return 0

@@ -1,0 +1,133 @@
+"""Applying a changed `nodmix.json` to a running `Runtime` (the gateway's live reload).
+
+What applies at once: `models` (a new provider router), `agents` and `tools` (read from the
+config on every turn), `plugins` (a fresh registry; engines of the old one are disposed at
+shutdown) and `mcp` (servers of the new config start lazily; the old manager closes its
+servers). Turns already running finish on what they started with. `gateway` settings (port,
+bind, token) belong to the server socket and need a restart: `RESTART_SECTIONS`.
+
+MCP managers must be closed by the task that opened them, so each one lives in a small holder
+task in the runtime's background group (`McpHolder`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from nodmix.config import LoadedConfig
+from nodmix.config.schema import MCPServerConfig
+
+if TYPE_CHECKING:
+    from nodmix.runtime.core import Runtime
+
+log = logging.getLogger("nodmix.runtime")
+
+LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills")
+"""Top-level sections a running gateway applies without a restart."""
+RESTART_SECTIONS = ("gateway",)
+"""Sections that only a restart applies."""
+
+
+class McpHolder:
+    """Opens an MCP manager in its own task and closes it there when released."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self._ready = anyio.Event()
+        self._release = anyio.Event()
+        self._closed = anyio.Event()
+
+    async def start(self, group: anyio.abc.TaskGroup) -> Any:
+        """Open the manager in `group`; returns it once its servers can be reached."""
+        group.start_soon(self._hold)
+        await self._ready.wait()
+        return self.manager
+
+    async def _hold(self) -> None:
+        try:
+            async with self.manager:
+                self._ready.set()
+                await self._release.wait()
+        finally:
+            self._ready.set()
+            self._closed.set()
+
+    async def close(self, timeout: float = 15.0) -> None:
+        """Close the manager (in its task) and wait up to `timeout` seconds for it."""
+        self._release.set()
+        with anyio.move_on_after(timeout, shield=True):
+            await self._closed.wait()
+
+
+async def open_mcp(
+    servers: Mapping[str, MCPServerConfig], env: Mapping[str, str], group: anyio.abc.TaskGroup
+) -> McpHolder | None:
+    """A holder with an open manager for `servers`, or None when none is enabled."""
+    if not any(s.enabled for s in servers.values()):
+        return None
+    from nodmix.mcp import MCPManager
+
+    holder = McpHolder(MCPManager(servers, env))
+    await holder.start(group)
+    return holder
+
+
+async def apply_config(runtime: Runtime, loaded: LoadedConfig, changed: list[str]) -> list[str]:
+    """Apply the live `changed` sections of `loaded` to `runtime`; returns what was applied."""
+    new = loaded.config
+    applied = [name for name in changed if name in LIVE_SECTIONS]
+    if not applied:
+        return []
+    if "models" in applied:
+        from nodmix.providers.router import ProviderRouter
+
+        old_router = runtime.router
+        runtime.router = ProviderRouter(new.models, runtime.env)
+        runtime.compaction.models = runtime.router
+        runtime.retired.append(old_router.aclose)
+    if "plugins" in applied:
+        _swap_plugins(runtime, loaded)
+    if "mcp" in applied:
+        await _swap_mcp(runtime, loaded)
+    runtime.loaded = loaded
+    runtime.config = new
+    log.info("configuration applied (%s)", ", ".join(applied))
+    return applied
+
+
+def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
+    from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
+    from nodmix.plugins import PluginRegistry, load_plugins
+    from nodmix.plugins.registry import CORE_OWNER
+    from nodmix.runtime.core import PluginTools
+    from nodmix.tools.executor import ToolExecutor
+
+    registry = PluginRegistry()
+    registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
+    statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
+    old_tools = next(s for s in runtime.tool_sources if isinstance(s, PluginTools))
+    runtime.tool_sources[runtime.tool_sources.index(old_tools)] = PluginTools(registry)
+    runtime.registry = registry
+    runtime.plugin_statuses = statuses
+    runtime.executor = ToolExecutor(registry.hooks)
+    runtime.retire_engines()
+
+
+async def _swap_mcp(runtime: Runtime, loaded: LoadedConfig) -> None:
+    old = runtime.mcp_holder
+    holder = await open_mcp(loaded.config.mcp.servers, runtime.env, runtime.background)
+    old_manager = old.manager if old is not None else None
+    if old_manager is not None and old_manager in runtime.tool_sources:
+        runtime.tool_sources.remove(old_manager)
+    if holder is not None:
+        runtime.tool_sources.append(holder.manager)
+    runtime.services["mcp"] = holder.manager if holder is not None else None
+    runtime.mcp_holder = holder
+    if old is not None:
+        with contextlib.suppress(Exception):
+            await old.close()

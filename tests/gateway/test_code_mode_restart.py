@@ -1,0 +1,120 @@
+"""A suspended code-mode run survives `kill -9` of the gateway: after a restart, `wait` with its
+runId continues the program, which sees the tool call that was in flight fail with
+`interrupted by restart`."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodmix.messages import ToolResultMessage
+from nodmix.providers.base import ModelRequest
+from nodmix.providers.fake import ModelReply
+from nodmix.testing.model_server import ScriptedModelServer
+from tests.gateway.support import GatewayProcess, run_nodmix, wait_until, workspace_file
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "restart-token-7"
+
+HOLD_PLUGIN = """
+import anyio
+from nodmix.plugins import Plugin
+from nodmix.tools import ToolResult
+
+async def hold(args, ctx):
+    (ctx.workspace / "hold-started").write_text("yes")
+    await anyio.sleep_forever()
+    return ToolResult.text("never")
+
+def register(api):
+    api.tool(name="hold", description="Waits until the process stops (test tool).")(hold)
+
+plugin = Plugin(id="holder", name="Holder", register=register)
+"""
+
+PROGRAM = """
+const note = await tools.read({ path: "notes.txt" });
+try {
+  const held = await tools.hold({});
+  return { note: note.text.trim(), held: held.text };
+} catch (e) {
+  return { note: note.text.trim(), caught: e.message };
+}
+"""
+
+
+class CodeModeModel:
+    """`start` runs PROGRAM with exec; `resume <runId>` calls wait; a tool result is answered
+    with a short text and kept in `results` (the structured exec/wait result)."""
+
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+
+    def __call__(self, request: ModelRequest) -> ModelReply:
+        last = request.messages[-1]
+        if isinstance(last, ToolResultMessage):
+            result = json.loads(last.text)
+            self.results.append(result)
+            return ModelReply.text(f"status {result['status']}")
+        words = last.text.split()
+        if words and words[0] == "resume":
+            return ModelReply.tool_call("wait", {"runId": words[1]})
+        return ModelReply.tool_call("exec", {"code": PROGRAM})
+
+
+def _configure(state: Path, base_url: str) -> None:
+    plugin = state / "holder.py"
+    plugin.write_text(HOLD_PLUGIN, encoding="utf-8")
+    provider = (
+        f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', apiKey: 'sk-test', "
+        "models: [{ id: 'scripted', contextWindow: 32000, maxTokens: 2048 }] }"
+    )
+    (state / "nodmix.json").write_text(
+        f"{{ models: {{ providers: {{ {provider} }} }}, "
+        "agents: { defaults: { model: { primary: 'local/scripted' } } }, "
+        "tools: { codeMode: { enabled: true, timeoutMs: 1000 } }, "
+        f"plugins: {{ load: {{ paths: ['{plugin}'] }} }} }}",
+        encoding="utf-8",
+    )
+
+
+def _turn(state: Path, gateway: GatewayProcess, message: str, *extra: str) -> None:
+    done = run_nodmix(
+        state, "agent", "-m", message, "--json", "--url", gateway.url, "--token", TOKEN, *extra
+    )
+    assert done.returncode == 0, done.stderr + gateway.stderr_so_far()
+
+
+def test_a_waiting_run_continues_after_the_gateway_is_killed_and_started_again(
+    isolated_state: Path,
+) -> None:
+    state = isolated_state
+    workspace_file(state, "notes.txt", "Ferry at 9:40.\n")
+    model = CodeModeModel()
+    with ScriptedModelServer(model) as server:
+        _configure(state, server.base_url)
+        with GatewayProcess(state, "--token", TOKEN) as gateway:
+            _turn(state, gateway, "start")
+            (parked,) = model.results
+            assert parked["status"] == "waiting", parked
+            run_file = state / "codemode" / "runs" / f"{parked['runId']}.run"
+            wait_until(run_file.exists, what="the suspended run to be written")
+            assert (state / "workspace" / "hold-started").exists()  # the call is in flight
+            code, _ = gateway.stop(signal.SIGKILL)
+        assert code == -signal.SIGKILL
+
+        with GatewayProcess(state, "--token", TOKEN) as gateway:
+            _turn(state, gateway, f"resume {parked['runId']}", "--session-key", "elsewhere")
+            _turn(state, gateway, f"resume {parked['runId']}")
+            code, stderr = gateway.stop()
+    refused, done = model.results[1:]
+    assert refused["status"] == "failed" and "different session" in refused["error"]
+    assert done["status"] == "completed", done
+    assert done["value"] == {"note": "Ferry at 9:40.", "caught": "interrupted by restart"}
+    assert not run_file.exists()  # a completed run leaves the disk
+    assert code == 0 and "Traceback" not in stderr
