@@ -358,3 +358,32 @@ async def test_a_queued_call_that_started_while_parked_is_not_queued_again_after
     assert done["status"] == "completed", done
     assert done["value"] == ["done a", "interrupted by restart", "done c"]
     assert again.started == ["c"]  # b was in flight at the restart: never run again
+
+
+TS_PROGRAM = """interface Reply { text: string }
+const first: Reply = await tools.quick({});
+try { await tools.slow({ tag: 'x' }); } catch (e) { text(String(e)); }
+const missing: any = undefined;
+return missing.field + first.text;
+"""
+
+
+@pytest.mark.anyio
+async def test_an_error_after_a_restart_still_names_the_typescript_line(
+    sessions: SessionManager, workspace: Path, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    before = CodeModeEngine(FileRunStore(runs))
+    async with before.running():
+        h = await _harness(before, sessions, workspace, Gate())
+        parked = await h.exec(TS_PROGRAM, language="typescript")
+        assert parked["status"] == "waiting", parked
+        await wait_until(lambda: _run_file(runs, parked["runId"]).exists(), "the run file")
+
+    after = CodeModeEngine(FileRunStore(runs))
+    async with after.running():
+        h2 = await _harness(after, sessions, workspace, Gate(), run_id="run_after")
+        failed = await h2.wait(parked["runId"])
+    assert failed["status"] == "failed" and failed["code"] == "guest_error", failed
+    assert "(at cell.ts:5:" in failed["error"]
+    assert failed["guestError"]["line"] == 5
