@@ -99,6 +99,7 @@ class CodeModeConfig(Section, frozen=True):
     max_output_bytes: int | None = None
     max_snapshot_bytes: int | None = None
     max_pending_tool_calls: int | None = None
+    max_queued_tool_calls: int | None = None
     snapshot_ttl_seconds: int | None = None
     search_default_limit: int | None = None
     max_search_limit: int | None = None
