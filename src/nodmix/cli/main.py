@@ -28,6 +28,11 @@ COMMAND_MODULES = (
     "plugins",
     "sandbox",
     "web",
+    "logs",
+    "status",
+    "models",
+    "onboard",
+    "completion",
 )
 
 

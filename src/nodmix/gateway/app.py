@@ -223,7 +223,9 @@ def api_route(endpoint: Endpoint) -> Endpoint:
         try:
             return await endpoint(request)
         except Exception as exc:
-            return classify(exc).response()
+            error = classify(exc)
+            gateway_of(request).runtime.observer.metrics.errors.labels(error.code or "api").inc()
+            return error.response()
 
     wrapped.__name__ = endpoint.__name__
     wrapped.__doc__ = endpoint.__doc__
@@ -266,6 +268,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
+    from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.openai_api import chat_completions, list_models
     from nodmix.gateway.tools_api import invoke_tool
     from nodmix.gateway.webassets import vendor_script
@@ -284,6 +287,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/v1/models", api_route(list_models), methods=["GET"]),
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
