@@ -60,7 +60,9 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
 
 
 @contextlib.contextmanager
-def open_log_file(state_dir: Path, *, level: int = logging.INFO) -> Iterator[Path]:
+def open_log_file(
+    state_dir: Path, *, level: int = logging.INFO, max_bytes: int = MAX_BYTES
+) -> Iterator[Path]:
     """Write `nodmix.*` records at `level` and above to the state dir's log while open.
 
     The `nodmix` logger is lowered to `level` if it was not set, so INFO records reach the
@@ -69,7 +71,7 @@ def open_log_file(state_dir: Path, *, level: int = logging.INFO) -> Iterator[Pat
     path = log_file(state_dir)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     handler = _PrivateRotatingHandler(
-        path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", delay=True
+        path, maxBytes=max_bytes, backupCount=BACKUPS, encoding="utf-8", delay=True
     )
     handler.setLevel(level)
     handler.setFormatter(JsonLineFormatter())
