@@ -87,3 +87,41 @@ async def probe_models(
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= 160 else line[:157] + "..."
+
+
+LIST_TIMEOUT = 10.0
+"""Seconds to wait for a provider's model list."""
+
+
+def list_models(
+    router: ProviderRouter, provider_id: str, *, timeout: float = LIST_TIMEOUT
+) -> list[str]:
+    """The model ids a provider's server lists at its `/models` endpoint (both wire APIs
+    answer `{"data": [{"id": ...}, ...]}`), sorted.
+
+    Raises:
+        NodmixError: the provider cannot be built, the server is unreachable, refuses the
+            key, or answers something that is not a model list.
+    """
+    import httpx2
+
+    provider = router.provider(provider_id)
+    url = str(getattr(provider, "models_url", ""))
+    if not url:
+        raise NodmixError(f"{provider_id}: this provider has no model list")
+    headers = dict(getattr(provider, "request_headers")())  # noqa: B009
+    headers["accept"] = "application/json"
+    try:
+        response = httpx2.get(url, headers=headers, timeout=timeout)
+    except httpx2.HTTPError as exc:
+        raise NodmixError(f"cannot reach {url}: {type(exc).__name__}") from None
+    if response.status_code in (401, 403):
+        raise NodmixError(f"{url} rejected the API key ({response.status_code})")
+    if response.status_code >= 400:
+        raise NodmixError(f"{url} answered {response.status_code}")
+    try:
+        data = response.json().get("data")
+        ids = sorted({str(item["id"]) for item in data})
+    except (ValueError, AttributeError, KeyError, TypeError):
+        raise NodmixError(f"{url} did not answer with a model list") from None
+    return ids
