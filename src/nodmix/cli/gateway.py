@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--token", help="bearer token clients must send (default: NODMIX_GATEWAY_TOKEN or config)"
     )
     p.set_defaults(handler=_run)
+    from nodmix.cli.gateway_service import add_parsers
+
+    add_parsers(p)
 
 
 def _run(args: argparse.Namespace) -> int:
