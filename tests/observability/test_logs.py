@@ -91,8 +91,10 @@ def test_follow_reads_a_new_file_from_its_start_and_continues_across_rotation(
     seen: list[dict[str, Any]] = []
     done = threading.Event()
 
+    records = follow(path, LogFilter(), interval=0.01, stop=done.is_set)
+
     def reader() -> None:
-        seen.extend(follow(path, LogFilter(), interval=0.01, stop=done.is_set))
+        seen.extend(records)
 
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()

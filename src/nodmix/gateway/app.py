@@ -275,6 +275,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     from nodmix.gateway.ws import websocket_endpoint
 
     gateway = Gateway(runtime, settings)
+    runtime.observer.enable_metrics()  # served at /metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

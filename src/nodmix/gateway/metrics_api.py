@@ -13,4 +13,4 @@ async def metrics(request: Request) -> Response:
     from nodmix.gateway.app import gateway_of
 
     runtime = gateway_of(request).runtime
-    return Response(runtime.observer.metrics.render(), media_type=CONTENT_TYPE)
+    return Response(runtime.observer.enable_metrics().render(), media_type=CONTENT_TYPE)

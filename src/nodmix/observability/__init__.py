@@ -2,11 +2,11 @@
 
 `logs` writes JSON lines to a rotating file in the state dir and reads them back for
 `nodmix logs`; `turns` turns run events into log records and metric updates; `metrics` holds
-the Prometheus counters and histograms the gateway serves at `/metrics`.
+the Prometheus counters and histograms the gateway serves at `/metrics` (imported only by a
+process that enables them).
 """
 
 from nodmix.observability.logs import log_file, open_log_file
-from nodmix.observability.metrics import Metrics
 from nodmix.observability.turns import TurnObserver
 
-__all__ = ["Metrics", "TurnObserver", "log_file", "open_log_file"]
+__all__ = ["TurnObserver", "log_file", "open_log_file"]

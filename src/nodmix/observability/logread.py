@@ -116,25 +116,34 @@ def follow(
     interval: float = FOLLOW_INTERVAL,
     stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[dict[str, Any]]:
-    """Records appended to `path` from now on, across rotations, until `stop()` is true.
+    """Records appended to `path` from this call on, across rotations, until `stop()` is true.
 
-    A file that did not exist yet, or that replaced a rotated one, is read from its start.
+    Where the file ends is taken now, not at the first `next()`; a file that does not exist
+    yet, or that replaced a rotated one, is read from its start.
     """
-    handle: BinaryIO | None = None
-    from_start = not path.is_file()
+    handle: BinaryIO | None = path.open("rb") if path.is_file() else None
+    if handle is not None:
+        handle.seek(0, os.SEEK_END)
+    return _follow(path, keep, handle, interval, stop)
+
+
+def _follow(
+    path: Path,
+    keep: LogFilter,
+    handle: BinaryIO | None,
+    interval: float,
+    stop: Callable[[], bool],
+) -> Iterator[dict[str, Any]]:
     try:
         while not stop():
             if handle is None and path.is_file():
                 handle = path.open("rb")
-                if not from_start:
-                    handle.seek(0, os.SEEK_END)
             if handle is not None:
                 yield from _drain(handle, keep)
                 if _rotated(path, os.fstat(handle.fileno()).st_ino):
                     yield from _drain(handle, keep)
                     handle.close()
                     handle = None
-                    from_start = True
                     continue
             time.sleep(interval)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nodmix.events import (
     AssistantMessageEvent,
@@ -23,7 +24,9 @@ from nodmix.events import (
     TurnFinished,
     TurnStarted,
 )
-from nodmix.observability.metrics import Metrics
+
+if TYPE_CHECKING:
+    from nodmix.observability.metrics import Metrics
 
 log = logging.getLogger("nodmix.turns")
 
@@ -39,11 +42,39 @@ class _TurnState:
     """Running calls: call id → (tool name, tool id)."""
 
 
+class _Off:
+    """A metric that is not collected (the process serves no `/metrics`)."""
+
+    def labels(self, *values: str) -> _Off:
+        return self
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def observe(self, amount: float) -> None:
+        pass
+
+
+class NoMetrics:
+    """What `TurnObserver` counts into until metrics are enabled: nothing, at no cost (the
+    Prometheus client is only imported by processes that serve `/metrics`)."""
+
+    turns = tool_calls = codemode_steps = compactions = model_latency = errors = _Off()
+
+
 class TurnObserver:
     """Logs and counts what turns do."""
 
-    def __init__(self, metrics: Metrics | None = None) -> None:
-        self.metrics = metrics or Metrics()
+    def __init__(self) -> None:
+        self.metrics: Metrics | NoMetrics = NoMetrics()
+
+    def enable_metrics(self) -> Metrics:
+        """Start collecting metrics (idempotent) and return them."""
+        from nodmix.observability.metrics import Metrics
+
+        if not isinstance(self.metrics, Metrics):
+            self.metrics = Metrics()
+        return self.metrics
 
     def wrap(self, emit: EventSink, *, agent_id: str) -> EventSink:
         """A sink that observes one turn's events, then passes each to `emit`."""
