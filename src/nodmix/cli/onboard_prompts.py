@@ -70,13 +70,15 @@ def _pick_model(draft: Answers, env: Mapping[str, str]) -> str:
     from nodmix.errors import NodmixError
     from nodmix.providers.probe import list_models
 
+    router = candidate_router(draft, env)
     try:
-        models = list_models(candidate_router(draft, env), draft.provider)
+        models = list_models(router, draft.provider)
     except NodmixError as exc:
         print(f"Could not list the models: {exc}")
         models = []
     if not models:
-        return _text("Model id", required=True).strip()
+        usual = router.definition(draft.provider).default_model or ""
+        return _text("Model id", default=usual, required=True).strip()
     print(f"Models the server lists ({len(models)}):")
     shown = models[:SHOWN_MODELS]
     for n, model in enumerate(shown, 1):
