@@ -162,3 +162,35 @@ def test_a_package_without_a_plugin_entry_point_is_refused_and_removed_again(
         missing.stderr
     )
     assert "Traceback" not in refused.stderr + missing.stderr
+
+
+def test_a_plugin_wheel_is_installed_and_left_disabled_when_asked(
+    python: Path, configured: Path, tmp_path: Path
+) -> None:
+    folder = _package(tmp_path / "dice", "nodmix-dice", entry_point=True)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(tmp_path / "dist"),
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    [wheel] = (tmp_path / "dist").glob("nodmix_dice-1.2.0-*.whl")
+    installed = _nodmix(python, configured, "plugins", "install", str(wheel), "--no-enable")
+    listed = _nodmix(python, configured, "plugins", "list", "--json")
+    assert installed.returncode == 0, installed.stderr
+    assert "plugin dice installed, left disabled" in installed.stdout
+    dice = next(p for p in json.loads(listed.stdout) if p["id"] == "dice")
+    assert dice["source"] == "entry point dice (nodmix-dice)"
+    assert dice["enabled"] is False and dice["tools"] == []

@@ -45,8 +45,7 @@ def _install(args: argparse.Namespace) -> int:
     for plugin in plugins:
         state = "installed, left disabled" if args.no_enable else "installed and enabled"
         print(f"{plugin.dist} {plugin.version}: plugin {plugin.id} {state}")
-        if not args.no_enable:
-            doc = set_value(doc, f"plugins.entries.{plugin.id}.enabled", True)
+        doc = set_value(doc, f"plugins.entries.{plugin.id}.enabled", not args.no_enable)
     if doc != loaded.raw:
         write_document(loaded.path, doc)
         print(f"updated {loaded.path}")
