@@ -162,9 +162,9 @@ class Runtime:
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self.mcp_holder: McpHolder | None = None
         self.retired: list[Callable[[], Awaitable[None]]] = []
+        """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
         self.observer = TurnObserver()
         """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
-        """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
 
     @classmethod
     @contextlib.asynccontextmanager
