@@ -104,3 +104,30 @@ def test_onboarding_refuses_a_model_that_does_not_answer_and_writes_nothing(
     assert bad_provider.returncode == 1 and "unknown provider 'x'" in bad_provider.stderr
     for run in (done, no_terminal, bad_provider):
         assert "Traceback" not in run.stderr
+
+
+def test_a_channel_is_added_with_its_defaults_where_this_build_has_channels(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    from nodmix.cli.onboarding import channels_supported
+
+    done = run_nodmix(
+        isolated_state,
+        "onboard",
+        "--non-interactive",
+        "--provider",
+        "local",
+        "--base-url",
+        model_server.base_url,
+        "--channel",
+        "telegram",
+        env={"TELEGRAM_BOT_TOKEN": ""},
+    )
+    if not channels_supported():
+        assert done.returncode == 1 and "has no chat channels" in done.stderr
+        assert not (isolated_state / "nodmix.json").exists()
+        return
+    assert done.returncode == 0, done.stderr
+    assert "set TELEGRAM_BOT_TOKEN in the gateway's environment" in done.stdout
+    config = json.loads((isolated_state / "nodmix.json").read_text())
+    assert config["channels"] == {"telegram": {}}

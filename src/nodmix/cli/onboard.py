@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--api-key", help="an API key, or ${ENV_VAR} to read it from the environment")
     p.add_argument("--model", help="model id (default: the first the server lists)")
     p.add_argument("--code-mode", choices=("on", "off"), default=None, help="default off")
+    p.add_argument(
+        "--channel", choices=("telegram",), help="also add a chat channel (token from the env)"
+    )
     p.add_argument("--skip-test", action="store_true", help="do not send the test request")
     p.set_defaults(handler=_run)
 
@@ -68,7 +71,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _from_flags(args: argparse.Namespace) -> Answers:
-    from nodmix.cli.onboarding import LOCAL_PROVIDER, Answers, candidate_router, provider_choice
+    from nodmix.cli.onboarding import (
+        LOCAL_PROVIDER,
+        Answers,
+        candidate_router,
+        channels_supported,
+        provider_choice,
+    )
     from nodmix.errors import NodmixError
     from nodmix.providers.probe import list_models
 
@@ -78,6 +87,8 @@ def _from_flags(args: argparse.Namespace) -> Answers:
         choice = provider_choice(args.provider)
     except ValueError as exc:
         raise NodmixError(f"--provider: {exc}") from None
+    if args.channel and not channels_supported():
+        raise NodmixError("--channel: this build of Nodmix has no chat channels")
     base_url = args.base_url or choice.default_url
     if choice.id == LOCAL_PROVIDER and not base_url:
         raise NodmixError("--provider local needs --base-url")
@@ -87,6 +98,7 @@ def _from_flags(args: argparse.Namespace) -> Answers:
         api_key=args.api_key,
         base_url=base_url if choice.id == LOCAL_PROVIDER else args.base_url,
         code_mode=args.code_mode == "on",
+        channel=args.channel,
     )
     if answers.model:
         return answers
@@ -142,4 +154,11 @@ def _write(path: Any, answers: Answers) -> None:
     print(f"wrote {path}")
     print(f"  model:     {answers.model_ref}")
     print(f"  code mode: {'on' if answers.code_mode else 'off'}")
+    if answers.channel:
+        from nodmix.cli.onboarding import CHANNELS
+
+        variable = CHANNELS[answers.channel]
+        print(f"  channel:   {answers.channel} (the gateway reads its token from {variable})")
+        if not os.environ.get(variable):
+            print(f"  set {variable} in the gateway's environment before starting it")
     print(f"next: {command('agent -m hello')}  or  {command('gateway')}")

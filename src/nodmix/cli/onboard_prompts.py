@@ -42,7 +42,20 @@ def ask(path: Path, env: Mapping[str, str]) -> Answers | None:
         api_key=api_key,
         base_url=base_url,
         code_mode=code_mode,
+        channel=_pick_channel(),
     )
+
+
+def _pick_channel() -> str | None:
+    """An optional chat channel (only where this build has channels)."""
+    from nodmix.cli.onboarding import CHANNELS, channels_supported
+
+    if not channels_supported():
+        return None
+    for channel, variable in CHANNELS.items():
+        if _yes(f"Also answer chats on {channel.title()} (bot token from ${variable})?", False):
+            return channel
+    return None
 
 
 def _pick_provider() -> ProviderChoice:

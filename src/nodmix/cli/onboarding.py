@@ -40,6 +40,15 @@ PROVIDERS = (
     ),
 )
 LOCAL_PROVIDER = "local"
+CHANNELS = {"telegram": "TELEGRAM_BOT_TOKEN"}
+"""Channels the wizard can add → the variable their token is read from."""
+
+
+def channels_supported() -> bool:
+    """Whether this build's config has a `channels` section."""
+    from nodmix.config.schema import NodmixConfig
+
+    return "channels" in NodmixConfig.__struct_fields__
 
 
 def provider_choice(provider_id: str) -> ProviderChoice:
@@ -61,6 +70,8 @@ class Answers:
     """A literal key, `${ENV_VAR}`, or None (the provider's usual variable, or no key)."""
     base_url: str | None = None
     code_mode: bool = False
+    channel: str | None = None
+    """A chat channel to add (`telegram`), with its defaults; its token comes from the env."""
 
     @property
     def model_ref(self) -> str:
@@ -101,7 +112,18 @@ def apply(doc: Mapping[str, Any], answers: Answers) -> dict[str, Any]:
     if entry:
         out = set_value(out, f"models.providers.{answers.provider}", entry)
     out = set_value(out, "agents.defaults.model.primary", answers.model_ref)
+    if answers.channel and not _has(out, ("channels", answers.channel)):
+        out = set_value(out, f"channels.{answers.channel}", {})
     existing = out.get("tools", {}).get("codeMode") if isinstance(out.get("tools"), dict) else None
     if isinstance(existing, dict):  # the object form keeps its other settings
         return set_value(out, "tools.codeMode.enabled", answers.code_mode)
     return set_value(out, "tools.codeMode", answers.code_mode)
+
+
+def _has(doc: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+    node: Any = doc
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
