@@ -34,6 +34,11 @@ COMMAND_MODULES = (
     "channels",
     "pairing",
     "message",
+    "logs",
+    "status",
+    "models",
+    "onboard",
+    "completion",
 )
 
 

@@ -242,7 +242,9 @@ def api_route(endpoint: Endpoint) -> Endpoint:
         try:
             return await endpoint(request)
         except Exception as exc:
-            return classify(exc).response()
+            error = classify(exc)
+            gateway_of(request).runtime.observer.metrics.errors.labels(error.code or "api").inc()
+            return error.response()
 
     wrapped.__name__ = endpoint.__name__
     wrapped.__doc__ = endpoint.__doc__
@@ -294,6 +296,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
+    from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
     from nodmix.gateway.responses_api import create_response
@@ -302,6 +305,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     from nodmix.gateway.ws import websocket_endpoint
 
     gateway = Gateway(runtime, settings)
+    runtime.observer.enable_metrics()  # served at /metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -316,6 +320,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/v1/responses", api_route(create_response), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),

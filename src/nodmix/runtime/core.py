@@ -41,6 +41,7 @@ from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
+from nodmix.observability import TurnObserver, open_log_file
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
@@ -180,6 +181,8 @@ class Runtime:
         self.tool_sources.append(MessageTools(self.channels))
         self.security.broker.router.register("channel", ChannelApprovalPresenter(self.channels))
         register_approval_commands(self.security.answer_command)
+        self.observer = TurnObserver()
+        """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -200,6 +203,7 @@ class Runtime:
         registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
         statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
         async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(open_log_file(state_dir))
             router = ProviderRouter(loaded.config.models, env)
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
@@ -452,6 +456,7 @@ class Runtime:
         then stays off too.
         """
         agent = self.agent(agent_id)
+        emit = self.observer.wrap(emit, agent_id=agent.id)
         key = self.session_key(agent, session_key)
         refs = self.model_refs(agent, model)
         context = self.context_engine()
