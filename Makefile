@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser clean
+.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap terminal clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,14 @@ node: node_modules/.installed
 browser:
 	scripts/ensure-chromium.sh
 
+# The sandboxed shell (agents.defaults.sandbox.mode) runs commands under Debian's bubblewrap.
+bubblewrap:
+	scripts/ensure-bubblewrap.sh
+
+# `nodmix onboard` is tested in a real terminal: Debian's tmux.
+terminal:
+	scripts/ensure-tmux.sh
+
 run: install
 	$(BIN)/nodmix gateway
 
@@ -47,7 +55,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser
+unit: install node browser bubblewrap terminal
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
@@ -56,7 +64,7 @@ plain-install:
 
 test: lint typecheck unit plain-install
 
-bench: install node
+bench: install node bubblewrap
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

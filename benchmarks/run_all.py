@@ -47,6 +47,13 @@ BENCHMARKS = (
         "agent runtime",
     ),
     Benchmark(
+        "exec-policy",
+        "Exec policy check",
+        "benchmarks.security.bench_policy",
+        (),
+        "safe by default",
+    ),
+    Benchmark(
         "sandbox",
         "Sandbox (QuickJS-WASI cells)",
         "benchmarks.sandbox.bench_sandbox",
@@ -74,6 +81,13 @@ BENCHMARKS = (
         "benchmarks.context.bench_context",
         (),
         "context management",
+    ),
+    Benchmark(
+        "skills",
+        "Skills: prompt cost and discovery",
+        "benchmarks.skills.bench_skills",
+        (),
+        "skills and memory search",
     ),
     Benchmark("gateway", "Gateway", "benchmarks.gateway.bench_gateway", (), "gateway"),
     Benchmark(
@@ -110,6 +124,27 @@ BENCHMARKS = (
         "benchmarks.memory.bench_memory",
         (),
         "skills and memory search",
+    ),
+    Benchmark(
+        "sandbox-exec",
+        "Sandboxed shell (bubblewrap)",
+        "benchmarks.security.bench_sandbox_exec",
+        ("--runs", "41"),
+        "safe by default",
+    ),
+    Benchmark(
+        "channels",
+        "Channels (Telegram through the scripted Bot API)",
+        "benchmarks.channels.bench_channels",
+        (),
+        "channels",
+    ),
+    Benchmark(
+        "channels-memory",
+        "Channels: memory per idle channel",
+        "benchmarks.channels.bench_memory",
+        (),
+        "channels",
     ),
 )
 

@@ -49,4 +49,6 @@ grep -q "first use of code mode: fetching" "$work/turn-stderr.log" \
   || fail "the first code-mode run did not fetch the sandbox runtime"
 "$nodmix" doctor --offline >"$work/doctor.log" 2>&1 || fail "nodmix doctor reports an error"
 grep -q "a sandbox cell ran" "$work/doctor.log" || fail "doctor did not run a sandbox cell"
+"$nodmix" skills list >"$work/skills.log" 2>&1 || fail "nodmix skills list"
+grep -q "^daily-note .*bundled" "$work/skills.log" || fail "the wheel lacks the bundled skills"
 echo "plain-install check: ok (first-use runtime fetch, code-mode turn, doctor)"

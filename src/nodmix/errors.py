@@ -20,6 +20,7 @@ NodmixError                      base; `str(err)` is one readable line
 ├── SandboxError                 the code-mode sandbox runtime failed (not a guest error)
 │   └── RuntimeUnavailableError  quickjs.wasm missing, corrupt, or failed to load
 ├── MCPError                     an MCP server failed to start or answer
+├── SkillError                   a skill cannot be installed, removed or found
 └── TurnError                    a turn could not complete (step cap, every model failed)
     └── PromptTooLargeError      the user's message alone cannot fit the model's window
 ```
@@ -156,6 +157,10 @@ class RuntimeUnavailableError(SandboxError):
 
 class MCPError(NodmixError):
     """An MCP server could not be started, reached, or understood."""
+
+
+class SkillError(NodmixError):
+    """A skill cannot be installed, removed or found (`nodmix skills ...`)."""
 
 
 class TurnError(NodmixError):

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from nodmix.messages import JsonObject
+from nodmix.origin import TurnOrigin
 
 ToolKind: TypeAlias = Literal["tool", "code_mode_exec", "code_mode_wait", "code_mode_nested"]
 
@@ -36,6 +37,8 @@ class ToolCallInfo(msgspec.Struct, frozen=True, kw_only=True):
     parent_call_id: str | None = None
     owner: str | None = None
     """The plugin id, MCP server or `core` that owns the tool."""
+    origin: TurnOrigin | None = None
+    """The chat the turn came from (channel turns only)."""
 
 
 class BeforeToolCallResult(msgspec.Struct, frozen=True, kw_only=True):

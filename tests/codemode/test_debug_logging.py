@@ -73,12 +73,13 @@ async def test_debug_code_mode_logs_activation_cells_suspensions_and_waits(
     monkeypatch.setenv("NODMIX_DEBUG_CODE_MODE", "1")
     with caplog.at_level(logging.INFO, logger="nodmix.codemode"):
         reply = await _turn(isolated_state, {})
-    assert reply == "tools: 7"
+    # Five core tools, `memory_search` and `memory_get`, plus `skills_list` and `skill_read`.
+    assert reply == "tools: 9"
     messages = [r.getMessage() for r in caplog.records if r.name == "nodmix.codemode"]
     assert any(
         m.startswith("code mode active for run run_")
-        and "model tools exec,wait; hidden catalog 7 tools" in m
-        and "'nodmix': 7" in m
+        and "model tools exec,wait; hidden catalog 9 tools" in m
+        and "'nodmix': 9" in m
         for m in messages
     ), messages
     assert any(m.startswith("code mode exec call_") and "(javascript," in m for m in messages)

@@ -248,6 +248,8 @@ async def test_plan_7_and_8_all_tools_lists_the_test_tools_and_the_catalog_calls
         "nodmix:notes:note_list",
         "nodmix:notes:note_read",
         "nodmix:notes:note_search",
+        "nodmix:skills:skills_list",  # behind the `skills` namespace (bundled skills)
+        "nodmix:skills:skill_read",
         "client:app:select_file",
     }
     assert value["file"] == "nodmix:core:read" and "9:40" in value["read"]

@@ -214,13 +214,13 @@ def test_tail_follow_prints_new_entries_and_exits_0_on_ctrl_c(isolated_state: Pa
         reader = threading.Thread(target=pump)
         reader.start()
         try:
-            assert "compaction" in lines.get(timeout=10)
-            assert lines.get(timeout=10).strip() == "user looked for the config"
+            assert "compaction" in lines.get(timeout=30)
+            assert lines.get(timeout=30).strip() == "user looked for the config"
             session.append_message(user("a new question"))
-            assert "user:" in lines.get(timeout=10)
-            assert lines.get(timeout=10).strip() == "a new question"
+            assert "user:" in lines.get(timeout=30)
+            assert lines.get(timeout=30).strip() == "a new question"
             proc.send_signal(signal.SIGINT)
-            assert proc.wait(timeout=10) == 0
+            assert proc.wait(timeout=30) == 0
         finally:
             if proc.poll() is None:
                 proc.kill()

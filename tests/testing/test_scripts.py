@@ -143,6 +143,15 @@ def test_code_mode_script_reads_a_file_through_search_and_call() -> None:
     assert 'tools.call(read.id, { path: "notes.txt" })' in program
 
 
+def test_code_mode_script_uses_a_named_catalog_tool_with_its_first_string_argument() -> None:
+    from nodmix.testing.scripts import code_mode
+
+    reply = code_mode.respond(request("use get_weather Paris", tools=[EXEC, WAIT]))
+    program = reply.tool_calls[0].arguments["code"]
+    assert program.startswith('const name = "get_weather";')
+    assert 'tools.call(hit.id, key ? { [key]: "Paris" } : {})' in program
+
+
 def test_code_mode_script_follows_waiting_with_wait_and_answers_the_value() -> None:
     from nodmix.testing.scripts import code_mode
 

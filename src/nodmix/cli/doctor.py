@@ -45,8 +45,13 @@ def _run(args: argparse.Namespace) -> int:
     if loaded is not None:
         _check_models(checks, loaded, offline=args.offline)
         _check_plugins(checks, loaded)
+        checks.append(_check_skills(loaded))
+        checks.append(_check_security(loaded))
         if loaded.config.mcp.servers:
             _check_mcp(checks, loaded, deep=args.deep)
+        from nodmix.cli.doctor_channels import channel_findings
+
+        checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:
@@ -186,6 +191,19 @@ def _probe_model(ref: str, provider: Any) -> Check:
     return Check(f"model {ref}", "ok", f"reachable at {base}")
 
 
+def _check_security(loaded: Any) -> Check:
+    from nodmix.config import paths
+    from nodmix.security.audit import run_audit
+
+    report = run_audit(loaded.config, config_path=loaded.path, state_dir=paths.state_dir())
+    # A warning even for high findings: doctor is about a working install, the audit's own
+    # exit code is for scripts that gate on security.
+    level: Level = "warn" if report.findings else "ok"
+    top = report.findings[0].title if report.findings else None
+    detail = report.summary() + (f" (first: {top})" if top else "")
+    return Check("security", level, detail, f"run `{nodmix_command()} security audit`")
+
+
 def _check_plugins(checks: list[Check], loaded: Any) -> None:
     from nodmix.plugins import PluginRegistry, load_plugins
 
@@ -205,6 +223,29 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
             state = "enabled" if s.enabled else "disabled"
             checks.append(Check(f"plugin {s.id}", "ok", f"{state} ({s.source})"))
     checks.append(_check_engine(loaded))
+
+
+def _check_skills(loaded: Any) -> Check:
+    from nodmix.agents import resolve_agent
+    from nodmix.config import paths
+    from nodmix.skills import SkillBook, SkillScanner
+
+    agent = resolve_agent(loaded.config, paths.DEFAULT_AGENT_ID)
+    book = SkillBook(state_dir=paths.state_dir(), scanner=SkillScanner(warn=lambda _: None))
+    review = book.review(
+        loaded.config,
+        raw_config=loaded.raw,
+        config_dir=loaded.path.parent,
+        agent_id=agent.id,
+        workspace=agent.workspace,
+        env=os.environ,
+    )
+    ready = len(review.eligible)
+    detail = f"{ready} offered, {len(review.statuses) - ready} not offered"
+    if review.problems:
+        detail += f", {len(review.problems)} SKILL.md skipped"
+        return Check("skills", "warn", detail, f"see `{nodmix_command()} skills check`")
+    return Check("skills", "ok", detail)
 
 
 def _check_engine(loaded: Any) -> Check:

@@ -20,15 +20,26 @@ from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_li
 
 COMMAND_MODULES = (
     "agent",
+    "approvals",
     "gateway",
     "sessions",
     "config",
     "doctor",
+    "security",
     "mcp",
     "plugins",
     "sandbox",
+    "skills",
     "web",
     "memory",
+    "channels",
+    "pairing",
+    "message",
+    "logs",
+    "status",
+    "models",
+    "onboard",
+    "completion",
 )
 
 

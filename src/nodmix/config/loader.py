@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from nodmix.config import paths
+from nodmix.config.channel_schema import check_channel_rules
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
@@ -229,6 +230,7 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
 
 
 def _check_semantics(config: NodmixConfig, *, file: str) -> None:
+    check_channel_rules(config.channels, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
+
 
 class Section(
     msgspec.Struct,
@@ -97,6 +99,7 @@ class CodeModeConfig(Section, frozen=True):
     max_output_bytes: int | None = None
     max_snapshot_bytes: int | None = None
     max_pending_tool_calls: int | None = None
+    max_queued_tool_calls: int | None = None
     snapshot_ttl_seconds: int | None = None
     search_default_limit: int | None = None
     max_search_limit: int | None = None
@@ -112,6 +115,14 @@ class ExecToolConfig(Section, frozen=True):
 
     timeout_seconds: int | None = None
     max_output_bytes: int | None = None
+    security: Literal["deny", "allowlist", "full"] | None = None
+    """Who may run what: `deny` (never), `allowlist` (approved patterns), `full` (anything).
+    Default: `full` for the owner's CLI, web page and API; `allowlist` for channel sessions."""
+    ask: Literal["off", "on-miss", "always"] | None = None
+    """When to ask the person talking to the agent: `off`, `on-miss` (a command the allowlist
+    does not cover), `always`. Default: `off` for the owner, `on-miss` for channel sessions."""
+    approval_timeout_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """An unanswered approval request is denied after this long. 120 s."""
 
 
 class WebFetchToolConfig(Section, frozen=True):
@@ -119,6 +130,8 @@ class WebFetchToolConfig(Section, frozen=True):
 
     max_bytes: int | None = None
     timeout_seconds: int | None = None
+    allow_private_network: bool | None = None
+    """Let a sandboxed session fetch loopback, link-local and private addresses. Default false."""
 
 
 class ToolsConfig(Section, frozen=True):
@@ -138,6 +151,8 @@ class AgentToolsConfig(Section, frozen=True):
     allow: list[str] | None = None
     deny: list[str] = []
     code_mode: bool | CodeModeConfig | None = None
+    exec: ExecToolConfig | None = None
+    """The agent's own `tools.exec` keys, each over the global one."""
 
 
 # ---- compaction -------------------------------------------------------------------------------
@@ -174,11 +189,28 @@ class CompactionConfig(Section, frozen=True):
 # ---- agents -----------------------------------------------------------------------------------
 
 
+class SandboxConfig(Section, frozen=True):
+    """`agents.defaults.sandbox` (and per agent): which sessions run `exec` under bubblewrap."""
+
+    mode: Literal["off", "non-main", "all"] | None = None
+    """`off` (default), `non-main` (every session but the agent's `main` one) or `all`."""
+    network: bool | None = None
+    """Give sandboxed commands the network. Default false."""
+    cpu_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """CPU time per process (RLIMIT_CPU). Default 600."""
+    memory_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Address space per process (RLIMIT_AS). Default 4 GiB."""
+    file_size_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Largest file a command may write (RLIMIT_FSIZE). Default 1 GiB."""
+
+
 class AgentDefaults(Section, frozen=True):
     """`agents.defaults`."""
 
     model: ModelSelection = ModelSelection()
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
+    """Which sessions run `exec` under bubblewrap, and its limits."""
     compaction: CompactionConfig | None = None
     max_steps: int | None = None
     timeout_seconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
@@ -198,6 +230,7 @@ class AgentConfig(Section, frozen=True):
     name: str | None = None
     model: str | ModelSelection | None = None
     workspace: str | None = None
+    sandbox: SandboxConfig | None = None
     tools: AgentToolsConfig | None = None
     compaction: CompactionConfig | None = None
     instructions: str | None = None
@@ -206,6 +239,8 @@ class AgentConfig(Section, frozen=True):
     max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
     model_timeouts: ModelTimeouts | None = None
     """This agent's connect and idle waits, over every provider's `timeouts`."""
+    skills: list[str] | None = None
+    """Skill allowlist for this agent (names); unset offers every eligible skill."""
 
 
 class AgentsConfig(Section, frozen=True):
@@ -316,6 +351,34 @@ class MemoryConfig(Section, frozen=True):
     """Share of the vector score in hybrid ranking (the keyword score gets the rest). 0.6."""
 
 
+# ---- skills -----------------------------------------------------------------------------------
+
+
+class SkillEntry(Section, frozen=True):
+    """`skills.entries.<name>`: per-skill settings."""
+
+    enabled: bool | None = None
+    """`false` never offers the skill."""
+    env: dict[str, str] = {}
+    """Variables that count as set for the skill's `requires.env`."""
+    api_key: str | None = None
+    """A literal key or `${ENV_VAR}`; satisfies the skill's `primaryEnv` variable."""
+
+
+class SkillsLoadConfig(Section, frozen=True):
+    """`skills.load`."""
+
+    extra_dirs: list[str] = []
+    """More folders of skills, searched after the workspace's `skills/` (later wins)."""
+
+
+class SkillsConfig(Section, frozen=True):
+    """`skills`."""
+
+    load: SkillsLoadConfig = SkillsLoadConfig()
+    entries: dict[str, SkillEntry] = {}
+
+
 # ---- gateway ----------------------------------------------------------------------------------
 
 
@@ -334,6 +397,13 @@ class GatewayOpenAIConfig(Section, frozen=True):
     session list; older ones are archived to `sessions/archive/`. Default 500."""
 
 
+class GatewayToolsConfig(Section, frozen=True):
+    """`gateway.tools`: `POST /tools/invoke`."""
+
+    allow_unauthenticated: bool | None = None
+    """Let a gateway without a token run `exec` through `/tools/invoke` (off by default)."""
+
+
 class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
@@ -341,6 +411,7 @@ class GatewayConfig(Section, frozen=True):
     bind: str | None = None
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
+    tools: GatewayToolsConfig = GatewayToolsConfig()
     max_body_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Largest request body (HTTP) or WebSocket message accepted; larger gets 413. 8 MiB."""
     request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
@@ -361,3 +432,7 @@ class NodmixConfig(Section, frozen=True):
     mcp: MCPConfig = MCPConfig()
     gateway: GatewayConfig = GatewayConfig()
     memory: MemoryConfig = MemoryConfig()
+    channels: ChannelsConfig = ChannelsConfig()
+    session: SessionConfig = SessionConfig()
+    bindings: list[BindingConfig] = []
+    skills: SkillsConfig = SkillsConfig()

@@ -21,8 +21,10 @@ def build_system_prompt(
     instructions: str | None = None,
     addition: str | None = None,
     code_mode: bool = False,
+    skills: str | None = None,
 ) -> str:
-    """Assemble the system prompt. `addition` comes from the context engine and goes first."""
+    """Assemble the system prompt. `addition` comes from the context engine and goes first;
+    `skills` is the one-line-per-skill section (shown only when tools can read the skills)."""
     parts: list[str] = []
     if addition:
         parts.append(addition.strip())
@@ -48,6 +50,8 @@ def build_system_prompt(
         parts.append("Tools:\n" + "\n".join(lines))
     else:
         parts.append("No tools are available in this conversation; answer from what you know.")
+    if skills and (tools or code_mode):
+        parts.append(skills.strip())
     memory = read_memory(workspace)
     if memory:
         parts.append(f"Notes you saved earlier ({MEMORY_FILE}):\n{memory}")

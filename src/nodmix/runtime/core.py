@@ -20,6 +20,9 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
+from nodmix.channels.approvals import ChannelApprovalPresenter, register_approval_commands
+from nodmix.channels.manager import ChannelManager
+from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
     CompactionService,
@@ -39,16 +42,23 @@ from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.memory.tools import MemoryTools
 from nodmix.messages import user_message
+from nodmix.observability import TurnObserver, open_log_file
+from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
+from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
+from nodmix.security.gate import TurnHandle
+from nodmix.security.parts import CHAT_COMMANDS, open_security
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.turn_lock import waiting_notice
+from nodmix.skills import SkillBook
 from nodmix.tools import Tool, core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
@@ -146,6 +156,9 @@ class Runtime:
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
+        self.security = open_security(state_dir, lambda: self.config)
+        """Exec policy, allowlist and approval requests (`nodmix.security`)."""
+        self.executor.gate = self.security.gate
         self.retry = retry
         self._engines: dict[str, ContextEngine] = {}
         self.engine_failures: dict[str, str] = {}
@@ -162,8 +175,16 @@ class Runtime:
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self.mcp_holder: McpHolder | None = None
+        self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
+        self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
+        """Chat channels (`channels.*`); the gateway runs them."""
+        self.tool_sources.append(MessageTools(self.channels))
+        self.security.broker.router.register("channel", ChannelApprovalPresenter(self.channels))
+        register_approval_commands(self.security.answer_command)
+        self.observer = TurnObserver()
+        """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -184,6 +205,7 @@ class Runtime:
         registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
         statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
         async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(open_log_file(state_dir))
             router = ProviderRouter(loaded.config.models, env)
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
@@ -213,6 +235,7 @@ class Runtime:
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
+            runtime.security.broker.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
@@ -338,10 +361,19 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
+        client: ClientTurn | None = None,
     ) -> TurnOutcome | CommandOutcome:
-        """A chat message: a `/command` or a turn."""
-        stripped = text.strip()
+        """A chat message: a `/command` or a turn (`client`: tools and results of the
+        application that sent it; with results, `text` is ignored and the turn continues)."""
+        stripped = text.strip() if client is None or client.results is None else ""
         command, _, rest = stripped.partition(" ")
+        if command in CHAT_COMMANDS:
+            key = self.session_key(self.agent(agent_id), session_key)
+            reply = self.security.answer_command(command, rest, key)
+            return CommandOutcome(
+                command=command[1:], message=reply, session_key=key, session_id=""
+            )
         if command == "/new":
             return self.new_session(agent_id=agent_id, session_key=session_key)
         if command == "/compact":
@@ -362,6 +394,8 @@ class Runtime:
             emit=emit,
             model=model,
             disable_tools=disable_tools,
+            origin=origin,
+            client=client,
         )
 
     def new_session(
@@ -418,6 +452,8 @@ class Runtime:
         emit: EventSink = discard,
         model: str | None = None,
         disable_tools: bool = False,
+        origin: TurnOrigin | None = None,
+        client: ClientTurn | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
@@ -425,6 +461,7 @@ class Runtime:
         then stays off too.
         """
         agent = self.agent(agent_id)
+        emit = self.observer.wrap(emit, agent_id=agent.id)
         key = self.session_key(agent, session_key)
         refs = self.model_refs(agent, model)
         context = self.context_engine()
@@ -433,7 +470,15 @@ class Runtime:
         ):
             session = self.open_session(agent, key)
             run_id = f"run_{uuid.uuid4().hex[:16]}"
+            client = client or ClientTurn()
+            resume = None
+            if client.results is not None:
+                resume = accept_client_results(session, self._engine, client.results)
+            self.security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
+                skills = await anyio.to_thread.run_sync(
+                    turn_skills, self.skills, self.loaded, agent, self.env
+                )
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,
@@ -444,12 +489,21 @@ class Runtime:
                         executor=self.executor,
                         engine=lambda: self.engine,
                         sources=self.tool_sources,
-                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        namespaces=[
+                            *((o.owner, o.value) for o in self.registry.namespaces.values()),
+                            SKILLS_NAMESPACE,
+                        ],
                         plugin_configs={
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
                         mcp=self.services.get("mcp"),
                         disable_tools=disable_tools,
+                        code_mode_tools=skills.code_mode_tools(),
+                        read_roots=skills.read_roots,
+                        exec_env=skills.exec_env,
+                        extra_tools=client.tools,
+                        tool_choice=client.tool_choice,
+                        origin=origin,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -471,10 +525,13 @@ class Runtime:
                 request = TurnRequest(
                     agent=agent,
                     session=session,
-                    prompt=user_message(text),
+                    prompt=user_message(text) if resume is None else None,
                     run_id=run_id,
                     tools=tools,
                     model_refs=refs,
+                    origin=origin,
+                    skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
+                    resume=resume or (),
                 )
                 result = await run_turn(deps, request, emit)
             except anyio.get_cancelled_exc_class():
@@ -485,6 +542,8 @@ class Runtime:
             except Exception as exc:
                 emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
                 raise
+            finally:
+                self.security.turns.remove(run_id)
             last = result.last_message
             session.update_usage(
                 result.usage,

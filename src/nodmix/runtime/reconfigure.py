@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nodmix.runtime")
 
-LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp")
+LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills")
 """Top-level sections a running gateway applies without a restart."""
 RESTART_SECTIONS = ("gateway",)
 """Sections that only a restart applies."""

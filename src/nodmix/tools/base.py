@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 import msgspec
 
 from nodmix.messages import JsonObject, ResultBlock, TextBlock
+from nodmix.origin import TurnOrigin
 
 ToolSource: TypeAlias = Literal["nodmix", "mcp", "client"]
 
@@ -41,6 +42,10 @@ class ToolOrigin(msgspec.Struct, frozen=True, kw_only=True):
 
 
 CORE_OWNER = "core"
+
+APPROVAL_WAITING = "approval_waiting"
+"""`ToolContext.extra` key: a callback `(waiting: bool) -> None` told when the call starts and
+stops waiting for a person's approval (code mode suspends such a run with reason `approval`)."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,6 +84,8 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     parent_call_id: str | None = None
     """For calls made from a code-mode program: the outer `exec`/`wait` call id."""
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    origin: TurnOrigin | None = None
+    """The chat the turn answers, for turns started by a channel message."""
 
 
 @runtime_checkable

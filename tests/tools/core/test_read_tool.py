@@ -160,3 +160,21 @@ async def test_small_files_are_read_on_the_loop_and_large_ones_in_a_worker_threa
     assert small.text_content == "tiny"
     assert large.text_content.startswith("line 19999\nline 20000")
     assert hops == ["large.txt"]
+
+
+async def test_offered_skill_folders_outside_the_workspace_are_readable_by_absolute_path(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    skill = tmp_path / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("Do the thing.\n", encoding="utf-8")
+    (tmp_path / "skills" / "private.txt").write_text("no", encoding="utf-8")
+    tool = ReadTool(read_roots=[skill])
+    result = await tool.call({"path": str(skill / "SKILL.md")}, ctx)
+    assert result.text_content == "Do the thing."
+    assert result.details["path"] == str(skill.resolve() / "SKILL.md")
+    for path in (str(tmp_path / "skills" / "private.txt"), str(skill / ".." / "private.txt")):
+        with pytest.raises(WorkspaceEscapeError):
+            await tool.call({"path": path}, ctx)
+    with pytest.raises(WorkspaceEscapeError):
+        await ReadTool().call({"path": str(skill / "SKILL.md")}, ctx)

@@ -1,7 +1,10 @@
 // The Nodmix web page: log in once, chat with streaming replies, switch and create sessions.
 // It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
 
+import { ApprovalPanel } from "./approvals.js";
+import { ChannelsPanel } from "./channels.js";
 import { Conversation, el } from "./render.js";
+import { refreshSkills, wireSkills } from "./skills.js";
 
 const TOKEN_KEY = "nodmix.token";
 const SESSION_KEY = "nodmix.session";
@@ -54,7 +57,9 @@ class GatewaySocket {
   }
 
   receive(frame) {
-    if (frame.type === "event") {
+    if (frame.type === "event" && frame.event === "approval") {
+      this.onApproval?.(frame.payload);
+    } else if (frame.type === "event") {
       this.pending.get(String(frame.payload.reqId))?.onEvent?.(frame.payload);
     } else if (frame.type === "res") {
       const waiter = this.pending.get(String(frame.id));
@@ -88,6 +93,13 @@ const state = {
   busy: false,
 };
 const conversation = new Conversation($("messages"));
+const approvals = new ApprovalPanel($("approvals"), (id, decision) =>
+  state.socket.request("approvals.resolve", { id, decision }),
+);
+const channelsPanel = new ChannelsPanel($("channels"), {
+  request: (method, params) => state.socket.request(method, params),
+  onError: (text) => conversation.notice(text, "warning"),
+});
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
 
 function setRunState(name, text) {
@@ -367,7 +379,9 @@ function wireUi() {
     showSession(`agent:${state.agentId}:main`);
     await refreshSessions();
     await loadHistory();
+    await refreshSkills(state.socket, state.agentId);
   });
+  wireSkills(() => state.socket, () => state.agentId);
   $("forget-token").addEventListener("click", () => {
     localStorage.removeItem(TOKEN_KEY);
     location.reload();
@@ -389,8 +403,11 @@ async function onConnected() {
     ),
   );
   showSession(state.sessionKey);
+  approvals.load((await state.socket.request("approvals.list")).requests);
   await refreshSessions();
   await loadHistory();
+  await refreshSkills(state.socket, state.agentId);
+  await channelsPanel.refresh();
   document.body.dataset.ready = "true";
 }
 
@@ -406,8 +423,10 @@ function openApp(token) {
       document.body.dataset.ready = "false";
     },
   });
+  state.socket.onApproval = (payload) => approvals.onEvent(payload);
   state.socket.connect();
   setInterval(() => refreshHealth().catch(() => {}), 15000);
+  channelsPanel.start();
 }
 
 async function tokenAccepted(token) {

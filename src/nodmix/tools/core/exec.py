@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import CoreTool, optional_bool, optional_number, require_str
 from nodmix.tools.core.background import BackgroundJobs, background_jobs, group_alive
+from nodmix.tools.isolation import Isolation, Launch
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
@@ -134,14 +137,24 @@ async def _wait(process: Process, output: OutputBuffer, timeout: float) -> bool:
 
 
 async def _run_command(
-    command: str, *, shell: str, cwd: Path, timeout: float, max_output_bytes: int
+    command: str,
+    *,
+    shell: str,
+    cwd: Path,
+    timeout: float,
+    max_output_bytes: int,
+    extra_env: Mapping[str, str] | None = None,
+    isolate: Callable[[Launch], Awaitable[Launch]] | None = None,
 ) -> _Outcome:
     """Run `command` through the shell and collect its output.
 
     If the calling task is cancelled, the whole process group is killed before the cancellation
-    propagates.
+    propagates. `isolate` (a sandboxed session) rewrites the launch before the spawn.
     """
-    env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+    env = {**os.environ, **(extra_env or {}), "PAGER": "cat", "GIT_PAGER": "cat"}
+    launch = Launch(argv=(shell, "-c", command), env=env, cwd=cwd)
+    if isolate is not None:
+        launch = await isolate(launch)
     started = time.monotonic()
     try:
         # Shielded: if the turn were cancelled mid-spawn, asyncio would kill only the shell and
@@ -149,12 +162,12 @@ async def _run_command(
         # below sees the cancellation and the `finally` takes down the whole group.
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
-                [shell, "-c", command],
+                list(launch.argv),
                 stdin=_subprocess().DEVNULL,
                 stdout=_subprocess().PIPE,
                 stderr=_subprocess().STDOUT,
-                cwd=cwd,
-                env=env,
+                cwd=launch.cwd,
+                env=dict(launch.env),
                 start_new_session=True,
             )
     except OSError as exc:
@@ -193,19 +206,26 @@ class ExecTool(CoreTool):
     def __init__(
         self,
         *,
+        isolation: Isolation | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         jobs: BackgroundJobs | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         """Create the tool.
 
         Args:
+            isolation: Runs the commands of sandboxed sessions inside the sandbox.
             timeout_seconds: Default timeout when the model gives none.
             max_output_bytes: How much combined output is kept (start and end).
             jobs: Tracks `background: true` commands (default: the process-wide registry,
                 stopped when the runtime shuts down).
+            extra_env: Variables added to the commands' environment (the offered skills'
+                `skills.entries.<name>.env` / `apiKey`).
         """
         self._jobs = jobs if jobs is not None else background_jobs()
+        self._extra_env = dict(extra_env or {})
+        self._isolation = isolation
         self._timeout = timeout_seconds
         self._max_output_bytes = max_output_bytes
         self._shell = _shell()
@@ -244,8 +264,18 @@ class ExecTool(CoreTool):
         """Run the command and report its output and exit status."""
         command = require_str(args, "command", allow_empty=False)
         timeout = min(optional_number(args, "timeout") or self._timeout, float(MAX_TIMEOUT_SECONDS))
+        isolation = self._isolation
+        sandboxed = isolation is not None and isolation.applies(ctx)
+        background = optional_bool(args, "background")
+        if sandboxed and background:
+            # A detached command would outlive the sandbox's PID namespace: refuse, never run it
+            # outside.
+            raise ToolError(
+                "background commands are not available in a sandboxed session (everything a "
+                "sandboxed command starts ends with it); run it in the foreground with a timeout."
+            )
         ctx.workspace.mkdir(parents=True, exist_ok=True)
-        if optional_bool(args, "background"):
+        if background:
             return self._start_background(command, ctx)
         outcome = await _run_command(
             command,
@@ -253,12 +283,15 @@ class ExecTool(CoreTool):
             cwd=ctx.workspace,
             timeout=timeout,
             max_output_bytes=self._max_output_bytes,
+            extra_env=self._extra_env,
+            isolate=partial(isolation.wrap, ctx=ctx) if isolation and sandboxed else None,
         )
         details = {
             "exitCode": outcome.exit_code,
             "durationMs": outcome.duration_ms,
             "truncated": outcome.output.truncated,
             "timedOut": outcome.timed_out,
+            "sandboxed": sandboxed,
         }
         text = outcome.output.render() or "(no output)"
         if outcome.timed_out:
@@ -279,7 +312,7 @@ class ExecTool(CoreTool):
         return result(f"{text.rstrip()}\n\n{status}", details=details)
 
     def _start_background(self, command: str, ctx: ToolContext) -> ToolResult:
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+        env = {**os.environ, **self._extra_env, "PAGER": "cat", "GIT_PAGER": "cat"}
         job = self._jobs.start(command, shell=self._shell, cwd=ctx.workspace, env=env)
         log = job.log_path.relative_to(ctx.workspace)
         return ToolResult.text(

@@ -8,10 +8,13 @@ is all `offset`/`limit` paging needs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 import anyio
 
+from nodmix.errors import WorkspaceEscapeError
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, optional_int, require_str
@@ -55,14 +58,21 @@ class ReadTool(CoreTool):
     """Reads text files in pages of lines."""
 
     def __init__(
-        self, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
+        self,
+        *,
+        max_lines: int = DEFAULT_MAX_LINES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        read_roots: Sequence[Path] = (),
     ) -> None:
         """Create the tool.
 
         Args:
             max_lines: Most lines returned by one call (also the default `limit`).
             max_bytes: Most bytes of text returned by one call.
+            read_roots: Folders outside the workspace that may be read too (the offered
+                skills' folders); paths into them must be absolute or start with `~`.
         """
+        self._read_roots = tuple(root.resolve() for root in read_roots)
         self._max_lines = max_lines
         self._max_bytes = max_bytes
         self._spec = ToolSpec(
@@ -94,7 +104,7 @@ class ReadTool(CoreTool):
         raw_path = require_str(args, "path")
         offset = optional_int(args, "offset", minimum=1) or 1
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
-        path = resolve_path(ctx.workspace, raw_path)
+        path = self._resolve(ctx.workspace, raw_path)
         shown = display_path(ctx.workspace, path)
         read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
         try:
@@ -114,3 +124,14 @@ class ReadTool(CoreTool):
         footer = _footer(window, limit)
         text = window.text if footer is None else f"{window.text}\n\n{footer}"
         return ToolResult.text(text, details=details)
+
+    def _resolve(self, workspace: Path, raw_path: str) -> Path:
+        try:
+            return resolve_path(workspace, raw_path)
+        except WorkspaceEscapeError:
+            candidate = Path(raw_path).expanduser()
+            if candidate.is_absolute():
+                resolved = candidate.resolve()
+                if any(resolved.is_relative_to(root) for root in self._read_roots):
+                    return resolved
+            raise

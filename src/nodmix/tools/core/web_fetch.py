@@ -7,6 +7,8 @@ so they are imported on the first HTML page, in the worker thread that runs the 
 The download is capped after content decoding, so a compressed response cannot expand past the
 cap. The tool fetches whatever host the model names, loopback and private addresses included:
 Nodmix is self-hosted and reaching local services is a feature; restrict it with tool policy.
+In a sandboxed session (`agents.defaults.sandbox.mode`) the isolation's transport refuses
+loopback, link-local and private addresses unless `tools.webFetch.allowPrivateNetwork` is true.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import CoreTool, require_str
+from nodmix.tools.isolation import Isolation
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +126,7 @@ class WebFetchTool(CoreTool):
         max_chars: int = DEFAULT_MAX_CHARS,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
+        isolation: Isolation | None = None,
     ) -> None:
         """Create the tool.
 
@@ -131,7 +135,9 @@ class WebFetchTool(CoreTool):
             max_chars: Most characters of text returned to the model.
             timeout_seconds: Deadline for the whole fetch, redirects included.
             max_redirects: Redirects followed before giving up.
+            isolation: The agent's sandbox; its sessions fetch through its guarded transport.
         """
+        self._isolation = isolation
         self._max_bytes = max_bytes
         self._max_chars = max_chars
         self._timeout = timeout_seconds
@@ -160,7 +166,8 @@ class WebFetchTool(CoreTool):
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Fetch the URL and return a header (final URL, status, type) and the text."""
         url = check_url(require_str(args, "url"))
-        fetched = await self._fetch(url)
+        guarded = self._isolation is not None and self._isolation.applies(ctx)
+        fetched = await self._fetch(url, guarded=guarded)
         kind = _kind(fetched.content_type, fetched.body)
         details = {
             "url": url,
@@ -201,9 +208,11 @@ class WebFetchTool(CoreTool):
         body = "\n\n".join([text or "(empty response)", *notes])
         return ToolResult.text(f"{header}\n\n{body}", details=details)
 
-    async def _fetch(self, url: str) -> _Fetched:
+    async def _fetch(self, url: str, *, guarded: bool = False) -> _Fetched:
         headers = {"User-Agent": _USER_AGENT, "Accept": _ACCEPT}
+        isolation = self._isolation
         client = httpx2.AsyncClient(
+            transport=isolation.web_transport() if guarded and isolation else None,
             headers=headers,
             timeout=self._timeout,
             follow_redirects=True,

@@ -1,0 +1,58 @@
+"""The channel adapter seam: one small protocol per platform.
+
+An adapter owns its platform connection. `run(sink, status)` receives events until
+cancelled, turning each into an `InboundMessage` handed to `sink` (awaited: the adapter
+persists its position, such as the Telegram update offset, only after the sink accepted the
+message). `send` delivers one outbound message whose text is already within `text_limit` (the
+layer splits long replies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Protocol
+
+from nodmix.channels.status import ChannelStatus
+from nodmix.channels.types import InboundMessage, OutboundMessage
+
+InboundSink = Callable[[InboundMessage], Awaitable[None]]
+
+
+class ChannelAdapter(Protocol):
+    """A connected chat platform."""
+
+    @property
+    def channel_id(self) -> str:
+        """The config id (`telegram`)."""
+        ...
+
+    @property
+    def text_limit(self) -> int:
+        """The longest text one message may carry."""
+        ...
+
+    async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
+        """Connect and deliver inbound messages until cancelled (reconnecting on errors with
+        backoff), keeping `status` (connected, account, errors) current."""
+        ...
+
+    async def send(self, message: OutboundMessage) -> list[str]:
+        """Send one message (text within `text_limit`, then its files); the sent message ids."""
+        ...
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Show the typing indicator for a few seconds."""
+        ...
+
+    async def download(self, ref: str, target: Path) -> Path:
+        """Save an inbound attachment to `target` (a path; the adapter may add an extension)."""
+        ...
+
+    async def check(self) -> str:
+        """Verify the credentials; a short description of the account (`@botname`)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection."""
+        ...

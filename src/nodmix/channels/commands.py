@@ -1,0 +1,91 @@
+"""Chat commands that work in every channel: a registry others extend.
+
+A command is `/name [args]` (Telegram's `/name@botname` too). `immediate` commands answer at
+once, even while a turn runs (`/stop`, `/status`, `/help`); the others (`/new`, `/compact`)
+go through the session's queue and are run by the runtime like a turn. Another package adds a
+command with `register_command(ChatCommand(...))` (for example `/approve <id>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nodmix.channels.types import InboundMessage
+
+if TYPE_CHECKING:
+    from nodmix.channels.manager import ChannelManager
+
+
+@dataclass(frozen=True, slots=True)
+class CommandCall:
+    """One command as a chat sent it."""
+
+    name: str
+    args: str
+    message: InboundMessage
+    session_key: str
+    agent_id: str
+    manager: ChannelManager
+
+
+CommandHandler = Callable[[CommandCall], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCommand:
+    """A `/command`: `handler` answers it; without one, the runtime runs it as a turn."""
+
+    name: str
+    help: str
+    handler: CommandHandler | None = None
+    immediate: bool = True
+
+
+COMMANDS: dict[str, ChatCommand] = {}
+"""Registered commands by name (without the slash)."""
+
+
+def register_command(command: ChatCommand) -> None:
+    """Add (or replace) a chat command."""
+    COMMANDS[command.name] = command
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """`(name, args)` when `text` is a registered `/command`, else None."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    head, _, rest = stripped.partition(" ")
+    name = head[1:].split("@", 1)[0].lower()
+    if name not in COMMANDS:
+        return None
+    return name, rest.strip()
+
+
+async def _help(call: CommandCall) -> str:
+    lines = [f"/{c.name} - {c.help}" for c in sorted(COMMANDS.values(), key=lambda c: c.name)]
+    return "Commands:\n" + "\n".join(lines)
+
+
+async def _status(call: CommandCall) -> str:
+    lane = call.manager.lane_state(call.session_key)
+    return (
+        f"Session {call.session_key} (agent {call.agent_id}): "
+        f"{'a turn is running' if lane[0] else 'idle'}, {lane[1]} queued."
+    )
+
+
+async def _stop(call: CommandCall) -> str:
+    stopped = call.manager.stop_session(call.session_key)
+    return "Stopped the running turn." if stopped else "Nothing is running."
+
+
+register_command(ChatCommand(name="help", help="list the chat commands", handler=_help))
+register_command(ChatCommand(name="status", help="this chat's session and queue", handler=_status))
+register_command(ChatCommand(name="stop", help="stop the running turn", handler=_stop))
+register_command(
+    ChatCommand(name="new", help="start a fresh session (the old one is kept)", immediate=False)
+)
+register_command(ChatCommand(name="compact", help="summarise older history now", immediate=False))

@@ -1,0 +1,380 @@
+"""The channel manager: runs the configured adapters inside the gateway, applies access
+control, routes messages to sessions and runs one turn at a time per session.
+
+Each session has a lane: allowed messages queue there (bounded) and a worker runs them in
+order through the runtime's turn API (`TurnRunner`), showing the typing indicator while a turn
+runs and sending the reply, split at the platform's limit, when it ends. A message is marked
+answered only after its reply went out, so a message pending at a crash runs again after the
+restart; the delivery log (`delivery.py`) keeps a re-delivered message from being answered
+twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from nodmix.channels.access import decide
+from nodmix.channels.base import ChannelAdapter
+from nodmix.channels.chunking import split_text
+from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
+from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.inbox import prompt_text
+from nodmix.channels.pairing import PairingStore
+from nodmix.channels.registry import create_adapter, enabled_channels, rules_for
+from nodmix.channels.routing import route_agent, session_key
+from nodmix.channels.status import ChannelStatus, write_status
+from nodmix.channels.types import Attachment, InboundMessage, OutboundMessage
+from nodmix.config.schema import NodmixConfig
+from nodmix.origin import TurnOrigin
+
+log = logging.getLogger("nodmix.channels")
+
+MAX_QUEUED_PER_SESSION = 20
+TYPING_EVERY_SECONDS = 4.0
+STATUS_EVERY_SECONDS = 1.0
+
+
+class RunHandle(Protocol):
+    """A turn started for a channel message."""
+
+    def cancel(self) -> None: ...
+
+    async def result(self) -> str:
+        """The text to send back (the reply, or a command's message)."""
+        ...
+
+
+class TurnRunner(Protocol):
+    """How the manager runs turns: the gateway's turn API."""
+
+    def start(
+        self, text: str, *, agent_id: str, session_key: str, origin: TurnOrigin
+    ) -> RunHandle: ...
+
+    def workspace(self, agent_id: str) -> Path: ...
+
+    def default_agent(self) -> str: ...
+
+
+@dataclass(slots=True)
+class _Lane:
+    queue: deque[InboundMessage] = field(default_factory=deque)
+    running: RunHandle | None = None
+    stopped: bool = False
+    busy: bool = False
+
+
+def pairing_reply(code: str, channel: str) -> str:
+    """What an unknown sender is told."""
+    return (
+        "This assistant does not know you yet. Your pairing code is "
+        f"{code}. Ask its owner to run: nodmix pairing approve {channel} {code}"
+    )
+
+
+class ChannelManager:
+    """Every configured channel of one gateway."""
+
+    def __init__(
+        self,
+        config: Callable[[], NodmixConfig],
+        *,
+        env: Mapping[str, str],
+        state_dir: Path,
+    ) -> None:
+        self._config = config
+        self._env = env
+        self.state_dir = state_dir
+        self.pairing = PairingStore(state_dir)
+        self.adapters: dict[str, ChannelAdapter] = {}
+        self.statuses: dict[str, ChannelStatus] = {}
+        self._delivery: dict[str, DeliveryLog] = {}
+        self._lanes: dict[str, _Lane] = {}
+        self._runner: TurnRunner | None = None
+        self._group: TaskGroup | None = None
+        self._status_dirty = False
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def configured(self) -> list[str]:
+        """Ids of the channels that start with the gateway."""
+        return enabled_channels(self._config())
+
+    def adapter(self, channel: str) -> ChannelAdapter:
+        """The channel's adapter (built on first use, also outside the gateway)."""
+        if channel not in self.adapters:
+            self.adapters[channel] = create_adapter(
+                channel, self._config(), self._env, self.state_dir
+            )
+        return self.adapters[channel]
+
+    async def run(self, runner: TurnRunner) -> None:
+        """Run every configured channel until cancelled (the gateway's lifespan)."""
+        channels = self.configured()
+        if not channels:
+            return
+        self._runner = runner
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                for channel in channels:
+                    self.statuses[channel] = ChannelStatus(channel=channel)
+                    self._delivery[channel] = DeliveryLog(self.state_dir, channel)
+                    group.start_soon(self._run_channel, channel)
+                group.start_soon(self._mirror_status)
+        finally:
+            self._group = None
+            with anyio.CancelScope(shield=True):
+                for adapter in self.adapters.values():
+                    with contextlib.suppress(Exception):
+                        await adapter.aclose()
+                self.adapters.clear()
+
+    async def _run_channel(self, channel: str) -> None:
+        status = self.statuses[channel]
+        try:
+            adapter = self.adapter(channel)
+        except Exception as exc:
+            status.error(str(exc))
+            self._status_dirty = True
+            log.error("channel %s not started: %s", channel, exc)
+            return
+        for msg in self._delivery[channel].pending():  # accepted before a restart
+            self._enqueue(msg)
+        await adapter.run(self.receive, status)
+
+    async def _mirror_status(self) -> None:
+        last: list[dict[str, object]] = []
+        while True:
+            # Adapters update their status directly (errors, refusals), so compare too.
+            snapshot = [s.to_json() for s in self.statuses.values()]
+            if self._status_dirty or snapshot != last:
+                self._status_dirty = False
+                last = snapshot
+                try:
+                    await anyio.to_thread.run_sync(
+                        write_status, self.state_dir, list(self.statuses.values())
+                    )
+                except OSError as exc:
+                    log.warning("cannot write channel status: %s", exc)
+            await anyio.sleep(STATUS_EVERY_SECONDS)
+
+    def touch(self) -> None:
+        """Status changed (adapters call this on connect/error)."""
+        self._status_dirty = True
+
+    # ---- inbound --------------------------------------------------------------------------
+
+    async def receive(self, msg: InboundMessage) -> None:
+        """One inbound message: access control first; nothing else sees a refused one."""
+        status = self.statuses.setdefault(msg.channel, ChannelStatus(channel=msg.channel))
+        status.received += 1
+        status.last_event_at = time.time()
+        self._status_dirty = True
+        config = self._config()
+        decision = decide(rules_for(config, msg.channel), self.pairing, msg)
+        if decision.verdict == "pair":
+            await self._pair(msg, status)
+            return
+        if decision.verdict != "allow":
+            status.count(decision.verdict, decision.reason)
+            log.info(
+                "%s: %s message from %s: %s",
+                msg.channel,
+                decision.verdict,
+                msg.sender_id,
+                decision.reason,
+            )
+            return
+        delivery = self._delivery.get(msg.channel)
+        if delivery is not None and not delivery.accept(msg):
+            return  # delivered again after a restart: already answered or pending
+        self._enqueue(msg)
+
+    async def _pair(self, msg: InboundMessage, status: ChannelStatus) -> None:
+        request, created = self.pairing.request(
+            msg.channel, msg.sender_id, sender_name=msg.sender_name, chat_id=msg.chat_id
+        )
+        if request is None:
+            status.count("refuse", "too many pending pairing requests")
+            return
+        if created:
+            status.pairing_requests += 1
+        status.count("refuse", "awaiting pairing")
+        await self._send_safely(
+            msg.channel,
+            OutboundMessage(chat_id=msg.chat_id, text=pairing_reply(request.code, msg.channel)),
+        )
+
+    def _route(self, msg: InboundMessage) -> tuple[str, str]:
+        assert self._runner is not None
+        config = self._config()
+        section = getattr(config.channels, msg.channel, None)
+        default = getattr(section, "agent_id", None) or self._runner.default_agent()
+        agent = route_agent(config, msg, default)
+        return agent, session_key(config, msg, agent)
+
+    def _enqueue(self, msg: InboundMessage) -> None:
+        agent_id, key = self._route(msg)
+        parsed = parse_command(msg.text)
+        if parsed is not None and COMMANDS[parsed[0]].immediate:
+            command = COMMANDS[parsed[0]]
+            call = CommandCall(parsed[0], parsed[1], msg, key, agent_id, self)
+            assert self._group is not None and command.handler is not None
+            self._group.start_soon(self._answer_command, call, command.handler)
+            return
+        lane = self._lanes.setdefault(key, _Lane())
+        status = self.statuses[msg.channel]
+        if len(lane.queue) >= MAX_QUEUED_PER_SESSION:
+            status.count("refuse", "session queue full")
+            self._delivery[msg.channel].done(msg)
+            return
+        lane.queue.append(msg)
+        status.queued += 1
+        if not lane.busy:
+            lane.busy = True
+            assert self._group is not None
+            self._group.start_soon(self._work, key, agent_id, lane)
+
+    async def _answer_command(
+        self, call: CommandCall, handler: Callable[[CommandCall], Awaitable[str]]
+    ) -> None:
+        try:
+            text = await handler(call)
+        except Exception as exc:
+            text = f"/{call.name} failed: {exc}"
+        await self._reply(call.message, text)
+        self._delivery[call.message.channel].done(call.message)
+
+    # ---- lanes ----------------------------------------------------------------------------
+
+    async def _work(self, key: str, agent_id: str, lane: _Lane) -> None:
+        try:
+            while lane.queue:
+                msg = lane.queue.popleft()
+                self.statuses[msg.channel].queued -= 1
+                await self._run_one(msg, key, agent_id, lane)
+        finally:
+            lane.busy = False
+            if not lane.queue:
+                self._lanes.pop(key, None)
+
+    async def _run_one(self, msg: InboundMessage, key: str, agent_id: str, lane: _Lane) -> None:
+        assert self._runner is not None
+        runner = self._runner
+        text = await prompt_text(self, msg, runner.workspace(agent_id))
+        lane.stopped = False
+        async with anyio.create_task_group() as typing_group:
+            if rules_for(self._config(), msg.channel).typing:
+                typing_group.start_soon(self._keep_typing, msg)
+            handle = runner.start(text, agent_id=agent_id, session_key=key, origin=msg.origin())
+            lane.running = handle
+            try:
+                reply = await handle.result()
+            except Exception as exc:
+                reply = "Stopped." if lane.stopped else f"Sorry, that failed: {exc}"
+                if not lane.stopped:
+                    self.statuses[msg.channel].error(f"turn failed: {exc}")
+            finally:
+                lane.running = None
+                typing_group.cancel_scope.cancel()
+        await self._reply(msg, reply)
+        self._delivery[msg.channel].done(msg)
+        self.statuses[msg.channel].answered += 1
+        self._status_dirty = True
+
+    async def _keep_typing(self, msg: InboundMessage) -> None:
+        adapter = self.adapters.get(msg.channel)
+        if adapter is None:
+            return
+        while True:
+            with contextlib.suppress(Exception):
+                await adapter.typing(msg.chat_id, msg.thread_id)
+            await anyio.sleep(TYPING_EVERY_SECONDS)
+
+    def lane_state(self, key: str) -> tuple[bool, int]:
+        """`(running, queued)` of a session's lane."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            return False, 0
+        return lane.running is not None, len(lane.queue)
+
+    def stop_session(self, key: str) -> bool:
+        """Cancel the session's running turn (`/stop`); queued messages still run."""
+        lane = self._lanes.get(key)
+        if lane is None or lane.running is None:
+            return False
+        lane.stopped = True
+        lane.running.cancel()
+        return True
+
+    # ---- outbound -------------------------------------------------------------------------
+
+    async def _reply(self, msg: InboundMessage, text: str) -> None:
+        await self._send_safely(
+            msg.channel,
+            OutboundMessage(chat_id=msg.chat_id, text=text, thread_id=msg.thread_id),
+        )
+
+    async def _send_safely(self, channel: str, message: OutboundMessage) -> None:
+        try:
+            await self.send(channel, message)
+        except Exception as exc:
+            status = self.statuses.get(channel)
+            if status is not None:
+                status.error(f"send failed: {exc}")
+            log.warning("%s: cannot send to %s: %s", channel, message.chat_id, exc)
+
+    async def send(self, channel: str, message: OutboundMessage) -> list[str]:
+        """Send text (split at the platform's limit) and files; the sent message ids."""
+        adapter = self.adapter(channel)
+        pieces = split_text(message.text, adapter.text_limit) if message.text.strip() else []
+        ids: list[str] = []
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            ids += await adapter.send(
+                OutboundMessage(
+                    chat_id=message.chat_id,
+                    text=piece,
+                    thread_id=message.thread_id,
+                    attachments=message.attachments if last else (),
+                )
+            )
+        if not pieces and message.attachments:
+            ids += await adapter.send(message)
+        return ids
+
+    def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool:
+        """Whether the agent may message `chat_id` (same rules as inbound)."""
+        if origin is not None and origin.channel == channel and origin.chat_id == chat_id:
+            return True
+        rules = rules_for(self._config(), channel)
+        if "*" in rules.allow_from or chat_id in rules.allow_from or chat_id in rules.groups:
+            return True
+        return self.pairing.is_approved(channel, chat_id)
+
+
+def attachment_paths(paths: list[str], workspace: Path) -> tuple[Attachment, ...]:
+    """Workspace-relative file paths as outbound attachments (must stay in the workspace).
+
+    Raises:
+        ValueError: a path leaves the workspace or is not a file.
+    """
+    out = []
+    root = workspace.resolve()
+    for text in paths:
+        path = (root / text).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            raise ValueError(f"{text}: not a file in the workspace")
+        out.append(Attachment(kind="document", name=path.name, path=path))
+    return tuple(out)

@@ -1,0 +1,186 @@
+"""Pairing: unknown senders get a one-time code; the owner approves it.
+
+State per channel in `<state>/channels/pairing/<channel>.json`: pending requests (code,
+sender, when) and approved senders. Codes are 8 characters of capital letters and digits
+without look-alikes (no 0/O, 1/I), expire after an hour, and a channel holds at most 3 pending
+requests. Every change is a locked read-modify-write with an atomic replace, so the gateway and
+`nodmix pairing approve` can act at the same time.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from nodmix.channels.files import channels_dir, locked, read_json, write_json
+from nodmix.errors import NodmixError
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+CODE_TTL_SECONDS = 3600.0
+MAX_PENDING = 3
+
+
+class PairingError(NodmixError):
+    """An unknown code, or a sender that is not approved."""
+
+
+class PendingRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A sender waiting for approval."""
+
+    code: str
+    sender_id: str
+    sender_name: str = ""
+    chat_id: str = ""
+    created_at: float
+
+    def to_json(self, channel: str) -> dict[str, Any]:
+        """The shape `nodmix pairing list --json` and `pairing.list` report."""
+        return {
+            "channel": channel,
+            "code": self.code,
+            "senderId": self.sender_id,
+            "senderName": self.sender_name,
+            "createdAt": int(self.created_at * 1000),
+            "expiresAt": int((self.created_at + CODE_TTL_SECONDS) * 1000),
+        }
+
+
+class Approved(msgspec.Struct, frozen=True, kw_only=True):
+    """A sender the owner let in."""
+
+    sender_id: str
+    sender_name: str = ""
+    approved_at: float
+
+
+class PairingState(msgspec.Struct, kw_only=True):
+    """One channel's pairing file."""
+
+    pending: list[PendingRequest] = msgspec.field(default_factory=list)
+    approved: list[Approved] = msgspec.field(default_factory=list)
+
+
+def new_code() -> str:
+    """A random pairing code."""
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+class PairingStore:
+    """The pairing files of every channel under a state dir."""
+
+    def __init__(self, state_dir: Path, *, clock: Any = time.time) -> None:
+        self.root = channels_dir(state_dir) / "pairing"
+        self._clock = clock
+        self._cache: dict[str, tuple[int, PairingState]] = {}
+
+    def path(self, channel: str) -> Path:
+        """The pairing file of `channel`."""
+        return self.root / f"{channel}.json"
+
+    def load(self, channel: str) -> PairingState:
+        """The channel's state, expired codes dropped (cached until the file changes)."""
+        path = self.path(channel)
+        try:
+            stamp = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return PairingState()
+        cached = self._cache.get(channel)
+        if cached is None or cached[0] != stamp:
+            raw = read_json(path, {})
+            try:
+                state = msgspec.convert(raw, PairingState)
+            except msgspec.ValidationError:
+                state = PairingState()
+            cached = (stamp, state)
+            self._cache[channel] = cached
+        now = self._clock()
+        state = cached[1]
+        live = [p for p in state.pending if now - p.created_at < CODE_TTL_SECONDS]
+        return PairingState(pending=live, approved=list(state.approved))
+
+    def _save(self, channel: str, state: PairingState) -> None:
+        write_json(self.path(channel), msgspec.to_builtins(state))
+        self._cache.pop(channel, None)
+
+    def is_approved(self, channel: str, sender_id: str) -> bool:
+        """Whether the owner approved `sender_id` on `channel`."""
+        return any(a.sender_id == sender_id for a in self.load(channel).approved)
+
+    def request(
+        self, channel: str, sender_id: str, *, sender_name: str = "", chat_id: str = ""
+    ) -> tuple[PendingRequest | None, bool]:
+        """The sender's pending request: `(request, created_now)`; `(None, False)` when the
+        channel already holds `MAX_PENDING` requests from other senders."""
+        with locked(self.path(channel)):
+            state = self.load(channel)
+            for pending in state.pending:
+                if pending.sender_id == sender_id:
+                    return pending, False
+            if len(state.pending) >= MAX_PENDING:
+                return None, False
+            taken = {p.code for p in state.pending}
+            code = new_code()
+            while code in taken:
+                code = new_code()
+            request = PendingRequest(
+                code=code,
+                sender_id=sender_id,
+                sender_name=sender_name,
+                chat_id=chat_id,
+                created_at=self._clock(),
+            )
+            state.pending.append(request)
+            self._save(channel, state)
+            return request, True
+
+    def approve(self, channel: str, code: str) -> PendingRequest:
+        """Approve a pending code (case-insensitive).
+
+        Raises:
+            PairingError: no live request has that code.
+        """
+        wanted = code.strip().upper()
+        with locked(self.path(channel)):
+            state = self.load(channel)
+            found = next((p for p in state.pending if p.code == wanted), None)
+            if found is None:
+                raise PairingError(
+                    f"no pending pairing request on {channel} has code {wanted!r} "
+                    "(codes expire after an hour; list them with `nodmix pairing list`)"
+                )
+            state.pending = [p for p in state.pending if p.sender_id != found.sender_id]
+            state.approved = [a for a in state.approved if a.sender_id != found.sender_id]
+            state.approved.append(
+                Approved(
+                    sender_id=found.sender_id,
+                    sender_name=found.sender_name,
+                    approved_at=self._clock(),
+                )
+            )
+            self._save(channel, state)
+            return found
+
+    def revoke(self, channel: str, sender_id: str) -> None:
+        """Forget an approved sender (they must pair again).
+
+        Raises:
+            PairingError: the sender is not approved on that channel.
+        """
+        with locked(self.path(channel)):
+            state = self.load(channel)
+            if not any(a.sender_id == sender_id for a in state.approved):
+                raise PairingError(f"sender {sender_id} is not approved on {channel}")
+            state.approved = [a for a in state.approved if a.sender_id != sender_id]
+            state.pending = [p for p in state.pending if p.sender_id != sender_id]
+            self._save(channel, state)
+
+    def channels(self) -> list[str]:
+        """Channels that have a pairing file."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.stem for p in self.root.glob("*.json"))

@@ -1,0 +1,89 @@
+"""The `message` tool: the agent sends a message or files to a chat, under the same rules
+that decide who may message it (allowed senders, approved senders, allowed groups, or the chat
+the turn came from)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nodmix.channels.types import OutboundMessage
+from nodmix.messages import JsonObject
+from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from nodmix.channels.manager import ChannelManager
+
+PARAMETERS: JsonObject = {
+    "type": "object",
+    "properties": {
+        "channel": {
+            "type": "string",
+            "description": "Channel id, e.g. telegram. Default: the "
+            "channel this conversation came from.",
+        },
+        "to": {
+            "type": "string",
+            "description": "Chat id. Default: the chat this conversation came from.",
+        },
+        "text": {"type": "string", "description": "Message text."},
+        "attachments": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Workspace-relative paths of files to send.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+class MessageTools:
+    """The `message` tool as a tool source (present when a channel is configured)."""
+
+    def __init__(self, manager: ChannelManager) -> None:
+        self._manager = manager
+        self._tool = FunctionTool.create(
+            self._call,
+            name="message",
+            description="Send a message (and files from the workspace) to a chat on a "
+            "configured channel. Only chats allowed to talk to you can be messaged.",
+            parameters=PARAMETERS,
+            label="Send message",
+        )
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return [self._tool] if self._manager.configured() else []
+
+    async def _call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        from nodmix.channels.manager import attachment_paths
+
+        origin = ctx.origin
+        channel = str(args.get("channel") or (origin.channel if origin else ""))
+        to = str(args.get("to") or (origin.chat_id if origin and origin.channel == channel else ""))
+        if not channel or not to:
+            return ToolResult.error("name the channel and the chat: {channel, to, text}")
+        if channel not in self._manager.configured():
+            known = ", ".join(self._manager.configured()) or "none"
+            return ToolResult.error(f"channel {channel!r} is not configured (configured: {known})")
+        if not self._manager.outbound_allowed(channel, to, origin):
+            return ToolResult.error(
+                f"{channel} chat {to} is not allowed (not in allowFrom/groups, not paired)"
+            )
+        raw_paths = args.get("attachments") or []
+        try:
+            files = attachment_paths([str(p) for p in raw_paths], ctx.workspace)
+        except ValueError as exc:
+            return ToolResult.error(str(exc))
+        thread = origin.thread_id if origin and origin.chat_id == to else None
+        message = OutboundMessage(
+            chat_id=to, text=str(args.get("text") or ""), thread_id=thread, attachments=files
+        )
+        if not message.text.strip() and not files:
+            return ToolResult.error("nothing to send: give text or attachments")
+        try:
+            ids = await self._manager.send(channel, message)
+        except Exception as exc:
+            return ToolResult.error(f"sending failed: {exc}")
+        return ToolResult.text(
+            f"sent {len(ids)} message(s) to {channel} {to}", details={"messageIds": ids}
+        )

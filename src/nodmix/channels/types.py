@@ -1,0 +1,68 @@
+"""The channel layer's own message types: what arrives from a chat and what goes back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from nodmix.origin import ChatType, TurnOrigin
+
+
+class Attachment(msgspec.Struct, frozen=True, kw_only=True):
+    """A file that came with a message (`ref` is the platform's handle) or goes out with one."""
+
+    kind: str
+    """`photo`, `document`, ..."""
+    ref: str | None = None
+    """The platform's file id (inbound)."""
+    name: str | None = None
+    path: Path | None = None
+    """Where the file is on disk (saved inbound files, outbound files)."""
+
+
+class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """One message from a chat, normalised by the adapter."""
+
+    channel: str
+    account: str = "default"
+    chat_type: ChatType
+    chat_id: str
+    message_id: str
+    sender_id: str
+    sender_name: str = ""
+    text: str = ""
+    thread_id: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    mentioned: bool = False
+    """The bot was @-mentioned (or the message replies to one of the bot's)."""
+    reply_to: str | None = None
+    """The message id this one replies to."""
+
+    @property
+    def key(self) -> str:
+        """A delivery id unique within the channel (dedupe across restarts)."""
+        return f"{self.chat_id}:{self.message_id}"
+
+    def origin(self) -> TurnOrigin:
+        """The turn origin this message gives a turn."""
+        return TurnOrigin(
+            channel=self.channel,
+            account=self.account,
+            chat_id=self.chat_id,
+            chat_type=self.chat_type,
+            thread_id=self.thread_id,
+            sender_id=self.sender_id,
+            sender_name=self.sender_name or None,
+            message_id=self.message_id,
+        )
+
+
+class OutboundMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """Text (already within the platform's limit) and files for one chat."""
+
+    chat_id: str
+    text: str = ""
+    thread_id: str | None = None
+    reply_to: str | None = None
+    attachments: tuple[Attachment, ...] = ()

@@ -1,0 +1,60 @@
+"""`nodmix doctor`'s channel checks: each configured channel's credentials, tried for real
+(Telegram: `getMe` against the configured Bot API server; Matrix: `whoami` on the homeserver,
+after a password login when no device is kept; with a deadline)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+Level = Literal["ok", "warn", "error"]
+Finding = tuple[str, Level, str, str | None]
+"""(name, level, detail, fix)."""
+
+CHECK_TIMEOUT_SECONDS = 15.0
+
+
+def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
+    """One finding per enabled channel."""
+    import anyio
+
+    from nodmix.channels.registry import create_adapter, enabled_channels
+    from nodmix.config import paths
+
+    env = dict(os.environ)
+    findings: list[Finding] = []
+    for channel in enabled_channels(config):
+        name = f"channel {channel}"
+        try:
+            adapter = create_adapter(channel, config, env, paths.state_dir(env))
+        except Exception as exc:
+            findings.append((name, "error", str(exc), "set the channel's credentials"))
+            continue
+        if offline:
+            findings.append((name, "ok", "configured (not contacted: --offline)", None))
+            continue
+
+        async def probe(adapter: Any = adapter) -> str:
+            try:
+                with anyio.fail_after(CHECK_TIMEOUT_SECONDS):
+                    return str(await adapter.check())
+            finally:
+                await adapter.aclose()
+
+        try:
+            account = anyio.run(probe)
+        except TimeoutError:
+            where = "homeserver" if channel == "matrix" else "apiBaseUrl"
+            findings.append((name, "error", "no answer within 15 s", f"check {where}"))
+        except Exception as exc:
+            fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
+            findings.append((name, "error", f"credentials refused or unreachable: {exc}", fix))
+        else:
+            findings.append((name, "ok", f"connected as {account}", None))
+    return findings
+
+
+_CREDENTIAL_FIX = {
+    "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
+    "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
+}

@@ -1,0 +1,138 @@
+"""The `channels`, `session` and `bindings` sections of `nodmix.json`.
+
+`channels.<id>` configures one chat channel (a channel starts when its section exists, unless
+`enabled: false`); `channels.defaults` holds access rules shared by every channel. Access keys
+left unset resolve, in order, from the channel's section, `channels.defaults`, then the
+built-in defaults (`nodmix.channels.access.resolve_rules`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
+GroupPolicy = Literal["allowlist", "open", "disabled"]
+PeerId = str | int
+
+
+class ChannelSection(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
+    """Base of the channel sections (same rules as every config section)."""
+
+
+class ChannelDefaults(ChannelSection, frozen=True):
+    """`channels.defaults`: access rules every channel inherits."""
+
+    dm_policy: DmPolicy | None = None
+    """`pairing` (default), `allowlist`, `open` (needs `"*"` in `allowFrom`) or `disabled`."""
+    allow_from: list[PeerId] | None = None
+    """Sender ids allowed to message the agent directly (`"*"`: anyone)."""
+    group_policy: GroupPolicy | None = None
+    """`allowlist` (default: only `groups`), `open` or `disabled`."""
+    groups: list[PeerId] | None = None
+    """Group/chat ids the agent answers in under `groupPolicy: allowlist`."""
+    require_mention: bool | None = None
+    """In groups, answer only messages that mention the bot or reply to it (default true)."""
+    typing: bool | None = None
+    """Show the platform's typing indicator while a turn runs (default true)."""
+
+
+class TelegramConfig(ChannelDefaults, frozen=True):
+    """`channels.telegram`: a Telegram bot (long polling)."""
+
+    enabled: bool = True
+    bot_token: str | None = None
+    """The bot token, a literal or `${ENV_VAR}`; `TELEGRAM_BOT_TOKEN` when unset."""
+    api_base_url: str | None = None
+    """Bot API server; requests go to `<apiBaseUrl>/bot<token>/<method>`.
+    Default `https://api.telegram.org`."""
+    poll_timeout_seconds: Annotated[int, msgspec.Meta(ge=0, le=50)] | None = None
+    """Long-poll timeout of `getUpdates` (default 25)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
+class MatrixConfig(ChannelDefaults, frozen=True):
+    """`channels.matrix`: a Matrix account (client-server API, long-polling `/sync`)."""
+
+    enabled: bool = True
+    homeserver: str | None = None
+    """The homeserver's client-server API URL (`https://matrix.example.org`)."""
+    user_id: str | None = None
+    """The bot's full user id (`@nodmix:example.org`)."""
+    access_token: str | None = None
+    """An access token, a literal or `${ENV_VAR}`; `MATRIX_ACCESS_TOKEN` when unset."""
+    password: str | None = None
+    """Log in with this password instead (a literal or `${ENV_VAR}`); the device and its token
+    are then kept in the state dir and reused."""
+    device_name: str | None = None
+    """Name of the device a password login creates (default `Nodmix`)."""
+    text_limit: Annotated[int, msgspec.Meta(ge=500, le=32000)] | None = None
+    """Longest message body before a reply is split (default 16000 characters)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
+class ChannelsConfig(ChannelSection, frozen=True):
+    """`channels`."""
+
+    defaults: ChannelDefaults = ChannelDefaults()
+    telegram: TelegramConfig | None = None
+    matrix: MatrixConfig | None = None
+
+
+class SessionConfig(ChannelSection, frozen=True):
+    """`session`: how channel conversations map to sessions."""
+
+    dm_scope: Literal["main", "per-peer"] | None = None
+    """`main` (default): direct messages from approved senders continue the agent's main
+    session; `per-peer`: one session per sender."""
+
+
+class BindingMatch(ChannelSection, frozen=True):
+    """`bindings[].match`: which messages a binding routes."""
+
+    channel: str
+    account_id: str | None = None
+    peer: PeerId | None = None
+    """A sender id (DMs) or chat id (groups)."""
+
+
+class BindingConfig(ChannelSection, frozen=True):
+    """`bindings[]`: route a channel, account or peer to an agent."""
+
+    agent_id: str
+    match: BindingMatch
+
+
+def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
+    """Cross-field rules: `dmPolicy: open` needs `"*"` in `allowFrom`.
+
+    Raises:
+        ConfigError: a rule is broken (names the file and the dotted key).
+    """
+    from nodmix.errors import ConfigError
+
+    defaults = channels.defaults
+    sections: list[tuple[str, ChannelDefaults]] = [("defaults", defaults)]
+    if channels.telegram is not None:
+        sections.append(("telegram", channels.telegram))
+    if channels.matrix is not None:
+        sections.append(("matrix", channels.matrix))
+    for name, section in sections:
+        policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
+        allow = section.allow_from if section.allow_from is not None else defaults.allow_from
+        if policy == "open" and "*" not in [str(a) for a in allow or []]:
+            raise ConfigError(
+                'dmPolicy "open" lets anyone reach the agent; confirm it with allowFrom: ["*"]',
+                file=file,
+                key=f"channels.{name}.dmPolicy",
+            )

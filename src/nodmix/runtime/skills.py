@@ -1,0 +1,66 @@
+"""What skills add to one turn: the prompt section, the code-mode tools, readable folders."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from nodmix.agents import AgentProfile
+from nodmix.config import LoadedConfig
+from nodmix.skills import SkillBook, SkillReview, skills_section
+from nodmix.skills.gating import skill_env
+from nodmix.skills.model import Skill
+from nodmix.skills.tools import SKILLS_OWNER, skill_tools, skills_namespace
+from nodmix.tools import Tool
+
+SKILLS_NAMESPACE = (SKILLS_OWNER, skills_namespace())
+"""`(owner, registration)` of the code-mode `skills` global, passed with the plugins' ones."""
+
+
+class TurnSkills(msgspec.Struct, frozen=True, kw_only=True):
+    """The eligible skills of a turn and what they contribute."""
+
+    skills: tuple[Skill, ...]
+    exec_env: dict[str, str] = msgspec.field(default_factory=dict)
+    """What the skills' `skills.entries` settings add to `exec` commands."""
+
+    @property
+    def read_roots(self) -> tuple[Path, ...]:
+        """Skill folders the `read` tool may read although they lie outside the workspace."""
+        return tuple(s.folder for s in self.skills)
+
+    def code_mode_tools(self) -> list[Tool]:
+        """`skills_list` and `skill_read` for the hidden catalog (none without skills)."""
+        return skill_tools(self.skills) if self.skills else []
+
+    def prompt(self, agent: AgentProfile, *, code_mode: bool) -> str | None:
+        """The system-prompt section (one line per skill), or None."""
+        return skills_section(
+            self.skills, workspace=agent.workspace.absolute(), code_mode=code_mode
+        )
+
+
+def turn_skills(
+    book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
+) -> TurnSkills:
+    """Scan (cheap when nothing changed) and keep the skills `agent` is offered."""
+    offered = review_agent(book, loaded, agent, env).eligible
+    entries = loaded.config.skills.entries
+    return TurnSkills(skills=offered, exec_env=skill_env(offered, entries, env))
+
+
+def review_agent(
+    book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
+) -> SkillReview:
+    """Every skill found for `agent` with its verdict (for the gateway's `skills.list`)."""
+    return book.review(
+        loaded.config,
+        raw_config=loaded.raw,
+        config_dir=loaded.path.parent,
+        agent_id=agent.id,
+        workspace=agent.workspace,
+        env=env,
+    )

@@ -1,0 +1,1 @@
+"""Safe by default: exec approvals, the sandboxed shell and the security audit."""

@@ -1,0 +1,1 @@
+"""The sandboxed shell: which sessions are sandboxed, and bubblewrap to run their commands."""

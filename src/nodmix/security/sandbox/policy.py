@@ -1,0 +1,53 @@
+"""Which sessions are sandboxed, and the limits their commands run under.
+
+`agents.defaults.sandbox.mode` (merged per agent) is `off`, `non-main` or `all`. With `non-main`,
+every session of an agent except its `main` one (`agent:<id>:main`, the owner's own CLI and web
+page) is sandboxed: sessions opened by name, through the API, or later by chat channels.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from nodmix.config.schema import SandboxConfig
+from nodmix.sessions.keys import DEFAULT_SESSION_NAME, KEY_PREFIX
+
+SandboxMode: TypeAlias = Literal["off", "non-main", "all"]
+
+DEFAULT_MODE: SandboxMode = "off"
+DEFAULT_CPU_SECONDS = 600
+DEFAULT_MEMORY_BYTES = 4 * 1024**3
+DEFAULT_FILE_SIZE_BYTES = 1024**3
+
+
+class SandboxSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent's resolved sandbox settings."""
+
+    mode: SandboxMode = DEFAULT_MODE
+    network: bool = False
+    cpu_seconds: int = DEFAULT_CPU_SECONDS
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
+    file_size_bytes: int = DEFAULT_FILE_SIZE_BYTES
+
+    @classmethod
+    def from_config(cls, config: SandboxConfig | None) -> SandboxSettings:
+        """Fill what `config` leaves unset with the defaults."""
+        config = config or SandboxConfig()
+        return cls(
+            mode=config.mode or DEFAULT_MODE,
+            network=bool(config.network),
+            cpu_seconds=config.cpu_seconds or DEFAULT_CPU_SECONDS,
+            memory_bytes=config.memory_bytes or DEFAULT_MEMORY_BYTES,
+            file_size_bytes=config.file_size_bytes or DEFAULT_FILE_SIZE_BYTES,
+        )
+
+
+def is_sandboxed(mode: SandboxMode, agent_id: str, session_key: str) -> bool:
+    """Whether a session of `agent_id` runs its commands in the sandbox under `mode`."""
+    if mode == "all":
+        return True
+    if mode == "non-main":
+        return session_key != f"{KEY_PREFIX}:{agent_id}:{DEFAULT_SESSION_NAME}"
+    return False

@@ -1,0 +1,63 @@
+"""The sandbox of one agent, as the tools see it (`nodmix.tools.isolation.Isolation`).
+
+It decides per call whether the session is sandboxed (`sandbox.mode`), runs the commands of
+sandboxed sessions under bubblewrap, and gives `web_fetch` a transport that refuses private
+addresses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+
+from nodmix.agents import AgentProfile
+from nodmix.config import paths
+from nodmix.security.network import guarded_transport
+from nodmix.security.sandbox.bwrap import bwrap_launch
+from nodmix.security.sandbox.policy import SandboxSettings, is_sandboxed
+from nodmix.tools.base import ToolContext
+from nodmix.tools.isolation import Launch
+
+
+class SessionSandbox:
+    """The `Isolation` of one agent.
+
+    Args:
+        settings: The agent's sandbox settings.
+        state_dir: The state dir, hidden from sandboxed commands.
+        home: The home directory, hidden too (default: the current user's).
+        bwrap: Path of the `bwrap` executable; found on PATH when None.
+    """
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        *,
+        state_dir: Path,
+        home: Path | None = None,
+        bwrap: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self._hidden = (state_dir, home or Path.home())
+        self._bwrap = bwrap
+
+    @classmethod
+    def for_agent(cls, agent: AgentProfile) -> SessionSandbox | None:
+        """The agent's sandbox, or None when its mode is `off`."""
+        settings = SandboxSettings.from_config(agent.sandbox)
+        if settings.mode == "off":
+            return None
+        return cls(settings, state_dir=paths.state_dir())
+
+    def applies(self, ctx: ToolContext) -> bool:
+        """Whether the call's session is sandboxed under the agent's mode."""
+        return is_sandboxed(self.settings.mode, ctx.agent_id, ctx.session_key)
+
+    async def wrap(self, launch: Launch, ctx: ToolContext) -> Launch:
+        """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start)."""
+        return await bwrap_launch(launch, self.settings, hidden=self._hidden, bwrap=self._bwrap)
+
+    def web_transport(self) -> httpx2.AsyncBaseTransport:
+        """A transport that connects only to public addresses (checked after resolving)."""
+        return guarded_transport()

@@ -1,0 +1,124 @@
+"""A Starlette app served by uvicorn on 127.0.0.1 from a background thread (for test servers
+that sync test code drives). Subclasses provide `build_app()`."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.from_thread
+import uvicorn
+from starlette.applications import Starlette
+
+
+class ThreadedServer:
+    """Start with `with server:` (or `start()`/`stop()`); `port` is known once started."""
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self._requested_port = port
+        self.port = 0
+        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._loop_thread: int | None = None
+        self._stop: anyio.Event | None = None
+        self._done: Any = None
+
+    def build_app(self) -> Starlette:
+        """The app to serve."""
+        raise NotImplementedError
+
+    def _before_stop(self) -> None:
+        """Called on the server's loop before it stops (end long polls here)."""
+
+    @property
+    def _loop_token(self) -> object | None:
+        return self._portal
+
+    def _call_soon(self, fn: Callable[[], object]) -> None:
+        """Run `fn` on the server's event loop (from any thread)."""
+        portal = self._portal
+        if portal is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            fn()
+            return
+
+        async def run() -> None:
+            fn()
+
+        try:
+            portal.start_task_soon(run)
+        except RuntimeError:  # the portal is shutting down
+            pass
+
+    async def _serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        self._loop_thread = threading.get_ident()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self._requested_port))
+        sock.listen(128)
+        sock.setblocking(False)
+        config = uvicorn.Config(
+            self.build_app(),
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            ws="none",
+        )
+        config.load()
+        server = uvicorn.Server(config)
+        server.lifespan = config.lifespan_class(config)
+        await server.startup(sockets=[sock])
+        self.port = sock.getsockname()[1]
+        self._stop = anyio.Event()
+        task_status.started()
+        try:
+            await self._stop.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                server.should_exit = True
+                await server.shutdown(sockets=[sock])
+            sock.close()
+
+    def start(self) -> Self:
+        """Serve on a background thread."""
+        portal_cm = anyio.from_thread.start_blocking_portal()
+        portal = portal_cm.__enter__()
+        try:
+            self._done, _ = portal.start_task(self._serve)
+        except BaseException:
+            portal_cm.__exit__(*sys.exc_info())
+            raise
+        self._portal_cm, self._portal = portal_cm, portal
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and join the thread."""
+        portal_cm, self._portal_cm = self._portal_cm, None
+        portal, self._portal = self._portal, None
+        if portal is None or portal_cm is None:
+            return
+        stop = self._stop
+        portal.call(self._before_stop)
+        if stop is not None:
+            portal.call(stop.set)
+        portal_cm.__exit__(None, None, None)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

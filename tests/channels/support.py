@@ -1,0 +1,79 @@
+"""Helpers for channel tests: a config with a scripted model and a scripted Bot API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nodmix.testing.telegram_server import ScriptedBotAPI
+
+
+def write_channel_config(
+    state: Path,
+    model_url: str,
+    api: ScriptedBotAPI,
+    telegram: dict[str, Any] | None = None,
+    **top: Any,
+) -> Path:
+    """`nodmix.json` pointing the default agent at the scripted model and Telegram at `api`."""
+    section = {
+        "botToken": api.token,
+        "apiBaseUrl": api.url,
+        "pollTimeoutSeconds": 1,
+        **(telegram or {}),
+    }
+    config = {
+        "models": {
+            "providers": {
+                "local": {
+                    "api": "openai-completions",
+                    "baseUrl": model_url,
+                    "apiKey": "none",
+                    "models": [{"id": "scripted", "contextWindow": 32000}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
+        "channels": {"telegram": section},
+        **top,
+    }
+    path = state / "nodmix.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def model_user_texts(server: Any) -> list[str]:
+    """The last user message of every request the scripted model received."""
+    from nodmix.messages import UserMessage
+
+    out = []
+    for recorded in server.requests:
+        users = [m for m in recorded.request.messages if isinstance(m, UserMessage)]
+        if users:
+            out.append(users[-1].text)
+    return out
+
+
+def write_matrix_config(
+    state: Path, model_url: str, homeserver: str, matrix: dict[str, Any]
+) -> Path:
+    """`nodmix.json` pointing the default agent at the scripted model and Matrix at a
+    homeserver (`matrix` holds `userId`, the credentials and access rules)."""
+    config = {
+        "models": {
+            "providers": {
+                "local": {
+                    "api": "openai-completions",
+                    "baseUrl": model_url,
+                    "apiKey": "none",
+                    "models": [{"id": "scripted", "contextWindow": 32000}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
+        "channels": {"matrix": {"homeserver": homeserver, **matrix}},
+    }
+    path = state / "nodmix.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path

@@ -1,0 +1,76 @@
+// The web page's skills panel in headless Chromium (Debian's, through playwright-core).
+//
+// Run by tests/gateway/test_browser_skills.py, which starts a gateway whose workspace holds a
+// ready skill and a blocked one, and passes GATEWAY_URL, GATEWAY_TOKEN, CHROMIUM_PATH and
+// SKILLS_DIR (the workspace's skills folder). Exits non-zero on the first failed step.
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const url = process.env.GATEWAY_URL;
+const token = process.env.GATEWAY_TOKEN;
+const skillsDir = process.env.SKILLS_DIR;
+
+function check(condition, message) {
+  if (!condition) throw new Error(`check failed: ${message}`);
+}
+
+async function step(name, body) {
+  process.stdout.write(`- ${name} … `);
+  await body();
+  process.stdout.write("ok\n");
+}
+
+const profile = mkdtempSync(join(tmpdir(), "nodmix-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM_PATH,
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
+});
+let failed = false;
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(15000);
+  const pageErrors = [];
+  page.on("pageerror", (error) => pageErrors.push(String(error)));
+
+  await step("the sidebar counts ready skills out of all found", async () => {
+    await page.goto(url);
+    await page.fill("#token", token);
+    await page.click("#login-form button[type=submit]");
+    await page.locator("body[data-ready=true]").waitFor();
+    const count = await page.textContent("#skills-count");
+    const [ready, all] = count.split("/").map(Number);
+    check(all === ready + 1, `one blocked skill (got ${count})`);
+  });
+
+  await step("opening the panel lists skills and says why one is blocked", async () => {
+    await page.click("#skills-panel summary");
+    await page.locator('.skill[data-skill="trip"]', { hasText: "Plan a trip." }).waitFor();
+    const blocked = page.locator('.skill.blocked[data-skill="radar"]');
+    await blocked.waitFor();
+    const why = await blocked.textContent();
+    check(why.includes("missing binary: nodmix-test-no-such-bin"), `names the binary (got ${why})`);
+  });
+
+  await step("a skill folder added meanwhile shows when the panel is reopened", async () => {
+    mkdirSync(join(skillsDir, "late"), { recursive: true });
+    writeFileSync(
+      join(skillsDir, "late", "SKILL.md"),
+      "---\nname: late\ndescription: Added while the page was open.\n---\nBody.\n",
+    );
+    await page.click("#skills-panel summary");
+    await page.click("#skills-panel summary");
+    await page.locator('.skill[data-skill="late"]', { hasText: "Added while" }).waitFor();
+    check(pageErrors.length === 0, `no page errors (got ${pageErrors.join("; ")})`);
+  });
+} catch (error) {
+  failed = true;
+  process.stdout.write(`FAILED\n${error.stack || error}\n`);
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
