@@ -101,3 +101,16 @@ def test_the_fast_split_agrees_with_shlex(command: str) -> None:
         )
     else:
         assert fast.opaque == slow.opaque
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo hi#; touch pwned", 'echo "a"#x; touch pwned', "echo a#b && touch pwned"],
+)
+def test_a_hash_inside_a_word_does_not_hide_the_rest_of_the_line(command: str) -> None:
+    # bash starts a comment only at the beginning of a word: `hi#` is one word and the part
+    # after `;` runs, so it must be seen (and not be covered by `echo **`)
+    patterns = PatternIndex([Pattern.compile("echo **")])
+    parsed = parse_command(command)
+    assert ("touch", "pwned") in parsed.parts
+    assert not covers(patterns, parsed, "main")

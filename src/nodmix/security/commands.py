@@ -4,7 +4,8 @@ A command line is split into simple commands at `;`, `&&`, `||` and `|`. Each si
 an argv list the allowlist can match. Anything whose effect the argv does not show never
 auto-matches: command substitution (`$(...)`, backticks), variable expansion (`$`), redirects
 (`>`, `<`), background jobs and subshells (`&`, `(`), line breaks, globs and `~` in arguments
-(the shell would expand them), and lines `shlex` cannot parse. Such a line is `opaque`.
+(the shell would expand them), and lines `shlex` cannot parse. Such a line is `opaque`. A `#`
+is part of a word here, never a comment, so nothing after it is hidden from the check.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def parse_command(command: str) -> ParsedCommand:
     if any(char in command for char in _NEEDS_SHLEX):
         lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
         lexer.whitespace_split = True
+        # shlex ends a word and drops the rest of the line at any `#`, but bash starts a
+        # comment only at the start of a word (`echo hi#; rm x` runs `rm`): keep every `#` as
+        # a word character, so the parts after it are seen (a real comment then only makes the
+        # line look bigger than what runs, never smaller).
+        lexer.commenters = ""
         try:
             tokens = list(lexer)
         except ValueError as exc:
