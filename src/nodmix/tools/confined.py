@@ -1,0 +1,81 @@
+"""Opening workspace folders and files without following symlinks, race-free.
+
+`resolve_path` checks a path once; a process that shares the workspace (a sandboxed command
+of another session) can swap a folder for a symlink between that check and the open. These
+helpers walk a path one component at a time from a descriptor of the workspace itself, with
+`O_NOFOLLOW` on every step, so what they open lies inside the workspace whatever happens to the
+path meanwhile. A symlink on the way is refused, never followed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePath
+
+from nodmix.errors import WorkspaceEscapeError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _refuse(root: Path, rel: PurePath, part: str) -> WorkspaceEscapeError:
+    return WorkspaceEscapeError(
+        f"{rel} in the workspace {root}: {part!r} is a symlink or not a folder; it is not "
+        "followed (move it away to use this path)"
+    )
+
+
+@contextmanager
+def open_folder(root: Path, rel: PurePath, *, create: bool = False) -> Iterator[int]:
+    """A descriptor of the folder `root/rel`, reached without following any symlink below
+    `root` (missing folders are made when `create`); closed when the block ends.
+
+    Raises:
+        WorkspaceEscapeError: a component is a symlink or not a folder, or `rel` has `..`
+            or is absolute.
+        OSError: a folder is missing (and `create` is false) or cannot be made.
+    """
+    if rel.is_absolute() or ".." in rel.parts:
+        raise WorkspaceEscapeError(f"{rel} is not a path inside the workspace {root}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in rel.parts:
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _refuse(root, rel, part) from None
+                raise
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def copy_into(source: Path, folder_fd: int, name: str) -> None:
+    """Copy `source` to a new file `name` in the folder `folder_fd` (never over an existing
+    file or through a symlink).
+
+    Raises:
+        FileExistsError: something named `name` is already there.
+        OSError: the copy failed.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    out = os.open(name, flags, 0o644, dir_fd=folder_fd)
+    try:
+        with source.open("rb") as src, os.fdopen(out, "wb", closefd=False) as dst:
+            shutil.copyfileobj(src, dst)
+    except BaseException:
+        os.close(out)
+        os.unlink(name, dir_fd=folder_fd)
+        raise
+    os.close(out)
