@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePath
@@ -79,3 +80,40 @@ def copy_into(source: Path, folder_fd: int, name: str) -> None:
         os.unlink(name, dir_fd=folder_fd)
         raise
     os.close(out)
+
+
+class NotRegularFileError(OSError):
+    """The path is a FIFO, device, socket or folder, not a regular file."""
+
+
+def open_regular(root: Path, rel: PurePath, *, flags: int = os.O_RDONLY) -> int:
+    """A descriptor of the regular file `root/rel`, reached without following any symlink
+    below `root`. A FIFO or device is refused without blocking on it.
+
+    Raises:
+        WorkspaceEscapeError: a component (the file included) is a symlink.
+        NotRegularFileError: the file is not a regular file.
+        OSError: the file is missing or cannot be opened.
+    """
+    with open_folder(root, rel.parent) as folder:
+        mode = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(rel.name, mode, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refuse(root, rel, rel.name) from None
+            raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(errno.EINVAL, f"{rel} is not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_head(root: Path, rel: PurePath, max_bytes: int) -> bytes:
+    """At most `max_bytes` of the regular file `root/rel` (see `open_regular`)."""
+    with os.fdopen(open_regular(root, rel), "rb") as f:
+        return f.read(max_bytes)
