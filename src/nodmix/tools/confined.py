@@ -46,7 +46,7 @@ def open_folder(root: Path, rel: PurePath, *, create: bool = False) -> Iterator[
         for part in rel.parts:
             if create:
                 try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
+                    os.mkdir(part, 0o777, dir_fd=fd)
                 except FileExistsError:
                     pass
             try:
@@ -117,3 +117,25 @@ def read_head(root: Path, rel: PurePath, max_bytes: int) -> bytes:
     """At most `max_bytes` of the regular file `root/rel` (see `open_regular`)."""
     with os.fdopen(open_regular(root, rel), "rb") as f:
         return f.read(max_bytes)
+
+
+def _split(path: Path) -> tuple[Path, PurePath]:
+    if not path.is_absolute():
+        raise WorkspaceEscapeError(f"{path} is not an absolute path")
+    return Path(path.anchor), PurePath(*path.parts[1:])
+
+
+def open_resolved(path: Path, *, flags: int = os.O_RDONLY) -> int:
+    """`open_regular` for an already resolved absolute path: every component, from `/` on, is
+    opened without following symlinks, so the file opened is the one the path named when it
+    was resolved and checked, even if a folder on the way was swapped for a link since."""
+    root, rel = _split(path)
+    return open_regular(root, rel, flags=flags)
+
+
+@contextmanager
+def resolved_folder(path: Path, *, create: bool = False) -> Iterator[int]:
+    """`open_folder` for an already resolved absolute folder path (see `open_resolved`)."""
+    root, rel = _split(path)
+    with open_folder(root, rel, create=create) as fd:
+        yield fd
