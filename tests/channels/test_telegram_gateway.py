@@ -232,3 +232,20 @@ def test_an_inbox_symlink_left_in_the_workspace_does_not_redirect_saved_files(
     assert list(outside.iterdir()) == []
     prompt = model_user_texts(model)[0]
     assert "could not be saved" in prompt and "inbox" in prompt
+
+
+def test_a_stranger_repeating_messages_gets_the_pairing_code_once(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    # every reply costs the bot's send quota: a flood of messages from someone unknown must
+    # not turn into a flood of replies (and flood control for the allowed users)
+    stranger, friend = 666, 4343
+    write_channel_config(isolated_state, model.base_url, api, {"allowFrom": [friend]})
+    with _gateway():
+        for i in range(6):
+            api.inject_text(chat_id=stranger, sender_id=stranger, text=f"let me in {i}")
+        api.inject_text(chat_id=friend, sender_id=friend, text="after the stranger")
+        api.wait_for(lambda: "after the stranger" in api.sent_texts(friend))
+    replies = api.sent_texts(stranger)
+    assert len(replies) == 1 and "pairing code is" in replies[0]
+    assert model_user_texts(model) == ["after the stranger"]
