@@ -32,6 +32,8 @@ def test_compound_commands_split_into_parts_at_separators() -> None:
         ("ls\nrm -rf /", "a line break"),
         ("rm *", "would be expanded"),
         ("cat ~/.ssh/id_rsa", "would be expanded"),
+        ("dd if=x of=~/.bashrc", "would be expanded"),
+        ("env PATH=/bin:~/bin ls", "would be expanded"),
         ("echo 'unclosed", "cannot be parsed"),
         ("; ls", "empty part"),
         ("ls ;; ls", "';;'"),

@@ -23,6 +23,8 @@ _PUNCT_SET = frozenset(_PUNCTUATION)
 _NEEDS_SHLEX = ("'", '"', "\\", "#")
 _SIMPLE_TOKENS = re.compile(r"[;&|<>()]+|[^\s;&|<>()]+")
 """Tokens of a line without quotes, escapes or comments (what `shlex` would produce, faster)."""
+_ASSIGNED_TILDE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*~")
+"""bash expands `~` in any word that looks like an assignment (`of=~/x`), argument or not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +72,7 @@ def parse_command(command: str) -> ParsedCommand:
             continue
         if token and set(token) <= _PUNCT_SET:
             return _opaque(f"the command uses {token!r} (redirects, jobs, subshells)")
-        if _GLOB_CHARS & set(token) or token.startswith("~"):
+        if _GLOB_CHARS & set(token) or token.startswith("~") or _ASSIGNED_TILDE.match(token):
             return _opaque(f"the argument {token!r} would be expanded by the shell")
         current.append(token)
     if current:
