@@ -33,7 +33,7 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for
 from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.status import ChannelStatus, write_status
-from nodmix.channels.types import Attachment, InboundMessage, OutboundMessage
+from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
 
@@ -379,19 +379,3 @@ class ChannelManager:
         if "*" in rules.allow_from or chat_id in rules.allow_from or chat_id in rules.groups:
             return True
         return self.pairing.is_approved(channel, chat_id)
-
-
-def attachment_paths(paths: list[str], workspace: Path) -> tuple[Attachment, ...]:
-    """Workspace-relative file paths as outbound attachments (must stay in the workspace).
-
-    Raises:
-        ValueError: a path leaves the workspace or is not a file.
-    """
-    out = []
-    root = workspace.resolve()
-    for text in paths:
-        path = (root / text).resolve()
-        if not path.is_relative_to(root) or not path.is_file():
-            raise ValueError(f"{text}: not a file in the workspace")
-        out.append(Attachment(kind="document", name=path.name, path=path))
-    return tuple(out)
