@@ -184,3 +184,31 @@ def test_past_sessions_are_searchable_when_enabled(isolated_state: Path, workspa
     assert (hit.path, hit.source, hit.start_line) == ("sessions/s1.jsonl", "sessions", 1)
     assert index.read("sessions/s1.jsonl")[0].startswith("User: My locker code")
     index.close()
+
+
+def test_links_fifos_and_a_linked_memory_folder_are_never_read(
+    isolated_state: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """A sandboxed command can leave these in the workspace; the indexer runs on the host."""
+    secret = tmp_path / "secret.md"
+    secret.write_text("launch code swordfish\n", encoding="utf-8")
+    (workspace / "memory" / "stolen.md").symlink_to(secret)
+    os.mkfifo(workspace / "memory" / "blocker.md")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "note.md").write_text("swordfish again\n", encoding="utf-8")
+    (workspace / "MEMORY.md").unlink(missing_ok=True)
+    (workspace / "MEMORY.md").symlink_to(secret)
+    index = make_index(isolated_state, workspace)
+    assert index.search("swordfish") == []
+    paths = {hit.path for hit in index.search("dentist brakes")}
+    assert "memory/stolen.md" not in paths and "memory/blocker.md" not in paths
+    with pytest.raises(FileNotFoundError):
+        index.read("memory/stolen.md")
+    index.close()
+    linked = isolated_state / "linked-ws"
+    linked.mkdir()
+    (linked / "memory").symlink_to(elsewhere)
+    other = make_index(isolated_state, linked)
+    assert other.search("swordfish") == []
+    other.close()

@@ -8,6 +8,7 @@ user and assistant text of the conversation, one line per message line.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -15,6 +16,9 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 import msgspec
+
+from nodmix.errors import WorkspaceEscapeError
+from nodmix.tools import confined
 
 MEMORY_FILE: Final = "MEMORY.md"
 MEMORY_DIR: Final = "memory"
@@ -31,6 +35,9 @@ class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     """`memory` or `sessions`."""
     absolute: str
+    root: str
+    """The folder `path` is relative to (the workspace, or the sessions folder for
+    transcripts): the file is opened from there without following symlinks."""
     mtime_ns: int
     size: int
 
@@ -46,13 +53,14 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
         """`(mtime_ns, size)` of every memory file that exists now, by index path (symlinked
         directories are not followed). The hot loop of re-indexing: one `stat` per file."""
         out: dict[str, tuple[int, int]] = {}
-        top = _stat_file(self.workspace / MEMORY_FILE, MEMORY_FILE, "memory")
+        top = _stat_file(self.workspace, PurePosixPath(MEMORY_FILE), MEMORY_FILE, "memory")
         if top is not None:
             out[MEMORY_FILE] = (top.mtime_ns, top.size)
         base = os.path.join(self.workspace, "")
         cut = len(base)
         regular = stat.S_ISREG
-        stack = [base + MEMORY_DIR]
+        # A `memory` folder that is a symlink could point anywhere: it holds no notes.
+        stack = [] if os.path.islink(base + MEMORY_DIR) else [base + MEMORY_DIR]
         while stack:
             try:
                 entries = list(os.scandir(stack.pop()))
@@ -63,7 +71,7 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                     stack.append(entry.path)
                 elif entry.name.endswith(".md"):
                     try:
-                        st = entry.stat()
+                        st = entry.stat(follow_symlinks=False)  # a link is not a note
                     except OSError:
                         continue
                     if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
@@ -75,13 +83,20 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
     def file(self, path: str, stamp: tuple[int, int]) -> SourceFile:
         """The source file of an index path `stamps()` returned."""
         if path.startswith(SESSIONS_PREFIX) and self.sessions_dir is not None:
-            absolute = os.path.join(self.sessions_dir, path[len(SESSIONS_PREFIX) :])
+            root = str(self.sessions_dir)
+            absolute = os.path.join(root, path[len(SESSIONS_PREFIX) :])
             source = "sessions"
         else:
-            absolute = os.path.join(self.workspace, path)
+            root = str(self.workspace)
+            absolute = os.path.join(root, path)
             source = "memory"
         return SourceFile(
-            path=path, source=source, absolute=absolute, mtime_ns=stamp[0], size=stamp[1]
+            path=path,
+            source=source,
+            absolute=absolute,
+            root=root,
+            mtime_ns=stamp[0],
+            size=stamp[1],
         )
 
     def locate(self, path: str) -> SourceFile | None:
@@ -93,16 +108,10 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
         if text.startswith(SESSIONS_PREFIX):
             if self.sessions_dir is None or len(pure.parts) != 2 or pure.suffix != ".jsonl":
                 return None
-            return _stat_file(self.sessions_dir / pure.parts[1], text, "sessions")
+            return _stat_file(self.sessions_dir, PurePosixPath(pure.parts[1]), text, "sessions")
         if text != MEMORY_FILE and not (pure.parts[0] == MEMORY_DIR and pure.suffix == ".md"):
             return None
-        candidate = self.workspace / pure
-        try:
-            if not candidate.resolve().is_relative_to(self.workspace.resolve()):
-                return None
-        except OSError:
-            return None
-        return _stat_file(candidate, text, "memory")
+        return _stat_file(self.workspace, pure, text, "memory")
 
 
 def _transcript_stamps(directory: Path) -> dict[str, tuple[int, int]]:
@@ -112,9 +121,9 @@ def _transcript_stamps(directory: Path) -> dict[str, tuple[int, int]]:
     except OSError:
         return out
     for entry in entries:
-        if entry.name.endswith(".jsonl") and entry.is_file():
+        if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
             try:
-                st = entry.stat()
+                st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             if st.st_size <= MAX_FILE_BYTES:
@@ -122,22 +131,41 @@ def _transcript_stamps(directory: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _stat_file(path: Path, rel: str, source: str) -> SourceFile | None:
+def _stat_file(root: Path, rel: PurePosixPath, path: str, source: str) -> SourceFile | None:
+    """The regular file `root/rel`, reached without following a symlink (a link, FIFO or
+    device is not memory: it could point at a secret or block the indexer)."""
     try:
-        st = path.stat()
-    except OSError:
+        fd = confined.open_regular(root, rel)
+    except (OSError, WorkspaceEscapeError):
         return None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
     if st.st_size > MAX_FILE_BYTES:
         return None
     return SourceFile(
-        path=rel, source=source, absolute=str(path), mtime_ns=st.st_mtime_ns, size=st.st_size
+        path=path,
+        source=source,
+        absolute=str(root / rel),
+        root=str(root),
+        mtime_ns=st.st_mtime_ns,
+        size=st.st_size,
     )
 
 
 def read_text(file: SourceFile) -> str:
-    """A source file's text (transcripts rendered as conversation lines)."""
-    with open(file.absolute, "rb") as handle:
-        data = handle.read()
+    """A source file's text (transcripts rendered as conversation lines), read without
+    following symlinks and at most `MAX_FILE_BYTES`.
+
+    Raises:
+        OSError: the file is gone, or is no longer a regular file inside its folder.
+    """
+    rel = PurePosixPath(os.path.relpath(file.absolute, file.root))
+    try:
+        data = confined.read_head(Path(file.root), rel, MAX_FILE_BYTES)
+    except WorkspaceEscapeError as exc:
+        raise OSError(errno.ELOOP, str(exc)) from None
     if file.source == "sessions":
         return render_transcript(data)
     return data.decode("utf-8", errors="replace")
