@@ -52,7 +52,7 @@ def test_openai_client_gets_plain_and_streamed_completions_and_a_wrong_token_get
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "streamed hello"
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
-    assert models == ["nodmix", "nodmix/main"]
+    assert models == ["nodmix", "nodmix/main", "local/scripted"]
     assert refused.value.status_code == 401
     assert code == 0 and "Traceback" not in stderr and TOKEN not in stderr
     assert any("bearer token required" in line for line in gateway.banner)

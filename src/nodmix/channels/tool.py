@@ -55,7 +55,7 @@ class MessageTools:
         return [self._tool] if self._manager.configured() else []
 
     async def _call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
-        from nodmix.channels.manager import attachment_paths
+        from nodmix.channels.outbound import attachment_paths
 
         origin = ctx.origin
         channel = str(args.get("channel") or (origin.channel if origin else ""))

@@ -57,7 +57,10 @@ def _list(args: argparse.Namespace) -> int:
         print_json({"channels": rows})
         return 0
     if not rows:
-        print("No channels configured (add a channels.telegram section to nodmix.json).")
+        print(
+            "No channels configured "
+            "(add a channels.telegram or channels.matrix section to nodmix.json)."
+        )
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
         print(
