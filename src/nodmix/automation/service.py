@@ -6,33 +6,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from nodmix.automation.clock import Clock, SystemClock
-from nodmix.automation.heartbeat import Heartbeat
 from nodmix.automation.history import DEFAULT_RUNS_KEPT, RunHistory
-from nodmix.automation.runner import (
-    DEFAULT_MAX_CONCURRENT,
-    DEFAULT_RUN_TIMEOUT_SECONDS,
-    JobRunner,
-    RunLimits,
-    Sender,
-    TurnStarter,
-)
-from nodmix.automation.scheduler import Scheduler
 from nodmix.automation.store import JobStore
 from nodmix.automation.tool import CronTools, OutboundRules
 from nodmix.config.schema import NodmixConfig
 
+if TYPE_CHECKING:  # the loops run only in the gateway: `agent --local` need not import them
+    from nodmix.automation.clock import Clock
+    from nodmix.automation.runner import JobRunner, RunLimits, TurnStarter
+    from nodmix.automation.scheduler import Scheduler
+    from nodmix.channels.types import OutboundMessage
 
-class Channels(Sender, OutboundRules, Protocol):
-    """The channel layer as automation uses it."""
+
+class Channels(OutboundRules, Protocol):
+    """The channel layer as automation uses it (also a `runner.Sender`)."""
+
+    async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
 
 
 def run_limits(config: NodmixConfig) -> RunLimits:
     """`automation.maxConcurrentRuns` / `runTimeoutSeconds` with their defaults."""
+    from nodmix.automation.runner import (
+        DEFAULT_MAX_CONCURRENT,
+        DEFAULT_RUN_TIMEOUT_SECONDS,
+        RunLimits,
+    )
+
     section = config.automation
     return RunLimits(
         max_concurrent=section.max_concurrent_runs or DEFAULT_MAX_CONCURRENT,
@@ -59,6 +62,9 @@ class Automation:
 
     def make_runner(self, turns: TurnStarter, clock: Clock | None = None) -> JobRunner:
         """A runner under the configured limits."""
+        from nodmix.automation.clock import SystemClock
+        from nodmix.automation.runner import JobRunner
+
         return JobRunner(
             store=self.store,
             history=self.history,
@@ -77,6 +83,9 @@ class Automation:
         clock: Clock | None = None,
     ) -> None:
         """Run the scheduler and the heartbeat until cancelled (the gateway's lifespan)."""
+        from nodmix.automation.heartbeat import Heartbeat
+        from nodmix.automation.scheduler import Scheduler
+
         runner = self.make_runner(turns, clock)
         config = self._config()
         scheduler = Scheduler(

@@ -21,8 +21,6 @@ from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
 from nodmix.automation.service import Automation
-from nodmix.channels.approvals import ChannelApprovalPresenter, register_approval_commands
-from nodmix.channels.manager import ChannelManager
 from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
@@ -49,6 +47,7 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.channel_access import LazyChannels
 from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.memory import open_memory
@@ -65,6 +64,7 @@ from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
+    from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
 
 log = logging.getLogger("nodmix.runtime")
@@ -179,15 +179,15 @@ class Runtime:
         self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
-        self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
-        """Chat channels (`channels.*`); the gateway runs them."""
-        self.tool_sources.append(MessageTools(self.channels))
-        self.security.broker.router.register("channel", ChannelApprovalPresenter(self.channels))
-        register_approval_commands(self.security.answer_command)
+        self._channels: ChannelManager | None = None
+        self._env = env
+        self.channel_access = LazyChannels(lambda: self.config, lambda: self.channels)
+        """What tools and automation use of the channels (no import until one is used)."""
+        self.tool_sources.append(MessageTools(self.channel_access))
         self.observer = TurnObserver()
         """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
         self.automation = Automation(
-            lambda: self.config, state_dir=state_dir, channels=self.channels
+            lambda: self.config, state_dir=state_dir, channels=self.channel_access
         )
         """Cron jobs, run history, heartbeat and webhook runs; the gateway runs the loops."""
         self.tool_sources.append(self.automation.tools)
@@ -249,6 +249,23 @@ class Runtime:
                 await runtime._dispose_engines()
                 if runtime._engine is not None:
                     runtime._engine.shutdown()
+
+    @property
+    def channels(self) -> ChannelManager:
+        """Chat channels (`channels.*`), created on first use; the gateway runs them. Approval
+        requests of channel turns are posted to their chat, and `/approve` answers there."""
+        if self._channels is None:
+            from nodmix.channels.approvals import (
+                ChannelApprovalPresenter,
+                register_approval_commands,
+            )
+            from nodmix.channels.manager import ChannelManager
+
+            manager = ChannelManager(lambda: self.config, env=self._env, state_dir=self.state_dir)
+            self.security.broker.router.register("channel", ChannelApprovalPresenter(manager))
+            register_approval_commands(self.security.answer_command)
+            self._channels = manager
+        return self._channels
 
     @property
     def engine(self) -> CodeModeEngine:
