@@ -106,6 +106,19 @@ def test_unknown_model_and_bad_config_are_one_line_errors(
     assert "agents.defualts" in done.stderr and "nodmix.json" in done.stderr
 
 
+def test_a_corrupt_session_store_is_one_line_with_the_repair_command(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model_server.base_url)
+    assert _nodmix(isolated_state, "agent", "--local", "-m", "hi").returncode == 0
+    store = isolated_state / "agents/main/sessions/sessions.json"
+    store.write_text("garbage{", encoding="utf-8")
+    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi again")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(store) in lines[0] and "repair-store" in lines[0]
+
+
 def test_verbose_flag_shows_the_traceback(isolated_state: Path) -> None:
     (isolated_state / "nodmix.json").write_text("{tools: {deny: 3}}", encoding="utf-8")
     done = _nodmix(isolated_state, "agent", "--local", "-m", "hi", "--verbose")
