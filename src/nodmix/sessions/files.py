@@ -22,6 +22,19 @@ ARCHIVE_DIR = "archive"
 TRASH_DIR = "trash"
 
 
+def private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents, each readable by the user only (0700).
+
+    `Path.mkdir(mode=..., parents=True)` gives the parents the umask's mode instead.
+    """
+    missing: list[Path] = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
 def move_into(source: Path, target_dir: Path) -> Path | None:
     """Move a transcript file into `target_dir`; the new path, or None if it is gone."""
     target_dir.mkdir(mode=0o700, exist_ok=True)
