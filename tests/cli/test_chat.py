@@ -225,6 +225,9 @@ def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restar
             return models[-1] == "local/other"
 
         wait_until(uses_the_new_model, what="the gateway to apply the new model")
+        # Channels start with the gateway: a new section waits for a restart too.
+        channel = nodmix(configured, "config", "set", "channels.telegram", "{enabled: false}")
+        assert "needs a restart to apply channels.telegram" in channel.stdout, channel.stdout
         moved = nodmix(configured, "config", "set", "gateway.port", "1")
         assert f"the gateway running at {gateway.url} needs a restart" in moved.stdout
     assert json.loads(first.stdout)["model"] == "local/scripted"
