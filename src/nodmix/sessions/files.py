@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from nodmix.errors import TranscriptError
+from nodmix.invocation import nodmix_command
 from nodmix.sessions.entries import new_entry_id
 from nodmix.sessions.jsonl import SkippedLine
 
@@ -131,8 +132,10 @@ def report_skipped(path: Path, skipped: list[SkippedLine]) -> None:
             _WARNED.clear()
         _WARNED.add(marker)
         logger.warning(
-            "%s: skipped unreadable line %d (%s); `nodmix sessions repair` rewrites the file",
+            "%s: skipped unreadable line %d (%s); `%s sessions repair %s` rewrites the file",
             path,
             item.line,
             item.reason,
+            nodmix_command(),
+            path.stem,
         )
