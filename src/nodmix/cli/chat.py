@@ -230,7 +230,9 @@ def _report_failure(exc: BaseException, *, verbose: bool) -> None:
         traceback.print_exception(exc)
     found = _first_nodmix_error(exc)
     if found is not None:
-        print(f"nodmix: error: {found}", file=sys.stderr)
+        from nodmix.cli.failure import one_line
+
+        print(f"nodmix: error: {one_line(found)}", file=sys.stderr)
     else:
         print(f"nodmix: error: {type(exc).__name__}: {exc}", file=sys.stderr)
 
