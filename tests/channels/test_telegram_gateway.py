@@ -18,7 +18,7 @@ from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import model_user_texts, write_channel_config
-from tests.gateway.support import run_nodmix
+from tests.gateway.support import GatewayProcess, run_nodmix, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -249,3 +249,21 @@ def test_a_stranger_repeating_messages_gets_the_pairing_code_once(
     replies = api.sent_texts(stranger)
     assert len(replies) == 1 and "pairing code is" in replies[0]
     assert model_user_texts(model) == ["after the stranger"]
+
+
+def test_channels_status_names_a_gateway_started_before_the_channel_was_configured(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model.base_url)
+    shown = run_nodmix(isolated_state, "channels", "status")
+    assert shown.stdout.startswith("No channels configured")
+    with GatewayProcess(isolated_state) as gateway:
+        port = int(gateway.url.rsplit(":", 1)[1])
+        write_channel_config(isolated_state, model.base_url, api, gateway={"port": port})
+        shown = run_nodmix(isolated_state, "channels", "status")
+    first = shown.stdout.splitlines()[0]
+    assert first.startswith(f"The gateway at {gateway.url} was started before"), shown.stdout
+    assert "restart it" in first
+    stopped = run_nodmix(isolated_state, "channels", "status")
+    assert stopped.stdout.startswith("The gateway is not running (start it with `"), stopped.stdout
+    assert "telegram: not connected" in stopped.stdout

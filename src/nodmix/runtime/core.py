@@ -57,6 +57,7 @@ from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.security.gate import TurnHandle
 from nodmix.security.parts import CHAT_COMMANDS, open_security
 from nodmix.sessions import Session, SessionManager, resolve_session_key
+from nodmix.sessions.files import private_dirs
 from nodmix.sessions.turn_lock import waiting_notice
 from nodmix.skills import SkillBook
 from nodmix.tools import Tool, core_tools
@@ -370,7 +371,7 @@ class Runtime:
 
     def open_session(self, agent: AgentProfile, session_key: str | None) -> Session:
         """Open (or create) a session of an agent."""
-        agent.workspace.mkdir(parents=True, exist_ok=True)
+        private_dirs(agent.workspace)  # an existing workspace keeps its mode
         return self.sessions.open(self.session_key(agent, session_key), workspace=agent.workspace)
 
     # ---- turns ---------------------------------------------------------------------------------

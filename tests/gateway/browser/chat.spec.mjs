@@ -179,6 +179,21 @@ try {
     check(whole.startsWith("## Plan"), `the reply's Markdown was copied (got ${whole.slice(0, 20)})`);
   });
 
+  await step("a copy button never covers the code of a narrow reply", async () => {
+    await page.fill("#input", "```js\nconsole.log(\"hi\")\n```");
+    await page.press("#input", "Enter");
+    const block = page.locator(".msg.assistant .code-block", { hasText: 'console.log("hi")' });
+    await block.waitFor();
+    const overlap = await block.evaluate((el) => {
+      const range = document.createRange();
+      range.selectNodeContents(el.querySelector("pre"));
+      const text = range.getBoundingClientRect();
+      const button = el.querySelector("button.copy").getBoundingClientRect();
+      return text.right > button.left && button.bottom > text.top;
+    });
+    check(!overlap, "the copy button sits beside the code, not over it");
+  });
+
   await step("the page has a favicon", async () => {
     check((await page.locator('link[rel="icon"]').count()) === 1, "an icon link");
     const response = await fetch(`${url}/favicon.ico`);
