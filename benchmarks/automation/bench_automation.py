@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from tests.support.config import write_json_config
+
 from nodmix.automation.jobs import Job, new_job
 from nodmix.automation.schedule import cron_schedule, every_schedule
 from nodmix.automation.store import JobStore
@@ -38,21 +40,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 def _config(state: Path, model_url: str) -> None:
-    config = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        "automation": {"maxConcurrentRuns": 4},
-    }
-    (state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
+    write_json_config(state, model_url, automation={"maxConcurrentRuns": 4})
 
 
 def _idle_jobs(count: int, now: float) -> list[Job]:

@@ -30,6 +30,7 @@ from typing import Any
 import anyio
 from tests.channels.synapse import Synapse
 from tests.gateway.support import GatewayProcess
+from tests.support.config import write_json_config
 
 from nodmix.channels.matrix.adapter import MatrixAdapter
 from nodmix.channels.matrix.credentials import MatrixSettings
@@ -67,21 +68,7 @@ def _connected(state: Path, channels: list[str]) -> bool:
 def measure(root: Path, model_url: str, sections: dict[str, Any]) -> float:
     """Median VmRSS (MB) of an idle gateway with these channel sections."""
     state = Path(tempfile.mkdtemp(dir=root))
-    config = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        "channels": sections,
-    }
-    (state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
+    write_json_config(state, model_url, channels=sections)
     with GatewayProcess(state) as gateway:
         assert gateway.proc is not None
         pid = gateway.proc.pid

@@ -4,7 +4,6 @@ real runtime with a runner on an injected clock, and polling under a deadline.""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -19,29 +18,10 @@ from nodmix.messages import UserMessage
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
 from nodmix.runtime.automation_turns import RuntimeTurns
+from tests.support.config import write_json_config
 
 DEADLINE_S = 15.0
-
-
-def write_config(state: Path, model_url: str, **top: Any) -> Path:
-    """`nodmix.json` with the default agent on the scripted model; `top` adds sections."""
-    config: dict[str, Any] = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        **top,
-    }
-    path = state / "nodmix.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
+write_config = write_json_config  # the scripted-model config, as plain JSON
 
 
 def telegram_section(api: Any, **extra: Any) -> dict[str, Any]:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +12,8 @@ import pytest
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.tool_then_answer import respond as tool_then_answer
+from tests.support.cli import run_nodmix
+from tests.support.config import write_config
 
 
 @pytest.fixture
@@ -24,43 +23,15 @@ def model_server() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def _configure(state: Path, base_url: str, extra: str = "") -> None:
-    provider = (
-        f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', apiKey: 'test', "
-        "models: [{ id: 'scripted', contextWindow: 32000, maxTokens: 2048 }] }"
-    )
-    (state / "nodmix.json").write_text(
-        f"{{ models: {{ providers: {{ {provider} }} }}, "
-        f"agents: {{ defaults: {{ model: {{ primary: 'local/scripted' }} }} }}, {extra} }}",
-        encoding="utf-8",
-    )
-
-
-def _nodmix(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_read_notes_round_trip_and_second_turn_sends_history(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url)
+    write_config(isolated_state, model_server.base_url)
     workspace = isolated_state / "workspace"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("The ferry leaves at 9:40.", encoding="utf-8")
 
-    first = _nodmix(isolated_state, "agent", "--local", "-m", "read notes.txt", "--json")
+    first = run_nodmix(isolated_state, "agent", "--local", "-m", "read notes.txt", "--json")
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)
     assert out["reply"] == "The ferry leaves at 9:40."
@@ -76,7 +47,7 @@ def test_read_notes_round_trip_and_second_turn_sends_history(
     assert lines[2]["message"]["content"][0]["type"] == "toolCall"
 
     model_server.respond = lambda request: ModelReply.text("second answer")
-    second = _nodmix(isolated_state, "agent", "--local", "-m", "thanks", "--json")
+    second = run_nodmix(isolated_state, "agent", "--local", "-m", "thanks", "--json")
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["sessionId"] == out["sessionId"]
     sent = model_server.requests[-1].body["messages"]
@@ -88,7 +59,7 @@ def test_missing_api_key_is_one_readable_line(isolated_state: Path) -> None:
     (isolated_state / "nodmix.json").write_text(
         '{agents: {defaults: {model: {primary: "openai/gpt-4.1-mini"}}}}', encoding="utf-8"
     )
-    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi")
+    done = run_nodmix(isolated_state, "agent", "--local", "-m", "hi")
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "OPENAI_API_KEY" in lines[0]
@@ -98,11 +69,11 @@ def test_missing_api_key_is_one_readable_line(isolated_state: Path) -> None:
 def test_unknown_model_and_bad_config_are_one_line_errors(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url)
-    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi", "--model", "nope/x")
+    write_config(isolated_state, model_server.base_url)
+    done = run_nodmix(isolated_state, "agent", "--local", "-m", "hi", "--model", "nope/x")
     assert done.returncode == 1 and "nope" in done.stderr and "Traceback" not in done.stderr
     (isolated_state / "nodmix.json").write_text("{agents: {defualts: {}}}", encoding="utf-8")
-    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi")
+    done = run_nodmix(isolated_state, "agent", "--local", "-m", "hi")
     assert done.returncode == 1
     assert "agents.defualts" in done.stderr and "nodmix.json" in done.stderr
 
@@ -110,11 +81,11 @@ def test_unknown_model_and_bad_config_are_one_line_errors(
 def test_a_corrupt_session_store_is_one_line_with_the_repair_command(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url)
-    assert _nodmix(isolated_state, "agent", "--local", "-m", "hi").returncode == 0
+    write_config(isolated_state, model_server.base_url)
+    assert run_nodmix(isolated_state, "agent", "--local", "-m", "hi").returncode == 0
     store = isolated_state / "agents/main/sessions/sessions.json"
     store.write_text("garbage{", encoding="utf-8")
-    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi again")
+    done = run_nodmix(isolated_state, "agent", "--local", "-m", "hi again")
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and str(store) in lines[0] and "repair-store" in lines[0]
@@ -126,8 +97,8 @@ def test_an_unreachable_model_server_is_one_line_naming_how_to_pick_another_mode
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
-    _configure(isolated_state, url)
-    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi")
+    write_config(isolated_state, url)
+    done = run_nodmix(isolated_state, "agent", "--local", "-m", "hi")
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "connection refused" in lines[0], done.stderr
@@ -136,22 +107,22 @@ def test_an_unreachable_model_server_is_one_line_naming_how_to_pick_another_mode
 
 def test_verbose_flag_shows_the_traceback(isolated_state: Path) -> None:
     (isolated_state / "nodmix.json").write_text("{tools: {deny: 3}}", encoding="utf-8")
-    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi", "--verbose")
+    done = run_nodmix(isolated_state, "agent", "--local", "-m", "hi", "--verbose")
     assert done.returncode == 1 and "Traceback" in done.stderr
 
 
 def test_no_tools_sends_no_tools_even_with_code_mode_on(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url, "tools: { codeMode: true }")
+    write_config(isolated_state, model_server.base_url, "tools: { codeMode: true }")
     model_server.respond = lambda request: ModelReply.text("a plain answer")
-    done = _nodmix(isolated_state, "agent", "--local", "--no-tools", "-m", "hi", "--json")
+    done = run_nodmix(isolated_state, "agent", "--local", "--no-tools", "-m", "hi", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["reply"] == "a plain answer"
     body = model_server.requests[-1].body
     assert "tools" not in body or body["tools"] == []
     # Without the flag, the same config gives the model exactly exec and wait.
-    again = _nodmix(isolated_state, "agent", "--local", "-m", "hi", "--json")
+    again = run_nodmix(isolated_state, "agent", "--local", "-m", "hi", "--json")
     assert again.returncode == 0, again.stderr
     names = [t["function"]["name"] for t in model_server.requests[-1].body["tools"]]
     assert names == ["exec", "wait"]

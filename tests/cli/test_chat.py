@@ -4,9 +4,7 @@ subprocesses against the scripted model server, in process and through a real ga
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelError, ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
+from tests.support.cli import run_nodmix
 
 from ..gateway.support import GatewayProcess, wait_until
 
@@ -44,23 +43,6 @@ def configured(isolated_state: Path, server: ScriptedModelServer) -> Path:
         encoding="utf-8",
     )
     return isolated_state
-
-
-def nodmix(state: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
 
 
 def user_texts(server: ScriptedModelServer) -> list[str]:
@@ -101,14 +83,14 @@ def check_chat(done: subprocess.CompletedProcess[str], server: ScriptedModelServ
 def test_in_process_chat_survives_a_failed_turn_and_handles_its_commands(
     configured: Path, server: ScriptedModelServer
 ) -> None:
-    check_chat(nodmix(configured, "agent", "--local", "--chat", stdin=CHAT), server)
+    check_chat(run_nodmix(configured, "agent", "--local", "--chat", stdin=CHAT), server)
 
 
 def test_chat_through_a_gateway_survives_a_failed_turn_and_handles_its_commands(
     configured: Path, server: ScriptedModelServer
 ) -> None:
     with GatewayProcess(configured) as gateway:
-        done = nodmix(configured, "agent", "--chat", "--url", gateway.url, stdin=CHAT)
+        done = run_nodmix(configured, "agent", "--chat", "--url", gateway.url, stdin=CHAT)
     check_chat(done, server)
     assert "via the gateway at " + gateway.url in done.stdout
 
@@ -116,7 +98,7 @@ def test_chat_through_a_gateway_survives_a_failed_turn_and_handles_its_commands(
 def test_piped_stdin_is_one_message_and_only_the_reply_is_on_stdout(
     configured: Path, server: ScriptedModelServer
 ) -> None:
-    done = nodmix(configured, "agent", "--local", stdin="first line\nsecond line\n")
+    done = run_nodmix(configured, "agent", "--local", stdin="first line\nsecond line\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: first line\nsecond line\n"
     assert user_texts(server) == ["first line\nsecond line"]
@@ -125,7 +107,7 @@ def test_piped_stdin_is_one_message_and_only_the_reply_is_on_stdout(
 def test_dash_m_dash_reads_the_message_from_stdin(
     configured: Path, server: ScriptedModelServer
 ) -> None:
-    done = nodmix(configured, "agent", "--local", "-m", "-", stdin="from stdin")
+    done = run_nodmix(configured, "agent", "--local", "-m", "-", stdin="from stdin")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: from stdin\n"
 
@@ -142,14 +124,14 @@ def test_dash_m_dash_reads_the_message_from_stdin(
 def test_an_empty_message_is_refused_and_never_sent(
     configured: Path, server: ScriptedModelServer, args: tuple[str, ...], stdin: str, source: str
 ) -> None:
-    done = nodmix(configured, "agent", "--local", *args, stdin=stdin)
+    done = run_nodmix(configured, "agent", "--local", *args, stdin=stdin)
     assert done.returncode == 2
     assert done.stderr == f"nodmix: error: the message from {source} is empty; nothing was sent\n"
     assert done.stdout == "" and server.requests == []
 
 
 def test_chat_and_message_together_are_refused(configured: Path) -> None:
-    done = nodmix(configured, "agent", "--local", "--chat", "-m", "hi")
+    done = run_nodmix(configured, "agent", "--local", "--chat", "-m", "hi")
     assert done.returncode == 2 and "--chat and -m" in done.stderr
 
 
@@ -208,11 +190,11 @@ def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restar
 ) -> None:
     with GatewayProcess(configured) as gateway:
         port = gateway.url.rsplit(":", 1)[1]
-        assert nodmix(configured, "config", "set", "gateway.port", port).returncode == 0
+        assert run_nodmix(configured, "config", "set", "gateway.port", port).returncode == 0
         url = ("--url", gateway.url)
-        first = nodmix(configured, "agent", "-m", "one", "--json", *url)
+        first = run_nodmix(configured, "agent", "-m", "one", "--json", *url)
         assert first.returncode == 0, first.stderr
-        changed = nodmix(
+        changed = run_nodmix(
             configured, "config", "set", "agents.defaults.model.primary", "local/other"
         )
         assert changed.returncode == 0, changed.stderr
@@ -220,15 +202,15 @@ def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restar
         models: list[str] = []
 
         def uses_the_new_model() -> bool:
-            done = nodmix(configured, "agent", "-m", "two", "--json", *url)
+            done = run_nodmix(configured, "agent", "-m", "two", "--json", *url)
             models.append(json.loads(done.stdout)["model"])
             return models[-1] == "local/other"
 
         wait_until(uses_the_new_model, what="the gateway to apply the new model")
         # Channels start with the gateway: a new section waits for a restart too.
-        channel = nodmix(configured, "config", "set", "channels.telegram", "{enabled: false}")
+        channel = run_nodmix(configured, "config", "set", "channels.telegram", "{enabled: false}")
         assert "needs a restart to apply channels.telegram" in channel.stdout, channel.stdout
-        moved = nodmix(configured, "config", "set", "gateway.port", "1")
+        moved = run_nodmix(configured, "config", "set", "gateway.port", "1")
         assert f"the gateway running at {gateway.url} needs a restart" in moved.stdout
     assert json.loads(first.stdout)["model"] == "local/scripted"
     assert server.requests[-1].body["model"] == "other"

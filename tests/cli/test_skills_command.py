@@ -4,9 +4,6 @@ server over a socket."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +12,8 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.tool_then_answer import respond as tool_then_answer
 from tests.skills.support import write_skill
+from tests.support.cli import run_nodmix
+from tests.support.config import write_config
 
 pytestmark = pytest.mark.integration
 
@@ -26,34 +25,6 @@ def model_server() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def _configure(state: Path, base_url: str) -> None:
-    provider = (
-        f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', apiKey: 'test', "
-        "models: [{ id: 'scripted', contextWindow: 32000, maxTokens: 2048 }] }"
-    )
-    (state / "nodmix.json").write_text(
-        f"{{ models: {{ providers: {{ {provider} }} }}, "
-        "agents: { defaults: { model: { primary: 'local/scripted' } } } }",
-        encoding="utf-8",
-    )
-
-
-def _nodmix(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-
-
 def _system_prompt(server: ScriptedModelServer) -> str:
     messages = server.requests[-1].body["messages"]
     return str(next(m["content"] for m in messages if m["role"] == "system"))
@@ -62,7 +33,7 @@ def _system_prompt(server: ScriptedModelServer) -> str:
 def test_dropped_in_skill_is_listed_and_offered_as_one_line_without_its_body(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url)
+    write_config(isolated_state, model_server.base_url)
     skills = isolated_state / "workspace" / "skills"
     write_skill(
         skills,
@@ -70,14 +41,14 @@ def test_dropped_in_skill_is_listed_and_offered_as_one_line_without_its_body(
         "Plan a day trip from the ferry timetable.",
         body="SECRET-BODY: check the timetable first.\n",
     )
-    listed = _nodmix(isolated_state, "skills", "list", "--json")
+    listed = run_nodmix(isolated_state, "skills", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     assert rows["trip-planner"]["eligible"] is True
     assert rows["trip-planner"]["source"] == "workspace"
     assert rows["daily-note"]["source"] == "bundled"
 
-    turn = _nodmix(isolated_state, "agent", "--local", "-m", "hello there")
+    turn = run_nodmix(isolated_state, "agent", "--local", "-m", "hello there")
     assert turn.returncode == 0, turn.stderr
     system = _system_prompt(model_server)
     lines = system.splitlines()
@@ -90,19 +61,19 @@ def test_dropped_in_skill_is_listed_and_offered_as_one_line_without_its_body(
 def test_skill_needing_a_missing_binary_is_not_offered_and_check_says_which(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url)
+    write_config(isolated_state, model_server.base_url)
     write_skill(
         isolated_state / "workspace" / "skills",
         "radar",
         "Show the rain radar.",
         metadata="metadata:\n  nodmix:\n    requires:\n      bins: [nodmix-test-no-such-bin]\n",
     )
-    check = _nodmix(isolated_state, "skills", "check")
+    check = run_nodmix(isolated_state, "skills", "check")
     assert check.returncode == 0, check.stderr
     assert "radar: not offered" in check.stdout
     assert "missing binary: nodmix-test-no-such-bin" in check.stdout
 
-    turn = _nodmix(isolated_state, "agent", "--local", "-m", "hello")
+    turn = run_nodmix(isolated_state, "agent", "--local", "-m", "hello")
     assert turn.returncode == 0, turn.stderr
     system = _system_prompt(model_server)
     assert "radar" not in system
@@ -112,9 +83,9 @@ def test_skill_needing_a_missing_binary_is_not_offered_and_check_says_which(
 def test_model_reads_a_bundled_skill_outside_the_workspace_with_read(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model_server.base_url)
-    listed = json.loads(_nodmix(isolated_state, "skills", "info", "daily-note", "--json").stdout)
-    turn = _nodmix(isolated_state, "agent", "--local", "--json", "-m", f"read {listed['path']}")
+    write_config(isolated_state, model_server.base_url)
+    listed = json.loads(run_nodmix(isolated_state, "skills", "info", "daily-note", "--json").stdout)
+    turn = run_nodmix(isolated_state, "agent", "--local", "--json", "-m", f"read {listed['path']}")
     assert turn.returncode == 0, turn.stderr
     assert "# Keep a daily note" in json.loads(turn.stdout)["reply"]
 
@@ -123,26 +94,26 @@ def test_install_and_remove_round_trip_and_broken_skill_fails_check(
     isolated_state: Path, tmp_path: Path
 ) -> None:
     source = write_skill(tmp_path / "src", "packed", "Packed skill.").parent
-    installed = _nodmix(isolated_state, "skills", "install", str(source))
+    installed = run_nodmix(isolated_state, "skills", "install", str(source))
     assert installed.returncode == 0, installed.stderr
     assert (isolated_state / "skills" / "packed" / "SKILL.md").is_file()
-    info = _nodmix(isolated_state, "skills", "info", "packed")
+    info = run_nodmix(isolated_state, "skills", "info", "packed")
     assert "source:   managed" in info.stdout
 
     broken = isolated_state / "workspace" / "skills" / "broken" / "SKILL.md"
     broken.parent.mkdir(parents=True)
     broken.write_text("---\nname: [x\n---\n", encoding="utf-8")
-    check = _nodmix(isolated_state, "skills", "check")
+    check = run_nodmix(isolated_state, "skills", "check")
     assert check.returncode == 1
     assert f"skipped skill {broken}" in check.stdout
-    doctor = _nodmix(isolated_state, "doctor", "--offline", "--json")
+    doctor = run_nodmix(isolated_state, "doctor", "--offline", "--json")
     finding = next(c for c in json.loads(doctor.stdout) if c["name"] == "skills")
     assert finding["level"] == "warn"
     assert "1 SKILL.md skipped" in finding["detail"]
 
-    removed = _nodmix(isolated_state, "skills", "remove", "packed")
+    removed = run_nodmix(isolated_state, "skills", "remove", "packed")
     assert removed.returncode == 0, removed.stderr
-    again = _nodmix(isolated_state, "skills", "remove", "packed")
+    again = run_nodmix(isolated_state, "skills", "remove", "packed")
     assert again.returncode == 1
     assert again.stderr.strip() == (
         f"nodmix: error: no skill 'packed' is installed in {isolated_state / 'skills'}"

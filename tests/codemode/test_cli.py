@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +15,7 @@ from nodmix.messages import ToolResultMessage
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
+from tests.support.cli import run_nodmix
 
 READ_PROGRAM = """
 const hits = await tools.search('read file');
@@ -82,22 +80,6 @@ def _configure(state: Path, base_url: str) -> None:
     (workspace / "notes.txt").write_text("The ferry leaves at 9:40.\n", encoding="utf-8")
 
 
-def _nodmix(state: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "NODMIX_STATE_DIR": str(state),
-            "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-            **(env or {}),
-        },
-        timeout=60,
-        check=False,
-    )
-
-
 def test_agent_cli_reads_a_file_and_resumes_a_slow_shell_call_with_code_mode(
     isolated_state: Path, served: tuple[ScriptedModelServer, Script]
 ) -> None:
@@ -105,7 +87,7 @@ def test_agent_cli_reads_a_file_and_resumes_a_slow_shell_call_with_code_mode(
     _configure(isolated_state, server.base_url)
 
     script.programs.append(READ_PROGRAM)
-    read = _nodmix(isolated_state, "agent", "--local", "-m", "read my notes", "--json")
+    read = run_nodmix(isolated_state, "agent", "--local", "-m", "read my notes", "--json")
     assert read.returncode == 0, read.stderr
     assert json.loads(read.stdout)["reply"].startswith("value: The ferry leaves at 9:40.")
     for recorded in server.requests:
@@ -113,7 +95,7 @@ def test_agent_cli_reads_a_file_and_resumes_a_slow_shell_call_with_code_mode(
 
     script.results.clear()
     script.programs.append(SHELL_PROGRAM)
-    shell = _nodmix(isolated_state, "agent", "--local", "-m", "run the slow one", "--json")
+    shell = run_nodmix(isolated_state, "agent", "--local", "-m", "run the slow one", "--json")
     assert shell.returncode == 0, shell.stderr
     first, *rest = script.results
     assert first["status"] == "waiting" and first["reason"] == "pending_tools"
@@ -130,7 +112,7 @@ def test_agent_cli_reads_a_file_and_resumes_a_slow_shell_call_with_code_mode(
     assert calls == ["exec", "exec"] + ["wait"] * len(rest)
     assert json.loads(replayed[3]["content"])["status"] == "completed"
 
-    exported = _nodmix(
+    exported = run_nodmix(
         isolated_state, "sessions", "export-trajectory", "--session-key", "agent:main:main"
     )
     assert exported.returncode == 0, exported.stderr
@@ -150,7 +132,7 @@ def test_agent_cli_fails_closed_when_the_runtime_is_missing(
     script.programs.append("return 1")
     empty = tmp_path / "no-runtime"
     empty.mkdir()
-    done = _nodmix(
+    done = run_nodmix(
         isolated_state,
         "agent",
         "--local",

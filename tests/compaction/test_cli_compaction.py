@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from nodmix.compaction.prompts import SUMMARIZER_SYSTEM
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelError, ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
+from tests.support.cli import run_nodmix
 
 from ..context.runtime_support import TINY_ENGINE_PLUGIN, write_config
 from .builders import headed, words
@@ -44,22 +44,12 @@ def server() -> Iterator[ScriptedModelServer]:
 def nodmix(
     state: Path, *args: str, stdin: str | None = None, pythonpath: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
+    """`nodmix` with the plugin folder `pythonpath` importable."""
+    env = None
     if pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+        joined = (pythonpath, os.environ.get("PYTHONPATH"))
+        env = {"PYTHONPATH": os.pathsep.join(p for p in joined if p)}
+    return run_nodmix(state, *args, env=env, stdin=stdin)
 
 
 def chat_lines(count: int, size: int = 900) -> str:

@@ -3,9 +3,6 @@ parsing, "did you mean", JSON5 positions (library calls and the real CLI)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,22 +12,7 @@ from nodmix.config.effective import Marked, effective_value, plain, redact
 from nodmix.config.keys import parse_value_for
 from nodmix.config.loader import load_config
 from nodmix.errors import ConfigError
-
-
-def nodmix(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+from tests.support.cli import run_nodmix
 
 
 def write(state: Path, text: str) -> Path:
@@ -101,35 +83,35 @@ def test_a_json5_syntax_error_names_file_line_and_column(isolated_state: Path) -
 
 def test_config_get_cli_shows_defaults_and_redacts(isolated_state: Path) -> None:
     write(isolated_state, SECRETS)
-    port = nodmix(isolated_state, "config", "get", "gateway.port")
+    port = run_nodmix(isolated_state, "config", "get", "gateway.port")
     assert (port.returncode, port.stdout) == (0, "18789 (default)\n")
-    assert nodmix(isolated_state, "config", "get", "gateway.port", "--json").stdout == "18789\n"
-    assert nodmix(isolated_state, "config", "get", "gateway.auth.token").stdout == "***\n"
-    shown = nodmix(isolated_state, "config", "get", "gateway.auth.token", "--show-secrets")
+    assert run_nodmix(isolated_state, "config", "get", "gateway.port", "--json").stdout == "18789\n"
+    assert run_nodmix(isolated_state, "config", "get", "gateway.auth.token").stdout == "***\n"
+    shown = run_nodmix(isolated_state, "config", "get", "gateway.auth.token", "--show-secrets")
     assert shown.stdout == "tok-9f\n"
-    whole = nodmix(isolated_state, "config", "get")
+    whole = run_nodmix(isolated_state, "config", "get")
     assert whole.returncode == 0, whole.stderr
     assert "sk-live" not in whole.stdout and "tok-9f" not in whole.stdout
     assert '"port": 18789,  // default' in whole.stdout
     assert '"baseUrl": "http://a",' in whole.stdout
-    unknown = nodmix(isolated_state, "config", "get", "gateway.prot")
+    unknown = run_nodmix(isolated_state, "config", "get", "gateway.prot")
     assert unknown.returncode == 1
     assert unknown.stderr == "nodmix: error: gateway.prot: unknown key (did you mean 'port'?)\n"
 
 
 def test_config_set_cli_refuses_a_bad_value_and_keeps_the_file(isolated_state: Path) -> None:
     path = write(isolated_state, "{}")
-    bad = nodmix(isolated_state, "config", "set", "gateway.port", "abc")
+    bad = run_nodmix(isolated_state, "config", "set", "gateway.port", "abc")
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == [
         'nodmix: error: gateway.port: not a valid JSON5 value: unexpected "a" at column 1'
     ]
     assert path.read_text(encoding="utf-8") == "{}"
-    typo = nodmix(isolated_state, "config", "set", "gateway.prot", "1")
+    typo = run_nodmix(isolated_state, "config", "set", "gateway.prot", "1")
     assert "did you mean 'port'" in typo.stderr and typo.returncode == 1
-    good = nodmix(
+    good = run_nodmix(
         isolated_state, "config", "set", "agents.defaults.model.primary", "openai/gpt-4.1"
     )
     assert good.returncode == 0, good.stderr
-    got = nodmix(isolated_state, "config", "get", "agents.defaults.model.primary")
+    got = run_nodmix(isolated_state, "config", "get", "agents.defaults.model.primary")
     assert got.stdout == "openai/gpt-4.1\n"

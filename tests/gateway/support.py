@@ -29,33 +29,12 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings, create_app
 from nodmix.gateway.server import STOP_HINT
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
+from tests.support.cli import run_nodmix as run_nodmix
+from tests.support.config import write_config as write_config
 
 TOKEN = "test-token-0123"
 NO_RETRY = RetryPolicy(attempts=1)
 DEADLINE_S = 10.0
-
-
-def write_config(
-    state: Path, base_url: str, extra: str = "", *, agents: str = "", providers: str = ""
-) -> Path:
-    """A config whose default model is `local/scripted` at `base_url`.
-
-    `extra` adds top-level sections, `agents` keys of the `agents` section and `providers`
-    more entries of `models.providers`.
-    """
-    provider = (
-        f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', "
-        "apiKey: 'sk-test-secret-key', "
-        "models: [{ id: 'scripted', contextWindow: 32000, maxTokens: 2048 }] }"
-    )
-    path = state / "nodmix.json"
-    path.write_text(
-        f"{{ models: {{ providers: {{ {provider}, {providers} }} }}, "
-        f"agents: {{ defaults: {{ model: {{ primary: 'local/scripted' }} }}, {agents} }}, "
-        f"{extra} }}",
-        encoding="utf-8",
-    )
-    return path
 
 
 def workspace_file(state: Path, name: str, text: str) -> Path:
@@ -232,23 +211,3 @@ class GatewayProcess:
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None and not pipe.closed:
                 pipe.close()
-
-
-def run_nodmix(
-    state: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run the `nodmix` command against a state directory."""
-    full_env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-        **(env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-        check=False,
-    )

@@ -7,7 +7,6 @@ file adds its site-packages), so pip installs there and never into the project's
 from __future__ import annotations
 
 import json
-import os
 import site
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.tool_then_answer import respond as tool_then_answer
 from tests.gateway.support import write_config
+from tests.support.cli import run_nodmix
 
 pytestmark = pytest.mark.integration
 
@@ -94,19 +94,7 @@ def configured(isolated_state: Path) -> Iterator[Path]:
 
 
 def _nodmix(python: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
-    return subprocess.run(
-        [str(python), "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+    return run_nodmix(state, *args, python=python, timeout=600)
 
 
 def _config(state: Path) -> dict[str, object]:

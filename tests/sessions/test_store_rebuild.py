@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from nodmix.sessions.manager import SessionManager
 from nodmix.sessions.rebuild import repair_store, salvage_entries
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import NO_RETRY, write_config
+from tests.support.cli import run_nodmix
 
 
 def _answer(request: ModelRequest) -> ModelReply:
@@ -34,22 +33,6 @@ def _answer(request: ModelRequest) -> ModelReply:
 def model_server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer(_answer) as server:
         yield server
-
-
-def _nodmix(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NODMIX_STATE_DIR": str(state),
-        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nodmix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
 
 
 async def _converse(turns: list[tuple[str, str]]) -> None:
@@ -86,13 +69,13 @@ async def test_repair_store_rebuilds_a_truncated_index_and_every_conversation_co
     raw = index.read_bytes()
     index.write_bytes(raw[: len(raw) // 2])  # a torn write: half the file
 
-    listed = _nodmix(isolated_state, "sessions", "list")
+    listed = run_nodmix(isolated_state, "sessions", "list")
     assert listed.returncode == 1
     (line,) = listed.stderr.splitlines()
     assert str(index) in line and "nodmix sessions repair-store" in line
     assert "Traceback" not in listed.stderr
 
-    repaired = _nodmix(isolated_state, "sessions", "repair-store")
+    repaired = run_nodmix(isolated_state, "sessions", "repair-store")
     assert repaired.returncode == 0, repaired.stderr
     assert "moved the corrupt session store to" in repaired.stdout
     assert "rebuilt 3 session(s) from the transcripts" in repaired.stdout
@@ -110,7 +93,7 @@ async def test_repair_store_rebuilds_a_truncated_index_and_every_conversation_co
     assert after["agent:main:alpha"]["totalTokens"] == 2 * 107
 
     for key, text in (("alpha", "alpha three"), ("gamma", "gamma again"), ("beta", "beta two")):
-        turn = _nodmix(
+        turn = run_nodmix(
             isolated_state, "agent", "--local", "-m", text, "--session-key", key, "--json"
         )
         assert turn.returncode == 0, turn.stderr
@@ -120,11 +103,11 @@ async def test_repair_store_rebuilds_a_truncated_index_and_every_conversation_co
     assert "gamma after new" in sent[1] and "gamma before new" not in sent[1]
     assert "beta one" in sent[2]
 
-    everything = _nodmix(isolated_state, "sessions", "list", "--all", "--json")
+    everything = run_nodmix(isolated_state, "sessions", "list", "--all", "--json")
     rows = json.loads(everything.stdout)
     replaced = [r for r in rows if r["status"] == "replaced"]
     assert [r["key"] for r in replaced] == ["agent:main:gamma"]
-    shown = _nodmix(isolated_state, "sessions", "show", replaced[0]["sessionId"][:8])
+    shown = run_nodmix(isolated_state, "sessions", "show", replaced[0]["sessionId"][:8])
     assert shown.returncode == 0, shown.stderr
     assert "gamma before new" in shown.stdout and "(replaced)" in shown.stdout
 
