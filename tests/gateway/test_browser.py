@@ -7,10 +7,7 @@ Needs Debian's `chromium` (`scripts/ensure-chromium.sh`) and `playwright-core` i
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,12 +17,10 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.tool_then_answer import respond as tool_then_answer
-from tests.gateway.support import TOKEN, socket_gateway, workspace_file, write_config
+from tests.gateway.browser.runner import assert_steps_passed, run_spec
+from tests.gateway.support import socket_gateway, workspace_file, write_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = Path(__file__).parent / "browser" / "chat.spec.mjs"
 
 PROGRAM = """const note = await tools.call("read", { path: "notes.txt" });
 text("read the note");
@@ -57,22 +52,9 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _requirements() -> tuple[str, str]:
-    node = shutil.which("node")
-    chromium = shutil.which("chromium")
-    if node is None:
-        pytest.fail("node is not installed; the browser test needs Node.js")
-    if chromium is None:
-        pytest.fail("Debian chromium is missing: run scripts/ensure-chromium.sh (make browser)")
-    if not (ROOT / "node_modules" / "playwright-core").is_dir():
-        pytest.fail("node_modules/playwright-core is missing: run `npm ci` (make node)")
-    return node, chromium
-
-
 def test_chat_page_streams_switches_sessions_and_renders_tools_in_chromium(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    node, chromium = _requirements()
     write_config(
         isolated_state,
         model_server.base_url,
@@ -88,19 +70,5 @@ def test_chat_page_streams_switches_sessions_and_renders_tools_in_chromium(
     )
     model_server.respond = browser_model
     with socket_gateway() as gateway:
-        done = subprocess.run(
-            [node, str(SPEC)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-            env={
-                **os.environ,
-                "GATEWAY_URL": gateway.url,
-                "GATEWAY_TOKEN": TOKEN,
-                "CHROMIUM_PATH": chromium,
-            },
-            check=False,
-        )
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
-    assert done.stdout.count(" ok\n") == 15, done.stdout
+        done = run_spec("chat", gateway.url)
+    assert_steps_passed(done, 15)

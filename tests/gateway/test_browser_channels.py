@@ -7,8 +7,6 @@ Needs Debian's `chromium` and `playwright-core` in node_modules, like `test_brow
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,43 +14,25 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import model_user_texts, write_channel_config
-from tests.gateway.support import TOKEN, socket_gateway
-from tests.gateway.test_browser import ROOT, _requirements
+from tests.gateway.browser.runner import assert_steps_passed, run_spec
+from tests.gateway.support import socket_gateway
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
-SPEC = Path(__file__).parent / "browser" / "channels.spec.mjs"
 SENDER = 5151
 
 
 def test_channels_panel_shows_state_and_approves_a_pending_pairing_in_chromium(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    node, chromium = _requirements()
     with ScriptedBotAPI() as api:
         write_channel_config(isolated_state, model_server.base_url, api)
         with socket_gateway() as gateway:
             api.inject_text(chat_id=SENDER, sender_id=SENDER, text="hi", sender_name="Pat Doe")
             texts = api.wait_for(lambda: api.sent_texts(SENDER))
             code = texts[0].split("pairing code is ", 1)[1][:8]
-            done = subprocess.run(
-                [node, str(SPEC)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                cwd=ROOT,
-                env={
-                    **os.environ,
-                    "GATEWAY_URL": gateway.url,
-                    "GATEWAY_TOKEN": TOKEN,
-                    "CHROMIUM_PATH": chromium,
-                    "PAIRING_CODE": code,
-                    "BOT_NAME": api.username,
-                },
-                check=False,
-            )
-            assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
-            assert done.stdout.count(" ok\n") == 5, done.stdout
+            done = run_spec("channels", gateway.url, PAIRING_CODE=code, BOT_NAME=api.username)
+            assert_steps_passed(done, 5)
             assert model_server.requests == []
 
             api.inject_text(chat_id=SENDER, sender_id=SENDER, text="now I may", sender_name="Pat")

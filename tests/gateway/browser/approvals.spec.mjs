@@ -5,44 +5,13 @@
 // Passes GATEWAY_URL, GATEWAY_TOKEN, CHROMIUM_PATH and DENIED_MARKER (a file that must not be
 // created). Exits non-zero on the first failed step, naming it.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { check, inChromium, logIn, step } from "./harness.mjs";
 
-const url = process.env.GATEWAY_URL;
-const token = process.env.GATEWAY_TOKEN;
 const marker = process.env.DENIED_MARKER;
-const STEP_TIMEOUT = 30000; // generous: a loaded 2-core machine runs Chromium slowly
 
-function check(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-}
-
-async function step(name, body) {
-  process.stdout.write(`- ${name} … `);
-  await body();
-  process.stdout.write("ok\n");
-}
-
-const profile = mkdtempSync(join(tmpdir(), "nodmix-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-});
-let failed = false;
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(STEP_TIMEOUT);
-  const pageErrors = [];
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-
+await inChromium(async ({ page, pageErrors }) => {
   await step("log in", async () => {
-    await page.goto(url);
-    await page.fill("#token", token);
-    await page.click("#login-form button[type=submit]");
-    await page.locator("body[data-ready=true]").waitFor();
+    await logIn(page);
   });
 
   await step("an unknown command shows an approval card naming it", async () => {
@@ -88,11 +57,4 @@ try {
   await step("no page errors", async () => {
     check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
   });
-} catch (error) {
-  failed = true;
-  process.stdout.write(`FAILED\n${error.stack || error}\n`);
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+});

@@ -6,44 +6,13 @@
 // Bot API with one unknown sender waiting for approval, and a gateway; it passes GATEWAY_URL,
 // GATEWAY_TOKEN, CHROMIUM_PATH and PAIRING_CODE. Exits non-zero on the first failed step.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { check, inChromium, logIn, step, token } from "./harness.mjs";
 
-const url = process.env.GATEWAY_URL;
-const token = process.env.GATEWAY_TOKEN;
 const code = process.env.PAIRING_CODE;
-const STEP_TIMEOUT = 30000; // generous: a loaded 2-core machine runs Chromium slowly
 
-function check(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-}
-
-async function step(name, body) {
-  process.stdout.write(`- ${name} … `);
-  await body();
-  process.stdout.write("ok\n");
-}
-
-const profile = mkdtempSync(join(tmpdir(), "nodmix-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-});
-let failed = false;
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(STEP_TIMEOUT);
-  const pageErrors = [];
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-
+await inChromium(async ({ page, pageErrors }) => {
   await step("the page connects with the token", async () => {
-    await page.goto(url);
-    await page.fill("#token", token);
-    await page.click("#login-form button[type=submit]");
-    await page.locator("body[data-ready=true]").waitFor();
+    await logIn(page);
   });
 
   await step("the Channels section shows telegram connected as the bot", async () => {
@@ -70,11 +39,4 @@ try {
   await step("the page raised no errors", async () => {
     check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
   });
-} catch (error) {
-  failed = true;
-  process.stdout.write(`FAILED\n${error.stack || error}\n`);
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+});

@@ -4,50 +4,9 @@
 // passes GATEWAY_URL, GATEWAY_TOKEN and CHROMIUM_PATH. Exits non-zero on the first failed step,
 // naming it.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { check, inChromium, step, token, url } from "./harness.mjs";
 
-const url = process.env.GATEWAY_URL;
-const token = process.env.GATEWAY_TOKEN;
-const executablePath = process.env.CHROMIUM_PATH;
-const STEP_TIMEOUT = 30000; // generous: a loaded 2-core machine runs Chromium slowly
-
-function check(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-}
-
-async function step(name, body) {
-  process.stdout.write(`- ${name} … `);
-  await body();
-  process.stdout.write("ok\n");
-}
-
-const profile = mkdtempSync(join(tmpdir(), "nodmix-chromium-"));
-// A fresh profile directory per run (playwright passes it as --user-data-dir).
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
-await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: url });
-let failed = false;
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(STEP_TIMEOUT);
-  const pageErrors = [];
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-
+await inChromium(async ({ page, pageErrors }) => {
   await step("the page asks for the token and accepts it", async () => {
     await page.goto(url);
     await page.locator("#login").waitFor({ state: "visible" });
@@ -274,11 +233,4 @@ try {
   });
 
   check(pageErrors.length === 0, `no page errors (got: ${pageErrors.join("; ")})`);
-} catch (error) {
-  failed = true;
-  process.stdout.write(`FAILED\n${error.stack || error}\n`);
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+}, { permissions: ["clipboard-read", "clipboard-write"] });

@@ -4,43 +4,15 @@
 // ready skill and a blocked one, and passes GATEWAY_URL, GATEWAY_TOKEN, CHROMIUM_PATH and
 // SKILLS_DIR (the workspace's skills folder). Exits non-zero on the first failed step.
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { check, inChromium, logIn, step } from "./harness.mjs";
 
-const url = process.env.GATEWAY_URL;
-const token = process.env.GATEWAY_TOKEN;
 const skillsDir = process.env.SKILLS_DIR;
 
-function check(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-}
-
-async function step(name, body) {
-  process.stdout.write(`- ${name} … `);
-  await body();
-  process.stdout.write("ok\n");
-}
-
-const profile = mkdtempSync(join(tmpdir(), "nodmix-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
-});
-let failed = false;
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(15000);
-  const pageErrors = [];
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-
+await inChromium(async ({ page, pageErrors }) => {
   await step("the sidebar counts ready skills out of all found", async () => {
-    await page.goto(url);
-    await page.fill("#token", token);
-    await page.click("#login-form button[type=submit]");
-    await page.locator("body[data-ready=true]").waitFor();
+    await logIn(page);
     const count = await page.textContent("#skills-count");
     const [ready, all] = count.split("/").map(Number);
     check(all === ready + 1, `one blocked skill (got ${count})`);
@@ -66,11 +38,4 @@ try {
     await page.locator('.skill[data-skill="late"]', { hasText: "Added while" }).waitFor();
     check(pageErrors.length === 0, `no page errors (got ${pageErrors.join("; ")})`);
   });
-} catch (error) {
-  failed = true;
-  process.stdout.write(`FAILED\n${error.stack || error}\n`);
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+});
