@@ -369,3 +369,23 @@ async def run_model_turn(harness: Harness, provider: Provider, text: str = "go")
 
 async def _no_sleep(seconds: float) -> None:
     return None
+
+
+async def gated_harness(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    *more_tools: Tool,
+    **code_mode_fields: Any,
+) -> tuple[Gate, Harness]:
+    """A harness whose `slow` tool waits on a fresh `Gate` (plus `more_tools`), with code mode
+    configured by `code_mode_fields`."""
+    gate = Gate()
+    harness = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=[gate.tool, *more_tools],
+        code_mode_config=code_mode(**code_mode_fields),
+    )
+    return gate, harness

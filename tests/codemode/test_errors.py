@@ -17,7 +17,7 @@ import pytest
 from nodmix.codemode import CodeModeEngine, RunStore
 from nodmix.sessions import SessionManager
 
-from .support import Gate, Harness, build_harness, code_mode, text_tool, wait_until
+from .support import Gate, Harness, build_harness, code_mode, gated_harness, text_tool, wait_until
 
 FAILED_KEYS = {"status", "error", "code", "telemetry", "guestError"}
 
@@ -206,13 +206,8 @@ async def test_too_much_output_is_output_limit_exceeded(
 async def test_an_oversized_suspension_is_snapshot_limit_exceeded(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_snapshot_bytes=1024, timeout_ms=200),
+    gate, h = await gated_harness(
+        engine, sessions, workspace, max_snapshot_bytes=1024, timeout_ms=200
     )
     error = _failed(await h.exec("return await tools.slow({})"), "snapshot_limit_exceeded")
     assert "1024" in error
@@ -243,13 +238,8 @@ async def test_wait_after_the_ttl_is_snapshot_expired(
 async def test_going_over_the_pending_call_cap_is_too_many_pending_tool_calls(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_pending_tool_calls=2, max_queued_tool_calls=0),
+    gate, h = await gated_harness(
+        engine, sessions, workspace, max_pending_tool_calls=2, max_queued_tool_calls=0
     )
     error = _failed(
         await h.exec("return await Promise.all([1, 2, 3].map(i => tools.slow({ tag: 't' + i })))"),
@@ -276,14 +266,7 @@ async def test_an_uncaught_failed_nested_call_is_nested_tool_failed(
 async def test_wait_on_an_aborted_run_is_aborted(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(timeout_ms=300),
-    )
+    gate, h = await gated_harness(engine, sessions, workspace, timeout_ms=300)
     waiting = await _park(h)
     run_id = waiting["runId"]
     async with anyio.create_task_group() as turn:  # the turn running this wait is cancelled

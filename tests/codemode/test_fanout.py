@@ -14,7 +14,7 @@ from nodmix.codemode import CodeModeEngine
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
 
-from .support import Gate, build_harness, code_mode, make_tool
+from .support import build_harness, code_mode, gated_harness, make_tool
 
 
 class Concurrency:
@@ -104,13 +104,8 @@ async def test_promise_all_over_100_fast_calls_completes_in_one_exec_with_the_de
 async def test_queued_calls_keep_starting_while_the_run_is_parked(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_pending_tool_calls=2, timeout_ms=150),
+    gate, h = await gated_harness(
+        engine, sessions, workspace, max_pending_tool_calls=2, timeout_ms=150
     )
     first = await h.exec(
         "const rs = await Promise.all([1, 2, 3, 4, 5].map(i => tools.slow({ tag: 't' + i })));"

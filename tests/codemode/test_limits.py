@@ -12,7 +12,7 @@ import pytest
 from nodmix.codemode import CodeModeEngine
 from nodmix.sessions import SessionManager
 
-from .support import Gate, build_harness, code_mode, text_tool, wait_until
+from .support import build_harness, code_mode, gated_harness, text_tool, wait_until
 
 
 @pytest.mark.anyio
@@ -97,13 +97,8 @@ async def test_a_returned_value_over_the_cap_fails(
 async def test_output_cap_applies_before_suspending_and_across_restores(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_output_bytes=1024, timeout_ms=200),
+    gate, h = await gated_harness(
+        engine, sessions, workspace, max_output_bytes=1024, timeout_ms=200
     )
     over_then_wait = await h.exec(
         "try { text('q'.repeat(3000)); } catch (e) {} return await tools.slow({})"
@@ -122,13 +117,8 @@ async def test_output_cap_applies_before_suspending_and_across_restores(
 async def test_snapshot_cap_fails_the_suspension_and_cancels_its_calls(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_snapshot_bytes=1024, timeout_ms=200),
+    gate, h = await gated_harness(
+        engine, sessions, workspace, max_snapshot_bytes=1024, timeout_ms=200
     )
     result = await h.exec("text('kept'); return await tools.slow({})")
     assert result["status"] == "failed" and result["code"] == "snapshot_limit_exceeded"
@@ -141,15 +131,10 @@ async def test_snapshot_cap_fails_the_suspension_and_cancels_its_calls(
 async def test_snapshot_cap_applies_to_a_resumed_run_that_suspends_again(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        # The budget leaves room for building the junk on a loaded machine: the run must fail
-        # on its snapshot's size, not on time.
-        code_mode_config=code_mode(max_snapshot_bytes=300_000, timeout_ms=1000),
+    # The budget leaves room for building the junk on a loaded machine: the run must fail
+    # on its snapshot's size, not on time.
+    gate, h = await gated_harness(
+        engine, sessions, workspace, max_snapshot_bytes=300_000, timeout_ms=1000
     )
     first = await h.exec(
         "await yield_control();"
@@ -167,15 +152,14 @@ async def test_snapshot_cap_applies_to_a_resumed_run_that_suspends_again(
 async def test_exactly_max_pending_calls_are_allowed_and_one_more_fails_before_dispatch(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
+    gate, h = await gated_harness(
         engine,
         sessions,
         workspace,
-        extra_tools=[gate.tool, text_tool("quick")],
-        code_mode_config=code_mode(
-            max_pending_tool_calls=3, max_queued_tool_calls=0, timeout_ms=200
-        ),
+        text_tool("quick"),
+        max_pending_tool_calls=3,
+        max_queued_tool_calls=0,
+        timeout_ms=200,
     )
     over = await h.exec(
         "const ps = [1, 2, 3, 4].map(i => tools.slow({ tag: String(i) }).catch(e => e.message));"
@@ -213,14 +197,7 @@ async def test_sequential_batches_under_the_cap_are_fine(
 async def test_exec_waits_at_most_its_time_budget_for_slow_calls(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(timeout_ms=300),
-    )
+    gate, h = await gated_harness(engine, sessions, workspace, timeout_ms=300)
     started = time.monotonic()
     result = await h.exec("return await tools.slow({})")
     elapsed = time.monotonic() - started

@@ -20,10 +20,10 @@ from nodmix.sessions import SessionManager
 from nodmix.tools import ToolResult
 
 from .support import (
-    Gate,
     Harness,
     build_harness,
     code_mode,
+    gated_harness,
     run_model_turn,
     text_tool,
     transcript_lines,
@@ -84,14 +84,7 @@ async def test_output_and_failures_keep_their_fields_and_drop_empty_ones(
 async def test_a_waiting_result_shows_run_id_reason_and_pending_calls_compactly(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(timeout_ms=200),
-    )
+    gate, h = await gated_harness(engine, sessions, workspace, timeout_ms=200)
     waiting = await _model_reads(h, "exec", {"code": "return (await tools.slow({})).text"})
     seen = json.loads(waiting.text_content)
     assert isinstance(waiting.details, dict)

@@ -24,6 +24,7 @@ from .support import (
     Gate,
     build_harness,
     code_mode,
+    gated_harness,
     make_tool,
     recording_hook,
     run_model_turn,
@@ -325,14 +326,7 @@ async def test_aborting_the_turn_during_exec_cancels_nested_calls_and_keeps_a_va
 async def test_aborting_the_turn_during_wait_cancels_nested_calls_and_the_run(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool],
-        code_mode_config=code_mode(timeout_ms=300),
-    )
+    gate, h = await gated_harness(engine, sessions, workspace, timeout_ms=300)
     run_ids: list[str] = []
 
     def respond(request: ModelRequest) -> ModelReply:
