@@ -16,7 +16,6 @@ status and an error body. A failure after text arrives ends the stream with an O
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -25,10 +24,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from nodmix.events import EventSink, RunEvent, TextDeltaEvent
+from nodmix.events import EventSink
 from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, bad_request, classify
+from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_mapping import (
     SYSTEM_NOTE_TYPE,
@@ -109,30 +109,10 @@ async def chat_completions(request: Request) -> Response:
     headers = {SESSION_HEADER: key}
     if chat.stream:
         return await _stream(chat, start, headers, handed_out)
-    run = start(ignore)
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(cancel_on_disconnect, request, run)
-            await run.done.wait()
-            group.cancel_scope.cancel()
-        outcome = await run.result()
-    finally:
-        run.cancel()
-    reply, stop, usage, calls = summary(outcome)
+    reply, stop, usage, calls = summary(await run_to_end(request, start))
     handed_out(calls)
     body = Completion(chat.model).body(reply, finish_reason(stop), usage, calls)
     return JSONResponse(body, headers=headers)
-
-
-async def cancel_on_disconnect(request: Request, run: ActiveRun) -> None:
-    # The body has been read, so the next ASGI message is the client hanging up.
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-    run.cancel()
-
-
-def ignore(event: RunEvent) -> None:
-    """Non-streamed completions need no events."""
 
 
 def summary(
@@ -155,32 +135,11 @@ def summary(
 
 async def _stream(
     chat: ChatRequest,
-    start: Callable[[EventSink], ActiveRun],
+    start: StartTurn,
     headers: dict[str, str],
     handed_out: Callable[[Sequence[ToolCallBlock]], None],
 ) -> Response:
-    send, receive = anyio.create_memory_object_stream[RunEvent](math.inf)
-    first_text = anyio.Event()
-
-    def emit(event: RunEvent) -> None:
-        if isinstance(event, TextDeltaEvent) and event.text:
-            first_text.set()
-            send.send_nowait(event)
-
-    def finished() -> None:
-        first_text.set()
-        send.close()
-
-    run = start(emit)
-    run.on_done(finished)
-    try:
-        await first_text.wait()
-        if run.done.is_set():
-            await run.result()  # a failure before any text is a plain HTTP error
-    except BaseException:
-        run.cancel()
-        receive.close()
-        raise
+    run, receive = await start_text_stream(start)
     return StreamingResponse(
         _sse(
             Completion(chat.model),
@@ -214,24 +173,21 @@ def _data(payload: Any) -> bytes:
 async def _sse(
     completion: Completion,
     run: ActiveRun,
-    events: MemoryObjectReceiveStream[RunEvent],
+    texts: MemoryObjectReceiveStream[str],
     *,
     include_usage: bool,
     handed_out: Callable[[Sequence[ToolCallBlock]], None],
 ) -> AsyncIterator[bytes]:
     try:
         yield _data(completion.chunk({"role": "assistant", "content": ""}))
-        async with events:
-            async for event in events:
-                text = event.text if isinstance(event, TextDeltaEvent) else ""
+        async with texts:
+            async for text in texts:
                 # Deltas that arrived together go out as one chunk: fewer writes, same text.
                 while True:
                     try:
-                        more = events.receive_nowait()
+                        text += texts.receive_nowait()
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                    if isinstance(more, TextDeltaEvent):
-                        text += more.text
                 if text:
                     yield _data(completion.chunk({"content": text}))
         try:

@@ -15,7 +15,6 @@ a plain HTTP error; a failure after that ends the stream with `response.failed`.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -24,16 +23,15 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from nodmix.events import EventSink, RunEvent, TextDeltaEvent
+from nodmix.events import EventSink
 from nodmix.gateway.app import gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, classify
+from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_api import (
     SESSION_HEADER,
-    cancel_on_disconnect,
     continued_session,
-    ignore,
     summary,
 )
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_TYPE
@@ -98,16 +96,7 @@ async def create_response(request: Request) -> Response:
     headers = {SESSION_HEADER: key}
     if body.stream:
         return await _stream(response, start, headers, finished)
-    run = start(ignore)
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(cancel_on_disconnect, request, run)
-            await run.done.wait()
-            group.cancel_scope.cancel()
-        outcome = await run.result()
-    finally:
-        run.cancel()
-    reply, stop, usage, calls = summary(outcome)
+    reply, stop, usage, calls = summary(await run_to_end(request, start))
     finished(calls)
     out = response.body(
         status="completed", output=response.output(reply, calls), usage=usage, stop_reason=stop
@@ -117,32 +106,11 @@ async def create_response(request: Request) -> Response:
 
 async def _stream(
     response: ResponseObject,
-    start: Callable[[EventSink], ActiveRun],
+    start: StartTurn,
     headers: dict[str, str],
     finished: Callable[[Sequence[ToolCallBlock]], None],
 ) -> Response:
-    send, receive = anyio.create_memory_object_stream[str](math.inf)
-    first_text = anyio.Event()
-
-    def emit(event: RunEvent) -> None:
-        if isinstance(event, TextDeltaEvent) and event.text:
-            first_text.set()
-            send.send_nowait(event.text)
-
-    def done() -> None:
-        first_text.set()
-        send.close()
-
-    run = start(emit)
-    run.on_done(done)
-    try:
-        await first_text.wait()
-        if run.done.is_set():
-            await run.result()  # a failure before any text is a plain HTTP error
-    except BaseException:
-        run.cancel()
-        receive.close()
-        raise
+    run, receive = await start_text_stream(start)
     return StreamingResponse(
         _events(response, run, receive, finished),
         media_type="text/event-stream",
