@@ -17,6 +17,36 @@ import uvicorn
 from starlette.applications import Starlette
 
 
+async def start_uvicorn(
+    app: Starlette, host: str, port: int
+) -> tuple[uvicorn.Server, socket.socket]:
+    """uvicorn serving `app` on a fresh listening socket bound to `host:port` (0: any free).
+
+    `startup()` without `serve()`: uvicorn's main loop polls every 100 ms and its shutdown
+    sleeps; tests start and stop many servers, so the caller waits and shuts down itself.
+    """
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose
+    # proto says TCP, and without it every keep-alive response stalls on delayed ACKs.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+        config = uvicorn.Config(
+            app, lifespan="off", log_level="warning", access_log=False, http="h11", ws="none"
+        )
+        config.load()
+        server = uvicorn.Server(config)
+        server.lifespan = config.lifespan_class(config)
+        await server.startup(sockets=[sock])
+    except BaseException:
+        sock.close()
+        raise
+    return server, sock
+
+
 class ThreadedServer:
     """Start with `with server:` (or `start()`/`stop()`); `port` is known once started."""
 
@@ -60,23 +90,7 @@ class ThreadedServer:
 
     async def _serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         self._loop_thread = threading.get_ident()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self._requested_port))
-        sock.listen(128)
-        sock.setblocking(False)
-        config = uvicorn.Config(
-            self.build_app(),
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            http="h11",
-            ws="none",
-        )
-        config.load()
-        server = uvicorn.Server(config)
-        server.lifespan = config.lifespan_class(config)
-        await server.startup(sockets=[sock])
+        server, sock = await start_uvicorn(self.build_app(), self.host, self._requested_port)
         self.port = sock.getsockname()[1]
         self._stop = anyio.Event()
         task_status.started()

@@ -35,7 +35,6 @@ import argparse
 import importlib
 import importlib.util
 import signal
-import socket
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -45,11 +44,11 @@ from typing import Any, Self
 
 import anyio
 import anyio.from_thread
-import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 
 from nodmix.messages import JsonObject
 from nodmix.providers.fake import Respond
+from nodmix.testing.http_thread import start_uvicorn
 from nodmix.testing.scripts import BUILTIN_SCRIPTS
 from nodmix.testing.wire import RecordedRequest, WireState, build_app
 
@@ -167,28 +166,7 @@ class ScriptedModelServer:
         self._port = None
 
     async def _serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose
-        # proto says TCP, and without it every keep-alive response stalls on delayed ACKs.
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._requested_port))
-        sock.listen(128)
-        sock.setblocking(False)
-        config = uvicorn.Config(
-            build_app(self._state),
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            http="h11",
-            ws="none",
-        )
-        config.load()
-        server = uvicorn.Server(config)
-        server.lifespan = config.lifespan_class(config)
-        # `startup()` without `serve()`: uvicorn's main loop polls every 100 ms and its
-        # shutdown sleeps; tests start and stop many servers, so we run the loop ourselves.
-        await server.startup(sockets=[sock])
+        server, sock = await start_uvicorn(build_app(self._state), self._host, self._requested_port)
         self._port = sock.getsockname()[1]
         task_status.started()
         try:
