@@ -25,3 +25,13 @@ def print_json(value: Any) -> None:
     """Print a value as indented JSON on stdout."""
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def show_help_without_action(parser: argparse.ArgumentParser) -> None:
+    """A command group run without an action prints its help and exits 2."""
+
+    def show(_args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(handler=show)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from nodmix.cli.common import common_parent, print_json
+from nodmix.cli.common import common_parent, print_json, show_help_without_action
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,12 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(handler=_status)
 
-    parser.set_defaults(handler=lambda _args: _help(parser))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
+    show_help_without_action(parser)
 
 
 def _install(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from nodmix.cli.common import common_parent, print_json
+from nodmix.cli.common import common_parent, print_json, show_help_without_action
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,12 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.set_defaults(handler=_audit)
-    parser.set_defaults(handler=lambda _args: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
+    show_help_without_action(parser)
 
 
 def _audit(args: argparse.Namespace) -> int:

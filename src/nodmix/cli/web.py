@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from nodmix.cli.common import common_parent
+from nodmix.cli.common import common_parent, show_help_without_action
 from nodmix.invocation import nodmix_command
 
 
@@ -32,12 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "status", parents=[common_parent()], help="show whether the scripts are installed"
     )
     status.set_defaults(handler=_status)
-    parser.set_defaults(handler=lambda _args: _help(parser))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
+    show_help_without_action(parser)
 
 
 def _install(args: argparse.Namespace) -> int:
