@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.report import cpu_calibration_ms
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -169,20 +171,6 @@ def _tables(stdout: str) -> str:
     return "\n".join(out).strip()
 
 
-def _cpu_calibration() -> float:
-    """Milliseconds for a fixed pure-Python loop (median of 5): how fast this machine was."""
-    import statistics
-
-    samples = []
-    for _ in range(5):
-        start = time.perf_counter()
-        total = 0
-        for i in range(3_000_000):
-            total += i
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", help="run only these benchmarks")
@@ -191,7 +179,7 @@ def main() -> int:
     sections: list[str] = []
     failed = []
     started = time.monotonic()
-    calibration = _cpu_calibration()
+    calibration = cpu_calibration_ms()
     for bench in chosen:
         command = [sys.executable, "-m", bench.module, *bench.args]
         shown = " ".join(["python", "-m", bench.module, *bench.args])

@@ -30,6 +30,7 @@ from typing import Any
 
 import anyio
 
+from benchmarks.report import print_table
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.fake import FunctionProvider, ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
@@ -232,10 +233,7 @@ def main() -> int:
             loop["overhead_per_step_ms"] <= TARGET_STEP_MS,
         ),
     ]
-    print("| benchmark | result | target | ok |")
-    print("|---|---|---|---|")
-    for name, value, target, ok in rows:
-        print(f"| {name} | {value} | {target} | {'yes' if ok else 'NO'} |")
+    print_table(rows)
     document = {
         "benchmark": "agent",
         "startup": startup,

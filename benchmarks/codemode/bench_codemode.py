@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 
+from benchmarks.report import print_table
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.engine import CodeModeEngine
 from nodmix.codemode.mcp_namespace import build_mcp_namespace
@@ -360,10 +361,7 @@ def main() -> int:
             r["namespace_overhead_ms"] <= TARGETS["namespace_overhead_ms"],
         ),
     ]
-    print("| benchmark | result | target | ok |")
-    print("|---|---|---|---|")
-    for name, value, target, ok in rows:
-        print(f"| {name} | {value} | {target} | {'-' if ok is None else ('yes' if ok else 'NO')} |")
+    print_table(rows)
     document = {
         "benchmark": "codemode",
         "results": r,

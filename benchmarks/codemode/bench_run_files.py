@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from benchmarks.codemode.bench_codemode import Bench
+from benchmarks.report import print_table
 from nodmix.codemode.engine import CodeModeEngine
 from nodmix.codemode.run_files import FileRunStore, write_atomically
 from nodmix.codemode.run_records import encode, record_of
@@ -172,10 +173,7 @@ def main() -> int:
             None,
         ),
     ]
-    print("| benchmark | result | target | ok |")
-    print("|---|---|---|---|")
-    for name, value, target, ok in rows:
-        print(f"| {name} | {value} | {target} | {'-' if ok is None else ('yes' if ok else 'NO')} |")
+    print_table(rows)
     document = {
         "benchmark": "codemode_run_files",
         "results": r,

@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 
+from benchmarks.report import print_table
 from benchmarks.sessions.bench_transcripts import realistic_messages
 from nodmix.agents import AgentProfile
 from nodmix.compaction.base import SummaryRequest
@@ -251,11 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             None,
         ),
     ]
-    print("| benchmark | result | target | ok |")
-    print("|---|---|---|---|")
-    for name, value, target, ok in rows:
-        mark = "-" if ok is None else ("yes" if ok else "NO")
-        print(f"| {name} | {value} | {target} | {mark} |")
+    print_table(rows)
 
     document = {
         "benchmark": "context",

@@ -41,6 +41,7 @@ from typing import Any
 import anyio
 import httpx2
 
+from benchmarks.report import quantile
 from nodmix.gateway.client import GatewayClient
 from nodmix.gateway.server import STOP_HINT
 
@@ -51,11 +52,6 @@ STATE_ROOT: str | None = None
 """Where the gateway's state directories go (`--state-root`; default: the system temp dir)."""
 TARGET_OVERHEAD_P50_MS = 5.0
 TARGET_MEMORY_PER_SESSION_KB = 200.0
-
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _read_line(proc: subprocess.Popen[str], want: str, timeout: float = 30.0) -> list[str]:
@@ -206,7 +202,7 @@ def overhead(model_url: str, gateway_url: str, pid: int, requests: int) -> list[
                     "direct_p50_ms": round(statistics.median(direct), 3),
                     "gateway_p50_ms": round(statistics.median(via), 3),
                     "overhead_p50_ms": round(statistics.median(via) - statistics.median(direct), 3),
-                    "overhead_p95_ms": round(_quantile(via, 0.95) - _quantile(direct, 0.95), 3),
+                    "overhead_p95_ms": round(quantile(via, 0.95) - quantile(direct, 0.95), 3),
                     "gateway_cpu_ms_per_request": round(
                         (_cpu_s(pid) - cpu_start) * 1000 / requests, 3
                     ),
@@ -308,7 +304,7 @@ async def concurrency(gateway_url: str, sessions: int, turns: int) -> dict[str, 
         "wall_s": round(wall, 2),
         "completions_per_s": round(len(latencies) / wall, 1),
         "latency_p50_ms": round(statistics.median(latencies), 2) if latencies else None,
-        "latency_p95_ms": round(_quantile(latencies, 0.95), 2) if latencies else None,
+        "latency_p95_ms": round(quantile(latencies, 0.95), 2) if latencies else None,
         "first_errors": errors[:5],
     }
 

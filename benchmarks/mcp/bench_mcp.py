@@ -28,17 +28,13 @@ from typing import Any
 
 import anyio
 
+from benchmarks.report import quantile
 from nodmix.config.schema import MCPServerConfig
 from nodmix.mcp import MCPManager
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "mcp.json"
 EVERYTHING = ROOT / "node_modules" / ".bin" / "mcp-server-everything"
-
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def _cold(server: MCPServerConfig, tool: str, args: dict[str, Any]) -> tuple[float, float]:
@@ -89,7 +85,7 @@ async def _measure(
         row["cold_first_call_ms_max"] = round(max(c[1] for c in cold), 1)
         row["cold_runs"] = len(cold)
     row["warm_call_ms_median"] = round(statistics.median(warm), 3)
-    row["warm_call_ms_p90"] = round(_quantile(warm, 0.9), 3)
+    row["warm_call_ms_p90"] = round(quantile(warm, 0.9), 3)
     return row
 
 

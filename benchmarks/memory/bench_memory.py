@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.memory.corpus import Question, generate
+from benchmarks.report import cpu_calibration_ms
 from nodmix.config.schema import MemoryConfig, MemoryEmbeddingsConfig
 from nodmix.memory.index import MemoryIndex
 from nodmix.memory.service import open_index
@@ -156,19 +157,6 @@ def run(notes: int, questions: int) -> dict[str, Any]:
     }
 
 
-def _calibration_ms() -> float:
-    """The run_all CPU calibration (a fixed 3M-iteration loop, median of 5): ~120 ms when the
-    machine is quiet; printed so a loaded run can be told from a slow change."""
-    samples = []
-    for _ in range(5):
-        start = time.perf_counter()
-        total = 0
-        for i in range(3_000_000):
-            total += i
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
 def _yes(ok: bool | None) -> str:
     return "-" if ok is None else ("yes" if ok else "no")
 
@@ -178,9 +166,9 @@ def main() -> int:
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args()
-    before = _calibration_ms()
+    before = cpu_calibration_ms()
     r = run(args.notes, args.questions)
-    r["calibration_ms"] = [before, _calibration_ms()]
+    r["calibration_ms"] = [before, cpu_calibration_ms()]
     n = f"{r['notes']:,} notes"
     rows = [
         (

@@ -26,6 +26,7 @@ from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import print_table
 from nodmix.messages import (
     AssistantMessage,
     Message,
@@ -259,11 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             None,
         ),
     ]
-    print("| benchmark | result | target | ok |")
-    print("|---|---|---|---|")
-    for name, value, target, ok in rows:
-        mark = "-" if ok is None else ("yes" if ok else "NO")
-        print(f"| {name} | {value} | {target} | {mark} |")
+    print_table(rows)
 
     document = {
         "benchmark": "sessions.transcripts",
