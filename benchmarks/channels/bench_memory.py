@@ -31,6 +31,7 @@ import anyio
 from tests.channels.synapse import Synapse
 from tests.gateway.support import GatewayProcess
 from tests.support.config import write_json_config
+from tests.support.process import rss_kb
 
 from nodmix.channels.matrix.adapter import MatrixAdapter
 from nodmix.channels.matrix.credentials import MatrixSettings
@@ -45,13 +46,6 @@ TARGET_MB = 5.0
 IDLE_SECONDS = 4.0
 SAMPLES = 8
 CONNECT_DEADLINE_S = 60.0
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise SystemExit("no VmRSS in /proc (Linux only)")
 
 
 def _connected(state: Path, channels: list[str]) -> bool:
@@ -80,7 +74,7 @@ def measure(root: Path, model_url: str, sections: dict[str, Any]) -> float:
         time.sleep(IDLE_SECONDS)  # a benchmark, not a test: let the polls settle
         samples = []
         for _ in range(SAMPLES):
-            samples.append(_rss_kb(pid) / 1024)
+            samples.append(rss_kb(pid) / 1024)
             time.sleep(0.25)
     return statistics.median(samples)
 
@@ -104,7 +98,7 @@ async def _idle_rss_mb(adapters: list[Any], statuses: list[ChannelStatus]) -> fl
         await anyio.sleep(IDLE_SECONDS)
         samples = []
         for _ in range(SAMPLES):
-            samples.append(_rss_kb(pid) / 1024)
+            samples.append(rss_kb(pid) / 1024)
             await anyio.sleep(0.25)
         group.cancel_scope.cancel()
     return statistics.median(samples)

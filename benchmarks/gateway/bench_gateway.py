@@ -40,6 +40,7 @@ from typing import Any
 
 import anyio
 import httpx2
+from tests.support.process import rss_kb
 
 from benchmarks.report import quantile
 from nodmix.gateway.client import GatewayClient
@@ -133,13 +134,6 @@ def _cpu_s(pid: int) -> float:
     """User plus system CPU seconds the process has used (Linux `/proc/<pid>/stat`)."""
     fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise SystemExit("no VmRSS in /proc (Linux only)")
 
 
 # ---- 1. overhead --------------------------------------------------------------------------------
@@ -329,10 +323,10 @@ def memory(gateway_url: str, pid: int, sessions: int) -> dict[str, Any]:
 
         for index in range(50):  # warm every code path and allocator arena first
             turn(f"mem-warm-{index}")
-        before = _rss_kb(pid)
+        before = rss_kb(pid)
         for index in range(sessions):
             turn(f"mem-{index}")
-        after = _rss_kb(pid)
+        after = rss_kb(pid)
     per_session = (after - before) / sessions
     return {
         "sessions": sessions,

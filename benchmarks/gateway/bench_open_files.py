@@ -19,15 +19,16 @@ import argparse
 import json
 import os
 import platform
-import stat
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
+from tests.support.process import open_files as count_open_files
+from tests.support.process import rss_kb
 
-from benchmarks.gateway.bench_gateway import TOKEN, _rss_kb, gateway, model_server
+from benchmarks.gateway.bench_gateway import TOKEN, gateway, model_server
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "open_files.json"
@@ -36,16 +37,7 @@ TARGET_FILES = 64
 
 def open_files(pid: int) -> dict[str, int]:
     """The process's descriptors: sockets, and everything else (files, pipes, epoll...)."""
-    files = sockets = 0
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            mode = fd.stat().st_mode
-        except OSError:  # closed while we looked
-            continue
-        if stat.S_ISSOCK(mode):
-            sockets += 1
-        else:
-            files += 1
+    files, sockets = count_open_files(pid)
     return {"files": files, "sockets": sockets}
 
 
@@ -82,11 +74,11 @@ def measure(sessions: int, concurrency: int) -> dict[str, Any]:
     with model_server() as model_url, gateway(model_url) as (url, pid):
         warm = 100
         errors = anyio.run(run_sessions, url, 0, warm, concurrency)
-        before = {**open_files(pid), "rss_kb": _rss_kb(pid)}
+        before = {**open_files(pid), "rss_kb": rss_kb(pid)}
         start = time.perf_counter()
         errors += anyio.run(run_sessions, url, warm, sessions, concurrency)
         wall = time.perf_counter() - start
-        after = {**open_files(pid), "rss_kb": _rss_kb(pid)}
+        after = {**open_files(pid), "rss_kb": rss_kb(pid)}
     return {
         "sessions": sessions,
         "concurrency": concurrency,

@@ -16,6 +16,7 @@ from websockets.sync.client import connect as ws_connect
 
 from nodmix.gateway.auth import WS_PROTOCOL, encode_subprotocol_token
 from tests.gateway.support import DEADLINE_S, TOKEN, GatewayProcess, asgi_client, socket_gateway
+from tests.support.process import rss_kb
 
 pytestmark = pytest.mark.anyio
 
@@ -127,7 +128,7 @@ async def test_body_within_the_limit_is_served(configured: Path) -> None:
 def test_a_50_mb_upload_does_not_grow_the_gateway_process(configured: Path) -> None:
     with GatewayProcess(configured, "--token", TOKEN) as gateway:
         assert gateway.proc is not None
-        before = _rss_kb(gateway.proc.pid)
+        before = rss_kb(gateway.proc.pid)
         with raw_socket(gateway.url) as sock:
             payload = _head("/v1/chat/completions", length=50 * 1024 * 1024)
             try:
@@ -135,16 +136,9 @@ def test_a_50_mb_upload_does_not_grow_the_gateway_process(configured: Path) -> N
             except OSError:
                 pass  # refused mid-upload: the server closed the connection early
             answer = _drain(sock)
-        after = _rss_kb(gateway.proc.pid)
+        after = rss_kb(gateway.proc.pid)
     assert after - before < 16 * 1024, f"RSS grew from {before} KB to {after} KB"
     assert answer == b"" or answer.startswith(b"HTTP/1.1 413 ")
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS in /proc")
 
 
 def test_websocket_message_over_the_limit_closes_with_1009(configured: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import resource
-import stat
 from pathlib import Path
 
 import anyio
@@ -19,6 +18,7 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
 from tests.gateway.support import GatewayProcess, write_config
+from tests.support.process import open_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -30,21 +30,6 @@ CONCURRENCY = 16
 
 def _low_file_limit() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
-
-
-def open_files(pid: int) -> tuple[int, int]:
-    """(descriptors that are not sockets, sockets) of a process (Linux `/proc`)."""
-    files = sockets = 0
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            mode = fd.stat().st_mode
-        except OSError:  # closed while we looked
-            continue
-        if stat.S_ISSOCK(mode):
-            sockets += 1
-        else:
-            files += 1
-    return files, sockets
 
 
 async def test_three_thousand_sessions_under_a_256_file_limit_give_no_errors(
