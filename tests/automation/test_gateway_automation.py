@@ -6,7 +6,6 @@ removed. Real gateway, real scripted model and Bot API servers, the real CLI."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,12 +75,6 @@ def reminder(request: ModelRequest) -> ModelReply:
             {"action": "add", "in": "1s", "name": "anna", "message": "Reminder: call Anna"},
         )
     return ModelReply.text(text)
-
-
-@pytest.fixture
-def api() -> Iterator[ScriptedBotAPI]:
-    with ScriptedBotAPI() as server:
-        yield server
 
 
 def test_the_cron_tool_schedules_a_reminder_that_reaches_the_chat_and_then_removes_itself(

@@ -4,7 +4,6 @@ not delivered, anything else reaches the chat; no checklist or a quiet hour mean
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -31,12 +30,6 @@ from tests.automation.support import (
 
 pytestmark = pytest.mark.anyio
 CHAT = 4242
-
-
-@pytest.fixture
-def api() -> Iterator[ScriptedBotAPI]:
-    with ScriptedBotAPI() as server:
-        yield server
 
 
 def checker(request: ModelRequest) -> ModelReply:

@@ -5,7 +5,6 @@ jobs removed after they ran, and the history capped per job."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -32,12 +31,6 @@ from tests.automation.support import (
 
 pytestmark = pytest.mark.anyio
 CHAT = 4242
-
-
-@pytest.fixture
-def api() -> Iterator[ScriptedBotAPI]:
-    with ScriptedBotAPI() as server:
-        yield server
 
 
 async def test_a_job_runs_once_at_a_time_and_a_run_past_the_timeout_is_ended(

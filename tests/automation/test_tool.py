@@ -3,7 +3,6 @@ chats the agent may message, list and remove."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,6 @@ class CallsCron:
             if len(self.results) == len(self.calls):
                 return ModelReply.text("done")
         return ModelReply.tool_call("cron", self.calls[len(self.results)])
-
-
-@pytest.fixture
-def api() -> Iterator[ScriptedBotAPI]:
-    with ScriptedBotAPI() as server:
-        yield server
 
 
 async def test_the_cron_tool_validates_like_the_cli_and_lists_and_removes(
