@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 Row = tuple[str, str, str, bool | None]
 
@@ -35,3 +38,9 @@ def cpu_calibration_ms() -> float:
             total += i
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)
+
+
+def write_results(path: Path, document: Any) -> None:
+    """Write a benchmark's results as indented JSON, creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

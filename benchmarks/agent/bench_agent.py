@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.report import print_table
+from benchmarks.report import print_table, write_results
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.fake import FunctionProvider, ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
@@ -240,8 +240,7 @@ def main() -> int:
         "loop": loop,
         "all_targets_met": all(row[3] for row in rows),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     return 0
 
 

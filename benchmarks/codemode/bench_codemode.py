@@ -17,7 +17,6 @@ Prints a markdown table and writes `benchmarks/results/codemode.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.report import print_table
+from benchmarks.report import print_table, write_results
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.engine import CodeModeEngine
 from nodmix.codemode.mcp_namespace import build_mcp_namespace
@@ -368,8 +367,7 @@ def main() -> int:
         "targets": TARGETS,
         "all_targets_met": all(row[3] is not False for row in rows),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     return 0
 
 

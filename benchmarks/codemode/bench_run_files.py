@@ -19,7 +19,6 @@ Prints a markdown table and writes `benchmarks/results/codemode_run_files.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -31,7 +30,7 @@ from typing import Any
 import anyio
 
 from benchmarks.codemode.bench_codemode import Bench
-from benchmarks.report import print_table
+from benchmarks.report import print_table, write_results
 from nodmix.codemode.engine import CodeModeEngine
 from nodmix.codemode.run_files import FileRunStore, write_atomically
 from nodmix.codemode.run_records import encode, record_of
@@ -181,8 +180,7 @@ def main() -> int:
         "all_targets_met": all(row[3] is not False for row in rows),
         "cpus": os.cpu_count(),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     return 0
 
 

@@ -17,7 +17,6 @@ Prints a markdown table and writes `benchmarks/results/context.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -32,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.report import print_table
+from benchmarks.report import print_table, write_results
 from benchmarks.sessions.bench_transcripts import realistic_messages
 from nodmix.agents import AgentProfile
 from nodmix.compaction.base import SummaryRequest
@@ -266,8 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "worst_assembly_ms_per_1k": worst,
         "all_targets_met": all(ok is not False for *_, ok in rows),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     print(f"\nwrote {args.output}")
     return 0
 

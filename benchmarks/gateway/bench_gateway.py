@@ -42,7 +42,7 @@ import anyio
 import httpx2
 from tests.support.process import rss_kb
 
-from benchmarks.report import quantile
+from benchmarks.report import quantile, write_results
 from nodmix.gateway.client import GatewayClient
 from nodmix.gateway.server import STOP_HINT
 
@@ -404,8 +404,7 @@ def main() -> None:
     with model_server() as model_url, gateway(model_url) as (gateway_url, pid):
         report["memory"] = memory(gateway_url, pid, args.memory_sessions)
     print(_table(report))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(RESULTS, report)
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
 
 

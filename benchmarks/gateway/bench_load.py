@@ -18,7 +18,6 @@ Prints a markdown table and writes `benchmarks/results/gateway_load.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import socket
@@ -31,7 +30,8 @@ from typing import Any
 import anyio
 import httpx2
 
-from benchmarks.gateway.bench_gateway import TOKEN, _quantile, gateway, model_server
+from benchmarks.gateway.bench_gateway import TOKEN, gateway, model_server
+from benchmarks.report import quantile, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "gateway_load.json"
@@ -75,7 +75,7 @@ async def load(url: str, requests: int, concurrency: int) -> dict[str, Any]:
         "wall_s": round(wall, 2),
         "requests_per_s": round(len(latencies) / wall, 1),
         "latency_p50_ms": round(statistics.median(latencies), 1) if latencies else None,
-        "latency_p99_ms": round(_quantile(latencies, 0.99), 1) if latencies else None,
+        "latency_p99_ms": round(quantile(latencies, 0.99), 1) if latencies else None,
         "first_errors": errors[:5],
     }
 
@@ -128,8 +128,7 @@ def main() -> None:
     failed = [label for label, row in runs.items() if row["errors"]]
     for label in failed:
         print(f"\n{label}: first errors: {runs[label]['first_errors']}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(RESULTS, report)
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
     if failed:
         raise SystemExit(1)

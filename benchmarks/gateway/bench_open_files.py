@@ -16,7 +16,6 @@ Prints a markdown table and writes `benchmarks/results/open_files.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -29,6 +28,7 @@ from tests.support.process import open_files as count_open_files
 from tests.support.process import rss_kb
 
 from benchmarks.gateway.bench_gateway import TOKEN, gateway, model_server
+from benchmarks.report import write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "open_files.json"
@@ -123,8 +123,7 @@ def main() -> None:
         **measure(args.sessions, args.concurrency),
     }
     print(_table(report))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(RESULTS, report)
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
     if report["errors"] or report["after"]["files"] > TARGET_FILES:
         raise SystemExit(1)

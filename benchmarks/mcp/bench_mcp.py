@@ -13,7 +13,6 @@ Prints a markdown table and writes `benchmarks/results/mcp.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import socket
@@ -28,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks.report import quantile
+from benchmarks.report import quantile, write_results
 from nodmix.config.schema import MCPServerConfig
 from nodmix.mcp import MCPManager
 
@@ -188,7 +187,7 @@ def main() -> None:
         "warm_calls": args.warm_calls,
         "rows": rows,
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(RESULTS, report)
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
 
 

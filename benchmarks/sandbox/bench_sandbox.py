@@ -11,7 +11,6 @@ Prints a markdown table and writes `benchmarks/results/sandbox.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import write_results
 from nodmix.sandbox import (
     Cell,
     Completed,
@@ -207,7 +207,7 @@ def main() -> None:
         },
         "results": {k: round(v, 4) if isinstance(v, float) else v for k, v in results.items()},
     }
-    RESULTS.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    write_results(RESULTS, payload)
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
 
 

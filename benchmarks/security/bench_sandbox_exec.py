@@ -13,7 +13,6 @@ of the paired differences. Prints a markdown table and writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import anyio
 
+from benchmarks.report import write_results
 from nodmix.security.sandbox.policy import SandboxSettings
 from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.tools.base import ToolContext
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "target_overhead_ms": TARGET_OVERHEAD_MS,
         "all_targets_met": ok,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     print(f"\nwrote {args.output}")
     return 0
 

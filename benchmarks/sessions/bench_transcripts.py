@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import statistics
@@ -26,7 +25,7 @@ from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import print_table
+from benchmarks.report import print_table, write_results
 from nodmix.messages import (
     AssistantMessage,
     Message,
@@ -278,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "all_targets_met": all(ok is not False for *_, ok in rows),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     print(f"\nwrote {args.output}")
     return 0
 

@@ -13,13 +13,13 @@ markdown tables and writes `benchmarks/results/value.json`. See `docs/code-mode-
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from benchmarks.report import write_results
 from benchmarks.value import run_workflows, search_eval, surface
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "value.json"
@@ -121,8 +121,7 @@ def main() -> int:
         "timings_seconds": timings,
         "all_targets_met": all(row[3] for row in targets),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_results(args.output, document)
     return 0
 
 
