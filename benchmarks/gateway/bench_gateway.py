@@ -238,6 +238,30 @@ async def runtime_only(model_url: str, requests: int) -> dict[str, Any]:
 # ---- 2. concurrency -----------------------------------------------------------------------------
 
 
+async def echo_completion(
+    client: httpx2.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    label: str,
+    latencies: list[float],
+    errors: list[str],
+) -> None:
+    """Post one completion to a gateway whose model echoes: its latency (ms) goes to
+    `latencies`; a failure, or a reply other than the last message, to `errors` under `label`."""
+    text = body["messages"][-1]["content"]
+    start = time.perf_counter()
+    try:
+        response = await client.post(f"{url}/v1/chat/completions", json=body)
+    except httpx2.HTTPError as exc:
+        errors.append(f"{label}: {type(exc).__name__}: {exc}")
+        return
+    latencies.append((time.perf_counter() - start) * 1000)
+    if response.status_code != 200:
+        errors.append(f"{label}: HTTP {response.status_code} {response.text[:200]}")
+    elif response.json()["choices"][0]["message"]["content"] != text:
+        errors.append(f"{label}: reply leaked or wrong: {response.text[:200]}")
+
+
 async def concurrency(gateway_url: str, sessions: int, turns: int) -> dict[str, Any]:
     """Many sessions at once; every reply and every transcript must be that session's own."""
     run = uuid.uuid4().hex[:8]
@@ -257,17 +281,7 @@ async def concurrency(gateway_url: str, sessions: int, turns: int) -> dict[str, 
                     "user": user,
                     "messages": [{"role": "user", "content": text}],
                 }
-                start = time.perf_counter()
-                try:
-                    response = await client.post(f"{gateway_url}/v1/chat/completions", json=body)
-                except httpx2.HTTPError as exc:
-                    errors.append(f"{user}: {exc}")
-                    continue
-                latencies.append((time.perf_counter() - start) * 1000)
-                if response.status_code != 200:
-                    errors.append(f"{user}: HTTP {response.status_code} {response.text[:200]}")
-                elif response.json()["choices"][0]["message"]["content"] != text:
-                    errors.append(f"{user}: reply leaked or wrong: {response.text[:200]}")
+                await echo_completion(client, gateway_url, body, user, latencies, errors)
 
         start = time.perf_counter()
         async with anyio.create_task_group() as group:

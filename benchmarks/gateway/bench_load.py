@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from benchmarks.gateway.bench_gateway import TOKEN, gateway, model_server
+from benchmarks.gateway.bench_gateway import TOKEN, echo_completion, gateway, model_server
 from benchmarks.report import quantile, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,17 +51,7 @@ async def load(url: str, requests: int, concurrency: int) -> dict[str, Any]:
             for index in queue:
                 text = f"load {index} {uuid.uuid4().hex[:8]}"
                 body = {"model": "nodmix", "messages": [{"role": "user", "content": text}]}
-                start = time.perf_counter()
-                try:
-                    response = await client.post(f"{url}/v1/chat/completions", json=body)
-                except httpx2.HTTPError as exc:
-                    errors.append(f"{index}: {type(exc).__name__}: {exc}")
-                    continue
-                latencies.append((time.perf_counter() - start) * 1000)
-                if response.status_code != 200:
-                    errors.append(f"{index}: HTTP {response.status_code} {response.text[:200]}")
-                elif response.json()["choices"][0]["message"]["content"] != text:
-                    errors.append(f"{index}: wrong reply {response.text[:200]}")
+                await echo_completion(client, url, body, str(index), latencies, errors)
 
         start = time.perf_counter()
         async with anyio.create_task_group() as group:
