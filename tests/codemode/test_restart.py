@@ -5,7 +5,9 @@ were due, and the run's owner scope still holds."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,14 @@ async def _harness(
     )
 
 
+@contextlib.asynccontextmanager
+async def _process(runs: Path) -> AsyncIterator[CodeModeEngine]:
+    """One process's engine over the run files in `runs`; a restart is the next one."""
+    engine = CodeModeEngine(FileRunStore(runs))
+    async with engine.running():
+        yield engine
+
+
 def _run_file(runs: Path, run_id: str) -> Path:
     return runs / f"{run_id}.run"
 
@@ -67,18 +77,16 @@ async def test_a_run_in_flight_at_a_restart_completes_with_the_call_reported_int
     sessions: SessionManager, workspace: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    before = CodeModeEngine(FileRunStore(runs))
     gate = Gate()
-    async with before.running():
+    async with _process(runs) as before:
         h = await _harness(before, sessions, workspace, gate)
         parked = await h.exec(PROGRAM)
         assert parked["status"] == "waiting"
         await wait_until(lambda: _run_file(runs, parked["runId"]).exists(), "the run file")
     assert gate.started == [{"tag": "x"}] and gate.cancelled == 1  # stopped with the process
 
-    after = CodeModeEngine(FileRunStore(runs))
     again = Gate()
-    async with after.running():
+    async with _process(runs) as after:
         h2 = await _harness(after, sessions, workspace, again, run_id="run_after")
         done = await h2.wait(parked["runId"])
         assert done["status"] == "completed", done
@@ -102,9 +110,8 @@ async def test_a_call_that_settled_while_parked_keeps_its_result_across_a_restar
     sessions: SessionManager, workspace: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    before = CodeModeEngine(FileRunStore(runs))
     gate = Gate()
-    async with before.running():
+    async with _process(runs) as before:
         h = await _harness(before, sessions, workspace, gate)
         parked = await h.exec(PROGRAM)
         assert parked["status"] == "waiting"
@@ -119,8 +126,7 @@ async def test_a_call_that_settled_while_parked_keeps_its_result_across_a_restar
 
         await wait_until(settled_on_disk, "the settled result to be written")
 
-    after = CodeModeEngine(FileRunStore(runs))
-    async with after.running():
+    async with _process(runs) as after:
         h2 = await _harness(after, sessions, workspace, Gate(), run_id="run_after")
         done = await h2.wait(parked["runId"])
     assert done["status"] == "completed", done
@@ -133,12 +139,10 @@ async def test_after_a_restart_another_session_still_cannot_wait_on_the_run(
     sessions: SessionManager, workspace: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    before = CodeModeEngine(FileRunStore(runs))
-    async with before.running():
+    async with _process(runs) as before:
         h = await _harness(before, sessions, workspace, Gate())
         parked = await h.exec(PROGRAM)
-    after = CodeModeEngine(FileRunStore(runs))
-    async with after.running():
+    async with _process(runs) as after:
         stranger = await _harness(
             after, sessions, workspace, Gate(), session_key="agent:main:stranger"
         )
@@ -157,9 +161,8 @@ async def test_a_wait_right_after_exec_resumes_before_the_file_is_even_needed(
     sessions: SessionManager, workspace: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    engine = CodeModeEngine(FileRunStore(runs))
     gate = Gate()
-    async with engine.running():
+    async with _process(runs) as engine:
         h = await _harness(engine, sessions, workspace, gate)
         parked = await h.exec(PROGRAM)
         gate.release.set()
@@ -192,8 +195,7 @@ class _Later:
 async def _park_on_timer(
     runs: Path, sessions: SessionManager, workspace: Path
 ) -> tuple[str, float]:
-    before = CodeModeEngine(FileRunStore(runs))
-    async with before.running():
+    async with _process(runs) as before:
         h = await _harness(before, sessions, workspace, Gate())
         parked = await h.exec(TIMER_PROGRAM)
         assert parked["status"] == "waiting", parked
@@ -259,9 +261,8 @@ async def test_queued_calls_that_never_started_run_after_a_restart(
 ) -> None:
     runs = tmp_path / "runs"
     config = code_mode(timeout_ms=300, max_pending_tool_calls=1)
-    before = CodeModeEngine(FileRunStore(runs))
     gate = Gate()
-    async with before.running():
+    async with _process(runs) as before:
         h = await _harness(before, sessions, workspace, gate, code_mode_config=config)
         parked = await h.exec(QUEUE_PROGRAM)
         assert parked["status"] == "waiting", parked
@@ -272,10 +273,9 @@ async def test_queued_calls_that_never_started_run_after_a_restart(
     assert [c.input for c in record.calls] == [{"tag": "a"}]
     assert [c.input for c in record.queued] == [{"tag": "b"}, {"tag": "c"}]
 
-    after = CodeModeEngine(FileRunStore(runs))
     again = Gate()
     again.release.set()
-    async with after.running():
+    async with _process(runs) as after:
         h2 = await _harness(
             after, sessions, workspace, again, run_id="run_after", code_mode_config=config
         )
@@ -316,8 +316,7 @@ async def test_a_queued_call_that_started_while_parked_is_not_queued_again_after
     runs = tmp_path / "runs"
     config = code_mode(timeout_ms=300, max_pending_tool_calls=1)
     tool = _TwoGates()
-    before = CodeModeEngine(FileRunStore(runs))
-    async with before.running():
+    async with _process(runs) as before:
         h = await build_harness(
             before, sessions, workspace, extra_tools=[tool.tool], code_mode_config=config
         )
@@ -337,11 +336,10 @@ async def test_a_queued_call_that_started_while_parked_is_not_queued_again_after
 
         await wait_until(b_started_on_disk, "the started call to be written")
 
-    after = CodeModeEngine(FileRunStore(runs))
     again = _TwoGates()
     again.release_a.set()
     again.release.set()
-    async with after.running():
+    async with _process(runs) as after:
         h2 = await build_harness(
             after,
             sessions,
@@ -373,15 +371,13 @@ async def test_an_error_after_a_restart_still_names_the_typescript_line(
     sessions: SessionManager, workspace: Path, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    before = CodeModeEngine(FileRunStore(runs))
-    async with before.running():
+    async with _process(runs) as before:
         h = await _harness(before, sessions, workspace, Gate())
         parked = await h.exec(TS_PROGRAM, language="typescript")
         assert parked["status"] == "waiting", parked
         await wait_until(lambda: _run_file(runs, parked["runId"]).exists(), "the run file")
 
-    after = CodeModeEngine(FileRunStore(runs))
-    async with after.running():
+    async with _process(runs) as after:
         h2 = await _harness(after, sessions, workspace, Gate(), run_id="run_after")
         failed = await h2.wait(parked["runId"])
     assert failed["status"] == "failed" and failed["code"] == "guest_error", failed
