@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
+from tests.support.chat_load import one_turn_per_session
 from tests.support.process import open_files as count_open_files
 from tests.support.process import rss_kb
 
@@ -43,30 +43,10 @@ def open_files(pid: int) -> dict[str, int]:
 
 async def run_sessions(url: str, first: int, count: int, concurrency: int) -> list[str]:
     """One turn on each of `count` named sessions; returns the errors."""
-    errors: list[str] = []
-    limits = httpx2.Limits(max_connections=concurrency)
-    headers = {"authorization": f"Bearer {TOKEN}"}
-    pending = iter(range(first, first + count))
-    async with httpx2.AsyncClient(
-        base_url=url, headers=headers, limits=limits, timeout=60
-    ) as client:
-
-        async def worker() -> None:
-            for index in pending:
-                text = f"session {index}"
-                body = {
-                    "model": "nodmix",
-                    "user": f"files-{index}",
-                    "messages": [{"role": "user", "content": text}],
-                }
-                response = await client.post("/v1/chat/completions", json=body)
-                if response.status_code != 200:
-                    errors.append(f"{index}: HTTP {response.status_code} {response.text[:200]}")
-
-        async with anyio.create_task_group() as group:
-            for _ in range(concurrency):
-                group.start_soon(worker)
-    return errors
+    sessions = range(first, first + count)
+    return await one_turn_per_session(
+        url, TOKEN, sessions, user_prefix="files", concurrency=concurrency
+    )
 
 
 def measure(sessions: int, concurrency: int) -> dict[str, Any]:

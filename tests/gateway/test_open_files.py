@@ -12,12 +12,12 @@ import resource
 from pathlib import Path
 
 import anyio
-import httpx2
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
 from tests.gateway.support import GatewayProcess, write_config
+from tests.support.chat_load import one_turn_per_session
 from tests.support.process import open_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -35,7 +35,6 @@ def _low_file_limit() -> None:
 async def test_three_thousand_sessions_under_a_256_file_limit_give_no_errors(
     isolated_state: Path,
 ) -> None:
-    errors: list[str] = []
     with ScriptedModelServer(echo) as model:
         write_config(isolated_state, model.base_url)
         with GatewayProcess(
@@ -43,31 +42,10 @@ async def test_three_thousand_sessions_under_a_256_file_limit_give_no_errors(
         ) as gateway:
             assert gateway.proc is not None
             pid = gateway.proc.pid
-            limits = httpx2.Limits(max_connections=CONCURRENCY)
-            headers = {"authorization": f"Bearer {TOKEN}"}
-            async with httpx2.AsyncClient(
-                base_url=gateway.url, headers=headers, limits=limits, timeout=60
-            ) as client:
-                pending = iter(range(SESSIONS))
-
-                async def worker() -> None:
-                    for index in pending:
-                        text = f"session {index}"
-                        body = {
-                            "model": "nodmix",
-                            "user": f"fd-{index}",
-                            "messages": [{"role": "user", "content": text}],
-                        }
-                        response = await client.post("/v1/chat/completions", json=body)
-                        if response.status_code != 200:
-                            errors.append(f"{index}: {response.status_code} {response.text}")
-                        elif response.json()["choices"][0]["message"]["content"] != text:
-                            errors.append(f"{index}: wrong reply {response.text[:200]}")
-
-                with anyio.fail_after(240):
-                    async with anyio.create_task_group() as group:
-                        for _ in range(CONCURRENCY):
-                            group.start_soon(worker)
+            with anyio.fail_after(240):
+                errors = await one_turn_per_session(
+                    gateway.url, TOKEN, range(SESSIONS), user_prefix="fd", concurrency=CONCURRENCY
+                )
             files, _sockets = open_files(pid)
             code, stderr = gateway.stop()
     assert errors[:3] == [] and len(errors) == 0
