@@ -371,6 +371,23 @@ async def _no_sleep(seconds: float) -> None:
     return None
 
 
+async def harness_with(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    *tools: Tool,
+    **code_mode_fields: Any,
+) -> Harness:
+    """A harness with `tools` added and code mode configured by `code_mode_fields`."""
+    return await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=list(tools),
+        code_mode_config=code_mode(**code_mode_fields),
+    )
+
+
 async def gated_harness(
     engine: CodeModeEngine,
     sessions: SessionManager,
@@ -381,11 +398,7 @@ async def gated_harness(
     """A harness whose `slow` tool waits on a fresh `Gate` (plus `more_tools`), with code mode
     configured by `code_mode_fields`."""
     gate = Gate()
-    harness = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[gate.tool, *more_tools],
-        code_mode_config=code_mode(**code_mode_fields),
+    harness = await harness_with(
+        engine, sessions, workspace, gate.tool, *more_tools, **code_mode_fields
     )
     return gate, harness

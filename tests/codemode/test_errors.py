@@ -17,7 +17,16 @@ import pytest
 from nodmix.codemode import CodeModeEngine, RunStore
 from nodmix.sessions import SessionManager
 
-from .support import Gate, Harness, build_harness, code_mode, gated_harness, text_tool, wait_until
+from .support import (
+    Gate,
+    Harness,
+    build_harness,
+    code_mode,
+    gated_harness,
+    harness_with,
+    text_tool,
+    wait_until,
+)
 
 FAILED_KEYS = {"status", "error", "code", "telemetry", "guestError"}
 
@@ -221,12 +230,8 @@ async def test_wait_after_the_ttl_is_snapshot_expired(
     engine = CodeModeEngine(RunStore(clock=lambda: now[0]))
     gate = Gate()
     async with engine.running():
-        h = await build_harness(
-            engine,
-            sessions,
-            workspace,
-            extra_tools=[gate.tool],
-            code_mode_config=code_mode(snapshot_ttl_seconds=1, timeout_ms=200),
+        h = await harness_with(
+            engine, sessions, workspace, gate.tool, snapshot_ttl_seconds=1, timeout_ms=200
         )
         waiting = await h.exec("return await tools.slow({})")
         now[0] += 1.5

@@ -14,7 +14,7 @@ from nodmix.codemode import CodeModeEngine
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
 
-from .support import build_harness, code_mode, gated_harness, make_tool
+from .support import build_harness, gated_harness, harness_with, make_tool
 
 
 class Concurrency:
@@ -50,13 +50,7 @@ async def test_promise_all_over_200_calls_completes_with_at_most_16_in_flight(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     work = Concurrency()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[work.tool],
-        code_mode_config=code_mode(max_pending_tool_calls=16),
-    )
+    h = await harness_with(engine, sessions, workspace, work.tool, max_pending_tool_calls=16)
     value = await h.value(
         "const rs = await Promise.all(Array.from({ length: 200 }, (_, n) => tools.work({ n })));"
         "return rs.map(r => r.details.n)"
@@ -71,12 +65,8 @@ async def test_a_batch_past_the_queue_cap_is_refused_before_any_call_starts(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     work = Concurrency()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[work.tool],
-        code_mode_config=code_mode(max_pending_tool_calls=16, max_queued_tool_calls=256),
+    h = await harness_with(
+        engine, sessions, workspace, work.tool, max_pending_tool_calls=16, max_queued_tool_calls=256
     )
     result = await h.exec(
         "return await Promise.all(Array.from({ length: 300 }, (_, n) => tools.work({ n })))"

@@ -12,7 +12,7 @@ import pytest
 from nodmix.codemode import CodeModeEngine
 from nodmix.sessions import SessionManager
 
-from .support import build_harness, code_mode, gated_harness, text_tool, wait_until
+from .support import build_harness, code_mode, gated_harness, harness_with, text_tool, wait_until
 
 
 @pytest.mark.anyio
@@ -179,12 +179,8 @@ async def test_exactly_max_pending_calls_are_allowed_and_one_more_fails_before_d
 async def test_sequential_batches_under_the_cap_are_fine(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[text_tool("quick")],
-        code_mode_config=code_mode(max_pending_tool_calls=2),
+    h = await harness_with(
+        engine, sessions, workspace, text_tool("quick"), max_pending_tool_calls=2
     )
     value = await h.value(
         "let n = 0; for (let b = 0; b < 5; b++) {"

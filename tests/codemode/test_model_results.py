@@ -22,8 +22,8 @@ from nodmix.tools import ToolResult
 from .support import (
     Harness,
     build_harness,
-    code_mode,
     gated_harness,
+    harness_with,
     run_model_turn,
     text_tool,
     transcript_lines,
@@ -105,12 +105,8 @@ async def test_a_waiting_result_shows_run_id_reason_and_pending_calls_compactly(
 async def test_telemetry_to_model_puts_telemetry_back_into_the_text(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[text_tool("lookup")],
-        code_mode_config=code_mode(telemetry_to_model=True),
+    h = await harness_with(
+        engine, sessions, workspace, text_tool("lookup"), telemetry_to_model=True
     )
     result = await _model_reads(h, "exec", {"code": "return 1"})
     seen = json.loads(result.text_content)
@@ -146,13 +142,7 @@ async def test_the_model_reads_compact_text_while_the_transcript_keeps_telemetry
 async def test_a_source_over_max_source_bytes_is_refused_before_transpiling(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[text_tool("lookup")],
-        code_mode_config=code_mode(max_source_bytes=4096),
-    )
+    h = await harness_with(engine, sessions, workspace, text_tool("lookup"), max_source_bytes=4096)
     # Broken TypeScript: had it reached the transform, the code would say so.
     big = "const x: number = (;\n" + "// padding\n" * 400
     result = await h.exec(big, language="typescript")

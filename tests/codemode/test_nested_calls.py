@@ -25,6 +25,7 @@ from .support import (
     build_harness,
     code_mode,
     gated_harness,
+    harness_with,
     make_tool,
     recording_hook,
     run_model_turn,
@@ -182,9 +183,7 @@ async def test_parallel_nested_calls_really_run_concurrently(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     gate = Gate()
-    h = await build_harness(
-        engine, sessions, workspace, extra_tools=[gate.tool], code_mode_config=code_mode()
-    )
+    h = await harness_with(engine, sessions, workspace, gate.tool)
     async with anyio.create_task_group() as group:
         results: list[Any] = []
 
@@ -303,9 +302,7 @@ async def test_aborting_the_turn_during_exec_cancels_nested_calls_and_keeps_a_va
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     gate = Gate()
-    h = await build_harness(
-        engine, sessions, workspace, extra_tools=[gate.tool], code_mode_config=code_mode()
-    )
+    h = await harness_with(engine, sessions, workspace, gate.tool)
     provider = FunctionProvider(_exec_then_answer("return (await tools.slow({})).text"))
     async with anyio.create_task_group() as group:
         group.start_soon(run_model_turn, h, provider)

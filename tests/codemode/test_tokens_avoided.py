@@ -14,7 +14,7 @@ from nodmix.context.tokens import chars_to_tokens, estimate_tool_tokens
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
 
-from .support import Gate, Harness, build_harness, code_mode, make_tool, text_tool
+from .support import Gate, Harness, build_harness, harness_with, make_tool, text_tool
 
 BIG = "row " * 2000  # 8,000 characters of tool output
 
@@ -83,12 +83,8 @@ async def test_result_tokens_accumulate_over_exec_and_wait_steps(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     gate = Gate()
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[*_harness_tools(), gate.tool],
-        code_mode_config=code_mode(timeout_ms=250),
+    h = await harness_with(
+        engine, sessions, workspace, *_harness_tools(), gate.tool, timeout_ms=250
     )
     first = await h.exec("await tools.export_rows({}); await tools.slow({tag: 'x'}); return 1")
     assert first["status"] == "waiting"
