@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from nodmix.config.section import Section
+
 Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$")]
 """`30s`, `20m`, `2h`, `1d`, `1h30m`."""
 TimeOfDay = Annotated[str, msgspec.Meta(pattern=r"^([01]?\d|2[0-3]):[0-5]\d$|^24:00$")]
@@ -18,18 +20,7 @@ Target = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]*:\S+$")]
 """`<channel>:<chatId>`."""
 
 
-class AutomationSection(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-):
-    """Base of these sections (same rules as every config section)."""
-
-
-class ActiveHoursConfig(AutomationSection, frozen=True):
+class ActiveHoursConfig(Section, frozen=True):
     """`agents.defaults.heartbeat.activeHours`: beats only between `start` and `end`."""
 
     start: TimeOfDay
@@ -40,7 +31,7 @@ class ActiveHoursConfig(AutomationSection, frozen=True):
     """IANA zone (default: the machine's)."""
 
 
-class HeartbeatConfig(AutomationSection, frozen=True):
+class HeartbeatConfig(Section, frozen=True):
     """`agents.defaults.heartbeat`: off unless `every` is set."""
 
     every: Duration | None = None
@@ -51,7 +42,7 @@ class HeartbeatConfig(AutomationSection, frozen=True):
     model: str | None = None
 
 
-class AutomationConfig(AutomationSection, frozen=True):
+class AutomationConfig(Section, frozen=True):
     """`automation`: limits of cron, heartbeat and webhook runs."""
 
     max_concurrent_runs: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -64,7 +55,7 @@ class AutomationConfig(AutomationSection, frozen=True):
     """Run history entries kept per job (default 50)."""
 
 
-class HookMapping(AutomationSection, frozen=True):
+class HookMapping(Section, frozen=True):
     """`hooks.mappings.<name>`: what `POST /hooks/<name>` asks the agent."""
 
     message: str
@@ -77,7 +68,7 @@ class HookMapping(AutomationSection, frozen=True):
     model: str | None = None
 
 
-class HooksConfig(AutomationSection, frozen=True):
+class HooksConfig(Section, frozen=True):
     """`hooks`: webhooks."""
 
     mappings: dict[str, HookMapping] = {}

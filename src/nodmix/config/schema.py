@@ -14,18 +14,7 @@ import msgspec
 
 from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
-
-
-class Section(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-):
-    """Base of every config section."""
-
+from nodmix.config.section import Section
 
 # ---- models -------------------------------------------------------------------------------
 
