@@ -16,7 +16,7 @@ from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
-KNOWN_CHANNELS = ("telegram", "matrix")
+KNOWN_CHANNELS = ("telegram", "matrix", "discord", "slack")
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -75,5 +75,13 @@ def create_adapter(
 
         settings = matrix_settings(config.channels.matrix, env)
         return MatrixAdapter(settings, state_dir, _invite_check(config, state_dir, channel))
+    if channel == "discord" and config.channels.discord is not None:
+        from nodmix.channels.discord.adapter import DiscordAdapter, discord_settings
+
+        return DiscordAdapter(discord_settings(config.channels.discord, env), state_dir)
+    if channel == "slack" and config.channels.slack is not None:
+        from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
+
+        return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")

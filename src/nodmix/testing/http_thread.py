@@ -20,6 +20,10 @@ from starlette.applications import Starlette
 class ThreadedServer:
     """Start with `with server:` (or `start()`/`stop()`); `port` is known once started."""
 
+    ws_protocol = "none"
+    """uvicorn's WebSocket implementation: `none`, or `websockets` for servers that take
+    WebSocket connections."""
+
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
         self._requested_port = port
@@ -71,7 +75,7 @@ class ThreadedServer:
             log_level="warning",
             access_log=False,
             http="h11",
-            ws="none",
+            ws=self.ws_protocol,
         )
         config.load()
         server = uvicorn.Server(config)

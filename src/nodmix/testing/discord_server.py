@@ -1,0 +1,471 @@
+"""A scripted Discord server on a real socket: the REST API (v10) and the Gateway WebSocket.
+
+Enough of both for a real discord.py client: `GET /users/@me`, `/oauth2/applications/@me`,
+`/gateway/bot` (pointing at this server's `/gateway`), channel messages (JSON or multipart
+with files), typing, DM channels, application commands, interaction callbacks and webhook
+follow-ups, and attachment downloads. The Gateway sends HELLO, answers heartbeats, checks the
+token of IDENTIFY, sends READY and one GUILD_CREATE (guild `guild_id` with the text channels
+`channel_ids` and the thread `thread_id` under the first), then dispatches the events tests
+inject (MESSAGE_CREATE, INTERACTION_CREATE) to the identified session, in order; a RESUME is
+answered with INVALID_SESSION, so a reconnect identifies afresh. Injected events wait until a
+session is ready::
+
+    with ScriptedDiscord() as discord:
+        config = {"channels": {"discord": {"token": discord.token, "apiBaseUrl": discord.api_url}}}
+        discord.inject_dm(sender_id="4242", text="hello")
+        discord.wait_for(lambda: discord.sent_texts(discord.dm_channel("4242")))
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from nodmix.testing import discord_payloads as p
+from nodmix.testing.http_thread import ThreadedServer
+
+T = TypeVar("T")
+HEARTBEAT_MS = 5000
+COMMANDS_ROUTE = "/applications/{app}/commands"
+
+
+@dataclass
+class DiscordCall:
+    """One recorded REST call: `route` is the method and the path pattern."""
+
+    route: str
+    params: dict[str, Any]
+    body: Any
+    at: float = field(default_factory=time.time)
+
+
+class ScriptedDiscord(ThreadedServer):
+    """Discord's REST API and Gateway for one bot. Thread-safe for test code."""
+
+    ws_protocol = "websockets-sansio"
+
+    def __init__(self, *, token: str = "NODMIX.test.token", host: str = "127.0.0.1") -> None:
+        super().__init__(host=host, port=0)
+        self.token = token
+        self.bot = p.user(p.snowflake(), "Nodmix Bot", bot=True)
+        self.app_id = self.bot["id"]
+        self.owner = p.user(p.snowflake(), "Owner")
+        self.guild_id = p.snowflake()
+        self.channel_ids = [p.snowflake(), p.snowflake()]
+        self.thread_id = p.snowflake()
+        self.calls: list[DiscordCall] = []
+        self.files: dict[str, bytes] = {}
+        self.commands: list[dict[str, Any]] = []
+        self.identifies = 0
+        self.sessions_ready = 0
+        self._dms: dict[str, str] = {}
+        self._outbox: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._changed: anyio.Event | None = None
+        self._failures: dict[str, list[tuple[int, float]]] = {}
+        self._interaction_channels: dict[str, str] = {}
+
+    # ---- test API -------------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        """The `apiBaseUrl` to configure (REST, version included)."""
+        return f"http://{self.host}:{self.port}/api/v10"
+
+    def dm_channel(self, user_id: str) -> str:
+        """The DM channel id between the bot and `user_id`."""
+        with self._lock:
+            return self._dms.setdefault(str(user_id), p.snowflake())
+
+    def inject_dm(
+        self, *, sender_id: str, text: str, sender_name: str = "Test User", **kw: Any
+    ) -> str:
+        """A direct message from `sender_id`; the message id."""
+        return self._inject(self.dm_channel(sender_id), None, sender_id, sender_name, text, **kw)
+
+    def inject_guild(
+        self,
+        *,
+        channel_id: str,
+        sender_id: str,
+        text: str,
+        sender_name: str = "Test User",
+        **kw: Any,
+    ) -> str:
+        """A message in a guild channel or thread; the message id."""
+        return self._inject(channel_id, self.guild_id, sender_id, sender_name, text, **kw)
+
+    def _inject(
+        self,
+        channel_id: str,
+        guild_id: str | None,
+        sender_id: str,
+        sender_name: str,
+        text: str,
+        *,
+        mention: bool = False,
+        reply_to_bot: bool = False,
+        attachment: tuple[str, bytes] | None = None,
+    ) -> str:
+        author = p.user(str(sender_id), sender_name)
+        mentions = [self.bot] if mention else []
+        if mention:
+            text = f"<@{self.bot['id']}> {text}"
+        files = []
+        if attachment is not None:
+            name, content = attachment
+            file_id = p.snowflake()
+            self.files[file_id] = content
+            files.append(
+                {
+                    "id": file_id,
+                    "filename": name,
+                    "size": len(content),
+                    "url": f"http://{self.host}:{self.port}/attachments/{file_id}/{name}",
+                    "proxy_url": f"http://{self.host}:{self.port}/attachments/{file_id}/{name}",
+                    "content_type": "text/plain",
+                }
+            )
+        referenced = None
+        if reply_to_bot:
+            referenced = p.message(
+                message_id=p.snowflake(), channel_id=channel_id, author=self.bot, content="earlier"
+            )
+        message_id = p.snowflake()
+        data = p.message(
+            message_id=message_id,
+            channel_id=channel_id,
+            author=author,
+            content=text,
+            guild_id=guild_id,
+            mentions=mentions,
+            attachments=files,
+            referenced=referenced,
+        )
+        self.dispatch("MESSAGE_CREATE", data)
+        return message_id
+
+    def inject_command(self, name: str, *, sender_id: str, channel_id: str | None = None) -> str:
+        """A slash command (`/name`) in a DM (no `channel_id`) or a guild channel."""
+        person = p.user(str(sender_id), "Test User")
+        command = next((c for c in self.commands if c["name"] == name), {"id": "0", "name": name})
+        channel: dict[str, Any]
+        if channel_id is None:
+            channel = {"id": self.dm_channel(sender_id), "type": p.DM_CHANNEL}
+            guild_id = None
+        else:
+            channel = p.text_channel(channel_id, self.guild_id, "general")
+            guild_id = self.guild_id
+        interaction_id = p.snowflake()
+        with self._lock:
+            self._interaction_channels[interaction_id] = channel["id"]
+        self.dispatch(
+            "INTERACTION_CREATE",
+            p.interaction(
+                interaction_id=interaction_id,
+                app_id=self.app_id,
+                token=f"itoken-{interaction_id}",
+                command=command,
+                person=person,
+                channel=channel,
+                guild_id=guild_id,
+            ),
+        )
+        return interaction_id
+
+    def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Queue a Gateway dispatch for the ready session."""
+        with self._lock:
+            self._outbox.append((event, data))
+        self._wake()
+
+    def fail_next(self, route: str, *, status: int = 429, retry_after: float = 1.0) -> None:
+        """Make the next call of `route` (`POST /channels/{id}/messages`) fail."""
+        with self._lock:
+            self._failures.setdefault(route, []).append((status, retry_after))
+
+    def calls_of(self, route: str) -> list[DiscordCall]:
+        """Recorded calls of one route."""
+        with self._lock:
+            return [c for c in self.calls if c.route == route]
+
+    def sent(self, channel_id: str | None = None) -> list[dict[str, Any]]:
+        """Messages the bot posted (channel messages and interaction follow-ups)."""
+        calls = self.calls_of("POST /channels/{id}/messages")
+        calls += self.calls_of("POST /webhooks/{app}/{token}")
+        out = [
+            c.body
+            for c in calls
+            if channel_id is None or c.params.get("channel") == str(channel_id)
+        ]
+        return sorted(out, key=lambda b: int(b.get("id", 0)))
+
+    def sent_texts(self, channel_id: str | None = None) -> list[str]:
+        """The text of each posted message (an embed's description when it has no content)."""
+        texts = []
+        for body in self.sent(channel_id):
+            embeds = body.get("embeds") or []
+            texts.append(
+                body.get("content") or (embeds[0].get("description", "") if embeds else "")
+            )
+        return texts
+
+    def pending_events(self) -> int:
+        """Injected events not yet dispatched to a session."""
+        with self._lock:
+            return len(self._outbox)
+
+    def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
+        """Poll `check()` until it returns something truthy (raises after `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                recent = ", ".join(c.route for c in self.calls[-15:])
+                raise TimeoutError(f"condition not met within {timeout}s; calls: {recent}")
+            time.sleep(0.02)
+
+    # ---- gateway --------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        event = self._changed
+        if event is not None:
+            self._call_soon(event.set)
+
+    def _before_stop(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    def _guild_create(self) -> dict[str, Any]:
+        channels = [
+            p.text_channel(c, self.guild_id, f"room-{i}") for i, c in enumerate(self.channel_ids)
+        ]
+        threads = [p.thread(self.thread_id, self.channel_ids[0], self.guild_id, self.owner["id"])]
+        return p.guild(self.guild_id, self.owner["id"], channels, threads)
+
+    async def _gateway(self, ws: WebSocket) -> None:
+        await ws.accept()
+        lock = anyio.Lock()
+        seq = 0
+
+        async def send(op: int, d: Any, t: str | None = None) -> None:
+            nonlocal seq
+            async with lock:
+                if op == 0:
+                    seq += 1
+                await ws.send_text(
+                    json.dumps({"op": op, "d": d, "s": seq if op == 0 else None, "t": t})
+                )
+
+        async def pump() -> None:
+            while True:
+                with self._lock:
+                    batch, self._outbox = self._outbox, []
+                    self._changed = anyio.Event()
+                    changed = self._changed
+                for event, data in batch:
+                    await send(0, data, event)
+                await changed.wait()
+
+        await send(10, {"heartbeat_interval": HEARTBEAT_MS})
+        async with anyio.create_task_group() as group:
+            try:
+                while True:
+                    msg = json.loads(await ws.receive_text())
+                    op = msg.get("op")
+                    if op == 1:
+                        await send(11, None)
+                    elif op == 2:
+                        self.identifies += 1
+                        if msg["d"].get("token") != self.token:
+                            await ws.close(code=4004, reason="Authentication failed.")
+                            return
+                        ready = {
+                            "v": 10,
+                            "user": self.bot,
+                            "guilds": [{"id": self.guild_id, "unavailable": True}],
+                            "session_id": p.snowflake(),
+                            "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
+                            "application": {"id": self.app_id, "flags": 0},
+                            "private_channels": [],
+                        }
+                        await send(0, ready, "READY")
+                        await send(0, self._guild_create(), "GUILD_CREATE")
+                        self.sessions_ready += 1
+                        group.start_soon(pump)
+                    elif op == 6:
+                        await send(9, False)
+            except WebSocketDisconnect:
+                pass
+            finally:
+                group.cancel_scope.cancel()
+
+    # ---- REST -----------------------------------------------------------------------------
+
+    def build_app(self) -> Starlette:
+        """The Starlette app."""
+        api = "/api/v10"
+        return Starlette(
+            routes=[
+                WebSocketRoute("/gateway", self._gateway),
+                Route("/attachments/{id}/{name}", self._attachment),
+                Route(api + "/{path:path}", self._rest, methods=["GET", "POST", "PUT", "PATCH"]),
+            ]
+        )
+
+    async def _attachment(self, request: Request) -> Response:
+        data = self.files.get(request.path_params["id"])
+        return Response(status_code=404) if data is None else Response(data)
+
+    async def _body(self, request: Request) -> Any:
+        if request.headers.get("content-type", "").startswith("multipart/"):
+            form = await request.form()
+            body: dict[str, Any] = {}
+            files = []
+            for key, value in form.multi_items():
+                if key == "payload_json" and isinstance(value, str):
+                    body.update(json.loads(value))
+                elif not isinstance(value, str):
+                    files.append(
+                        {"filename": value.filename, "data": (await value.read()).decode("latin-1")}
+                    )
+            body["files"] = files
+            return body
+        raw = await request.body()
+        return json.loads(raw) if raw else None
+
+    async def _rest(self, request: Request) -> Response:
+        path = "/" + request.path_params["path"]
+        route, params = _match(request.method, path)
+        body = await self._body(request)
+        with self._lock:
+            self.calls.append(DiscordCall(route, params, body))
+            failures = self._failures.get(route)
+            failure = failures.pop(0) if failures else None
+        auth = request.headers.get("authorization", "")
+        if (
+            not route.startswith(("POST /webhooks", "POST /interactions"))
+            and auth != f"Bot {self.token}"
+        ):
+            return JSONResponse({"message": "401: Unauthorized", "code": 0}, status_code=401)
+        if failure is not None:
+            status, retry_after = failure
+            return JSONResponse(
+                {
+                    "message": "You are being rate limited.",
+                    "retry_after": retry_after,
+                    "global": False,
+                },
+                status_code=status,
+                headers={"Retry-After": str(retry_after), "X-RateLimit-Scope": "user"},
+            )
+        handler = _ROUTES.get(route)
+        if handler is None:
+            return JSONResponse({"message": "404: Not Found", "code": 0}, status_code=404)
+        result = handler(self, params, body)
+        if result is None:
+            return Response(status_code=204)
+        return JSONResponse(result)
+
+    def _set_commands(self, body: Any) -> list[dict[str, Any]]:
+        commands = []
+        for command in body or []:
+            existing = next((c for c in self.commands if c["name"] == command["name"]), None)
+            cid = existing["id"] if existing else p.snowflake()
+            commands.append({**command, "id": cid, "application_id": self.app_id, "version": cid})
+        self.commands = commands
+        return commands
+
+    def _callback(self, params: dict[str, str], body: Any) -> dict[str, Any]:
+        response_type = int((body or {}).get("type", 5))
+        return {
+            "interaction": {
+                "id": params["interaction"],
+                "type": 2,
+                "response_message_loading": response_type == 5,
+                "response_message_ephemeral": False,
+            },
+            "resource": {"type": response_type},
+        }
+
+    def _posted(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        data = p.message(
+            message_id=p.snowflake(),
+            channel_id=channel_id,
+            author=self.bot,
+            content=body.get("content") or "",
+            embeds=body.get("embeds"),
+        )
+        body["id"] = data["id"]
+        return data
+
+
+_PATTERNS = [
+    (re.compile(r"/channels/(?P<channel>\d+)/(?P<rest>messages|typing)"), "/channels/{id}/{rest}"),
+    (re.compile(r"/applications/(?P<app>\d+)/commands"), COMMANDS_ROUTE),
+    (
+        re.compile(r"/interactions/(?P<interaction>\d+)/(?P<token>[^/]+)/callback"),
+        "/interactions/{id}/{token}/callback",
+    ),
+    (re.compile(r"/webhooks/(?P<app>\d+)/(?P<token>[^/]+)"), "/webhooks/{app}/{token}"),
+    (re.compile(r"/users/(?P<id>\d+)"), "/users/{id}"),
+]
+
+
+def _match(method: str, path: str) -> tuple[str, dict[str, str]]:
+    """`("POST /channels/{id}/messages", {"channel": "..."})` for a request path."""
+    for pattern, shape in _PATTERNS:
+        found = pattern.fullmatch(path)
+        if found:
+            params = found.groupdict()
+            return f"{method} " + shape.replace("{rest}", params.pop("rest", "")), params
+    return f"{method} {path}", {}
+
+
+def _followup(server: ScriptedDiscord, params: dict[str, str], body: Any) -> Any:
+    interaction = params["token"].removeprefix("itoken-")
+    params["channel"] = server._interaction_channels.get(interaction, "")
+    return server._posted(params["channel"], body)
+
+
+_ROUTES: dict[str, Callable[[ScriptedDiscord, dict[str, str], Any], Any]] = {
+    "GET /users/@me": lambda s, _p, _b: s.bot,
+    "GET /oauth2/applications/@me": lambda s, _p, _b: p.application(s.app_id, s.owner),
+    "GET /gateway/bot": lambda s, _p, _b: {
+        "url": f"ws://{s.host}:{s.port}/gateway",
+        "shards": 1,
+        "session_start_limit": {
+            "total": 1000,
+            "remaining": 999,
+            "reset_after": 0,
+            "max_concurrency": 1,
+        },
+    },
+    "POST /channels/{id}/messages": lambda s, ps, b: s._posted(ps["channel"], b),
+    "POST /channels/{id}/typing": lambda s, _p, _b: None,
+    "POST /users/@me/channels": lambda s, _p, b: {
+        "id": s.dm_channel(b["recipient_id"]),
+        "type": p.DM_CHANNEL,
+        "recipients": [p.user(str(b["recipient_id"]), "Test User")],
+        "last_message_id": None,
+    },
+    "GET /users/{id}": lambda s, ps, _b: p.user(ps["id"], "Test User"),
+    "GET " + COMMANDS_ROUTE: lambda s, _p, _b: s.commands,
+    "PUT " + COMMANDS_ROUTE: lambda s, _p, b: s._set_commands(b),
+    "POST /interactions/{id}/{token}/callback": lambda s, ps, b: s._callback(ps, b),
+    "POST /webhooks/{app}/{token}": _followup,
+}
