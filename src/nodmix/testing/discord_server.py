@@ -72,6 +72,7 @@ class ScriptedDiscord(ThreadedServer):
         self.sessions_ready = 0
         self._dms: dict[str, str] = {}
         self._outbox: list[tuple[str, dict[str, Any]]] = []
+        self.dispatched: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._changed: anyio.Event | None = None
         self._failures: dict[str, list[tuple[int, float]]] = {}
@@ -189,7 +190,17 @@ class ScriptedDiscord(ThreadedServer):
         """Queue a Gateway dispatch for the ready session."""
         with self._lock:
             self._outbox.append((event, data))
+            self.dispatched.append((event, data))
         self._wake()
+
+    def replay(self) -> int:
+        """Dispatch every MESSAGE_CREATE sent so far once more (as a resumed session may get
+        them again); how many."""
+        with self._lock:
+            again = [(e, d) for e, d in self.dispatched if e == "MESSAGE_CREATE"]
+            self._outbox.extend(again)
+        self._wake()
+        return len(again)
 
     def fail_next(self, route: str, *, status: int = 429, retry_after: float = 1.0) -> None:
         """Make the next call of `route` (`POST /channels/{id}/messages`) fail."""

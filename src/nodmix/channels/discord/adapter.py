@@ -126,7 +126,8 @@ class _Client(discord.Client):
             await self.tree.sync()
             log.info("discord: registered slash commands %s", ", ".join(SLASH_COMMANDS))
 
-    async def on_ready(self) -> None:
+    async def on_connect(self) -> None:
+        """READY arrived (`on_ready` waits a further 2 s for the guilds)."""
         self.adapter._on_ready()
 
     async def on_disconnect(self) -> None:
