@@ -109,10 +109,14 @@ class SlackConfig(ChannelDefaults, frozen=True):
     app_token: str | None = None
     """The app-level token (`xapp-...`) for Socket Mode; `SLACK_APP_TOKEN` when unset."""
     mode: Literal["socket", "http"] | None = None
-    """`socket` (default: no public URL needed) or `http` (Events API requests to the gateway's
-    `/slack/events`, verified with `signingSecret`)."""
+    """`socket` (default: no public URL needed) or `http` (Events API requests to
+    `http://<httpHost>:<httpPort>/slack/events`, verified with `signingSecret`)."""
     signing_secret: str | None = None
     """Signing secret for `mode: http`; `SLACK_SIGNING_SECRET` when unset."""
+    http_host: str | None = None
+    """Address the `mode: http` listener binds (default `127.0.0.1`; put a TLS proxy before it)."""
+    http_port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
+    """Port of the `mode: http` listener (default 3000)."""
     api_base_url: str | None = None
     """Web API base (default `https://slack.com/api/`)."""
     agent_id: str | None = None
