@@ -72,6 +72,7 @@ class ScriptedSlack(ThreadedServer):
         self.connections = 0
         self._unacked: dict[str, dict[str, Any]] = {}
         self._outbox: list[dict[str, Any]] = []
+        self._delivered: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._changed: anyio.Event | None = None
         self._ids = itertools.count(1)
@@ -184,6 +185,18 @@ class ScriptedSlack(ThreadedServer):
         self._wake()
         return envelope_id
 
+    def retry_all(self) -> int:
+        """Send every envelope delivered so far once more, as Slack retries an event it
+        thinks was not handled (`retry_attempt` 1, reason `http_timeout`); how many."""
+        with self._lock:
+            again = [
+                {**e, "retry_attempt": e["retry_attempt"] + 1, "retry_reason": "http_timeout"}
+                for e in self._delivered
+            ]
+            self._outbox.extend(again)
+        self._wake()
+        return len(again)
+
     def calls_of(self, method: str) -> list[SlackCall]:
         """Recorded calls of one Web API method."""
         with self._lock:
@@ -244,6 +257,7 @@ class ScriptedSlack(ThreadedServer):
                 with self._lock:
                     batch, self._outbox = self._outbox, []
                     for envelope in batch:
+                        self._delivered.append(envelope)
                         self._unacked[envelope["envelope_id"]] = envelope
                         mine.append(envelope["envelope_id"])
                     self._changed = anyio.Event()

@@ -1,0 +1,59 @@
+"""A gateway killed with SIGKILL in the middle of a Slack turn answers the pending message
+once after a restart, even when Slack sends the event again."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from nodmix.providers.base import ModelRequest
+from nodmix.providers.fake import ModelReply
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.slack_server import ScriptedSlack
+from tests.channels.support import model_user_texts, write_config
+from tests.gateway.support import GatewayProcess, wait_until
+
+pytestmark = pytest.mark.integration
+
+OWNER = "U0OWNER"
+
+
+def test_sigkill_mid_turn_then_restart_answers_the_pending_message_once(
+    isolated_state: Path,
+) -> None:
+    first_call = threading.Event()
+
+    async def respond(request: ModelRequest) -> ModelReply:
+        if not first_call.is_set():
+            first_call.set()
+            await anyio.sleep_forever()  # the gateway dies while the model "thinks"
+        return ModelReply.text("the answer")
+
+    with ScriptedModelServer(respond) as model, ScriptedSlack() as slack:
+        section = {
+            "botToken": slack.bot_token,
+            "appToken": slack.app_token,
+            "apiBaseUrl": slack.api_url,
+            "allowFrom": [OWNER],
+        }
+        write_config(isolated_state, model.base_url, {"slack": section})
+        with GatewayProcess(isolated_state) as gateway:
+            slack.inject_message(channel="D1", user=OWNER, text="are you there?", channel_type="im")
+            wait_until(first_call.is_set, what="the first model request")
+            gateway.stop(signal.SIGKILL)
+        assert slack.sent_texts(OWNER) == []
+        assert slack.unacked() == 0, "acknowledged once accepted, before the turn ended"
+
+        with GatewayProcess(isolated_state):
+            slack.wait_for(lambda: slack.sent_texts(OWNER))
+            assert slack.retry_all() == 1  # Slack sends the event again
+            slack.inject_message(channel="D1", user=OWNER, text="and now?", channel_type="im")
+            slack.wait_for(lambda: len(slack.sent_texts(OWNER)) >= 2)
+            slack.wait_for(lambda: slack.unacked() == 0)
+        assert slack.sent_texts(OWNER) == ["the answer", "the answer"]
+        assert model_user_texts(model)[-2:] == ["are you there?", "and now?"]
+        assert len(model.requests) == 3
