@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import re
 from typing import Any
 
 TEXT_CHANNEL = 0
@@ -12,6 +13,7 @@ DM_CHANNEL = 1
 PUBLIC_THREAD = 11
 _EPOCH_MS = 1420070400000
 _counter = itertools.count(1)
+COMMANDS_ROUTE = "/applications/{app}/commands"
 
 
 def snowflake() -> str:
@@ -238,3 +240,25 @@ def interaction(
     else:
         data["user"] = person
     return data
+
+
+ROUTE_PATTERNS = [
+    (re.compile(r"/channels/(?P<channel>\d+)/(?P<rest>messages|typing)"), "/channels/{id}/{rest}"),
+    (re.compile(r"/applications/(?P<app>\d+)/commands"), COMMANDS_ROUTE),
+    (
+        re.compile(r"/interactions/(?P<interaction>\d+)/(?P<token>[^/]+)/callback"),
+        "/interactions/{id}/{token}/callback",
+    ),
+    (re.compile(r"/webhooks/(?P<app>\d+)/(?P<token>[^/]+)"), "/webhooks/{app}/{token}"),
+    (re.compile(r"/users/(?P<id>\d+)"), "/users/{id}"),
+]
+
+
+def match_route(method: str, path: str) -> tuple[str, dict[str, str]]:
+    """`("POST /channels/{id}/messages", {"channel": "..."})` for a request path."""
+    for pattern, shape in ROUTE_PATTERNS:
+        found = pattern.fullmatch(path)
+        if found:
+            params = found.groupdict()
+            return f"{method} " + shape.replace("{rest}", params.pop("rest", "")), params
+    return f"{method} {path}", {}

@@ -19,26 +19,22 @@ session is ready::
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing import discord_payloads as p
+from nodmix.testing.discord_gateway import GatewayHub
 from nodmix.testing.http_thread import ThreadedServer
 
 T = TypeVar("T")
-HEARTBEAT_MS = 5000
-COMMANDS_ROUTE = "/applications/{app}/commands"
 
 
 @dataclass
@@ -68,13 +64,9 @@ class ScriptedDiscord(ThreadedServer):
         self.calls: list[DiscordCall] = []
         self.files: dict[str, bytes] = {}
         self.commands: list[dict[str, Any]] = []
-        self.identifies = 0
-        self.sessions_ready = 0
         self._dms: dict[str, str] = {}
-        self._outbox: list[tuple[str, dict[str, Any]]] = []
-        self.dispatched: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
-        self._changed: anyio.Event | None = None
+        self.gateway = GatewayHub(token=token, greeting=self._greeting, call_soon=self._call_soon)
         self._failures: dict[str, list[tuple[int, float]]] = {}
         self._interaction_channels: dict[str, str] = {}
 
@@ -188,19 +180,17 @@ class ScriptedDiscord(ThreadedServer):
 
     def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Queue a Gateway dispatch for the ready session."""
-        with self._lock:
-            self._outbox.append((event, data))
-            self.dispatched.append((event, data))
-        self._wake()
+        self.gateway.dispatch(event, data)
 
     def replay(self) -> int:
         """Dispatch every MESSAGE_CREATE sent so far once more (as a resumed session may get
         them again); how many."""
-        with self._lock:
-            again = [(e, d) for e, d in self.dispatched if e == "MESSAGE_CREATE"]
-            self._outbox.extend(again)
-        self._wake()
-        return len(again)
+        return self.gateway.replay("MESSAGE_CREATE")
+
+    @property
+    def sessions_ready(self) -> int:
+        """Gateway sessions that identified."""
+        return self.gateway.sessions_ready
 
     def fail_next(self, route: str, *, status: int = 429, retry_after: float = 1.0) -> None:
         """Make the next call of `route` (`POST /channels/{id}/messages`) fail."""
@@ -235,8 +225,7 @@ class ScriptedDiscord(ThreadedServer):
 
     def pending_events(self) -> int:
         """Injected events not yet dispatched to a session."""
-        with self._lock:
-            return len(self._outbox)
+        return self.gateway.pending()
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
@@ -252,78 +241,25 @@ class ScriptedDiscord(ThreadedServer):
 
     # ---- gateway --------------------------------------------------------------------------
 
-    def _wake(self) -> None:
-        event = self._changed
-        if event is not None:
-            self._call_soon(event.set)
-
     def _before_stop(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
+        self.gateway.stop()
 
-    def _guild_create(self) -> dict[str, Any]:
+    def _greeting(self) -> list[tuple[str, dict[str, Any]]]:
+        ready = {
+            "v": 10,
+            "user": self.bot,
+            "guilds": [{"id": self.guild_id, "unavailable": True}],
+            "session_id": p.snowflake(),
+            "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
+            "application": {"id": self.app_id, "flags": 0},
+            "private_channels": [],
+        }
         channels = [
             p.text_channel(c, self.guild_id, f"room-{i}") for i, c in enumerate(self.channel_ids)
         ]
         threads = [p.thread(self.thread_id, self.channel_ids[0], self.guild_id, self.owner["id"])]
-        return p.guild(self.guild_id, self.owner["id"], channels, threads)
-
-    async def _gateway(self, ws: WebSocket) -> None:
-        await ws.accept()
-        lock = anyio.Lock()
-        seq = 0
-
-        async def send(op: int, d: Any, t: str | None = None) -> None:
-            nonlocal seq
-            async with lock:
-                if op == 0:
-                    seq += 1
-                await ws.send_text(
-                    json.dumps({"op": op, "d": d, "s": seq if op == 0 else None, "t": t})
-                )
-
-        async def pump() -> None:
-            while True:
-                with self._lock:
-                    batch, self._outbox = self._outbox, []
-                    self._changed = anyio.Event()
-                    changed = self._changed
-                for event, data in batch:
-                    await send(0, data, event)
-                await changed.wait()
-
-        await send(10, {"heartbeat_interval": HEARTBEAT_MS})
-        async with anyio.create_task_group() as group:
-            try:
-                while True:
-                    msg = json.loads(await ws.receive_text())
-                    op = msg.get("op")
-                    if op == 1:
-                        await send(11, None)
-                    elif op == 2:
-                        self.identifies += 1
-                        if msg["d"].get("token") != self.token:
-                            await ws.close(code=4004, reason="Authentication failed.")
-                            return
-                        ready = {
-                            "v": 10,
-                            "user": self.bot,
-                            "guilds": [{"id": self.guild_id, "unavailable": True}],
-                            "session_id": p.snowflake(),
-                            "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
-                            "application": {"id": self.app_id, "flags": 0},
-                            "private_channels": [],
-                        }
-                        await send(0, ready, "READY")
-                        await send(0, self._guild_create(), "GUILD_CREATE")
-                        self.sessions_ready += 1
-                        group.start_soon(pump)
-                    elif op == 6:
-                        await send(9, False)
-            except WebSocketDisconnect:
-                pass
-            finally:
-                group.cancel_scope.cancel()
+        guild = p.guild(self.guild_id, self.owner["id"], channels, threads)
+        return [("READY", ready), ("GUILD_CREATE", guild)]
 
     # ---- REST -----------------------------------------------------------------------------
 
@@ -332,7 +268,7 @@ class ScriptedDiscord(ThreadedServer):
         api = "/api/v10"
         return Starlette(
             routes=[
-                WebSocketRoute("/gateway", self._gateway),
+                WebSocketRoute("/gateway", self.gateway.session),
                 Route("/attachments/{id}/{name}", self._attachment),
                 Route(api + "/{path:path}", self._rest, methods=["GET", "POST", "PUT", "PATCH"]),
             ]
@@ -361,7 +297,7 @@ class ScriptedDiscord(ThreadedServer):
 
     async def _rest(self, request: Request) -> Response:
         path = "/" + request.path_params["path"]
-        route, params = _match(request.method, path)
+        route, params = p.match_route(request.method, path)
         body = await self._body(request)
         with self._lock:
             self.calls.append(DiscordCall(route, params, body))
@@ -425,28 +361,6 @@ class ScriptedDiscord(ThreadedServer):
         return data
 
 
-_PATTERNS = [
-    (re.compile(r"/channels/(?P<channel>\d+)/(?P<rest>messages|typing)"), "/channels/{id}/{rest}"),
-    (re.compile(r"/applications/(?P<app>\d+)/commands"), COMMANDS_ROUTE),
-    (
-        re.compile(r"/interactions/(?P<interaction>\d+)/(?P<token>[^/]+)/callback"),
-        "/interactions/{id}/{token}/callback",
-    ),
-    (re.compile(r"/webhooks/(?P<app>\d+)/(?P<token>[^/]+)"), "/webhooks/{app}/{token}"),
-    (re.compile(r"/users/(?P<id>\d+)"), "/users/{id}"),
-]
-
-
-def _match(method: str, path: str) -> tuple[str, dict[str, str]]:
-    """`("POST /channels/{id}/messages", {"channel": "..."})` for a request path."""
-    for pattern, shape in _PATTERNS:
-        found = pattern.fullmatch(path)
-        if found:
-            params = found.groupdict()
-            return f"{method} " + shape.replace("{rest}", params.pop("rest", "")), params
-    return f"{method} {path}", {}
-
-
 def _followup(server: ScriptedDiscord, params: dict[str, str], body: Any) -> Any:
     interaction = params["token"].removeprefix("itoken-")
     params["channel"] = server._interaction_channels.get(interaction, "")
@@ -475,8 +389,8 @@ _ROUTES: dict[str, Callable[[ScriptedDiscord, dict[str, str], Any], Any]] = {
         "last_message_id": None,
     },
     "GET /users/{id}": lambda s, ps, _b: p.user(ps["id"], "Test User"),
-    "GET " + COMMANDS_ROUTE: lambda s, _p, _b: s.commands,
-    "PUT " + COMMANDS_ROUTE: lambda s, _p, b: s._set_commands(b),
+    "GET " + p.COMMANDS_ROUTE: lambda s, _p, _b: s.commands,
+    "PUT " + p.COMMANDS_ROUTE: lambda s, _p, b: s._set_commands(b),
     "POST /interactions/{id}/{token}/callback": lambda s, ps, b: s._callback(ps, b),
     "POST /webhooks/{app}/{token}": _followup,
 }

@@ -1,11 +1,11 @@
 """A scripted Slack server on a real socket: the Web API and a Socket Mode WebSocket.
 
 Enough of both for a real Bolt app on slack_sdk: `auth.test`, `apps.connections.open` (with the
-app-level token; answers a `ws://` URL to this server), `chat.postMessage`, `users.info`,
-the external file upload (`files.getUploadURLExternal`, the upload URL,
-`files.completeUploadExternal`) and downloads of `url_private_download`. The Socket Mode
-socket says `hello`, then sends the events tests inject as `events_api` envelopes and records
-the acks; an envelope not acked when its connection closes is sent again, with a higher
+app-level token; answers a `ws://` URL to this server), `chat.postMessage`,
+`conversations.open`, `users.info`, the external file upload (`files.getUploadURLExternal`,
+the upload URL, `files.completeUploadExternal`) and downloads of `url_private_download`. The
+Socket Mode socket says `hello`, then sends the events tests inject as `events_api` envelopes
+and records the acks; an envelope not acked when its connection closes is sent again, with a higher
 `retry_attempt`, to the next connection (as Slack retries)::
 
     with ScriptedSlack() as slack:
@@ -33,10 +33,9 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.slack_payloads import APP, TEAM, events_api_envelope
 
 T = TypeVar("T")
-TEAM = "T0NODMIX"
-APP = "A0NODMIX"
 
 
 @dataclass
@@ -154,36 +153,18 @@ class ScriptedSlack(ThreadedServer):
     def inject_event(self, event: dict[str, Any]) -> str:
         """Queue an `events_api` envelope carrying `event`; the envelope id."""
         envelope_id = f"env-{next(self._ids)}"
-        envelope = {
-            "envelope_id": envelope_id,
-            "type": "events_api",
-            "accepts_response_payload": False,
-            "retry_attempt": 0,
-            "retry_reason": "",
-            "payload": {
-                "token": "verification-token",
-                "team_id": TEAM,
-                "api_app_id": APP,
-                "event": event,
-                "type": "event_callback",
-                "event_id": f"Ev{next(self._ids):08d}",
-                "event_time": int(time.time()),
-                "authorizations": [
-                    {
-                        "enterprise_id": None,
-                        "team_id": TEAM,
-                        "user_id": self.bot_user,
-                        "is_bot": True,
-                        "is_enterprise_install": False,
-                    }
-                ],
-                "is_ext_shared_channel": False,
-            },
-        }
+        event_id = f"Ev{next(self._ids):08d}"
+        envelope = events_api_envelope(envelope_id, event_id, event, bot_user=self.bot_user)
         with self._lock:
             self._outbox.append(envelope)
         self._wake()
         return envelope_id
+
+    def take_envelopes(self) -> list[dict[str, Any]]:
+        """Remove the queued envelopes (to post their payloads to an Events API URL)."""
+        with self._lock:
+            taken, self._outbox = self._outbox, []
+        return taken
 
     def retry_all(self) -> int:
         """Send every envelope delivered so far once more, as Slack retries an event it
@@ -404,6 +385,7 @@ _METHODS: dict[str, Callable[[ScriptedSlack, dict[str, Any]], dict[str, Any]]] =
             "profile": {"display_name": "", "real_name": "Test User"},
         }
     },
+    "conversations.open": lambda s, p: {"channel": {"id": "D" + str(p.get("users", ""))[1:]}},
     "files.getUploadURLExternal": lambda s, p: s._upload_url(p),
     "files.completeUploadExternal": lambda s, p: s._complete(p),
 }

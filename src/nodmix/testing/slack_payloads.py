@@ -1,0 +1,43 @@
+"""Slack payloads in the shapes Socket Mode and the Events API deliver them, for the scripted
+Slack server."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+TEAM = "T0NODMIX"
+APP = "A0NODMIX"
+
+
+def events_api_envelope(
+    envelope_id: str, event_id: str, event: dict[str, Any], *, bot_user: str
+) -> dict[str, Any]:
+    """A Socket Mode `events_api` envelope around an `event_callback` carrying `event` (the
+    `payload` is what the Events API would POST)."""
+    return {
+        "envelope_id": envelope_id,
+        "type": "events_api",
+        "accepts_response_payload": False,
+        "retry_attempt": 0,
+        "retry_reason": "",
+        "payload": {
+            "token": "verification-token",
+            "team_id": TEAM,
+            "api_app_id": APP,
+            "event": event,
+            "type": "event_callback",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": TEAM,
+                    "user_id": bot_user,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+        },
+    }
