@@ -188,3 +188,52 @@ def test_doctor_checks_the_token_and_channels_status_shows_counts(
         shown = run_nodmix(isolated_state, "channels", "status")
     assert "discord: connected as @nodmix_bot" in shown.stdout
     assert "refused 1" in shown.stdout and "pairing requests 1" in shown.stdout
+
+
+def test_message_send_reaches_a_user_and_a_channel_without_a_running_gateway(
+    isolated_state: Path, discord: ScriptedDiscord, model: ScriptedModelServer
+) -> None:
+    room = discord.channel_ids[1]
+    _configure(isolated_state, model, discord, allowFrom=[OWNER], groups=[room])
+    to_user = run_nodmix(
+        isolated_state, "message", "send", "--channel", "discord", "--to", OWNER, "hi"
+    )
+    assert to_user.returncode == 0, to_user.stderr
+    to_room = run_nodmix(
+        isolated_state, "message", "send", "--channel", "discord", "--to", room, "all"
+    )
+    assert to_room.returncode == 0, to_room.stderr
+    assert discord.sent_texts(discord.dm_channel(OWNER)) == ["hi"]
+    assert discord.sent_texts(room) == ["all"]
+    refused = run_nodmix(
+        isolated_state, "message", "send", "--channel", "discord", "--to", "9", "x"
+    )
+    assert refused.returncode != 0 and "not allowed" in refused.stderr
+
+
+def test_rate_limited_send_is_retried_after_the_wait_discord_asks_for(
+    isolated_state: Path, discord: ScriptedDiscord, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, discord, allowFrom=[OWNER])
+    discord.fail_next("POST /channels/{id}/messages", status=429, retry_after=1.0)
+    with _gateway():
+        discord.inject_dm(sender_id=OWNER, text="still there?")
+        discord.wait_for(lambda: discord.sent_texts(discord.dm_channel(OWNER)))
+    posts = discord.calls_of("POST /channels/{id}/messages")
+    assert len(posts) == 2
+    assert posts[1].at - posts[0].at >= 0.9
+
+
+def test_a_dropped_gateway_connection_is_reestablished(
+    isolated_state: Path, discord: ScriptedDiscord, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, discord, allowFrom=[OWNER])
+    dm = discord.dm_channel(OWNER)
+    with _gateway():
+        discord.inject_dm(sender_id=OWNER, text="one")
+        discord.wait_for(lambda: discord.sent_texts(dm))
+        discord.drop_sessions()
+        discord.wait_for(lambda: discord.sessions_ready >= 2)
+        discord.inject_dm(sender_id=OWNER, text="two")
+        discord.wait_for(lambda: len(discord.sent_texts(dm)) >= 2)
+    assert discord.sent_texts(dm) == ["one", "two"]

@@ -204,3 +204,28 @@ def test_doctor_checks_the_token_and_channels_status_shows_counts(
         shown = run_nodmix(isolated_state, "channels", "status")
     assert "slack: connected as @nodmix (Nodmix Test)" in shown.stdout
     assert "refused 1" in shown.stdout and "pairing requests 1" in shown.stdout
+
+
+def test_a_refreshed_socket_mode_connection_keeps_delivering(
+    isolated_state: Path, slack: ScriptedSlack, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, slack, allowFrom=[OWNER])
+    with _gateway():
+        _dm(slack, "one")
+        slack.wait_for(lambda: slack.sent_texts(OWNER))
+        slack.refresh()
+        slack.wait_for(lambda: len(slack.calls_of("apps.connections.open")) >= 2)
+        _dm(slack, "two")
+        slack.wait_for(lambda: len(slack.sent_texts(OWNER)) >= 2)
+    assert slack.sent_texts(OWNER) == ["one", "two"]
+
+
+def test_message_send_reaches_a_user_and_a_channel_without_a_running_gateway(
+    isolated_state: Path, slack: ScriptedSlack, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, slack, allowFrom=[OWNER], groups=[ROOM])
+    for to in (OWNER, ROOM):
+        sent = run_nodmix(isolated_state, "message", "send", "--channel", "slack", "--to", to, "hi")
+        assert sent.returncode == 0, sent.stderr
+    assert slack.sent_texts(OWNER) == ["hi"]
+    assert slack.sent_texts(ROOM) == ["hi"]

@@ -36,6 +36,7 @@ class GatewayHub:
         self._outbox: list[Event] = []
         self._lock = threading.Lock()
         self._changed: anyio.Event | None = None
+        self._drop = 0
 
     def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Queue a dispatch (from any thread)."""
@@ -62,6 +63,11 @@ class GatewayHub:
         if changed is not None:
             self._call_soon(changed.set)
 
+    def drop(self) -> None:
+        """Close every open session as a Gateway restart does (code 4000: reconnect)."""
+        self._drop += 1
+        self._wake()
+
     def stop(self) -> None:
         """End the pumps (on the server's loop)."""
         if self._changed is not None:
@@ -81,8 +87,13 @@ class GatewayHub:
                 frame = {"op": op, "d": d, "s": seq if op == 0 else None, "t": t}
                 await ws.send_text(json.dumps(frame))
 
+        drops = self._drop
+
         async def pump() -> None:
             while True:
+                if self._drop != drops:
+                    await ws.close(code=4000, reason="Unknown error.")
+                    return
                 with self._lock:
                     batch, self._outbox = self._outbox, []
                     self._changed = anyio.Event()

@@ -244,6 +244,7 @@ def interaction(
 
 ROUTE_PATTERNS = [
     (re.compile(r"/channels/(?P<channel>\d+)/(?P<rest>messages|typing)"), "/channels/{id}/{rest}"),
+    (re.compile(r"/channels/(?P<channel>\d+)"), "/channels/{id}"),
     (re.compile(r"/applications/(?P<app>\d+)/commands"), COMMANDS_ROUTE),
     (
         re.compile(r"/interactions/(?P<interaction>\d+)/(?P<token>[^/]+)/callback"),

@@ -45,6 +45,8 @@ class DiscordCall:
     params: dict[str, Any]
     body: Any
     at: float = field(default_factory=time.time)
+    failed: bool = False
+    """Answered with the failure `fail_next` asked for."""
 
 
 class ScriptedDiscord(ThreadedServer):
@@ -187,6 +189,10 @@ class ScriptedDiscord(ThreadedServer):
         them again); how many."""
         return self.gateway.replay("MESSAGE_CREATE")
 
+    def drop_sessions(self) -> None:
+        """Close the Gateway connections (the client must reconnect and identify again)."""
+        self.gateway.drop()
+
     @property
     def sessions_ready(self) -> int:
         """Gateway sessions that identified."""
@@ -209,7 +215,7 @@ class ScriptedDiscord(ThreadedServer):
         out = [
             c.body
             for c in calls
-            if channel_id is None or c.params.get("channel") == str(channel_id)
+            if not c.failed and (channel_id is None or c.params.get("channel") == str(channel_id))
         ]
         return sorted(out, key=lambda b: int(b.get("id", 0)))
 
@@ -300,9 +306,9 @@ class ScriptedDiscord(ThreadedServer):
         route, params = p.match_route(request.method, path)
         body = await self._body(request)
         with self._lock:
-            self.calls.append(DiscordCall(route, params, body))
             failures = self._failures.get(route)
             failure = failures.pop(0) if failures else None
+            self.calls.append(DiscordCall(route, params, body, failed=failure is not None))
         auth = request.headers.get("authorization", "")
         if (
             not route.startswith(("POST /webhooks", "POST /interactions"))
@@ -318,15 +324,28 @@ class ScriptedDiscord(ThreadedServer):
                     "global": False,
                 },
                 status_code=status,
-                headers={"Retry-After": str(retry_after), "X-RateLimit-Scope": "user"},
+                headers={
+                    "Retry-After": str(retry_after),
+                    "X-RateLimit-Scope": "user",
+                    "Via": "1.1 google",
+                },
             )
         handler = _ROUTES.get(route)
         if handler is None:
             return JSONResponse({"message": "404: Not Found", "code": 0}, status_code=404)
         result = handler(self, params, body)
+        if result is None and request.method == "GET":
+            return JSONResponse({"message": "Unknown Channel", "code": 10003}, status_code=404)
         if result is None:
             return Response(status_code=204)
         return JSONResponse(result)
+
+    def _channel(self, channel_id: str) -> dict[str, Any] | None:
+        if channel_id in self.channel_ids:
+            return p.text_channel(channel_id, self.guild_id, "room")
+        if channel_id == self.thread_id:
+            return p.thread(channel_id, self.channel_ids[0], self.guild_id, self.owner["id"])
+        return None
 
     def _set_commands(self, body: Any) -> list[dict[str, Any]]:
         commands = []
@@ -389,6 +408,7 @@ _ROUTES: dict[str, Callable[[ScriptedDiscord, dict[str, str], Any], Any]] = {
         "last_message_id": None,
     },
     "GET /users/{id}": lambda s, ps, _b: p.user(ps["id"], "Test User"),
+    "GET /channels/{id}": lambda s, ps, _b: s._channel(ps["channel"]),
     "GET " + p.COMMANDS_ROUTE: lambda s, _p, _b: s.commands,
     "PUT " + p.COMMANDS_ROUTE: lambda s, _p, b: s._set_commands(b),
     "POST /interactions/{id}/{token}/callback": lambda s, ps, b: s._callback(ps, b),

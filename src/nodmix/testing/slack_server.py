@@ -72,6 +72,7 @@ class ScriptedSlack(ThreadedServer):
         self._unacked: dict[str, dict[str, Any]] = {}
         self._outbox: list[dict[str, Any]] = []
         self._delivered: list[dict[str, Any]] = []
+        self._refreshes = 0
         self._lock = threading.Lock()
         self._changed: anyio.Event | None = None
         self._ids = itertools.count(1)
@@ -160,6 +161,12 @@ class ScriptedSlack(ThreadedServer):
         self._wake()
         return envelope_id
 
+    def refresh(self) -> None:
+        """Send `disconnect` (`refresh_requested`) on the open sockets, as Slack does every
+        few hours; the client opens a new connection."""
+        self._refreshes += 1
+        self._wake()
+
     def take_envelopes(self) -> list[dict[str, Any]]:
         """Remove the queued envelopes (to post their payloads to an Events API URL)."""
         with self._lock:
@@ -233,8 +240,13 @@ class ScriptedSlack(ThreadedServer):
             async with lock:
                 await ws.send_text(json.dumps(data))
 
+        refreshes = self._refreshes
+
         async def pump() -> None:
             while True:
+                if self._refreshes != refreshes:  # ask the client to move to a new socket
+                    await send({"type": "disconnect", "reason": "refresh_requested"})
+                    return
                 with self._lock:
                     batch, self._outbox = self._outbox, []
                     for envelope in batch:

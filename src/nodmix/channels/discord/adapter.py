@@ -163,6 +163,9 @@ class DiscordAdapter:
         """user id -> DM channel id, learnt from inbound DMs."""
         self._interactions: dict[tuple[str, str | None], tuple[discord.Interaction, float]] = {}
         """(chat, thread) -> the slash command waiting for its answer."""
+        self._channels: set[str] = set()
+        """Ids known to be guild channels (not users) from `GET /channels/{id}`."""
+        self._rest: discord.Client | None = None
 
     # ---- connection -----------------------------------------------------------------------
 
@@ -254,10 +257,16 @@ class DiscordAdapter:
 
     # ---- outbound -------------------------------------------------------------------------
 
-    def _connected(self) -> _Client:
-        if self.client is None or self.client.is_closed():
-            raise ConnectionError("discord is not connected")
-        return self.client
+    async def _connected(self) -> discord.Client:
+        """The Gateway client while `run` is connected, else a REST-only client (logged in on
+        first use: `nodmix message send` sends without a Gateway connection)."""
+        if self.client is not None and not self.client.is_closed():
+            return self.client
+        if self._rest is None or self._rest.is_closed():
+            rest = discord.Client(intents=_intents())
+            await rest.login(self.settings.token)
+            self._rest = rest
+        return self._rest
 
     async def _target(self, chat_id: str, thread_id: str | None) -> int:
         """The channel id to post in: the thread, a known channel, or the user's DM channel."""
@@ -265,8 +274,15 @@ class DiscordAdapter:
             return int(thread_id)
         if chat_id in self._dm_channels:
             return self._dm_channels[chat_id]
-        client = self._connected()
-        if client.get_channel(int(chat_id)) is not None:
+        client = await self._connected()
+        if chat_id in self._channels or client.get_channel(int(chat_id)) is not None:
+            return int(chat_id)
+        try:
+            await client.fetch_channel(int(chat_id))  # a guild channel or thread?
+        except discord.NotFound:
+            pass  # not a channel: a user id
+        else:
+            self._channels.add(chat_id)
             return int(chat_id)
         dm = await client.create_dm(discord.Object(int(chat_id)))
         self._dm_channels[chat_id] = dm.id
@@ -280,7 +296,7 @@ class DiscordAdapter:
 
     async def send(self, message: OutboundMessage) -> list[str]:
         """Post the text (a slash command's answer as its follow-up embed), then the files."""
-        client = self._connected()
+        client = await self._connected()
         files = [
             discord.File(a.path, filename=a.name or a.path.name)
             for a in message.attachments
@@ -305,11 +321,11 @@ class DiscordAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """`POST /channels/{id}/typing`."""
         target = await self._target(chat_id, thread_id)
-        await self._connected().http.send_typing(target)
+        await (await self._connected()).http.send_typing(target)
 
     async def download(self, ref: str, target: Path) -> Path:
         """Fetch an attachment's URL."""
-        data = await self._connected().http.get_from_cdn(ref)
+        data = await (await self._connected()).http.get_from_cdn(ref)
         suffix = Path(unquote(urlparse(ref).path)).suffix
         if suffix and not target.suffix:
             target = target.with_suffix(suffix)
@@ -317,5 +333,8 @@ class DiscordAdapter:
         return target
 
     async def aclose(self) -> None:
-        """Close the Gateway connection and the HTTP session."""
+        """Close the Gateway connection and the HTTP sessions."""
         await self._close_client()
+        rest, self._rest = self._rest, None
+        if rest is not None and not rest.is_closed():
+            await rest.close()
