@@ -229,3 +229,18 @@ def test_message_send_reaches_a_user_and_a_channel_without_a_running_gateway(
         assert sent.returncode == 0, sent.stderr
     assert slack.sent_texts(OWNER) == ["hi"]
     assert slack.sent_texts(ROOM) == ["hi"]
+
+
+def test_slack_slash_commands_become_chat_commands(
+    isolated_state: Path, slack: ScriptedSlack, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, slack, allowFrom=[OWNER])
+    with _gateway():
+        slack.inject_command("/nodmix", "new", user=OWNER, channel=DM)
+        slack.wait_for(lambda: slack.sent_texts(OWNER))
+        slack.inject_command("/status", "", user=OWNER, channel=DM)
+        slack.wait_for(lambda: len(slack.sent_texts(OWNER)) >= 2)
+        slack.wait_for(lambda: slack.unacked() == 0)
+    assert slack.sent_texts(OWNER)[0] == "Started a new session."
+    assert "agent:main:main" in slack.sent_texts(OWNER)[1]
+    assert model.requests == []

@@ -87,3 +87,21 @@ def test_markdown_becomes_mrkdwn_with_slack_escapes() -> None:
 
 def test_code_blocks_keep_their_text() -> None:
     assert to_mrkdwn("```\na **b** < c\n```") == "```\na **b** &lt; c\n```"
+
+
+def test_slash_commands_carry_chat_commands_or_prompts() -> None:
+    from nodmix.channels.slack.mapping import command_inbound
+
+    def text(command: str, args: str, where: str = "D1") -> str | None:
+        payload = {"user_id": "U7", "channel_id": where, "command": command, "text": args}
+        msg = command_inbound(payload, channel="slack")
+        return None if msg is None else msg.text
+
+    assert text("/nodmix", "new") == "/new"
+    assert text("/nodmix", "/status") == "/status"
+    assert text("/status", "") == "/status"
+    assert text("/nodmix", "what is on today?") == "what is on today?"
+    assert text("/nodmix", "") is None
+    payload = {"user_id": "U7", "channel_id": "C5", "command": "/nodmix", "text": "hi"}
+    msg = command_inbound(payload, channel="slack")
+    assert msg is not None and (msg.chat_type, msg.chat_id, msg.mentioned) == ("group", "C5", True)

@@ -41,3 +41,30 @@ def events_api_envelope(
             "is_ext_shared_channel": False,
         },
     }
+
+
+def slash_command_envelope(
+    envelope_id: str, command: str, text: str, *, user: str, channel: str
+) -> dict[str, Any]:
+    """A Socket Mode `slash_commands` envelope (its `payload` is the form Slack would POST)."""
+    trigger = f"{int(time.time())}.{envelope_id}"
+    return {
+        "envelope_id": envelope_id,
+        "type": "slash_commands",
+        "accepts_response_payload": True,
+        "payload": {
+            "token": "verification-token",
+            "team_id": TEAM,
+            "team_domain": "nodmix-test",
+            "channel_id": channel,
+            "channel_name": "directmessage" if channel.startswith("D") else "general",
+            "user_id": user,
+            "user_name": "test.user",
+            "command": command,
+            "text": text,
+            "api_app_id": APP,
+            "is_enterprise_install": "false",
+            "response_url": "https://hooks.invalid/commands/1",
+            "trigger_id": trigger,
+        },
+    }

@@ -33,7 +33,12 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing.http_thread import ThreadedServer
-from nodmix.testing.slack_payloads import APP, TEAM, events_api_envelope
+from nodmix.testing.slack_payloads import (
+    APP,
+    TEAM,
+    events_api_envelope,
+    slash_command_envelope,
+)
 
 T = TypeVar("T")
 
@@ -150,6 +155,16 @@ class ScriptedSlack(ThreadedServer):
             mention_event = {k: event[k] for k in ("channel", "user", "text", "ts", "event_ts")}
             self.inject_event({"type": "app_mention", **mention_event})
         return ts
+
+    def inject_command(self, command: str, text: str, *, user: str, channel: str) -> str:
+        """A slash command (`/nodmix`, `new`) typed in `channel` (a `D...` id for a DM); the
+        envelope id."""
+        envelope_id = f"env-{next(self._ids)}"
+        envelope = slash_command_envelope(envelope_id, command, text, user=user, channel=channel)
+        with self._lock:
+            self._outbox.append(envelope)
+        self._wake()
+        return envelope_id
 
     def inject_event(self, event: dict[str, Any]) -> str:
         """Queue an `events_api` envelope carrying `event`; the envelope id."""

@@ -12,6 +12,7 @@ API base is `apiBaseUrl` (the scripted server in `nodmix.testing.slack_server` i
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,9 +30,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.slack.http_events import serve_events
-from nodmix.channels.slack.mapping import TEXT_LIMIT, to_inbound, to_mrkdwn
+from nodmix.channels.slack.mapping import TEXT_LIMIT, command_inbound, to_inbound, to_mrkdwn
 from nodmix.channels.status import ChannelStatus
-from nodmix.channels.types import OutboundMessage
+from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.channel_schema import SlackConfig
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
@@ -157,8 +158,17 @@ class SlackAdapter:
             request_verification_enabled=self.settings.mode == "http",
             logger=logging.getLogger("nodmix.channels.slack.bolt"),
         )
+
+        async def on_command(ack: Any, command: dict[str, Any]) -> None:
+            await ack()  # Slack wants an answer within 3 s; the reply follows as a message
+            msg = command_inbound(command, channel=self.channel_id)
+            if msg is not None:
+                async with self._inbound:
+                    await self._deliver(msg)
+
         app.event("message")(on_event)
         app.event("app_mention")(on_event)
+        app.command(re.compile(r"^/"))(on_command)
         return app
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
@@ -221,6 +231,12 @@ class SlackAdapter:
         self._seen.append(seen)
         if msg.chat_type == "dm":
             self._dm_channels[msg.chat_id] = str(event.get("channel"))
+        await self._deliver(msg)
+
+    async def _deliver(self, msg: InboundMessage) -> None:
+        sink, status = self._sink, self._status
+        if sink is None or status is None:
+            return
         msg = msgspec.structs.replace(msg, sender_name=await self._name(msg.sender_id))
         try:
             await sink(msg)

@@ -14,6 +14,7 @@ from typing import Any
 
 from markdown_to_mrkdwn import SlackMarkdownConverter
 
+from nodmix.channels.commands import COMMANDS
 from nodmix.channels.types import Attachment, InboundMessage
 
 TEXT_LIMIT = 4000
@@ -54,6 +55,35 @@ def to_inbound(
         thread_id=thread_id,
         attachments=_files(event),
         mentioned=True if direct else mentioned,
+    )
+
+
+def command_inbound(command: dict[str, Any], *, channel: str) -> InboundMessage | None:
+    """A Slack slash command as a message: a command named like a chat command (`/new`) is that
+    command; any other name (`/nodmix`) carries a chat command (`/nodmix new`) or a prompt
+    (`/nodmix what is on today?`) as its text."""
+    user, where = command.get("user_id"), str(command.get("channel_id") or "")
+    name = str(command.get("command") or "").lstrip("/")
+    args = str(command.get("text") or "").strip()
+    if not user or not where or not name or not (args or name in COMMANDS):
+        return None
+    first = args.split(" ", 1)[0].lstrip("/").lower()
+    if name in COMMANDS:
+        text = f"/{name} {args}".strip()
+    elif first in COMMANDS:
+        text = "/" + args.lstrip("/")
+    else:
+        text = args
+    direct = where.startswith("D")
+    return InboundMessage(
+        channel=channel,
+        chat_type="dm" if direct else "group",
+        chat_id=str(user) if direct else where,
+        message_id=f"command-{command.get('trigger_id') or command.get('command_ts', '')}",
+        sender_id=str(user),
+        sender_name=str(command.get("user_name") or ""),
+        text=text,
+        mentioned=True,
     )
 
 
