@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -25,6 +25,7 @@ class GatewayHub:
         token: str,
         greeting: Callable[[], list[Event]],
         call_soon: Callable[[Callable[[], object]], None],
+        queue_offline: bool = True,
     ) -> None:
         self.token = token
         self._greeting = greeting
@@ -37,11 +38,16 @@ class GatewayHub:
         self._lock = threading.Lock()
         self._changed: anyio.Event | None = None
         self._drop = 0
+        self.queue_offline = queue_offline
+        """Keep events for the next session while none is connected (else drop them, as
+        Discord does; they stay in the channel history)."""
+        self.live = 0
 
     def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Queue a dispatch (from any thread)."""
         with self._lock:
-            self._outbox.append((event, data))
+            if self.queue_offline or self.live:
+                self._outbox.append((event, data))
             self.dispatched.append((event, data))
         self._wake()
 
@@ -103,6 +109,7 @@ class GatewayHub:
                 await changed.wait()
 
         await send(10, {"heartbeat_interval": HEARTBEAT_MS})
+        identified = False
         async with anyio.create_task_group() as group:
             try:
                 while True:
@@ -110,18 +117,32 @@ class GatewayHub:
                     op = msg.get("op")
                     if op == 1:
                         await send(11, None)
-                    elif op == 2:
-                        self.identifies += 1
-                        if msg["d"].get("token") != self.token:
-                            await ws.close(code=4004, reason="Authentication failed.")
-                            return
-                        for event, data in self._greeting():
-                            await send(0, data, event)
-                        self.sessions_ready += 1
-                        group.start_soon(pump)
                     elif op == 6:
                         await send(9, False)
+                    elif op == 2 and not await self._identify(ws, msg, send):
+                        return
+                    elif op == 2:
+                        identified = True
+                        group.start_soon(pump)
             except WebSocketDisconnect:
                 pass
             finally:
                 group.cancel_scope.cancel()
+                if identified:
+                    with self._lock:
+                        self.live -= 1
+
+    async def _identify(
+        self, ws: WebSocket, msg: dict[str, Any], send: Callable[..., Awaitable[None]]
+    ) -> bool:
+        """Check the token; send the greeting. False when the session was refused."""
+        self.identifies += 1
+        if msg["d"].get("token") != self.token:
+            await ws.close(code=4004, reason="Authentication failed.")
+            return False
+        for event, data in self._greeting():
+            await send(0, data, event)
+        with self._lock:
+            self.sessions_ready += 1
+            self.live += 1
+        return True

@@ -32,6 +32,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from nodmix.testing import discord_payloads as p
 from nodmix.testing.discord_gateway import GatewayHub
+from nodmix.testing.discord_rest import ROUTES
 from nodmix.testing.http_thread import ThreadedServer
 
 T = TypeVar("T")
@@ -54,12 +55,18 @@ class ScriptedDiscord(ThreadedServer):
 
     ws_protocol = "websockets-sansio"
 
-    def __init__(self, *, token: str = "NODMIX.test.token", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        *,
+        token: str = "NODMIX.test.token",
+        host: str = "127.0.0.1",
+        queue_offline: bool = True,
+    ) -> None:
         super().__init__(host=host, port=0)
         self.token = token
-        self.bot = p.user(p.snowflake(), "Nodmix Bot", bot=True)
-        self.app_id = self.bot["id"]
-        self.owner = p.user(p.snowflake(), "Owner")
+        self.bot: dict[str, Any] = p.user(p.snowflake(), "Nodmix Bot", bot=True)
+        self.app_id: str = self.bot["id"]
+        self.owner: dict[str, Any] = p.user(p.snowflake(), "Owner")
         self.guild_id = p.snowflake()
         self.channel_ids = [p.snowflake(), p.snowflake()]
         self.thread_id = p.snowflake()
@@ -68,7 +75,14 @@ class ScriptedDiscord(ThreadedServer):
         self.commands: list[dict[str, Any]] = []
         self._dms: dict[str, str] = {}
         self._lock = threading.Lock()
-        self.gateway = GatewayHub(token=token, greeting=self._greeting, call_soon=self._call_soon)
+        self.gateway = GatewayHub(
+            token=token,
+            greeting=self._greeting,
+            call_soon=self._call_soon,
+            queue_offline=queue_offline,
+        )
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        """Messages per channel id, oldest first (`GET /channels/{id}/messages`)."""
         self._failures: dict[str, list[tuple[int, float]]] = {}
         self._interaction_channels: dict[str, str] = {}
 
@@ -149,6 +163,9 @@ class ScriptedDiscord(ThreadedServer):
             attachments=files,
             referenced=referenced,
         )
+        with self._lock:
+            rest = {k: v for k, v in data.items() if k not in ("guild_id", "member")}
+            self.history.setdefault(channel_id, []).append(rest)  # REST shapes omit the guild
         self.dispatch("MESSAGE_CREATE", data)
         return message_id
 
@@ -304,6 +321,7 @@ class ScriptedDiscord(ThreadedServer):
     async def _rest(self, request: Request) -> Response:
         path = "/" + request.path_params["path"]
         route, params = p.match_route(request.method, path)
+        params.update({f"query_{k}": v for k, v in request.query_params.items()})
         body = await self._body(request)
         with self._lock:
             failures = self._failures.get(route)
@@ -330,7 +348,7 @@ class ScriptedDiscord(ThreadedServer):
                     "Via": "1.1 google",
                 },
             )
-        handler = _ROUTES.get(route)
+        handler = ROUTES.get(route)
         if handler is None:
             return JSONResponse({"message": "404: Not Found", "code": 0}, status_code=404)
         result = handler(self, params, body)
@@ -339,78 +357,3 @@ class ScriptedDiscord(ThreadedServer):
         if result is None:
             return Response(status_code=204)
         return JSONResponse(result)
-
-    def _channel(self, channel_id: str) -> dict[str, Any] | None:
-        if channel_id in self.channel_ids:
-            return p.text_channel(channel_id, self.guild_id, "room")
-        if channel_id == self.thread_id:
-            return p.thread(channel_id, self.channel_ids[0], self.guild_id, self.owner["id"])
-        return None
-
-    def _set_commands(self, body: Any) -> list[dict[str, Any]]:
-        commands = []
-        for command in body or []:
-            existing = next((c for c in self.commands if c["name"] == command["name"]), None)
-            cid = existing["id"] if existing else p.snowflake()
-            commands.append({**command, "id": cid, "application_id": self.app_id, "version": cid})
-        self.commands = commands
-        return commands
-
-    def _callback(self, params: dict[str, str], body: Any) -> dict[str, Any]:
-        response_type = int((body or {}).get("type", 5))
-        return {
-            "interaction": {
-                "id": params["interaction"],
-                "type": 2,
-                "response_message_loading": response_type == 5,
-                "response_message_ephemeral": False,
-            },
-            "resource": {"type": response_type},
-        }
-
-    def _posted(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        data = p.message(
-            message_id=p.snowflake(),
-            channel_id=channel_id,
-            author=self.bot,
-            content=body.get("content") or "",
-            embeds=body.get("embeds"),
-        )
-        body["id"] = data["id"]
-        return data
-
-
-def _followup(server: ScriptedDiscord, params: dict[str, str], body: Any) -> Any:
-    interaction = params["token"].removeprefix("itoken-")
-    params["channel"] = server._interaction_channels.get(interaction, "")
-    return server._posted(params["channel"], body)
-
-
-_ROUTES: dict[str, Callable[[ScriptedDiscord, dict[str, str], Any], Any]] = {
-    "GET /users/@me": lambda s, _p, _b: s.bot,
-    "GET /oauth2/applications/@me": lambda s, _p, _b: p.application(s.app_id, s.owner),
-    "GET /gateway/bot": lambda s, _p, _b: {
-        "url": f"ws://{s.host}:{s.port}/gateway",
-        "shards": 1,
-        "session_start_limit": {
-            "total": 1000,
-            "remaining": 999,
-            "reset_after": 0,
-            "max_concurrency": 1,
-        },
-    },
-    "POST /channels/{id}/messages": lambda s, ps, b: s._posted(ps["channel"], b),
-    "POST /channels/{id}/typing": lambda s, _p, _b: None,
-    "POST /users/@me/channels": lambda s, _p, b: {
-        "id": s.dm_channel(b["recipient_id"]),
-        "type": p.DM_CHANNEL,
-        "recipients": [p.user(str(b["recipient_id"]), "Test User")],
-        "last_message_id": None,
-    },
-    "GET /users/{id}": lambda s, ps, _b: p.user(ps["id"], "Test User"),
-    "GET /channels/{id}": lambda s, ps, _b: s._channel(ps["channel"]),
-    "GET " + p.COMMANDS_ROUTE: lambda s, _p, _b: s.commands,
-    "PUT " + p.COMMANDS_ROUTE: lambda s, _p, b: s._set_commands(b),
-    "POST /interactions/{id}/{token}/callback": lambda s, ps, b: s._callback(ps, b),
-    "POST /webhooks/{app}/{token}": _followup,
-}

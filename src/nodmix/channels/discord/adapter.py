@@ -29,6 +29,7 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from nodmix.channels.base import InboundSink
+from nodmix.channels.discord.backlog import Backlog
 from nodmix.channels.discord.mapping import TEXT_LIMIT, command_inbound, guild_of, to_inbound
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
@@ -130,6 +131,10 @@ class _Client(discord.Client):
         """READY arrived (`on_ready` waits a further 2 s for the guilds)."""
         self.adapter._on_ready()
 
+    async def on_ready(self) -> None:
+        """A new session with the guilds known: read back what was missed."""
+        await self.adapter._catch_up()
+
     async def on_disconnect(self) -> None:
         if self.adapter._status is not None:
             self.adapter._status.connected = False
@@ -166,15 +171,22 @@ class DiscordAdapter:
         self._channels: set[str] = set()
         """Ids known to be guild channels (not users) from `GET /channels/{id}`."""
         self._rest: discord.Client | None = None
+        self._rest_lock = anyio.Lock()
+        self._backlog = Backlog(state_dir, settings.channel)
 
     # ---- connection -----------------------------------------------------------------------
 
     async def _login(self) -> _Client:
         client = _Client(self)
-        self.client = client
-        await client.login(self.settings.token)
-        _, url, _ = await client.http.get_bot_gateway()
+        try:
+            await client.login(self.settings.token)
+            _, url, _ = await client.http.get_bot_gateway()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await client.close()
+            raise
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        self.client = client  # only a logged-in client: `send` may use it at once
         return client
 
     def _on_ready(self) -> None:
@@ -237,12 +249,25 @@ class DiscordAdapter:
 
     async def _on_message(self, message: discord.Message) -> None:
         client = self.client
-        if client is None or client.user is None:
+        if client is None or client.user is None or self._backlog.seen(message.id):
             return
         msg = to_inbound(message, channel=self.channel_id, bot_id=client.user.id)
         if msg is not None and msg.chat_type == "dm":
             self._dm_channels[msg.chat_id] = message.channel.id
         await self._deliver(msg, guild_of(message))
+        if msg is not None:
+            self._backlog.mark(message.channel.id, message.id)
+
+    async def _catch_up(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        count = 0
+        async for message in self._backlog.missed(client):
+            count += 1
+            await self._on_message(message)
+        if count:
+            log.info("discord: read back %d message(s) sent while disconnected", count)
 
     async def _on_command(self, interaction: discord.Interaction, name: str) -> None:
         await interaction.response.defer(thinking=True)
@@ -262,11 +287,12 @@ class DiscordAdapter:
         first use: `nodmix message send` sends without a Gateway connection)."""
         if self.client is not None and not self.client.is_closed():
             return self.client
-        if self._rest is None or self._rest.is_closed():
-            rest = discord.Client(intents=_intents())
-            await rest.login(self.settings.token)
-            self._rest = rest
-        return self._rest
+        async with self._rest_lock:
+            if self._rest is None or self._rest.is_closed():
+                rest = discord.Client(intents=_intents())
+                await rest.login(self.settings.token)
+                self._rest = rest
+            return self._rest
 
     async def _target(self, chat_id: str, thread_id: str | None) -> int:
         """The channel id to post in: the thread, a known channel, or the user's DM channel."""

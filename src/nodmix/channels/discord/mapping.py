@@ -30,6 +30,8 @@ def to_inbound(message: discord.Message, *, channel: str, bot_id: int) -> Inboun
         discord.MessageType.reply,
     ):
         return None
+    if message.guild is None and not isinstance(message.channel, discord.DMChannel):
+        return None  # a guild the client does not know (yet): never mistake it for a DM
     text = message.content
     mentioned = _mentions_bot(message, bot_id)
     text = re.sub(rf"<@!?{bot_id}>", "", text).strip() if mentioned else text
