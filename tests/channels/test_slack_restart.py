@@ -57,3 +57,34 @@ def test_sigkill_mid_turn_then_restart_answers_the_pending_message_once(
         assert slack.sent_texts(OWNER) == ["the answer", "the answer"]
         assert model_user_texts(model)[-2:] == ["are you there?", "and now?"]
         assert len(model.requests) == 3
+
+
+def test_events_sent_while_the_gateway_was_stopped_arrive_when_it_reconnects(
+    isolated_state: Path,
+) -> None:
+    from nodmix.gateway import BackgroundGateway, GatewaySettings
+    from nodmix.providers.retry import RetryPolicy
+    from nodmix.testing.scripts.echo import respond as echo
+
+    def gateway() -> BackgroundGateway:
+        settings = GatewaySettings(port=0, token=None)
+        return BackgroundGateway(settings, retry=RetryPolicy(attempts=1))
+
+    with ScriptedModelServer(echo) as model, ScriptedSlack() as slack:
+        section = {
+            "botToken": slack.bot_token,
+            "appToken": slack.app_token,
+            "apiBaseUrl": slack.api_url,
+            "allowFrom": [OWNER],
+        }
+        write_config(isolated_state, model.base_url, {"slack": section})
+        with gateway():
+            slack.inject_message(channel="D1", user=OWNER, text="one", channel_type="im")
+            slack.wait_for(lambda: slack.sent_texts(OWNER))
+        # Slack keeps (and retries) events for an app with no open connection.
+        slack.inject_message(channel="D1", user=OWNER, text="two", channel_type="im")
+        with gateway():
+            slack.wait_for(lambda: len(slack.sent_texts(OWNER)) >= 2)
+            slack.wait_for(lambda: slack.unacked() == 0)
+        assert slack.sent_texts(OWNER) == ["one", "two"]
+        assert model_user_texts(model) == ["one", "two"]
