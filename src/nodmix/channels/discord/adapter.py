@@ -125,7 +125,7 @@ class _Client(discord.Client):
         remote = {command.name for command in await self.tree.fetch_commands()}
         if remote != set(SLASH_COMMANDS):
             await self.tree.sync()
-            log.info("discord: registered slash commands %s", ", ".join(SLASH_COMMANDS))
+            log.info("discord registered slash commands %s", ", ".join(SLASH_COMMANDS))
 
     async def on_connect(self) -> None:
         """READY arrived (`on_ready` waits a further 2 s for the guilds)."""

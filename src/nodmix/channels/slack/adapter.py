@@ -38,6 +38,9 @@ from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 
 log = logging.getLogger("nodmix.channels.slack")
+# Bolt and the Socket Mode client log every (re)connection at INFO; the adapter logs its own
+# connection once, so only their warnings and errors are kept.
+logging.getLogger("nodmix.channels.slack.bolt").setLevel(logging.WARNING)
 
 DEFAULT_API = "https://slack.com/api/"
 MAX_BACKOFF_SECONDS = 60.0
