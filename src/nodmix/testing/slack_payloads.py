@@ -3,6 +3,7 @@ Slack server."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -68,3 +69,36 @@ def slash_command_envelope(
             "trigger_id": trigger,
         },
     }
+
+
+def auth_test(bot_user: str, bot_id: str) -> dict[str, Any]:
+    """`auth.test` for the bot token."""
+    return {
+        "url": "https://nodmix-test.slack.com/",
+        "team": "Nodmix Test",
+        "user": "nodmix",
+        "team_id": TEAM,
+        "user_id": bot_user,
+        "bot_id": bot_id,
+        "is_enterprise_install": False,
+    }
+
+
+def user_info(user_id: str) -> dict[str, Any]:
+    """`users.info` of a member."""
+    return {
+        "user": {
+            "id": user_id,
+            "name": f"user-{user_id}",
+            "real_name": "Test User",
+            "profile": {"display_name": "", "real_name": "Test User"},
+        }
+    }
+
+
+def shared_ids(params: dict[str, Any]) -> list[str]:
+    """The file ids a `files.completeUploadExternal` call shares (`files` is JSON text in a
+    form, or a list)."""
+    files = params.get("files")
+    listed = json.loads(files) if isinstance(files, str) else files or []
+    return [str(item["id"]) for item in listed]

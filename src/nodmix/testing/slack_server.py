@@ -36,8 +36,11 @@ from nodmix.testing.http_thread import ThreadedServer
 from nodmix.testing.slack_payloads import (
     APP,
     TEAM,
+    auth_test,
     events_api_envelope,
+    shared_ids,
     slash_command_envelope,
+    user_info,
 )
 
 T = TypeVar("T")
@@ -373,45 +376,24 @@ class ScriptedSlack(ThreadedServer):
         return {"upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
 
     def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
-        files = params.get("files")
-        listed = json.loads(files) if isinstance(files, str) else files or []
         out = []
-        for item in listed:
-            name, data = self._uploads.get(item["id"], ("file", b""))
-            self.files[item["id"]] = (item.get("title") or name, data)
-            out.append({"id": item["id"], "name": name, "title": item.get("title") or name})
+        for file_id in shared_ids(params):
+            name, data = self._uploads.get(file_id, ("file", b""))
+            self.files[file_id] = (name, data)
+            out.append({"id": file_id, "name": name, "title": name})
         return {"files": out}
 
     def uploaded(self) -> list[tuple[str, bytes]]:
         """`(name, bytes)` of each file shared with `files.completeUploadExternal`."""
-        names: list[tuple[str, bytes]] = []
-        for call in self.calls_of("files.completeUploadExternal"):
-            files = call.params.get("files")
-            listed = json.loads(files) if isinstance(files, str) else files or []
-            names.extend(self.files[item["id"]] for item in listed)
-        return names
+        calls = self.calls_of("files.completeUploadExternal")
+        return [self.files[file_id] for c in calls for file_id in shared_ids(c.params)]
 
 
 _METHODS: dict[str, Callable[[ScriptedSlack, dict[str, Any]], dict[str, Any]]] = {
-    "auth.test": lambda s, _p: {
-        "url": "https://nodmix-test.slack.com/",
-        "team": "Nodmix Test",
-        "user": "nodmix",
-        "team_id": TEAM,
-        "user_id": s.bot_user,
-        "bot_id": s.bot_id,
-        "is_enterprise_install": False,
-    },
+    "auth.test": lambda s, _p: auth_test(s.bot_user, s.bot_id),
     "apps.connections.open": lambda s, _p: {"url": f"ws://{s.host}:{s.port}/link/?ticket=t"},
     "chat.postMessage": lambda s, p: s._post(p),
-    "users.info": lambda s, p: {
-        "user": {
-            "id": p.get("user"),
-            "name": f"user-{p.get('user')}",
-            "real_name": "Test User",
-            "profile": {"display_name": "", "real_name": "Test User"},
-        }
-    },
+    "users.info": lambda s, p: user_info(str(p.get("user"))),
     "conversations.open": lambda s, p: {"channel": {"id": "D" + str(p.get("users", ""))[1:]}},
     "files.getUploadURLExternal": lambda s, p: s._upload_url(p),
     "files.completeUploadExternal": lambda s, p: s._complete(p),
