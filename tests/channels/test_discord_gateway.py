@@ -237,3 +237,20 @@ def test_a_dropped_gateway_connection_is_reestablished(
         discord.inject_dm(sender_id=OWNER, text="two")
         discord.wait_for(lambda: len(discord.sent_texts(dm)) >= 2)
     assert discord.sent_texts(dm) == ["one", "two"]
+
+
+def test_a_message_content_intent_left_off_is_named_by_doctor_and_status(
+    isolated_state: Path, model: ScriptedModelServer
+) -> None:
+    with ScriptedDiscord(message_content=False) as discord:
+        _configure(isolated_state, model, discord)
+        doctor = run_nodmix(isolated_state, "doctor")
+        assert "the Message Content intent is off" in doctor.stdout
+        with _gateway() as gateway:
+            statuses = gateway.runtime.channels.statuses
+            discord.wait_for(
+                lambda: "discord" in statuses and statuses["discord"].last_error is not None
+            )
+            error = statuses["discord"].last_error
+    assert error is not None and "Privileged Gateway Intents" in error
+    assert discord.identifies >= 1 and discord.sessions_ready == 0

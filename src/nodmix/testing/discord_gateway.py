@@ -24,11 +24,14 @@ class GatewayHub:
         *,
         token: str,
         greeting: Callable[[], list[Event]],
+        allowed_intents: Callable[[], int] = lambda: ~0,
         call_soon: Callable[[Callable[[], object]], None],
         queue_offline: bool = True,
     ) -> None:
         self.token = token
         self._greeting = greeting
+        self._allowed_intents = allowed_intents
+        """Intent bits an IDENTIFY may ask for (others: closed with 4014)."""
         """READY and GUILD_CREATE for a new session."""
         self._call_soon = call_soon
         self.identifies = 0
@@ -139,6 +142,9 @@ class GatewayHub:
         self.identifies += 1
         if msg["d"].get("token") != self.token:
             await ws.close(code=4004, reason="Authentication failed.")
+            return False
+        if int(msg["d"].get("intents", 0)) & ~self._allowed_intents():
+            await ws.close(code=4014, reason="Disallowed intent(s).")
             return False
         for event, data in self._greeting():
             await send(0, data, event)

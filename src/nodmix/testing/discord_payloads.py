@@ -56,7 +56,11 @@ def member(person: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def application(app_id: str, owner: dict[str, Any]) -> dict[str, Any]:
+MESSAGE_CONTENT_LIMITED = 1 << 19
+"""Application flag: the Message Content intent is switched on (for a bot in < 100 guilds)."""
+
+
+def application(app_id: str, owner: dict[str, Any], flags: int = 0) -> dict[str, Any]:
     """`GET /oauth2/applications/@me`."""
     return {
         "id": app_id,
@@ -67,7 +71,7 @@ def application(app_id: str, owner: dict[str, Any]) -> dict[str, Any]:
         "bot_require_code_grant": False,
         "owner": owner,
         "verify_key": "0" * 64,
-        "flags": 0,
+        "flags": flags,
         "team": None,
         "summary": "",
         "rpc_origins": [],

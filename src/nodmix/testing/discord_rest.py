@@ -75,7 +75,7 @@ def followup(server: ScriptedDiscord, params: dict[str, str], body: Any) -> Any:
 
 ROUTES: dict[str, Callable[[ScriptedDiscord, dict[str, str], Any], Any]] = {
     "GET /users/@me": lambda s, _p, _b: s.bot,
-    "GET /oauth2/applications/@me": lambda s, _p, _b: p.application(s.app_id, s.owner),
+    "GET /oauth2/applications/@me": lambda s, _p, _b: p.application(s.app_id, s.owner, s.app_flags),
     "GET /gateway/bot": lambda s, _p, _b: {
         "url": f"ws://{s.host}:{s.port}/gateway",
         "shards": 1,

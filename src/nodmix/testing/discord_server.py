@@ -36,6 +36,7 @@ from nodmix.testing.discord_rest import ROUTES
 from nodmix.testing.http_thread import ThreadedServer
 
 T = TypeVar("T")
+MESSAGE_CONTENT_INTENT = 1 << 15
 
 
 @dataclass
@@ -61,6 +62,7 @@ class ScriptedDiscord(ThreadedServer):
         token: str = "NODMIX.test.token",
         host: str = "127.0.0.1",
         queue_offline: bool = True,
+        message_content: bool = True,
     ) -> None:
         super().__init__(host=host, port=0)
         self.token = token
@@ -80,7 +82,11 @@ class ScriptedDiscord(ThreadedServer):
             greeting=self._greeting,
             call_soon=self._call_soon,
             queue_offline=queue_offline,
+            allowed_intents=lambda: ~0 if self.message_content else ~MESSAGE_CONTENT_INTENT,
         )
+        self.message_content = message_content
+        """Whether the Message Content intent is switched on for the app (else an IDENTIFY
+        asking for it is closed with 4014, as Discord does)."""
         self.history: dict[str, list[dict[str, Any]]] = {}
         """Messages per channel id, oldest first (`GET /channels/{id}/messages`)."""
         self._failures: dict[str, list[tuple[int, float]]] = {}
@@ -206,9 +212,19 @@ class ScriptedDiscord(ThreadedServer):
         them again); how many."""
         return self.gateway.replay("MESSAGE_CREATE")
 
+    @property
+    def app_flags(self) -> int:
+        """The application's flags (the Message Content intent's, when on)."""
+        return p.MESSAGE_CONTENT_LIMITED if self.message_content else 0
+
     def drop_sessions(self) -> None:
         """Close the Gateway connections (the client must reconnect and identify again)."""
         self.gateway.drop()
+
+    @property
+    def identifies(self) -> int:
+        """IDENTIFY payloads received (refused ones too)."""
+        return self.gateway.identifies
 
     @property
     def sessions_ready(self) -> int:
@@ -274,7 +290,7 @@ class ScriptedDiscord(ThreadedServer):
             "guilds": [{"id": self.guild_id, "unavailable": True}],
             "session_id": p.snowflake(),
             "resume_gateway_url": f"ws://{self.host}:{self.port}/gateway",
-            "application": {"id": self.app_id, "flags": 0},
+            "application": {"id": self.app_id, "flags": self.app_flags},
             "private_channels": [],
         }
         channels = [

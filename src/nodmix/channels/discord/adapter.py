@@ -53,6 +53,10 @@ DEFAULT_API = "https://discord.com/api/v10"
 MAX_BACKOFF_SECONDS = 60.0
 INTERACTION_TTL_SECONDS = 14 * 60.0
 """A follow-up must be sent within 15 minutes of the interaction."""
+NO_CONTENT_INTENT = (
+    "the Message Content intent is off: switch it on in the developer portal, "
+    "Bot > Privileged Gateway Intents"
+)
 SLASH_COMMANDS = {
     "new": "Start a fresh session (the old one is kept)",
     "compact": "Summarise older history now",
@@ -173,6 +177,8 @@ class DiscordAdapter:
         self._rest: discord.Client | None = None
         self._rest_lock = anyio.Lock()
         self._backlog = Backlog(state_dir, settings.channel)
+        self._sessions = 0
+        """Gateway sessions that became ready since the last connection error."""
 
     # ---- connection -----------------------------------------------------------------------
 
@@ -193,18 +199,23 @@ class DiscordAdapter:
         status, client = self._status, self.client
         if status is None or client is None or client.user is None:
             return
+        self._sessions += 1
         status.connected = True
         status.account = f"@{client.user.name}"
         log.info("discord connected as @%s", client.user.name)
 
     async def check(self) -> str:
-        """`GET /users/@me` with the token."""
+        """`GET /users/@me` with the token; notes a Message Content intent that is off."""
         http = discord.http.HTTPClient(asyncio.get_running_loop())
         try:
             me = await http.static_login(self.settings.token)
-            return f"@{me['username']}"
+            app = await http.application_info()
         finally:
             await http.close()
+        flags = discord.ApplicationFlags._from_value(int(app.get("flags") or 0))
+        if not (flags.gateway_message_content or flags.gateway_message_content_limited):
+            return f"@{me['username']} ({NO_CONTENT_INTENT})"
+        return f"@{me['username']}"
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Connect and receive until cancelled."""
@@ -213,17 +224,21 @@ class DiscordAdapter:
         while True:
             try:
                 client = await self._login()
-                backoff = 1.0
                 await client.connect(reconnect=True)
             except Exception as exc:  # the library's errors, network errors, a bad payload
                 status.connected = False
-                refused = isinstance(exc, discord.LoginFailure)
-                kind = "token refused" if refused else "connection"
-                status.error(f"{kind}: {exc}")
-                log.warning("discord %s error: %s (retrying in %gs)", kind, exc, backoff)
+                kind, detail = "connection", str(exc)
+                if isinstance(exc, discord.LoginFailure):
+                    kind = "token refused"
+                elif isinstance(exc, discord.PrivilegedIntentsRequired):
+                    kind, detail = "refused", NO_CONTENT_INTENT
+                status.error(f"{kind}: {detail}")
+                log.warning("discord %s: %s (retrying in %gs)", kind, detail, backoff)
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._close_client()
+            if self._sessions:  # it was connected: start the delays afresh
+                self._sessions, backoff = 0, 1.0
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
