@@ -88,3 +88,49 @@ def test_events_sent_while_the_gateway_was_stopped_arrive_when_it_reconnects(
             slack.wait_for(lambda: slack.unacked() == 0)
         assert slack.sent_texts(OWNER) == ["one", "two"]
         assert model_user_texts(model) == ["one", "two"]
+
+
+def test_messages_slack_gave_up_on_are_read_back_from_the_history_once(
+    isolated_state: Path,
+) -> None:
+    from nodmix.gateway import BackgroundGateway, GatewaySettings
+    from nodmix.providers.retry import RetryPolicy
+    from nodmix.testing.scripts.echo import respond as echo
+
+    def gateway() -> BackgroundGateway:
+        settings = GatewaySettings(port=0, token=None)
+        return BackgroundGateway(settings, retry=RetryPolicy(attempts=1))
+
+    room = "C0ROOM"
+    with ScriptedModelServer(echo) as model, ScriptedSlack() as slack:
+        section = {
+            "botToken": slack.bot_token,
+            "appToken": slack.app_token,
+            "apiBaseUrl": slack.api_url,
+            "allowFrom": [OWNER],
+            "groups": [room],
+        }
+        write_config(isolated_state, model.base_url, {"slack": section})
+        root = slack.next_ts()
+        with gateway():
+            slack.inject_message(channel="D1", user=OWNER, text="one", channel_type="im")
+            slack.inject_message(
+                channel=room, user="U7", text="start", thread_ts=root, mention=True
+            )
+            slack.wait_for(lambda: slack.sent_texts(OWNER) and slack.sent_texts(room))
+
+        slack.inject_message(channel="D1", user=OWNER, text="two", channel_type="im")
+        slack.inject_message(channel=room, user="U7", text="more", thread_ts=root, mention=True)
+        assert slack.expire_queued() == 2  # Slack stopped retrying while nobody was connected
+
+        with gateway():
+            slack.wait_for(lambda: len(slack.sent_texts(OWNER)) >= 2)
+            slack.wait_for(lambda: len(slack.sent_texts(room)) >= 2)
+            # A second start reads nothing back again.
+        with gateway():
+            slack.wait_for(lambda: len(slack.calls_of("apps.connections.open")) >= 3)
+            slack.wait_for(lambda: len(slack.calls_of("conversations.replies")) >= 2)
+        assert slack.sent_texts(OWNER) == ["one", "two"]
+        assert slack.sent_texts(room) == ["[Test User] start", "[Test User] more"]
+        assert [p.get("thread_ts") for p in slack.posted(room)] == [root, root]
+        assert len(model.requests) == 4

@@ -102,3 +102,49 @@ def shared_ids(params: dict[str, Any]) -> list[str]:
     files = params.get("files")
     listed = json.loads(files) if isinstance(files, str) else files or []
     return [str(item["id"]) for item in listed]
+
+
+def history_page(history: dict[str, list[dict[str, Any]]], params: dict[str, Any]) -> Any:
+    """`conversations.history`: top-level messages (and thread roots) after `oldest`, newest
+    first, at most `limit`."""
+    oldest = float(params.get("oldest") or 0)
+    found = [
+        m
+        for m in history.get(str(params.get("channel")), [])
+        if float(m["ts"]) > oldest and m.get("thread_ts") in (None, m["ts"])
+    ]
+    limit = int(params.get("limit") or 100)
+    return {"messages": list(reversed(found))[:limit], "has_more": len(found) > limit}
+
+
+def replies_page(history: dict[str, list[dict[str, Any]]], params: dict[str, Any]) -> Any:
+    """`conversations.replies`: a thread's root and its replies after `oldest`, oldest first."""
+    root, oldest = str(params.get("ts")), float(params.get("oldest") or 0)
+    thread = [
+        m
+        for m in history.get(str(params.get("channel")), [])
+        if m["ts"] == root or (m.get("thread_ts") == root and float(m["ts"]) > oldest)
+    ]
+    return {"messages": thread[: int(params.get("limit") or 100)], "has_more": False}
+
+
+def hello() -> dict[str, Any]:
+    """The first frame of a Socket Mode connection."""
+    return {
+        "type": "hello",
+        "num_connections": 1,
+        "connection_info": {"app_id": APP},
+        "debug_info": {"host": "scripted", "approximate_connection_time": 18060},
+    }
+
+
+def file_object(file_id: str, name: str, size: int, base_url: str) -> dict[str, Any]:
+    """A file shared in a message (downloadable with the bot token)."""
+    return {
+        "id": file_id,
+        "name": name,
+        "mimetype": "text/plain",
+        "filetype": "text",
+        "size": size,
+        "url_private_download": f"{base_url}/files-pri/{file_id}/{name}",
+    }

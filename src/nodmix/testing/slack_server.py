@@ -1,12 +1,11 @@
 """A scripted Slack server on a real socket: the Web API and a Socket Mode WebSocket.
 
-Enough of both for a real Bolt app on slack_sdk: `auth.test`, `apps.connections.open` (with the
-app-level token; answers a `ws://` URL to this server), `chat.postMessage`,
-`conversations.open`, `users.info`, the external file upload (`files.getUploadURLExternal`,
-the upload URL, `files.completeUploadExternal`) and downloads of `url_private_download`. The
-Socket Mode socket says `hello`, then sends the events tests inject as `events_api` envelopes
-and records the acks; an envelope not acked when its connection closes is sent again, with a higher
-`retry_attempt`, to the next connection (as Slack retries)::
+Enough for a real Bolt app on slack_sdk: `auth.test`, `apps.connections.open` (app-level
+token; answers a `ws://` URL here), `chat.postMessage`, `conversations.open`, `.history`,
+`.replies`, `users.info`, the external file upload and private file downloads. The socket says
+`hello`, sends the events tests inject as `events_api` (or `slash_commands`) envelopes and
+records the acks; an envelope not acked when its connection closes is sent again, with a
+higher `retry_attempt`, on the next connection (as Slack retries)::
 
     with ScriptedSlack() as slack:
         config = {"channels": {"slack": {"botToken": slack.bot_token, "appToken": slack.app_token,
@@ -34,10 +33,13 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing.http_thread import ThreadedServer
 from nodmix.testing.slack_payloads import (
-    APP,
     TEAM,
     auth_test,
     events_api_envelope,
+    file_object,
+    hello,
+    history_page,
+    replies_page,
     shared_ids,
     slash_command_envelope,
     user_info,
@@ -81,6 +83,8 @@ class ScriptedSlack(ThreadedServer):
         self._outbox: list[dict[str, Any]] = []
         self._delivered: list[dict[str, Any]] = []
         self._refreshes = 0
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        """Message events per conversation, oldest first (`conversations.history`)."""
         self._lock = threading.Lock()
         self._changed: anyio.Event | None = None
         self._ids = itertools.count(1)
@@ -143,16 +147,10 @@ class ScriptedSlack(ThreadedServer):
             file_id = f"F{next(self._ids):08d}"
             self.files[file_id] = (name, data)
             event["subtype"] = "file_share"
-            event["files"] = [
-                {
-                    "id": file_id,
-                    "name": name,
-                    "mimetype": "text/plain",
-                    "filetype": "text",
-                    "size": len(data),
-                    "url_private_download": f"{self.url}/files-pri/{file_id}/{name}",
-                }
-            ]
+            event["files"] = [file_object(file_id, name, len(data), self.url)]
+        with self._lock:
+            stored = {k: v for k, v in event.items() if k not in ("channel", "channel_type")}
+            self.history.setdefault(channel, []).append(stored)
         self.inject_event(event)
         if as_app_mention:
             mention_event = {k: event[k] for k in ("channel", "user", "text", "ts", "event_ts")}
@@ -184,6 +182,13 @@ class ScriptedSlack(ThreadedServer):
         few hours; the client opens a new connection."""
         self._refreshes += 1
         self._wake()
+
+    def expire_queued(self) -> int:
+        """Drop the envelopes waiting for a connection, as Slack stops retrying an event after
+        a few attempts; how many (the messages stay in the conversation history)."""
+        with self._lock:
+            dropped, self._outbox = len(self._outbox), []
+        return dropped
 
     def take_envelopes(self) -> list[dict[str, Any]]:
         """Remove the queued envelopes (to post their payloads to an Events API URL)."""
@@ -277,14 +282,7 @@ class ScriptedSlack(ThreadedServer):
                     await send(envelope)
                 await changed.wait()
 
-        await send(
-            {
-                "type": "hello",
-                "num_connections": 1,
-                "connection_info": {"app_id": APP},
-                "debug_info": {"host": "scripted", "approximate_connection_time": 18060},
-            }
-        )
+        await send(hello())
         async with anyio.create_task_group() as group:
             group.start_soon(pump)
             try:
@@ -395,6 +393,8 @@ _METHODS: dict[str, Callable[[ScriptedSlack, dict[str, Any]], dict[str, Any]]] =
     "chat.postMessage": lambda s, p: s._post(p),
     "users.info": lambda s, p: user_info(str(p.get("user"))),
     "conversations.open": lambda s, p: {"channel": {"id": "D" + str(p.get("users", ""))[1:]}},
+    "conversations.history": lambda s, p: history_page(s.history, p),
+    "conversations.replies": lambda s, p: replies_page(s.history, p),
     "files.getUploadURLExternal": lambda s, p: s._upload_url(p),
     "files.completeUploadExternal": lambda s, p: s._complete(p),
 }

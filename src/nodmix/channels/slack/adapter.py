@@ -29,6 +29,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from nodmix.channels.base import InboundSink
+from nodmix.channels.slack.backlog import Backlog
 from nodmix.channels.slack.http_events import serve_events
 from nodmix.channels.slack.mapping import TEXT_LIMIT, command_inbound, to_inbound, to_mrkdwn
 from nodmix.channels.status import ChannelStatus
@@ -129,6 +130,7 @@ class SlackAdapter:
         self._seen: deque[str] = deque(maxlen=SEEN_KEPT)
         self._names: dict[str, str] = {}
         self._dm_channels: dict[str, str] = {}
+        self._backlog = Backlog(state_dir, settings.channel)
 
     # ---- connection -----------------------------------------------------------------------
 
@@ -189,7 +191,9 @@ class SlackAdapter:
                 status.account = f"@{me['user']} ({me['team']})"
                 if self.settings.mode == "http":
                     status.connected = True
-                    await serve_events(app, self.settings.http_host, self.settings.http_port)
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(self._catch_up)
+                        await serve_events(app, self.settings.http_host, self.settings.http_port)
                 else:
                     await self._socket_mode(app, status)
             except Exception as exc:  # the library's errors, network errors
@@ -211,6 +215,7 @@ class SlackAdapter:
         try:
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack connected (Socket Mode) as %s", status.account)
+            await self._catch_up()
             while True:  # slack_sdk reconnects by itself; mirror its state
                 status.connected = await handler.client.is_connected()
                 await anyio.sleep(CONNECTION_CHECK_SECONDS)
@@ -235,6 +240,17 @@ class SlackAdapter:
         if msg.chat_type == "dm":
             self._dm_channels[msg.chat_id] = str(event.get("channel"))
         await self._deliver(msg)
+        thread = event.get("thread_ts") if event.get("thread_ts") != event.get("ts") else None
+        self._backlog.mark(str(event.get("channel")), thread, str(event["ts"]))
+
+    async def _catch_up(self) -> None:
+        count = 0
+        async for event in self._backlog.missed(self.web):
+            count += 1
+            async with self._inbound:
+                await self._handle(event)
+        if count:
+            log.info("slack: read back %d message(s) sent while disconnected", count)
 
     async def _deliver(self, msg: InboundMessage) -> None:
         sink, status = self._sink, self._status
