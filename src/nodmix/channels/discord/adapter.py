@@ -51,6 +51,8 @@ logging.getLogger("discord.client").addFilter(_NoVoiceNotice())
 
 DEFAULT_API = "https://discord.com/api/v10"
 MAX_BACKOFF_SECONDS = 60.0
+KNOWN_KEPT = 5000
+"""DM channels and channel ids remembered (then forgotten at once and looked up again)."""
 INTERACTION_TTL_SECONDS = 14 * 60.0
 """A follow-up must be sent within 15 minutes of the interaction."""
 NO_CONTENT_INTENT = (
@@ -163,8 +165,7 @@ class DiscordAdapter:
         self.settings = settings
         self.channel_id = settings.channel
         self._state_dir = state_dir
-        if settings.api_base_url != DEFAULT_API:
-            Route.BASE = settings.api_base_url
+        Route.BASE = settings.api_base_url  # class-wide in discord.py: one account a process
         self.client: _Client | None = None
         self._sink: InboundSink | None = None
         self._status: ChannelStatus | None = None
@@ -268,10 +269,15 @@ class DiscordAdapter:
             return
         msg = to_inbound(message, channel=self.channel_id, bot_id=client.user.id)
         if msg is not None and msg.chat_type == "dm":
-            self._dm_channels[msg.chat_id] = message.channel.id
+            self._remember_dm(msg.chat_id, message.channel.id)
         await self._deliver(msg, guild_of(message))
         if msg is not None:
             self._backlog.mark(message.channel.id, message.id)
+
+    def _remember_dm(self, user_id: str, channel_id: int) -> None:
+        if len(self._dm_channels) >= KNOWN_KEPT:  # bounded: forgotten ones are looked up again
+            self._dm_channels.clear()
+        self._dm_channels[user_id] = channel_id
 
     async def _catch_up(self) -> None:
         client = self.client
@@ -290,7 +296,7 @@ class DiscordAdapter:
         if msg is None:
             return
         if msg.chat_type == "dm" and interaction.channel_id is not None:
-            self._dm_channels[msg.chat_id] = interaction.channel_id
+            self._remember_dm(msg.chat_id, interaction.channel_id)
         self._interactions[(msg.chat_id, msg.thread_id)] = (interaction, time.monotonic())
         guild = str(interaction.guild_id) if interaction.guild_id is not None else None
         await self._deliver(msg, guild)
@@ -323,10 +329,12 @@ class DiscordAdapter:
         except discord.NotFound:
             pass  # not a channel: a user id
         else:
+            if len(self._channels) >= KNOWN_KEPT:
+                self._channels.clear()
             self._channels.add(chat_id)
             return int(chat_id)
         dm = await client.create_dm(discord.Object(int(chat_id)))
-        self._dm_channels[chat_id] = dm.id
+        self._remember_dm(chat_id, dm.id)
         return dm.id
 
     def _pending_interaction(self, message: OutboundMessage) -> discord.Interaction | None:

@@ -238,6 +238,8 @@ class SlackAdapter:
             return
         self._seen.append(seen)
         if msg.chat_type == "dm":
+            if len(self._dm_channels) >= NAMES_KEPT:  # bounded: looked up again when needed
+                self._dm_channels.clear()
             self._dm_channels[msg.chat_id] = str(event.get("channel"))
         await self._deliver(msg)
         thread = event.get("thread_ts") if event.get("thread_ts") != event.get("ts") else None
