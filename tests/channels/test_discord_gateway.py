@@ -255,3 +255,17 @@ def test_a_message_content_intent_left_off_is_named_by_doctor_and_status(
             error = statuses["discord"].last_error
     assert error is not None and "Privileged Gateway Intents" in error
     assert discord.identifies >= 1 and discord.sessions_ready == 0
+
+
+def test_allowlist_policy_answers_listed_senders_and_refuses_others_silently(
+    isolated_state: Path, discord: ScriptedDiscord, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, discord, dmPolicy="allowlist", allowFrom=[OWNER])
+    with _gateway() as gateway:
+        discord.inject_dm(sender_id="666", text="let me in")
+        discord.inject_dm(sender_id=OWNER, text="it is me")
+        discord.wait_for(lambda: discord.sent_texts(discord.dm_channel(OWNER)))
+        status = gateway.runtime.channels.statuses["discord"]
+        discord.wait_for(lambda: status.refused == 1)
+    assert discord.sent_texts(discord.dm_channel("666")) == []
+    assert model_user_texts(model) == ["it is me"]

@@ -242,3 +242,17 @@ def test_slack_slash_commands_become_chat_commands(
     assert slack.sent_texts(OWNER)[0] == "Started a new session."
     assert "agent:main:main" in slack.sent_texts(OWNER)[1]
     assert model.requests == []
+
+
+def test_allowlist_policy_answers_listed_senders_and_refuses_others_silently(
+    isolated_state: Path, slack: ScriptedSlack, model: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model, slack, dmPolicy="allowlist", allowFrom=[OWNER])
+    with _gateway() as gateway:
+        slack.inject_message(channel="D666", user="U666", text="let me in", channel_type="im")
+        _dm(slack, "it is me")
+        slack.wait_for(lambda: slack.sent_texts(OWNER))
+        status = gateway.runtime.channels.statuses["slack"]
+        slack.wait_for(lambda: status.refused == 1)
+    assert slack.sent_texts("U666") == []
+    assert model_user_texts(model) == ["it is me"]
