@@ -6,6 +6,7 @@ pays for a channel it does not use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
-KNOWN_CHANNELS = ("telegram",)
+KNOWN_CHANNELS = ("telegram", "irc", "email")
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -39,7 +40,11 @@ def enabled_channels(config: NodmixConfig) -> list[str]:
 def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     """The channel's effective access rules."""
     section = channel_section(config, channel) or ChannelDefaults()
-    return resolve_rules(section, config.channels.defaults)
+    rules = resolve_rules(section, config.channels.defaults)
+    joined = getattr(section, "channels", None)  # IRC: the rooms it joins are its groups
+    if joined and section.groups is None and config.channels.defaults.groups is None:
+        rules = dataclasses.replace(rules, groups=frozenset(str(c).lower() for c in joined))
+    return rules
 
 
 def create_adapter(
@@ -54,5 +59,13 @@ def create_adapter(
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
         return TelegramAdapter(telegram_settings(config.channels.telegram, env), state_dir)
+    if channel == "irc" and config.channels.irc is not None:
+        from nodmix.channels.irc.adapter import IrcAdapter, irc_settings
+
+        return IrcAdapter(irc_settings(config.channels.irc, env), state_dir)
+    if channel == "email" and config.channels.email is not None:
+        from nodmix.channels.email.adapter import EmailAdapter, email_settings
+
+        return EmailAdapter(email_settings(config.channels.email, env), state_dir)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")

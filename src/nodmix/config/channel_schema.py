@@ -65,6 +65,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
 
     defaults: ChannelDefaults = ChannelDefaults()
     telegram: TelegramConfig | None = None
+    irc: IrcConfig | None = None
+    email: EmailConfig | None = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -103,6 +105,10 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     sections: list[tuple[str, ChannelDefaults]] = [("defaults", defaults)]
     if channels.telegram is not None:
         sections.append(("telegram", channels.telegram))
+    for extra in ("irc", "email"):
+        extra_section = getattr(channels, extra, None)
+        if extra_section is not None:
+            sections.append((extra, extra_section))
     for name, section in sections:
         policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
         allow = section.allow_from if section.allow_from is not None else defaults.allow_from
@@ -112,3 +118,6 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
                 file=file,
                 key=f"channels.{name}.dmPolicy",
             )
+
+
+from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402

@@ -1,0 +1,301 @@
+"""The IRC adapter: one pydle client per connection, reconnecting and rejoining after a
+disconnect, and sending replies as byte-limited lines through a flood gate.
+
+IRC has no message ids and no history, so delivery is at most once: a message that arrives
+while the bot is disconnected is never seen. A message already accepted when the gateway
+stops is kept by the channel layer and answered after the restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pydle
+
+from nodmix.channels.base import InboundSink
+from nodmix.channels.irc.lines import FloodGate, split_lines, text_budget
+from nodmix.channels.irc.mapping import irc_lower, to_inbound
+from nodmix.channels.status import ChannelStatus
+from nodmix.channels.types import InboundMessage, OutboundMessage
+from nodmix.config.channel_mail_irc import IrcConfig
+from nodmix.config.loader import resolve_secret
+
+log = logging.getLogger("nodmix.channels.irc")
+
+TEXT_LIMIT = 4000
+"""Characters per reply piece; each piece is then sent as lines of at most 512 bytes."""
+CONNECT_TIMEOUT_SECONDS = 30.0
+MAX_BACKOFF_SECONDS = 60.0
+DEFAULT_LINE_DELAY = 1.0
+QUEUE_LIMIT = 1000
+NICK_RETRY_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class IrcSettings:
+    """Resolved `channels.irc`."""
+
+    host: str
+    port: int
+    tls: bool
+    nick: str
+    channels: tuple[str, ...] = ()
+    password: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    line_delay: float = DEFAULT_LINE_DELAY
+    channel: str = "irc"
+
+
+def irc_settings(section: IrcConfig, env: Mapping[str, str]) -> IrcSettings:
+    """Resolve passwords (`${VAR}`) and the default port.
+
+    Raises:
+        ConfigError: a referenced variable is not set.
+    """
+    password = resolve_secret(section.password, key="channels.irc.password", env=env)
+    sasl_password = None
+    if section.sasl is not None:
+        sasl_password = resolve_secret(
+            section.sasl.password, key="channels.irc.sasl.password", env=env
+        )
+    return IrcSettings(
+        host=section.host,
+        port=section.port or (6697 if section.tls else 6667),
+        tls=section.tls,
+        nick=section.nick,
+        channels=tuple(section.channels),
+        password=password,
+        sasl_username=section.sasl.username if section.sasl else None,
+        sasl_password=sasl_password,
+        line_delay=(
+            section.line_delay_seconds
+            if section.line_delay_seconds is not None
+            else DEFAULT_LINE_DELAY
+        ),
+    )
+
+
+Event = tuple[str, InboundMessage | None]
+
+
+class _Client(pydle.Client):  # type: ignore[misc]
+    """pydle's client, reporting registration, messages and disconnects as queue events."""
+
+    RECONNECT_ON_ERROR = False  # the adapter reconnects with its own backoff
+
+    def __init__(self, events: asyncio.Queue[Event], channel: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._events = events
+        self._channel = channel
+        self.welcomed = asyncio.Event()
+        self.welcome_nick = ""
+
+    def _push(self, event: Event) -> None:
+        try:
+            self._events.put_nowait(event)
+        except asyncio.QueueFull:
+            log.warning("irc: inbound queue full, dropping an event")
+
+    async def on_raw_001(self, message: Any) -> None:
+        if message.params:
+            self.welcome_nick = str(message.params[0])
+        await super().on_raw_001(message)
+
+    async def on_connect(self) -> None:
+        await super().on_connect()  # joins the configured channels
+        self.welcomed.set()
+
+    async def handle_forever(self) -> None:
+        # pydle ends its read loop on an unexpected socket error without disconnecting;
+        # every way out of the loop must reach the adapter as a lost connection.
+        try:
+            await super().handle_forever()
+        except Exception as exc:
+            log.warning("irc connection lost: %s", exc)
+        finally:
+            self._push(("lost", None))
+
+    async def on_disconnect(self, expected: bool) -> None:
+        await super().on_disconnect(expected)
+        self._push(("lost", None))
+
+    async def on_raw_privmsg(self, message: Any) -> None:
+        await super().on_raw_privmsg(message)
+        if len(message.params) < 2 or not isinstance(message.source, str):
+            return
+        msg = to_inbound(
+            channel=self._channel,
+            own_nick=self.nickname or "",
+            source=message.source,
+            target=message.params[0],
+            text=message.params[1],
+        )
+        if msg is not None:
+            self._push(("message", msg))
+
+
+class IrcAdapter:
+    """One IRC network, as a `ChannelAdapter`."""
+
+    text_limit = TEXT_LIMIT
+
+    def __init__(self, settings: IrcSettings, state_dir: Path) -> None:
+        self.settings = settings
+        self.channel_id = settings.channel
+        self._client: _Client | None = None
+        self._online = asyncio.Event()
+        self._gate = FloodGate(settings.line_delay)
+
+    def _new_client(self, events: asyncio.Queue[Event]) -> _Client:
+        s = self.settings
+        sasl: dict[str, Any] = {}
+        if s.sasl_username and s.sasl_password:
+            sasl = {
+                "sasl_username": s.sasl_username,
+                "sasl_password": s.sasl_password,
+                "sasl_identity": s.sasl_username,
+            }
+        return _Client(
+            events,
+            s.channel,
+            nickname=s.nick,
+            fallback_nicknames=[f"{s.nick}_", f"{s.nick}__"],
+            realname="Nodmix",
+            **sasl,
+        )
+
+    async def _connect(self, events: asyncio.Queue[Event]) -> _Client:
+        s = self.settings
+        client = self._new_client(events)
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
+                await client.connect(
+                    s.host,
+                    s.port,
+                    tls=s.tls,
+                    tls_verify=s.tls,
+                    password=s.password,
+                    channels=list(s.channels),
+                )
+                await client.welcomed.wait()
+        except BaseException:
+            await _quietly_disconnect(client)
+            raise
+        return client
+
+    async def check(self) -> str:
+        """Connect, register, and leave."""
+        client = await self._connect(asyncio.Queue(QUEUE_LIMIT))
+        try:
+            return f"{client.nickname} on {self.settings.host}:{self.settings.port}"
+        finally:
+            await _quietly_disconnect(client)
+
+    async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
+        """Stay connected (reconnecting with backoff) and hand on every message."""
+        backoff = 1.0
+        while True:
+            events: asyncio.Queue[Event] = asyncio.Queue(QUEUE_LIMIT)
+            try:
+                self._client = await self._connect(events)
+            except (OSError, TimeoutError, pydle.Error) as exc:
+                status.connected = False
+                status.error(f"connection: {exc or type(exc).__name__}")
+                log.warning("irc connection failed: %s (retrying in %gs)", exc, backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                continue
+            backoff = 1.0
+            self._online.set()
+            status.connected = True
+            nick = self._client.welcome_nick or self.settings.nick
+            status.account = f"{nick}@{self.settings.host}"
+            log.info("irc connected to %s as %s", self.settings.host, nick)
+            try:
+                await self._pump(self._client, events, sink, status)
+            finally:
+                self._online.clear()
+                status.connected = False
+                client, self._client = self._client, None
+                with anyio.CancelScope(shield=True):
+                    await _quietly_disconnect(client)
+            status.error("disconnected")
+            log.warning("irc disconnected from %s, reconnecting", self.settings.host)
+            await anyio.sleep(backoff)
+
+    async def _pump(
+        self,
+        client: _Client,
+        events: asyncio.Queue[Event],
+        sink: InboundSink,
+        status: ChannelStatus,
+    ) -> None:
+        while True:
+            try:
+                with anyio.fail_after(NICK_RETRY_SECONDS):
+                    kind, msg = await events.get()
+            except TimeoutError:
+                if irc_lower(client.nickname or "") != irc_lower(self.settings.nick):
+                    await client.set_nickname(self.settings.nick)  # a ghost may have gone
+                continue
+            if kind == "lost" or msg is None:
+                return
+            try:
+                await sink(msg)
+            except Exception as exc:  # one bad message must not stop the channel
+                status.error(f"handling message {msg.key}: {exc}")
+                log.exception("irc: handling message %s failed", msg.key)
+
+    async def send(self, message: OutboundMessage) -> list[str]:
+        """PRIVMSG the text as lines that fit, paced by the flood gate (waiting a while for
+        the connection when it is down)."""
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
+                await self._online.wait()
+        except TimeoutError:
+            raise ConnectionError("not connected to IRC") from None
+        client = self._client
+        if client is None or not client.connected:
+            raise ConnectionError("not connected to IRC")
+        target = message.chat_id
+        text = message.text
+        for attachment in message.attachments:
+            name = attachment.name or (attachment.path.name if attachment.path else "file")
+            text += f"\n(file {name} not sent: IRC carries text only)"
+        sent = 0
+        for line in split_lines(text, text_budget(client.nickname, target)):
+            await self._gate.wait()
+            await client.rawmsg("PRIVMSG", target, line)
+            sent += 1
+        return [f"{target}:{i}" for i in range(sent)]
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """IRC has no typing indicator."""
+
+    async def download(self, ref: str, target: Path) -> Path:
+        """IRC messages carry no files."""
+        raise ValueError("IRC messages carry no attachments")
+
+    async def aclose(self) -> None:
+        """Quit."""
+        client, self._client = self._client, None
+        await _quietly_disconnect(client)
+
+
+async def _quietly_disconnect(client: _Client | None) -> None:
+    if client is None or not client.connected:
+        return
+    try:
+        with anyio.fail_after(5):
+            await client.quit("Nodmix stopping")
+    except Exception:
+        with contextlib.suppress(Exception):
+            await client.disconnect(expected=True)
