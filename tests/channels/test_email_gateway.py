@@ -53,11 +53,11 @@ def model() -> Iterator[ScriptedModelServer]:
 
 
 def _config(
-    state: Path, model: ScriptedModelServer, imap: Dovecot, smtp: SmtpRecorder, **extra: Any
+    state: Path, model: ScriptedModelServer, server: Dovecot, smtp: SmtpRecorder, **extra: Any
 ) -> None:
     section = {
         "address": USER,
-        "imap": {"host": "127.0.0.1", "port": imap.port, "tls": False, "password": PASSWORD},
+        "imap": {"host": "127.0.0.1", "port": server.port, "tls": False, "password": PASSWORD},
         "smtp": {"host": "127.0.0.1", "port": smtp.port, "security": "none", "username": ""},
         **extra,
     }
@@ -216,3 +216,21 @@ def test_sigkill_mid_turn_then_restart_answers_once_and_fetches_nothing_twice(
             "Subject: Ferry\n\nare you there?",
             "Subject: Ferry\n\nsecond question",
         ]
+
+
+def test_doctor_logs_in_to_the_mailbox_and_names_the_key_on_a_wrong_password(
+    isolated_state: Path, imap: Dovecot, smtp: SmtpRecorder, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, imap, smtp)
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert f"channel email: connected as {USER} on 127.0.0.1" in doctor.stdout
+    _config(
+        isolated_state,
+        model,
+        imap,
+        smtp,
+        imap={"host": "127.0.0.1", "port": imap.port, "tls": False, "password": "wrong"},
+    )
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert "channel email" in doctor.stdout and "login refused" in doctor.stdout
+    assert "check channels.email.imap" in doctor.stdout

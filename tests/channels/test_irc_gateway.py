@@ -209,3 +209,16 @@ def _whois_finds(user: IrcUser, nick: str) -> bool:
     user.send(f"ISON {nick}")
     wait_until(lambda: any(" 303 " in line for line in user.lines[before:]), what="ISON reply")
     return any(" 303 " in line and nick in line.split(":", 2)[-1] for line in user.lines[before:])
+
+
+def test_doctor_connects_to_the_network_and_status_shows_the_channel(
+    isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, ircd)
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert f"channel irc: connected as {BOT} on 127.0.0.1:{ircd.port}" in doctor.stdout
+    _config(isolated_state, model, ircd, port=ircd.port + 1 if ircd.port < 65535 else 1)
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert "channel irc" in doctor.stdout and "check channels.irc" in doctor.stdout
+    listed = run_nodmix(isolated_state, "channels", "list")
+    assert "irc  enabled  dm: pairing  groups: allowlist (1 listed)" in listed.stdout

@@ -11,6 +11,10 @@ Finding = tuple[str, Level, str, str | None]
 """(name, level, detail, fix)."""
 
 CHECK_TIMEOUT_SECONDS = 15.0
+FIXES = {
+    "irc": "check channels.irc host, port, tls, password and sasl",
+    "email": "check channels.email.imap host, port, tls, username and password",
+}
 
 
 def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
@@ -45,7 +49,9 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         except TimeoutError:
             findings.append((name, "error", "no answer within 15 s", "check apiBaseUrl"))
         except Exception as exc:
-            fix = "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)"
+            fix = FIXES.get(
+                channel, "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)"
+            )
             findings.append((name, "error", f"credentials refused or unreachable: {exc}", fix))
         else:
             findings.append((name, "ok", f"connected as {account}", None))

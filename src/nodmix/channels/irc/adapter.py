@@ -195,7 +195,8 @@ class IrcAdapter:
         """Connect, register, and leave."""
         client = await self._connect(asyncio.Queue(QUEUE_LIMIT))
         try:
-            return f"{client.nickname} on {self.settings.host}:{self.settings.port}"
+            nick = client.welcome_nick or client.nickname
+            return f"{nick} on {self.settings.host}:{self.settings.port}"
         finally:
             await _quietly_disconnect(client)
 
