@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The IRC and email channel tests run real local daemons: Debian's ngircd (IRC) and dovecot-imapd
 # (IMAP), each started unprivileged by the tests with a generated config on a loopback port.
-# Install them when missing, saying so first.
+# The IRC TLS test makes its certificate with the openssl tool. Install what is missing, saying
+# so first.
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/ngircd ] || missing+=(ngircd)
 [ -x /usr/sbin/dovecot ] && [ -e /usr/lib/dovecot/imap ] || missing+=(dovecot-imapd)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ "${#missing[@]}" -eq 0 ]; then exit 0; fi
 install=(apt-get install -y -qq --no-install-recommends "${missing[@]}")
 if [ "$(id -u)" -eq 0 ]; then

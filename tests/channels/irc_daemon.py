@@ -40,19 +40,35 @@ def wait_until(check: Callable[[], T], *, timeout: float = 20.0, what: str = "co
 class Ngircd:
     """An ngircd process on 127.0.0.1:`port`; `stop()` and `start()` again keep the port."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, tls: bool = False) -> None:
         assert shutil.which(NGIRCD) or os.path.exists(NGIRCD), (
             "ngircd is missing: run scripts/ensure-mail-irc-daemons.sh"
         )
         self.workdir = workdir
         self.port = free_port()
+        self.tls_port = free_port() if tls else None
+        self.cert = workdir / "cert.pem"
         self.config = workdir / "ngircd.conf"
+        ssl_section = ""
+        if self.tls_port is not None:
+            key = workdir / "key.pem"
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+                + ["-keyout", str(key), "-out", str(self.cert), "-subj", "/CN=localhost"]
+                + ["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
+            ssl_section = (
+                f"[SSL]\nCertFile = {self.cert}\nKeyFile = {key}\nPorts = {self.tls_port}\n"
+            )
         self.config.write_text(
             "[Global]\nName = irc.nodmix.test\nInfo = Nodmix test server\n"
             "AdminInfo1 = tests\nAdminInfo2 = tests\nAdminEMail = tests@nodmix.test\n"
             f"Listen = 127.0.0.1\nPorts = {self.port}\nMotdPhrase = test\n"
             "[Limits]\nMaxConnectionsIP = 0\nPingTimeout = 120\n"
-            "[Options]\nPAM = no\nIdent = no\nDNS = no\n",
+            "[Options]\nPAM = no\nIdent = no\nDNS = no\n" + ssl_section,
             encoding="utf-8",
         )
         self.proc: subprocess.Popen[bytes] | None = None

@@ -128,6 +128,13 @@ service stats {{
             status, detail = imap.append("INBOX", None, None, data)
             assert status == "OK", detail
 
+    def rebuild_uids(self) -> None:
+        """Forget the mailbox's UID list and indexes (stopped server): the next start gives the
+        INBOX a new UIDVALIDITY, as a restored or migrated mailbox would have."""
+        for path in (self.root / "home").rglob("dovecot*"):
+            if path.is_file():
+                path.unlink()
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

@@ -4,6 +4,7 @@ from a sender who is not allowed reaches the model."""
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -234,3 +235,39 @@ def test_doctor_logs_in_to_the_mailbox_and_names_the_key_on_a_wrong_password(
     doctor = run_nodmix(isolated_state, "doctor")
     assert "channel email" in doctor.stdout and "login refused" in doctor.stdout
     assert "check channels.email.imap" in doctor.stdout
+
+
+def test_after_the_imap_server_restarts_mail_is_fetched_again(
+    isolated_state: Path, imap: Dovecot, smtp: SmtpRecorder, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, imap, smtp, allowFrom=[ANN])
+    with _gateway() as gateway:
+        status = gateway.runtime.channels.statuses["email"]
+        _connected(gateway)
+        imap.stop()
+        wait_until(lambda: not status.connected, what="the disconnect noticed")
+        imap.start()
+        imap.deliver(_mail("still there?"))
+        wait_until(lambda: smtp.sent(ANN), timeout=30, what="the answer after the reconnect")
+    assert smtp.texts(ANN) == ["Subject: Ferry\n\nstill there?"]
+
+
+def test_a_rebuilt_mailbox_with_new_uidvalidity_is_not_answered_twice(
+    isolated_state: Path, imap: Dovecot, smtp: SmtpRecorder, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, imap, smtp, allowFrom=[ANN])
+    with _gateway() as gateway:
+        _connected(gateway)
+        imap.deliver(_mail("first"))
+        wait_until(lambda: smtp.sent(ANN), what="the first answer")
+    position = isolated_state / "channels/email/position.json"
+    before = json.loads(position.read_text(encoding="utf-8"))["uidValidity"]
+    imap.stop()
+    imap.rebuild_uids()
+    imap.start()
+    with _gateway() as gateway:
+        _connected(gateway)
+        imap.deliver(_mail("second"))
+        wait_until(lambda: len(smtp.sent(ANN)) >= 2, what="the second answer")
+    assert json.loads(position.read_text(encoding="utf-8"))["uidValidity"] != before
+    assert smtp.texts(ANN) == ["Subject: Ferry\n\nfirst", "Subject: Ferry\n\nsecond"]

@@ -222,3 +222,59 @@ def test_doctor_connects_to_the_network_and_status_shows_the_channel(
     assert "channel irc" in doctor.stdout and "check channels.irc" in doctor.stdout
     listed = run_nodmix(isolated_state, "channels", "list")
     assert "irc  enabled  dm: pairing  groups: allowlist (1 listed)" in listed.stdout
+
+
+def test_tls_connects_when_the_certificate_is_trusted_and_refuses_when_it_is_not(
+    isolated_state: Path,
+    tmp_path: Path,
+    model: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "tls").mkdir()
+    server = Ngircd(tmp_path / "tls", tls=True)
+    assert server.tls_port is not None
+    server.start()
+    try:
+        write_config(
+            isolated_state,
+            model.base_url,
+            {
+                "irc": {
+                    "host": "127.0.0.1",
+                    "port": server.tls_port,
+                    "nick": BOT,
+                    "allowFrom": ["ann"],
+                }
+            },
+        )
+        doctor = run_nodmix(isolated_state, "doctor")
+        assert "channel irc" in doctor.stdout and "CERTIFICATE_VERIFY_FAILED" in doctor.stdout
+        monkeypatch.setenv("SSL_CERT_FILE", str(server.cert))
+        with _gateway() as gateway:
+            wait_until(lambda: gateway.runtime.channels.statuses["irc"].connected, what="TLS")
+            ann = IrcUser(server.port, "ann")
+            try:
+                ann.say(BOT, "over TLS")
+                ann.wait_for(lambda: ann.received(sender=BOT))
+            finally:
+                ann.close()
+        assert ann.received(sender=BOT) == ["over TLS"]
+    finally:
+        server.stop()
+
+
+def test_chat_commands_work_by_private_message_and_by_addressing_the_bot(
+    isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer, people: dict[str, IrcUser]
+) -> None:
+    _config(isolated_state, model, ircd, allowFrom=["ann"])
+    ann = people["ann"] = IrcUser(ircd.port, "ann")
+    ann.join(ROOM)
+    with _gateway():
+        ann.wait_for(lambda: _bot_in_room(ann), what="the bot joined")
+        ann.say(BOT, "/status")  # what `/msg nodbot /status` sends
+        ann.wait_for(lambda: ann.received(target="ann", sender=BOT))
+        ann.say(ROOM, f"{BOT}: /status")
+        ann.wait_for(lambda: ann.received(target=ROOM, sender=BOT))
+    assert "agent:main:main" in ann.received(target="ann", sender=BOT)[0]
+    assert f"agent:main:irc:group:{ROOM}" in " ".join(ann.received(target=ROOM, sender=BOT))
+    assert model.requests == []
