@@ -278,3 +278,16 @@ def test_chat_commands_work_by_private_message_and_by_addressing_the_bot(
     assert "agent:main:main" in ann.received(target="ann", sender=BOT)[0]
     assert f"agent:main:irc:group:{ROOM}" in " ".join(ann.received(target=ROOM, sender=BOT))
     assert model.requests == []
+
+
+def test_message_send_from_the_shell_reaches_an_allowed_nick_only(
+    isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer, people: dict[str, IrcUser]
+) -> None:
+    _config(isolated_state, model, ircd, allowFrom=["ann"])
+    ann = people["ann"] = IrcUser(ircd.port, "ann")
+    sent = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", "ann", "hi")
+    assert sent.returncode == 0, sent.stderr
+    ann.wait_for(lambda: ann.received(sender=BOT))
+    assert ann.received(sender=BOT) == ["hi"]
+    refused = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", "bob", "x")
+    assert refused.returncode != 0 and "not allowed" in refused.stderr

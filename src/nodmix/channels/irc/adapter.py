@@ -152,6 +152,7 @@ class IrcAdapter:
         self.channel_id = settings.channel
         self._client: _Client | None = None
         self._online = asyncio.Event()
+        self._running = False
         self._gate = FloodGate(settings.line_delay)
 
     def _new_client(self, events: asyncio.Queue[Event]) -> _Client:
@@ -202,6 +203,13 @@ class IrcAdapter:
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Stay connected (reconnecting with backoff) and hand on every message."""
+        self._running = True
+        try:
+            await self._stay_connected(sink, status)
+        finally:
+            self._running = False
+
+    async def _stay_connected(self, sink: InboundSink, status: ChannelStatus) -> None:
         backoff = 1.0
         while True:
             events: asyncio.Queue[Event] = asyncio.Queue(QUEUE_LIMIT)
@@ -257,7 +265,13 @@ class IrcAdapter:
 
     async def send(self, message: OutboundMessage) -> list[str]:
         """PRIVMSG the text as lines that fit, paced by the flood gate (waiting a while for
-        the connection when it is down)."""
+        the connection when it is down; outside the gateway, on a connection of its own)."""
+        if not self._running:
+            client = await self._connect(asyncio.Queue(QUEUE_LIMIT))
+            try:
+                return await self._send_lines(client, message)
+            finally:
+                await _quietly_disconnect(client)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
                 await self._online.wait()
@@ -266,6 +280,9 @@ class IrcAdapter:
         client = self._client
         if client is None or not client.connected:
             raise ConnectionError("not connected to IRC")
+        return await self._send_lines(client, message)
+
+    async def _send_lines(self, client: _Client, message: OutboundMessage) -> list[str]:
         target = message.chat_id
         text = message.text
         for attachment in message.attachments:
