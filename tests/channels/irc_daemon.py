@@ -108,6 +108,7 @@ class IrcUser:
     def __init__(self, port: int, nick: str, user: str = "person") -> None:
         self.nick = nick
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.settimeout(None)  # the reader waits for as long as the server is quiet
         self.lines: list[str] = []
         self.raw: list[bytes] = []
         self._lock = threading.Lock()
@@ -178,6 +179,7 @@ class IrcUser:
     def close(self) -> None:
         try:
             self.send("QUIT :bye")
+            self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.sock.close()

@@ -97,6 +97,7 @@ class _Client(pydle.Client):  # type: ignore[misc]
         self._channel = channel
         self.welcomed = asyncio.Event()
         self.welcome_nick = ""
+        self.ponged = asyncio.Event()
 
     def _push(self, event: Event) -> None:
         try:
@@ -108,6 +109,17 @@ class _Client(pydle.Client):  # type: ignore[misc]
         if message.params:
             self.welcome_nick = str(message.params[0])
         await super().on_raw_001(message)
+
+    async def on_raw_pong(self, message: Any) -> None:
+        await super().on_raw_pong(message)
+        self.ponged.set()
+
+    async def flush(self) -> None:
+        """Return once the server has handled everything sent so far (a PING's PONG): a
+        server that paces a client's commands drops the unhandled ones when it quits."""
+        self.ponged.clear()
+        await self.rawmsg("PING", "nodmix-flush")
+        await self.ponged.wait()
 
     async def on_connect(self) -> None:
         await super().on_connect()  # joins the configured channels
@@ -267,9 +279,13 @@ class IrcAdapter:
         """PRIVMSG the text as lines that fit, paced by the flood gate (waiting a while for
         the connection when it is down; outside the gateway, on a connection of its own)."""
         if not self._running:
+            log.debug("irc: a connection of its own for a message to %s", message.chat_id)
             client = await self._connect(asyncio.Queue(QUEUE_LIMIT))
             try:
-                return await self._send_lines(client, message)
+                ids = await self._send_lines(client, message)
+                with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
+                    await client.flush()
+                return ids
             finally:
                 await _quietly_disconnect(client)
         try:
@@ -293,6 +309,7 @@ class IrcAdapter:
             await self._gate.wait()
             await client.rawmsg("PRIVMSG", target, line)
             sent += 1
+        log.debug("irc: sent %d line(s) to %s", sent, target)
         return [f"{target}:{i}" for i in range(sent)]
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
