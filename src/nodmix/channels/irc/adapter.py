@@ -280,14 +280,14 @@ class IrcAdapter:
         the connection when it is down; outside the gateway, on a connection of its own)."""
         if not self._running:
             log.debug("irc: a connection of its own for a message to %s", message.chat_id)
-            client = await self._connect(asyncio.Queue(QUEUE_LIMIT))
+            own = await self._connect(asyncio.Queue(QUEUE_LIMIT))
             try:
-                ids = await self._send_lines(client, message)
+                ids = await self._send_lines(own, message)
                 with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
-                    await client.flush()
+                    await own.flush()
                 return ids
             finally:
-                await _quietly_disconnect(client)
+                await _quietly_disconnect(own)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
                 await self._online.wait()
