@@ -271,3 +271,20 @@ def test_a_rebuilt_mailbox_with_new_uidvalidity_is_not_answered_twice(
         wait_until(lambda: len(smtp.sent(ANN)) >= 2, what="the second answer")
     assert json.loads(position.read_text(encoding="utf-8"))["uidValidity"] != before
     assert smtp.texts(ANN) == ["Subject: Ferry\n\nfirst", "Subject: Ferry\n\nsecond"]
+
+
+def test_message_send_from_the_shell_mails_an_allowed_address_only(
+    isolated_state: Path, imap: Dovecot, smtp: SmtpRecorder, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, imap, smtp, allowFrom=["*@example.org"])
+    sent = run_nodmix(
+        isolated_state, "message", "send", "--channel", "email", "--to", ANN, "ferry at 9:40"
+    )
+    assert sent.returncode == 0, sent.stderr
+    assert smtp.texts(ANN) == ["ferry at 9:40"]
+    assert str(smtp.sent(ANN)[0]["Subject"]) == "Message from your assistant"
+    refused = run_nodmix(
+        isolated_state, "message", "send", "--channel", "email", "--to", "x@evil.example", "hi"
+    )
+    assert refused.returncode != 0 and "not allowed" in refused.stderr
+    assert len(smtp.sent()) == 1

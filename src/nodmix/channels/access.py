@@ -65,12 +65,12 @@ def sender_allowed(rules: AccessRules, pairing: PairingStore, msg: InboundMessag
     """Whether the sender may talk to the agent directly."""
     if "*" in rules.allow_from or msg.sender_id in rules.allow_from:
         return True
-    if msg.sender_mask and any(_mask_matches(msg.sender_mask, e) for e in rules.allow_from):
+    if msg.sender_mask and any(mask_matches(msg.sender_mask, e) for e in rules.allow_from):
         return True
     return pairing.is_approved(msg.channel, msg.sender_id)
 
 
-def _mask_matches(mask: str, entry: str) -> bool:
+def mask_matches(mask: str, entry: str) -> bool:
     """`entry` matches `mask` ignoring case: a pattern (`nick!user@host`, `*@example.org`, `*`
     and `?` wildcards) against the whole mask, a plain nick against the part before `!`."""
     if not any(c in entry for c in "!@*?"):

@@ -110,6 +110,9 @@ class _Client(pydle.Client):  # type: ignore[misc]
             self.welcome_nick = str(message.params[0])
         await super().on_raw_001(message)
 
+    async def on_raw_379(self, message: Any) -> None:
+        """ngircd's WHOIS modes line: nothing to track (pydle would warn of it)."""
+
     async def on_raw_pong(self, message: Any) -> None:
         await super().on_raw_pong(message)
         self.ponged.set()
