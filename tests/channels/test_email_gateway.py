@@ -54,12 +54,12 @@ def model() -> Iterator[ScriptedModelServer]:
 
 
 def _config(
-    state: Path, model: ScriptedModelServer, server: Dovecot, smtp: SmtpRecorder, **extra: Any
+    state: Path, model: ScriptedModelServer, server: Dovecot, outbox: SmtpRecorder, **extra: Any
 ) -> None:
     section = {
         "address": USER,
         "imap": {"host": "127.0.0.1", "port": server.port, "tls": False, "password": PASSWORD},
-        "smtp": {"host": "127.0.0.1", "port": smtp.port, "security": "none", "username": ""},
+        "smtp": {"host": "127.0.0.1", "port": outbox.port, "security": "none", "username": ""},
         **extra,
     }
     write_config(state, model.base_url, {"email": section})
@@ -234,7 +234,16 @@ def test_doctor_logs_in_to_the_mailbox_and_names_the_key_on_a_wrong_password(
     )
     doctor = run_nodmix(isolated_state, "doctor")
     assert "channel email" in doctor.stdout and "login refused" in doctor.stdout
-    assert "check channels.email.imap" in doctor.stdout
+    assert "check channels.email.imap and .smtp" in doctor.stdout
+    _config(
+        isolated_state,
+        model,
+        imap,
+        smtp,
+        smtp={"host": "127.0.0.1", "port": imap.port, "security": "none", "username": ""},
+    )
+    doctor = run_nodmix(isolated_state, "doctor")
+    assert "channel email" in doctor.stdout and "smtp 127.0.0.1" in doctor.stdout
 
 
 def test_after_the_imap_server_restarts_mail_is_fetched_again(

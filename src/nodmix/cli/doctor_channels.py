@@ -13,7 +13,7 @@ Finding = tuple[str, Level, str, str | None]
 CHECK_TIMEOUT_SECONDS = 15.0
 FIXES = {
     "irc": "check channels.irc host, port, tls, password and sasl",
-    "email": "check channels.email.imap host, port, tls, username and password",
+    "email": "check channels.email.imap and .smtp: host, port, security, username, password",
 }
 
 

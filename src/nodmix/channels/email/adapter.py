@@ -151,12 +151,33 @@ class EmailAdapter:
         return imap, found
 
     async def check(self) -> str:
-        """Log in and select the mailbox."""
+        """Log in to IMAP and select the mailbox, then greet (and log in to) SMTP."""
         imap, _ = await self._open()
         try:
-            return f"{self.settings.imap_user} on {self.settings.imap_host}"
+            account = f"{self.settings.imap_user} on {self.settings.imap_host}"
         finally:
             await _logout(imap)
+        try:
+            await self._check_smtp()
+        except (OSError, aiosmtplib.SMTPException) as exc:
+            raise ConnectionError(f"smtp {self.settings.smtp_host}: {exc}") from exc
+        return account
+
+    async def _check_smtp(self) -> None:
+        s = self.settings
+        smtp = aiosmtplib.SMTP(
+            hostname=s.smtp_host,
+            port=s.smtp_port,
+            use_tls=s.smtp_security == "tls",
+            start_tls=s.smtp_security == "starttls",
+            timeout=TIMEOUT_SECONDS,
+        )
+        await smtp.connect()
+        try:
+            if s.smtp_user and s.smtp_password:
+                await smtp.login(s.smtp_user, s.smtp_password)
+        finally:
+            await smtp.quit()
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Fetch new mail, then IDLE until more arrives; reconnect with backoff."""
