@@ -64,7 +64,8 @@ def create_adapter(
 
         return IrcAdapter(irc_settings(config.channels.irc, env), state_dir)
     if channel == "email" and config.channels.email is not None:
-        from nodmix.channels.email.adapter import EmailAdapter, email_settings
+        from nodmix.channels.email.adapter import EmailAdapter
+        from nodmix.channels.email.settings import email_settings
 
         return EmailAdapter(email_settings(config.channels.email, env), state_dir)
     known = ", ".join(enabled_channels(config)) or "none"

@@ -15,7 +15,6 @@ import logging
 import re
 import shutil
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
@@ -36,12 +35,11 @@ from nodmix.channels.email.mapping import (
     thread_info,
     to_inbound,
 )
+from nodmix.channels.email.outbox import check_smtp, send_mail
+from nodmix.channels.email.settings import EmailSettings
 from nodmix.channels.email.threads import ThreadBook
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
-from nodmix.config.channel_mail_irc import EmailConfig
-from nodmix.config.loader import resolve_secret
-from nodmix.errors import ConfigError
 
 log = logging.getLogger("nodmix.channels.email")
 
@@ -52,65 +50,6 @@ POLL_SECONDS = 60.0
 SPOOL_KEEP_SECONDS = 86_400.0
 _UIDVALIDITY = re.compile(rb"UIDVALIDITY (\d+)")
 _UIDNEXT = re.compile(rb"UIDNEXT (\d+)")
-
-
-@dataclass(frozen=True, slots=True)
-class EmailSettings:
-    """Resolved `channels.email`."""
-
-    address: str
-    imap_host: str
-    imap_port: int
-    imap_tls: bool
-    imap_user: str
-    imap_password: str
-    mailbox: str
-    smtp_host: str
-    smtp_port: int
-    smtp_security: str
-    smtp_user: str | None
-    smtp_password: str | None
-    idle_seconds: int = 600
-    max_attachment_bytes: int = 25 * 1024 * 1024
-    channel: str = "email"
-
-
-def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSettings:
-    """Resolve passwords (`${VAR}`) and defaults.
-
-    Raises:
-        ConfigError: no IMAP password, or a referenced variable is not set.
-    """
-    imap, smtp = section.imap, section.smtp
-    password = resolve_secret(imap.password, key="channels.email.imap.password", env=env)
-    if not password:
-        raise ConfigError("no IMAP password", key="channels.email.imap.password")
-    user = imap.username or section.address
-    smtp_password = resolve_secret(smtp.password, key="channels.email.smtp.password", env=env)
-    smtp_user = user if smtp.username is None else smtp.username
-    ports = {"tls": 465, "starttls": 587, "none": 25}
-    return EmailSettings(
-        address=section.address,
-        imap_host=imap.host,
-        imap_port=imap.port or (993 if imap.tls else 143),
-        imap_tls=imap.tls,
-        imap_user=user,
-        imap_password=password,
-        mailbox=imap.mailbox,
-        smtp_host=smtp.host,
-        smtp_port=smtp.port or ports[smtp.security],
-        smtp_security=smtp.security,
-        smtp_user=smtp_user or None,
-        smtp_password=(smtp_password if smtp.password is not None else password)
-        if smtp_user
-        else None,
-        idle_seconds=section.idle_seconds or 600,
-        max_attachment_bytes=(
-            section.max_attachment_bytes
-            if section.max_attachment_bytes is not None
-            else 25 * 1024 * 1024
-        ),
-    )
 
 
 class EmailAdapter:
@@ -127,7 +66,7 @@ class EmailAdapter:
 
     # ---- IMAP -----------------------------------------------------------------------------
 
-    async def _open(self) -> tuple[aioimaplib.IMAP4, dict[str, int]]:
+    async def _open(self) -> _Box:
         s = self.settings
         lost = asyncio.Event()
         kind = aioimaplib.IMAP4_SSL if s.imap_tls else aioimaplib.IMAP4
@@ -137,82 +76,64 @@ class EmailAdapter:
             timeout=TIMEOUT_SECONDS,
             conn_lost_cb=lambda exc: lost.set(),
         )
-        imap.nodmix_lost = lost
-        await imap.wait_hello_from_server()
-        _ok(await imap.login(s.imap_user, s.imap_password), "login")
-        selected = _ok(await imap.select(s.mailbox), f"select {s.mailbox}")
-        found: dict[str, int] = {}
+        box = _Box(imap, lost)
+        try:
+            await imap.wait_hello_from_server()
+            _ok(await imap.login(s.imap_user, s.imap_password), "login")
+            selected = _ok(await imap.select(s.mailbox), f"select {s.mailbox}")
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _logout(imap)
+            raise
         for line in selected.lines:
             if isinstance(line, bytes | bytearray):
-                for name, pattern in (("validity", _UIDVALIDITY), ("next", _UIDNEXT)):
-                    match = pattern.search(bytes(line))
-                    if match:
-                        found[name] = int(match.group(1))
-        return imap, found
+                if match := _UIDVALIDITY.search(bytes(line)):
+                    box.validity = int(match.group(1))
+                if match := _UIDNEXT.search(bytes(line)):
+                    box.next_uid = int(match.group(1))
+        return box
 
     async def check(self) -> str:
         """Log in to IMAP and select the mailbox, then greet (and log in to) SMTP."""
-        imap, _ = await self._open()
+        box = await self._open()
         try:
             account = f"{self.settings.imap_user} on {self.settings.imap_host}"
         finally:
-            await _logout(imap)
+            await _logout(box.imap)
         try:
-            await self._check_smtp()
+            await check_smtp(self.settings)
         except (OSError, aiosmtplib.SMTPException) as exc:
             raise ConnectionError(f"smtp {self.settings.smtp_host}: {exc}") from exc
         return account
-
-    async def _check_smtp(self) -> None:
-        s = self.settings
-        smtp = aiosmtplib.SMTP(
-            hostname=s.smtp_host,
-            port=s.smtp_port,
-            use_tls=s.smtp_security == "tls",
-            start_tls=s.smtp_security == "starttls",
-            timeout=TIMEOUT_SECONDS,
-        )
-        await smtp.connect()
-        try:
-            if s.smtp_user and s.smtp_password:
-                await smtp.login(s.smtp_user, s.smtp_password)
-        finally:
-            await smtp.quit()
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Fetch new mail, then IDLE until more arrives; reconnect with backoff."""
         self._clean_spool()
         backoff = 1.0
         while True:
-            imap: aioimaplib.IMAP4 | None = None
+            box: _Box | None = None
             try:
-                imap, box = await self._open()
+                box = await self._open()
                 status.connected = True
                 status.account = self.settings.address
                 backoff = 1.0
-                await self._follow(imap, box, sink, status)
+                await self._follow(box, sink, status)
             except (OSError, TimeoutError, aioimaplib.AioImapException, _ImapError) as exc:
                 status.connected = False
                 status.error(f"imap: {exc or type(exc).__name__}")
                 log.warning("email: IMAP error: %s (retrying in %gs)", exc, backoff)
             finally:
-                if imap is not None:
+                if box is not None:
                     with anyio.CancelScope(shield=True):
-                        await _logout(imap)
+                        await _logout(box.imap)
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
-    async def _follow(
-        self,
-        imap: aioimaplib.IMAP4,
-        box: dict[str, int],
-        sink: InboundSink,
-        status: ChannelStatus,
-    ) -> None:
-        validity = box.get("validity", 0)
+    async def _follow(self, box: _Box, sink: InboundSink, status: ChannelStatus) -> None:
+        validity = box.validity
         saved = self._position.position()
         if not saved:  # first start: only mail that arrives from now on
-            saved = {"uidValidity": validity, "lastUid": box.get("next", 1) - 1}
+            saved = {"uidValidity": validity, "lastUid": box.next_uid - 1}
             self._save(saved)
         since: float | None = None
         if saved.get("uidValidity") != validity:
@@ -221,9 +142,9 @@ class EmailAdapter:
             saved = {"uidValidity": validity, "lastUid": 0}
         last = int(saved.get("lastUid", 0))
         while True:
-            last = await self._fetch_new(imap, validity, last, since, sink, status)
+            last = await self._fetch_new(box.imap, validity, last, since, sink, status)
             since = None
-            await self._wait_for_mail(imap)
+            await self._wait_for_mail(box)
 
     async def _fetch_new(
         self,
@@ -270,9 +191,9 @@ class EmailAdapter:
             status.error(f"handling message {msg.key}: {exc}")
             log.exception("email: handling message %s failed", msg.key)
 
-    async def _wait_for_mail(self, imap: aioimaplib.IMAP4) -> None:
+    async def _wait_for_mail(self, box: _Box) -> None:
         """Return when the server announces new mail, or after `idle_seconds`."""
-        lost: asyncio.Event = imap.nodmix_lost
+        imap, lost = box.imap, box.lost
         if not imap.has_capability("IDLE"):
             with anyio.move_on_after(POLL_SECONDS):
                 await lost.wait()
@@ -319,16 +240,7 @@ class EmailAdapter:
         s = self.settings
         thread = self._threads.get(message.thread_id) if message.thread_id else None
         mail = compose(message, sender=s.address, thread=thread)
-        await aiosmtplib.send(
-            mail,
-            hostname=s.smtp_host,
-            port=s.smtp_port,
-            username=s.smtp_user,
-            password=s.smtp_password,
-            use_tls=s.smtp_security == "tls",
-            start_tls=s.smtp_security == "starttls",
-            timeout=TIMEOUT_SECONDS,
-        )
+        await send_mail(s, mail)
         return [str(mail["Message-ID"])]
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
@@ -347,6 +259,16 @@ class EmailAdapter:
 
     async def aclose(self) -> None:
         """Nothing stays open between calls."""
+
+
+@dataclass(slots=True)
+class _Box:
+    """An open IMAP connection with the mailbox selected."""
+
+    imap: Any
+    lost: asyncio.Event
+    validity: int = 0
+    next_uid: int = 1
 
 
 class _ImapError(Exception):
