@@ -98,6 +98,7 @@ class _Client(pydle.Client):  # type: ignore[misc]
         self.welcomed = asyncio.Event()
         self.welcome_nick = ""
         self.ponged = asyncio.Event()
+        self.sasl_ok = False
 
     def _push(self, event: Event) -> None:
         try:
@@ -109,6 +110,10 @@ class _Client(pydle.Client):  # type: ignore[misc]
         if message.params:
             self.welcome_nick = str(message.params[0])
         await super().on_raw_001(message)
+
+    async def on_raw_903(self, message: Any) -> None:
+        self.sasl_ok = True
+        await super().on_raw_903(message)
 
     async def on_raw_379(self, message: Any) -> None:
         """ngircd's WHOIS modes line: nothing to track (pydle would warn of it)."""
@@ -202,6 +207,9 @@ class IrcAdapter:
                     channels=list(s.channels),
                 )
                 await client.welcomed.wait()
+            if s.sasl_username and not client.sasl_ok:
+                # Never go on unauthenticated: the nick or the channels may need the account.
+                raise ConnectionError("SASL login refused (or not offered by the server)")
         except BaseException:
             await _quietly_disconnect(client)
             raise
@@ -230,7 +238,7 @@ class IrcAdapter:
             events: asyncio.Queue[Event] = asyncio.Queue(QUEUE_LIMIT)
             try:
                 self._client = await self._connect(events)
-            except (OSError, TimeoutError, pydle.Error) as exc:
+            except (OSError, TimeoutError, pydle.Error) as exc:  # ConnectionError is an OSError
                 status.connected = False
                 status.error(f"connection: {exc or type(exc).__name__}")
                 log.warning("irc connection failed: %s (retrying in %gs)", exc, backoff)
