@@ -297,3 +297,22 @@ def test_message_send_from_the_shell_mails_an_allowed_address_only(
     )
     assert refused.returncode != 0 and "not allowed" in refused.stderr
     assert len(smtp.sent()) == 1
+
+
+def test_a_mail_too_large_to_read_reaches_the_agent_as_its_headers_and_a_note(
+    isolated_state: Path, imap: Dovecot, smtp: SmtpRecorder, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, imap, smtp, allowFrom=[ANN], maxAttachmentBytes=1000)
+    big = _mail("see the scan")
+    big.add_attachment(bytes(range(256)) * 400, maintype="image", subtype="png", filename="s.png")
+    small = _mail("and a small one")
+    small.add_attachment(b"tiny", maintype="text", subtype="plain", filename="t.txt")
+    with _gateway() as gateway:
+        _connected(gateway)
+        imap.deliver(big)
+        imap.deliver(small)
+        wait_until(lambda: len(smtp.sent(ANN)) >= 2, what="two answers")
+    first, second = model_user_texts(model)
+    assert first.startswith("Subject: Ferry\n\n[a mail of ")
+    assert first.endswith("bytes, too large to read: only its headers]")
+    assert second.startswith("Subject: Ferry\n\nand a small one\n[document attached: inbox/")

@@ -50,6 +50,7 @@ POLL_SECONDS = 60.0
 SPOOL_KEEP_SECONDS = 86_400.0
 _UIDVALIDITY = re.compile(rb"UIDVALIDITY (\d+)")
 _UIDNEXT = re.compile(rb"UIDNEXT (\d+)")
+_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 
 
 class EmailAdapter:
@@ -163,16 +164,34 @@ class EmailAdapter:
             int(tok) for line in found.lines[:1] for tok in bytes(line).split() if tok.isdigit()
         )
         for uid in (u for u in uids if u > last or since is not None):
-            fetched = _ok(await imap.uid("fetch", str(uid), "(BODY.PEEK[])"), "fetch")
-            raw = next((bytes(x) for x in fetched.lines if isinstance(x, bytearray)), None)
+            raw, size = await self._read(imap, uid)
             if raw is not None:
-                await self._hand_on(raw, f"<uid-{validity}-{uid}@nodmix>", sink, status)
+                fallback = f"<uid-{validity}-{uid}@nodmix>"
+                await self._hand_on(raw, fallback, sink, status, oversize=size)
             last = max(last, uid)
             self._save({"uidValidity": validity, "lastUid": last})
         return last
 
+    async def _read(self, imap: aioimaplib.IMAP4, uid: int) -> tuple[bytes | None, int | None]:
+        """The message (without marking it read), or only its header when it is larger than
+        attachments may be (then also its size)."""
+        limit = int(self.settings.max_attachment_bytes * 1.4) + 65_536  # base64 and text
+        sized = _ok(await imap.uid("fetch", str(uid), "(RFC822.SIZE)"), "fetch size")
+        match = next((_SIZE.search(bytes(x)) for x in sized.lines if _SIZE.search(bytes(x))), None)
+        size = int(match.group(1)) if match else 0
+        part = "BODY.PEEK[HEADER]" if size > limit else "BODY.PEEK[]"
+        fetched = _ok(await imap.uid("fetch", str(uid), f"({part})"), "fetch")
+        raw = next((bytes(x) for x in fetched.lines if isinstance(x, bytearray)), None)
+        return raw, (size if size > limit else None)
+
     async def _hand_on(
-        self, raw: bytes, fallback: str, sink: InboundSink, status: ChannelStatus
+        self,
+        raw: bytes,
+        fallback: str,
+        sink: InboundSink,
+        status: ChannelStatus,
+        *,
+        oversize: int | None = None,
     ) -> None:
         mail = parse(raw)
         why = is_automatic(mail, self.settings.address)
@@ -183,6 +202,8 @@ class EmailAdapter:
             return
         key = f"{mid}"
         files, notes = spool_attachments(mail, self._spool, key, self.settings.max_attachment_bytes)
+        if oversize is not None:
+            notes.append(f"[a mail of {oversize} bytes, too large to read: only its headers]")
         msg = to_inbound(mail, channel=self.channel_id, mid=mid, attachments=files, notes=notes)
         self._threads.remember(thread_info(mail, mid))
         try:
