@@ -9,7 +9,6 @@ stops is kept by the channel layer and answered after the restart.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,10 +19,11 @@ import anyio
 import pydle
 
 from nodmix.channels.base import InboundSink
+from nodmix.channels.irc.client import Event, IrcClient, quit_quietly
 from nodmix.channels.irc.lines import FloodGate, split_lines, text_budget
-from nodmix.channels.irc.mapping import irc_lower, to_inbound
+from nodmix.channels.irc.mapping import irc_lower
 from nodmix.channels.status import ChannelStatus
-from nodmix.channels.types import InboundMessage, OutboundMessage
+from nodmix.channels.types import OutboundMessage
 from nodmix.config.channel_mail_irc import IrcConfig
 from nodmix.config.loader import resolve_secret
 
@@ -83,85 +83,6 @@ def irc_settings(section: IrcConfig, env: Mapping[str, str]) -> IrcSettings:
     )
 
 
-Event = tuple[str, InboundMessage | None]
-
-
-class _Client(pydle.Client):  # type: ignore[misc]
-    """pydle's client, reporting registration, messages and disconnects as queue events."""
-
-    RECONNECT_ON_ERROR = False  # the adapter reconnects with its own backoff
-
-    def __init__(self, events: asyncio.Queue[Event], channel: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._events = events
-        self._channel = channel
-        self.welcomed = asyncio.Event()
-        self.welcome_nick = ""
-        self.ponged = asyncio.Event()
-        self.sasl_ok = False
-
-    def _push(self, event: Event) -> None:
-        try:
-            self._events.put_nowait(event)
-        except asyncio.QueueFull:
-            log.warning("irc: inbound queue full, dropping an event")
-
-    async def on_raw_001(self, message: Any) -> None:
-        if message.params:
-            self.welcome_nick = str(message.params[0])
-        await super().on_raw_001(message)
-
-    async def on_raw_903(self, message: Any) -> None:
-        self.sasl_ok = True
-        await super().on_raw_903(message)
-
-    async def on_raw_379(self, message: Any) -> None:
-        """ngircd's WHOIS modes line: nothing to track (pydle would warn of it)."""
-
-    async def on_raw_pong(self, message: Any) -> None:
-        await super().on_raw_pong(message)
-        self.ponged.set()
-
-    async def flush(self) -> None:
-        """Return once the server has handled everything sent so far (a PING's PONG): a
-        server that paces a client's commands drops the unhandled ones when it quits."""
-        self.ponged.clear()
-        await self.rawmsg("PING", "nodmix-flush")
-        await self.ponged.wait()
-
-    async def on_connect(self) -> None:
-        await super().on_connect()  # joins the configured channels
-        self.welcomed.set()
-
-    async def handle_forever(self) -> None:
-        # pydle ends its read loop on an unexpected socket error without disconnecting;
-        # every way out of the loop must reach the adapter as a lost connection.
-        try:
-            await super().handle_forever()
-        except Exception as exc:
-            log.warning("irc connection lost: %s", exc)
-        finally:
-            self._push(("lost", None))
-
-    async def on_disconnect(self, expected: bool) -> None:
-        await super().on_disconnect(expected)
-        self._push(("lost", None))
-
-    async def on_raw_privmsg(self, message: Any) -> None:
-        await super().on_raw_privmsg(message)
-        if len(message.params) < 2 or not isinstance(message.source, str):
-            return
-        msg = to_inbound(
-            channel=self._channel,
-            own_nick=self.nickname or "",
-            source=message.source,
-            target=message.params[0],
-            text=message.params[1],
-        )
-        if msg is not None:
-            self._push(("message", msg))
-
-
 class IrcAdapter:
     """One IRC network, as a `ChannelAdapter`."""
 
@@ -170,12 +91,12 @@ class IrcAdapter:
     def __init__(self, settings: IrcSettings, state_dir: Path) -> None:
         self.settings = settings
         self.channel_id = settings.channel
-        self._client: _Client | None = None
+        self._client: IrcClient | None = None
         self._online = asyncio.Event()
         self._running = False
         self._gate = FloodGate(settings.line_delay)
 
-    def _new_client(self, events: asyncio.Queue[Event]) -> _Client:
+    def _new_client(self, events: asyncio.Queue[Event]) -> IrcClient:
         s = self.settings
         sasl: dict[str, Any] = {}
         if s.sasl_username and s.sasl_password:
@@ -184,7 +105,7 @@ class IrcAdapter:
                 "sasl_password": s.sasl_password,
                 "sasl_identity": s.sasl_username,
             }
-        return _Client(
+        return IrcClient(
             events,
             s.channel,
             nickname=s.nick,
@@ -193,7 +114,7 @@ class IrcAdapter:
             **sasl,
         )
 
-    async def _connect(self, events: asyncio.Queue[Event]) -> _Client:
+    async def _connect(self, events: asyncio.Queue[Event], *, join: bool = True) -> IrcClient:
         s = self.settings
         client = self._new_client(events)
         try:
@@ -204,25 +125,25 @@ class IrcAdapter:
                     tls=s.tls,
                     tls_verify=s.tls,
                     password=s.password,
-                    channels=list(s.channels),
+                    channels=list(s.channels) if join else [],
                 )
                 await client.welcomed.wait()
             if s.sasl_username and not client.sasl_ok:
                 # Never go on unauthenticated: the nick or the channels may need the account.
                 raise ConnectionError("SASL login refused (or not offered by the server)")
         except BaseException:
-            await _quietly_disconnect(client)
+            await quit_quietly(client)
             raise
         return client
 
     async def check(self) -> str:
-        """Connect, register, and leave."""
-        client = await self._connect(asyncio.Queue(QUEUE_LIMIT))
+        """Connect, register (without joining), and leave."""
+        client = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
         try:
             nick = client.welcome_nick or client.nickname
             return f"{nick} on {self.settings.host}:{self.settings.port}"
         finally:
-            await _quietly_disconnect(client)
+            await quit_quietly(client)
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Stay connected (reconnecting with backoff) and hand on every message."""
@@ -258,14 +179,14 @@ class IrcAdapter:
                 status.connected = False
                 client, self._client = self._client, None
                 with anyio.CancelScope(shield=True):
-                    await _quietly_disconnect(client)
+                    await quit_quietly(client)
             status.error("disconnected")
             log.warning("irc disconnected from %s, reconnecting", self.settings.host)
             await anyio.sleep(backoff)
 
     async def _pump(
         self,
-        client: _Client,
+        client: IrcClient,
         events: asyncio.Queue[Event],
         sink: InboundSink,
         status: ChannelStatus,
@@ -291,14 +212,14 @@ class IrcAdapter:
         the connection when it is down; outside the gateway, on a connection of its own)."""
         if not self._running:
             log.debug("irc: a connection of its own for a message to %s", message.chat_id)
-            own = await self._connect(asyncio.Queue(QUEUE_LIMIT))
+            own = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
             try:
                 ids = await self._send_lines(own, message)
                 with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
                     await own.flush()
                 return ids
             finally:
-                await _quietly_disconnect(own)
+                await quit_quietly(own)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
                 await self._online.wait()
@@ -309,7 +230,7 @@ class IrcAdapter:
             raise ConnectionError("not connected to IRC")
         return await self._send_lines(client, message)
 
-    async def _send_lines(self, client: _Client, message: OutboundMessage) -> list[str]:
+    async def _send_lines(self, client: IrcClient, message: OutboundMessage) -> list[str]:
         target = message.chat_id
         text = message.text
         for attachment in message.attachments:
@@ -333,15 +254,4 @@ class IrcAdapter:
     async def aclose(self) -> None:
         """Quit."""
         client, self._client = self._client, None
-        await _quietly_disconnect(client)
-
-
-async def _quietly_disconnect(client: _Client | None) -> None:
-    if client is None or not client.connected:
-        return
-    try:
-        with anyio.fail_after(5):
-            await client.quit("Nodmix stopping")
-    except Exception:
-        with contextlib.suppress(Exception):
-            await client.disconnect(expected=True)
+        await quit_quietly(client)
