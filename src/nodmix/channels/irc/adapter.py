@@ -35,7 +35,7 @@ CONNECT_TIMEOUT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 60.0
 DEFAULT_LINE_DELAY = 1.0
 QUEUE_LIMIT = 1000
-NICK_RETRY_SECONDS = 30.0
+NICK_RETRY_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +199,9 @@ class IrcAdapter:
                 if irc_lower(client.nickname or "") != irc_lower(self.settings.nick):
                     await client.set_nickname(self.settings.nick)  # a ghost may have gone
                 continue
+            finally:
+                if client.registered and client.nickname:
+                    status.account = f"{client.nickname}@{self.settings.host}"
             if kind == "lost" or msg is None:
                 return
             try:
