@@ -94,6 +94,7 @@ def test_unknown_sender_gets_a_pairing_code_and_the_model_sees_nothing_until_app
         imap.deliver(_mail("secret plans"))
         texts = wait_until(lambda: smtp.texts(ANN), what="the pairing reply")
         assert "pairing code is" in texts[0]
+        assert str(smtp.sent(ANN)[0]["Subject"]) == "Re: Ferry"  # in the sender's thread
         code = texts[0].split("pairing code is ", 1)[1][:8]
         assert model.requests == []
 

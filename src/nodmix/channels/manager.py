@@ -209,7 +209,11 @@ class ChannelManager:
         status.count("refuse", "awaiting pairing")
         await self._send_safely(
             msg.channel,
-            OutboundMessage(chat_id=msg.chat_id, text=pairing_reply(request.code, msg.channel)),
+            OutboundMessage(
+                chat_id=msg.chat_id,
+                text=pairing_reply(request.code, msg.channel),
+                thread_id=msg.thread_id,  # in the sender's topic or mail thread
+            ),
         )
 
     def _route(self, msg: InboundMessage) -> tuple[str, str]:

@@ -50,3 +50,15 @@ def test_messages_from_the_server_or_the_bot_itself_are_not_handled() -> None:
         to_inbound(channel="irc", own_nick="b", source="irc.example", target="b", text="x") is None
     )
     assert to_inbound(channel="irc", own_nick="b", source="B!b@c", target="#r", text="x") is None
+
+
+def test_naming_the_configured_nick_counts_while_the_bot_has_a_fallback_one() -> None:
+    msg = to_inbound(
+        channel="irc",
+        own_nick="nodbot_",
+        alt_nick="nodbot",
+        source="a!b@c",
+        target="#r",
+        text="nodbot: still there?",
+    )
+    assert msg is not None and msg.mentioned and msg.text == "still there?"

@@ -107,6 +107,7 @@ class IrcClient(pydle.Client):  # type: ignore[misc]
             source=message.source,
             target=message.params[0],
             text=message.params[1],
+            alt_nick=self.wanted_nick,
         )
         if msg is not None:
             self._push(("message", msg))

@@ -35,10 +35,12 @@ def strip_address(text: str, nick: str) -> str:
 
 
 def to_inbound(
-    *, channel: str, own_nick: str, source: str, target: str, text: str
+    *, channel: str, own_nick: str, source: str, target: str, text: str, alt_nick: str = ""
 ) -> InboundMessage | None:
     """A `PRIVMSG` from `source` (`nick!user@host`) to `target`, or None for ones the layer does
-    not handle (CTCP other than ACTION, messages from the server or the bot itself)."""
+    not handle (CTCP other than ACTION, messages from the server or the bot itself).
+    `alt_nick` is the configured nick while the bot goes by a fallback one: naming either
+    counts as a mention."""
     nick = source.split("!", 1)[0]
     if not nick or "!" not in source or irc_lower(nick) == irc_lower(own_nick):
         return None
@@ -49,9 +51,10 @@ def to_inbound(
         text = f"* {nick} {body[len('ACTION ') :]}"
     text = _FORMATTING.sub("", text).strip()
     group = is_channel(target)
-    mentioned = group and mentions(text, own_nick)
-    if mentioned:
-        text = strip_address(text, own_nick)
+    names = [n for n in (own_nick, alt_nick) if n]
+    mentioned = group and any(mentions(text, n) for n in names)
+    for name in names if mentioned else []:
+        text = strip_address(text, name)
     chat_id = irc_lower(target) if group else nick
     return InboundMessage(
         channel=channel,
