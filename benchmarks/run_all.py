@@ -47,6 +47,13 @@ BENCHMARKS = (
         "agent runtime",
     ),
     Benchmark(
+        "exec-policy",
+        "Exec policy check",
+        "benchmarks.security.bench_policy",
+        (),
+        "safe by default",
+    ),
+    Benchmark(
         "sandbox",
         "Sandbox (QuickJS-WASI cells)",
         "benchmarks.sandbox.bench_sandbox",
@@ -112,11 +119,39 @@ BENCHMARKS = (
         "code-mode value",
     ),
     Benchmark(
+        "memory",
+        "Memory search over 10,000 notes",
+        "benchmarks.memory.bench_memory",
+        (),
+        "skills and memory search",
+    ),
+    Benchmark(
         "sandbox-exec",
         "Sandboxed shell (bubblewrap)",
         "benchmarks.security.bench_sandbox_exec",
         ("--runs", "41"),
         "safe by default",
+    ),
+    Benchmark(
+        "automation",
+        "Automation: idle cost of scheduled jobs, firing lateness",
+        "benchmarks.automation.bench_automation",
+        (),
+        "automation",
+    ),
+    Benchmark(
+        "channels",
+        "Channels (Telegram through the scripted Bot API)",
+        "benchmarks.channels.bench_channels",
+        (),
+        "channels",
+    ),
+    Benchmark(
+        "channels-memory",
+        "Channels: memory per idle channel",
+        "benchmarks.channels.bench_memory",
+        (),
+        "channels",
     ),
 )
 

@@ -114,6 +114,26 @@ class TurnFailed(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["turn_failed"] = "turn_failed"
 
 
+class ApprovalRequested(msgspec.Struct, frozen=True, kw_only=True):
+    """Tool calls wait for the person talking to the agent (one batch, one or more requests).
+
+    Each request is `{id, agentId, sessionKey, command, cwd, reason, expiresAt}`; answer with
+    the `approvals.resolve` RPC or `/approve <id>` / `/deny <id>`."""
+
+    requests: list[JsonObject]
+    batch_id: str
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+class ApprovalResolved(msgspec.Struct, frozen=True, kw_only=True):
+    """An approval request was answered (or timed out: `decision` is `timeout`)."""
+
+    id: str
+    decision: str
+    by: str | None = None
+    kind: Literal["approval_resolved"] = "approval_resolved"
+
+
 RunEvent: TypeAlias = (
     TurnStarted
     | TextDeltaEvent
@@ -126,6 +146,8 @@ RunEvent: TypeAlias = (
     | Notice
     | TurnFinished
     | TurnFailed
+    | ApprovalRequested
+    | ApprovalResolved
 )
 
 EventSink: TypeAlias = Callable[[RunEvent], Any]

@@ -53,3 +53,27 @@ def model_user_texts(server: Any) -> list[str]:
         if users:
             out.append(users[-1].text)
     return out
+
+
+def write_matrix_config(
+    state: Path, model_url: str, homeserver: str, matrix: dict[str, Any]
+) -> Path:
+    """`nodmix.json` pointing the default agent at the scripted model and Matrix at a
+    homeserver (`matrix` holds `userId`, the credentials and access rules)."""
+    config = {
+        "models": {
+            "providers": {
+                "local": {
+                    "api": "openai-completions",
+                    "baseUrl": model_url,
+                    "apiKey": "none",
+                    "models": [{"id": "scripted", "contextWindow": 32000}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
+        "channels": {"matrix": {"homeserver": homeserver, **matrix}},
+    }
+    path = state / "nodmix.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path

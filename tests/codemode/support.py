@@ -28,6 +28,7 @@ from nodmix.events import RunEvent, ToolCallFinished, ToolCallStarted
 from nodmix.hooks import BeforeToolCallHook, Hooks, Registered, ToolCallInfo
 from nodmix.loop import RunTools, TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
+from nodmix.origin import TurnOrigin
 from nodmix.providers.base import ModelSpec, Provider
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
@@ -264,6 +265,7 @@ async def build_harness(
     session_key: str | None = None,
     run_id: str = "run_test",
     disable_tools: bool = False,
+    origin: TurnOrigin | None = None,
 ) -> Harness:
     """Build a run's tools the way `Runtime.run_turn` does, with real executor and session."""
     hooks = hooks if hooks is not None else Hooks()
@@ -289,6 +291,7 @@ async def build_harness(
             plugin_configs=plugin_configs or {},
             mcp=mcp,
             disable_tools=disable_tools,
+            origin=origin,
         )
     )
     return Harness(

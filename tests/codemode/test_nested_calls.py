@@ -14,6 +14,7 @@ import pytest
 from nodmix.codemode import CodeModeEngine
 from nodmix.hooks import BeforeToolCallResult, ToolCallInfo
 from nodmix.messages import ToolCallBlock, ToolResultMessage
+from nodmix.origin import TurnOrigin
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import FunctionProvider, ModelReply
 from nodmix.sessions import SessionManager, export_trajectory, messages_for_model
@@ -484,3 +485,30 @@ def _name(message: Any) -> str | None:
         return message.tool_name
     calls = [b for b in message.content if isinstance(b, ToolCallBlock)]
     return calls[0].name if calls else None
+
+
+@pytest.mark.anyio
+async def test_nested_calls_carry_the_turns_channel_origin_to_tools_and_hooks(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    origin = TurnOrigin(channel="telegram", chat_id="4242", sender_id="4242", message_id="17")
+    tool_saw: list[TurnOrigin | None] = []
+
+    async def reply_to(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        tool_saw.append(ctx.origin)
+        return ToolResult.text(f"would answer {ctx.origin.chat_id if ctx.origin else 'nobody'}")
+
+    hooks_saw: list[ToolCallInfo] = []
+    h = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=[make_tool("reply_to", reply_to)],
+        before_hooks=[("audit", recording_hook(hooks_saw))],
+        origin=origin,
+    )
+    value = await h.value("return (await tools.reply_to({})).text")
+    assert value == "would answer 4242"
+    assert tool_saw == [origin]
+    nested = [i for i in hooks_saw if i.tool_kind == "code_mode_nested"]
+    assert [i.origin for i in nested] == [origin]

@@ -185,7 +185,7 @@ async def test_models_lists_nodmix_and_each_agent(
             "/v1/chat/completions", json={**_chat("hi"), "model": "nodmix/helper"}
         )
     ids = [m["id"] for m in response.json()["data"]]
-    assert ids == ["nodmix", "nodmix/main", "nodmix/helper"]
+    assert ids[:3] == ["nodmix", "nodmix/main", "nodmix/helper"]
     assert helper.status_code == 200
     assert helper.headers["x-nodmix-session-key"].startswith("agent:helper:")
 

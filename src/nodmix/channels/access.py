@@ -10,7 +10,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Literal
 
-from nodmix.channels.pairing import PairingStore
+from nodmix.channels.pairing import MAX_PENDING, PairingStore
 from nodmix.channels.types import InboundMessage
 from nodmix.config.channel_schema import ChannelDefaults, DmPolicy, GroupPolicy
 
@@ -99,3 +99,32 @@ def _decide_group(rules: AccessRules, msg: InboundMessage) -> Decision:
     if rules.require_mention and not msg.mentioned:
         return Decision("ignore", "not mentioned")
     return Decision("allow", "group allowed")
+
+
+def invite_allowed(
+    rules: AccessRules,
+    pairing: PairingStore,
+    *,
+    channel: str,
+    sender_id: str,
+    room_id: str,
+    direct: bool,
+) -> bool:
+    """Whether to accept an invitation to a chat (platforms where the bot must join first).
+
+    Allowed senders are always followed. A direct chat from anyone else is joined only when
+    DMs can lead somewhere (`open` answers; `pairing` answers with a code, so only while the
+    channel can still hand one out to this sender); a group from anyone else only when the
+    group itself is allowed.
+    """
+    if "*" in rules.allow_from or sender_id in rules.allow_from:
+        return True
+    if pairing.is_approved(channel, sender_id):
+        return True
+    if direct:
+        if rules.dm_policy == "pairing":
+            # Joined only to hand out a code: when none can be given, stay out.
+            pending = pairing.load(channel).pending
+            return len(pending) < MAX_PENDING or any(p.sender_id == sender_id for p in pending)
+        return rules.dm_policy == "open"
+    return rules.group_policy == "open" or room_id in rules.groups

@@ -7,16 +7,17 @@ pays for a channel it does not use.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from nodmix.channels.access import AccessRules, resolve_rules
+from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
+from nodmix.channels.pairing import PairingStore
 from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
-KNOWN_CHANNELS = ("telegram", "irc", "email")
+KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email")
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -47,6 +48,21 @@ def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     return rules
 
 
+def _invite_check(
+    config: NodmixConfig, state_dir: Path, channel: str
+) -> Callable[[str, str, bool], bool]:
+    """Whether to follow an invitation, by the channel's access rules and approved senders."""
+    rules = rules_for(config, channel)
+    pairing = PairingStore(state_dir)
+
+    def check(sender_id: str, room_id: str, direct: bool) -> bool:
+        return invite_allowed(
+            rules, pairing, channel=channel, sender_id=sender_id, room_id=room_id, direct=direct
+        )
+
+    return check
+
+
 def create_adapter(
     channel: str, config: NodmixConfig, env: Mapping[str, str], state_dir: Path
 ) -> ChannelAdapter:
@@ -59,6 +75,11 @@ def create_adapter(
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
         return TelegramAdapter(telegram_settings(config.channels.telegram, env), state_dir)
+    if channel == "matrix" and config.channels.matrix is not None:
+        from nodmix.channels.matrix.adapter import MatrixAdapter, matrix_settings
+
+        settings = matrix_settings(config.channels.matrix, env)
+        return MatrixAdapter(settings, state_dir, _invite_check(config, state_dir, channel))
     if channel == "irc" and config.channels.irc is not None:
         from nodmix.channels.irc.adapter import IrcAdapter, irc_settings
 

@@ -19,6 +19,9 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
     path: Path | None = None
     """Where the file is on disk (saved inbound files, outbound files)."""
+    data: bytes | None = None
+    """The outbound file's bytes, read when the path was checked (adapters send these rather
+    than reading `path` again, which a process sharing the workspace could have swapped)."""
 
 
 class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):

@@ -86,6 +86,7 @@ async def _one_turn(args: argparse.Namespace) -> int:
 
     printer = EventPrinter(stream_text=not args.json)
     async with Runtime.open() as runtime:
+        _ask_on_terminal(runtime)
         outcome: Any = None
 
         async def turn() -> None:
@@ -132,6 +133,7 @@ async def _chat(args: argparse.Namespace) -> int:
     from nodmix.runtime import Runtime
 
     async with Runtime.open() as runtime:
+        _ask_on_terminal(runtime)
         backend = LocalChat(runtime, args)
         return await run_chat(
             backend,
@@ -139,6 +141,13 @@ async def _chat(args: argparse.Namespace) -> int:
             make_printer=lambda: EventPrinter(stream_text=True),
             verbose=bool(getattr(args, "verbose", False)),
         )
+
+
+def _ask_on_terminal(runtime: Any) -> None:
+    """Approval requests of this process's turns are asked on the terminal (y/n/always)."""
+    from nodmix.cli.approval_prompt import TerminalPresenter
+
+    runtime.security.broker.router.register("owner", TerminalPresenter())
 
 
 class LocalChat:
@@ -253,6 +262,8 @@ class EventPrinter:
             mark = "✗" if event.result.is_error else "✓"
             name = event.result.tool_name
             self._line(f"{_indent(event)}{mark} {name} ({event.duration_ms:.0f} ms)")
+        elif kind == "approval_resolved" and event.decision == "timeout":
+            self._line(f"! approval {event.id} timed out: the command was not run")
         elif kind == "model_fallback":
             self._line(f"! {event.failed} failed ({event.error}); trying {event.next}")
         elif kind in ("notice", "compaction") and getattr(event, "message", None) is None:

@@ -57,7 +57,10 @@ def _list(args: argparse.Namespace) -> int:
         print_json({"channels": rows})
         return 0
     if not rows:
-        print("No channels configured (add a channels.telegram section to nodmix.json).")
+        print(
+            "No channels configured "
+            "(add a channels.telegram or channels.matrix section to nodmix.json)."
+        )
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
         print(
@@ -71,6 +74,19 @@ def _when(value: Any) -> str:
     if not isinstance(value, int | float):
         return "never"
     return datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _not_running(config: Any) -> str:
+    """Why no gateway runs the channels: none is running, or one started without them."""
+    from nodmix.cli.config_notice import answering_gateway
+    from nodmix.invocation import nodmix_command
+
+    url = answering_gateway(config)
+    if url is not None:
+        return (
+            f"The gateway at {url} was started before these channels were configured (restart it)"
+        )
+    return f"The gateway is not running (start it with `{nodmix_command()} gateway`)"
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -95,7 +111,7 @@ def _status(args: argparse.Namespace) -> int:
         print("No channels configured.")
         return 0
     if not running:
-        print("The gateway is not running (start it with `nodmix gateway`); last known state:")
+        print(_not_running(config) + "; last known state:")
     for channel in configured:
         row = by_channel.get(channel, {})
         connected = "connected" if running and row.get("connected") else "not connected"

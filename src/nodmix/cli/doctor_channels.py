@@ -1,5 +1,6 @@
 """`nodmix doctor`'s channel checks: each configured channel's credentials, tried for real
-(Telegram: `getMe` against the configured Bot API server, with a deadline)."""
+(Telegram: `getMe` against the configured Bot API server; Matrix: `whoami` on the homeserver,
+after a password login when no device is kept; with a deadline)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ Finding = tuple[str, Level, str, str | None]
 """(name, level, detail, fix)."""
 
 CHECK_TIMEOUT_SECONDS = 15.0
-FIXES = {
-    "irc": "check channels.irc host, port, tls, password and sasl",
-    "email": "check channels.email.imap and .smtp: host, port, security, username, password",
-}
 
 
 def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
@@ -47,12 +44,19 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         try:
             account = anyio.run(probe)
         except TimeoutError:
-            findings.append((name, "error", "no answer within 15 s", "check apiBaseUrl"))
+            where = "homeserver" if channel == "matrix" else "apiBaseUrl"
+            findings.append((name, "error", "no answer within 15 s", f"check {where}"))
         except Exception as exc:
-            fix = FIXES.get(
-                channel, "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)"
-            )
+            fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
             findings.append((name, "error", f"credentials refused or unreachable: {exc}", fix))
         else:
             findings.append((name, "ok", f"connected as {account}", None))
     return findings
+
+
+_CREDENTIAL_FIX = {
+    "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
+    "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
+    "irc": "check channels.irc host, port, tls, password and sasl",
+    "email": "check channels.email.imap and .smtp: host, port, security, username, password",
+}

@@ -20,6 +20,7 @@ from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_li
 
 COMMAND_MODULES = (
     "agent",
+    "approvals",
     "gateway",
     "sessions",
     "config",
@@ -30,9 +31,16 @@ COMMAND_MODULES = (
     "sandbox",
     "skills",
     "web",
+    "memory",
     "channels",
     "pairing",
     "message",
+    "cron",
+    "logs",
+    "status",
+    "models",
+    "onboard",
+    "completion",
 )
 
 

@@ -23,7 +23,7 @@ from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
 from nodmix.messages import ToolResultMessage
-from nodmix.tools.base import ToolContext, ToolResult, ToolRunner
+from nodmix.tools.base import APPROVAL_WAITING, ToolContext, ToolResult, ToolRunner
 
 log = logging.getLogger("nodmix.codemode")
 CANCELLED_TEXT = "Cancelled: the code-mode run ended before this tool call finished."
@@ -105,6 +105,8 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
             call_id=call.call_id,
             workspace=services.workspace,
             parent_call_id=parent,
+            extra={APPROVAL_WAITING: _approval_flag(state, call)},
+            origin=services.scope.origin,
         )
         result = await services.executor.run(
             call.entry.tool, dict(call.input), ctx, kind="code_mode_nested"
@@ -125,6 +127,14 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
+
+
+def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:
+    def waiting(flag: bool) -> None:
+        call.awaiting_approval = flag
+        state.changed.set()  # a step waiting for results re-checks: it may suspend now
+
+    return waiting
 
 
 def delivery(call: NestedCall) -> tuple[bool, str]:
@@ -171,9 +181,9 @@ def cancel_all(state: RunState) -> None:
     """End a run's nested calls that the guest will never receive.
 
     Running calls are cancelled, calls whose task has not started never run, and undispatched
-    ones are dropped. Calls that did run still go into the transcript under their parent (with
-    their result, or the cancellation once they stop), so an aborted or failed program leaves
-    a complete record of what it did.
+    or queued ones are dropped, like the run's timers. Calls that did run still go into the
+    transcript under their parent (with their result, or the cancellation once they stop), so
+    an aborted or failed program leaves a complete record of what it did.
     """
     for call in state.calls.values():
         call.abandoned = True
@@ -182,3 +192,5 @@ def cancel_all(state: RunState) -> None:
         elif call.cancel is not None:
             call.cancel.cancel()
     state.new_calls.clear()
+    state.queued.clear()  # queued calls never started: nothing to cancel or record
+    state.timers.cancel_all()

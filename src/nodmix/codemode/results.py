@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 ErrorCode: TypeAlias = Literal[
     "invalid_input",
+    "guest_error",
     "unsupported_language",
     "typescript_transform_failed",
     "module_access_denied",
@@ -46,12 +47,16 @@ def completed(value: Any, output: list[dict[str, Any]], telemetry: dict[str, Any
 
 def waiting(
     run_id: str,
-    reason: Literal["pending_tools", "yield"],
+    reason: str,
     pending: list[dict[str, Any]],
     output: list[dict[str, Any]],
     telemetry: dict[str, Any],
 ) -> Result:
-    """The program is suspended; `wait` with `run_id` resumes it."""
+    """The program is suspended; `wait` with `run_id` resumes it.
+
+    `reason` is `pending_tools` (tools still running), `yield` (the program yielded), or
+    `client_tool` (it waits only for results the client application sends).
+    """
     out: Result = {"status": "waiting", "runId": run_id, "reason": reason}
     if pending:
         out["pendingToolCalls"] = pending

@@ -60,11 +60,33 @@ class TelegramConfig(ChannelDefaults, frozen=True):
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 
 
+class MatrixConfig(ChannelDefaults, frozen=True):
+    """`channels.matrix`: a Matrix account (client-server API, long-polling `/sync`)."""
+
+    enabled: bool = True
+    homeserver: str | None = None
+    """The homeserver's client-server API URL (`https://matrix.example.org`)."""
+    user_id: str | None = None
+    """The bot's full user id (`@nodmix:example.org`)."""
+    access_token: str | None = None
+    """An access token, a literal or `${ENV_VAR}`; `MATRIX_ACCESS_TOKEN` when unset."""
+    password: str | None = None
+    """Log in with this password instead (a literal or `${ENV_VAR}`); the device and its token
+    are then kept in the state dir and reused."""
+    device_name: str | None = None
+    """Name of the device a password login creates (default `Nodmix`)."""
+    text_limit: Annotated[int, msgspec.Meta(ge=500, le=32000)] | None = None
+    """Longest message body before a reply is split (default 16000 characters)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
 class ChannelsConfig(ChannelSection, frozen=True):
     """`channels`."""
 
     defaults: ChannelDefaults = ChannelDefaults()
     telegram: TelegramConfig | None = None
+    matrix: MatrixConfig | None = None
     irc: IrcConfig | None = None
     email: EmailConfig | None = None
 
@@ -105,6 +127,8 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     sections: list[tuple[str, ChannelDefaults]] = [("defaults", defaults)]
     if channels.telegram is not None:
         sections.append(("telegram", channels.telegram))
+    if channels.matrix is not None:
+        sections.append(("matrix", channels.matrix))
     for extra in ("irc", "email"):
         extra_section = getattr(channels, extra, None)
         if extra_section is not None:

@@ -23,6 +23,8 @@ DEFAULTS: dict[str, Any] = {
     "agents.defaults.timeoutSeconds": 600,
     "plugins.slots.contextEngine": "legacy",
     "tools.codeMode": False,
+    "tools.exec.approvalTimeoutSeconds": 120,
+    "gateway.tools.allowUnauthenticated": False,
 }
 """Values the code uses when a key is unset (the schema leaves them `None`)."""
 

@@ -26,16 +26,20 @@ from starlette.staticfiles import StaticFiles
 from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
+from nodmix.gateway.approvals import ApprovalFanout
 from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.automation import serve_automation
 from nodmix.gateway.channel_turns import GatewayTurns
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
+from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
+from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
@@ -53,7 +57,14 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
+        self.approvals = ApprovalFanout(runtime.security.broker)
+        """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
+        pointers = runtime.state_dir / "gateway"
+        self.client_calls = SessionPointers(pointers, CLIENT_CALLS_FILE)
+        """Sessions of the client tool calls handed out (for stateless continuations)."""
+        self.responses = SessionPointers(pointers, RESPONSES_FILE)
+        """Sessions of stored Responses API responses (`previous_response_id`)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
             runtime.loaded,
@@ -69,9 +80,12 @@ class Gateway:
         """Accept turns (and watch the config) inside the block; drain turns on exit."""
         async with anyio.create_task_group() as group:
             self._group = group
+            self.approvals.start()
+            group.start_soon(self.approvals.stop_on_exit)
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))
+            group.start_soon(serve_automation, self)
             async with self.runs.running(self.settings.grace_seconds):
                 yield self
             self._group = None
@@ -125,6 +139,7 @@ class Gateway:
         disable_tools: bool = False,
         after: Callable[[], object] | None = None,
         turn_origin: TurnOrigin | None = None,
+        client: ClientTurn | None = None,
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -145,6 +160,7 @@ class Gateway:
                     model=model,
                     disable_tools=disable_tools,
                     origin=turn_origin,
+                    client=client,
                 )
             finally:
                 if after is not None:
@@ -228,7 +244,9 @@ def api_route(endpoint: Endpoint) -> Endpoint:
         try:
             return await endpoint(request)
         except Exception as exc:
-            return classify(exc).response()
+            error = classify(exc)
+            gateway_of(request).runtime.observer.metrics.errors.labels(error.code or "api").inc()
+            return error.response()
 
     wrapped.__name__ = endpoint.__name__
     wrapped.__doc__ = endpoint.__doc__
@@ -240,11 +258,20 @@ async def _health(request: Request) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    # Unknown paths and methods answer in the same error shape as everything else.
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
-    detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-    return APIError(status=status, message=str(detail), code=code).response()
+    # Unknown paths and methods (and anything that escaped a route) answer in the same error
+    # shape as everything else.
+    if not isinstance(exc, HTTPException):
+        return classify(exc).response()
+    status = exc.status_code
+    code = HTTP_CODES.get(status, "http_error")
+    kind = "invalid_request_error" if status < 500 else "api_error"
+    detail = exc.detail
+    if status == 405:
+        detail = f"{request.method} is not allowed on {request.url.path}"
+    return APIError(status=status, message=str(detail), kind=kind, code=code).response()
+
+
+HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 422: "unprocessable_entity"}
 
 
 async def _index(request: Request) -> Response:
@@ -271,12 +298,17 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
-    from nodmix.gateway.openai_api import chat_completions, list_models
+    from nodmix.gateway.hooks_api import get_hook_run, post_hook
+    from nodmix.gateway.metrics_api import metrics
+    from nodmix.gateway.models_api import list_models, retrieve_model
+    from nodmix.gateway.openai_api import chat_completions
+    from nodmix.gateway.responses_api import create_response
     from nodmix.gateway.tools_api import invoke_tool
     from nodmix.gateway.webassets import vendor_script
     from nodmix.gateway.ws import websocket_endpoint
 
     gateway = Gateway(runtime, settings)
+    runtime.observer.enable_metrics()  # served at /metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -287,8 +319,13 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/", _index, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
         Route("/v1/models", api_route(list_models), methods=["GET"]),
+        Route("/v1/models/{model:path}", api_route(retrieve_model), methods=["GET"]),
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
+        Route("/v1/responses", api_route(create_response), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
+        Route("/hooks/runs/{run_id}", api_route(get_hook_run), methods=["GET"]),
+        Route("/hooks/{name}", api_route(post_hook), methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
@@ -305,7 +342,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
             ),
         ],
         lifespan=lifespan,
-        exception_handlers={404: _http_error, 405: _http_error},
+        exception_handlers={HTTPException: _http_error, Exception: _http_error},
     )
     app.state.gateway = gateway
     return app

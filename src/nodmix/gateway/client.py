@@ -11,6 +11,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -48,7 +49,21 @@ class GatewayError(NodmixError):
     def __init__(self, error: Mapping[str, Any]) -> None:
         self.code = str(error.get("code", "error"))
         self.status = error.get("status")
-        super().__init__(str(error.get("message", "the gateway reported an error")))
+        super().__init__(_explain(str(error.get("message", "the gateway reported an error"))))
+
+
+_MISSING_KEY = re.compile(r"no API key: set ([A-Z_][A-Z0-9_]*)")
+
+
+def _explain(message: str) -> str:
+    """Add why to a missing-key error whose variable this shell has: the gateway's lacks it."""
+    found = _MISSING_KEY.search(message)
+    if found is None or not os.environ.get(found.group(1)):
+        return message
+    return (
+        f"{message}; {found.group(1)} is set in this shell but not where the gateway runs:"
+        " restart the gateway from this shell"
+    )
 
 
 class GatewayClient:
@@ -61,6 +76,7 @@ class GatewayClient:
         self._pending: dict[str, anyio.Event] = {}
         self._answers: dict[str, dict[str, Any]] = {}
         self._handlers: dict[str, EventHandler] = {}
+        self._listeners: dict[str, list[EventHandler]] = {}
 
     @classmethod
     @asynccontextmanager
@@ -98,6 +114,10 @@ class GatewayClient:
                 group.cancel_scope.cancel()
         finally:
             await connection.close()
+
+    def listen(self, event: str, handler: EventHandler) -> None:
+        """Pass the payloads of gateway-wide `event` frames (such as `approval`) to `handler`."""
+        self._listeners.setdefault(event, []).append(handler)
 
     async def request(
         self,
@@ -138,8 +158,10 @@ class GatewayClient:
                 if frame.get("type") == "event":
                     payload = frame.get("payload") or {}
                     handler = self._handlers.get(str(payload.get("reqId")))
-                    if handler is not None:
+                    if handler is not None and frame.get("event") == "agent":
                         handler(payload)
+                    for listener in self._listeners.get(str(frame.get("event")), ()):
+                        listener(payload)
                 elif frame.get("type") == "res":
                     req_id = str(frame.get("id"))
                     self._answers[req_id] = frame
@@ -216,7 +238,11 @@ async def remote_turn(
     def on_event(payload: dict[str, Any]) -> None:
         nonlocal run_id
         run_id = payload.get("runId") or run_id
-        if payload.get("kind") != "accepted":
+        if payload.get("kind") == "approval_requested":
+            from nodmix.cli.approval_prompt import ask_remote
+
+            group.start_soon(ask_remote, client, payload)  # answered on this terminal
+        elif payload.get("kind") != "accepted":
             printer(as_event(payload))
 
     async with anyio.create_task_group() as group:

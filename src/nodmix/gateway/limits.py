@@ -61,7 +61,8 @@ def decode_json(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
     try:
         return decoder.decode(body)
     except msgspec.ValidationError as exc:
-        raise bad_request(f"invalid request: {exc}") from None
+        path = str(exc).rpartition(" - at `$.")[2].rstrip("`") if " - at `$." in str(exc) else None
+        raise bad_request(f"invalid request: {exc}", param=path) from None
     except UnicodeDecodeError:
         raise bad_request("the request body is not valid UTF-8") from None
     except msgspec.DecodeError:

@@ -1,10 +1,11 @@
-"""The OpenAI-compatible API: `POST /v1/chat/completions` and `GET /v1/models`.
+"""The OpenAI-compatible API: `POST /v1/chat/completions` (models: `models_api`).
 
 A completion is one agent turn (see `openai_mapping` for how a request maps to a session and a
-prompt). Tool calls and code-mode cells run inside the gateway; the client sees only the
-assistant's text. A streamed completion sends the text deltas of every model step as they
-arrive, so interim text the model writes before using a tool is part of the stream, while the
-non-streamed `content` is the final answer only.
+prompt). The agent's own tool calls and code-mode cells run inside the gateway; the client
+sees only the assistant's text, and the calls of its own tools (`client_tools`), which end
+the response with `finish_reason: "tool_calls"`. A streamed completion sends the text deltas
+of every model step as they arrive, so interim text the model writes before using a tool is
+part of the stream, while the non-streamed `content` is the final answer only.
 
 Streaming waits for the first piece of text (or the end of the turn) before sending headers:
 a failure before any text, which is when nearly all failures happen, still gets a real HTTP
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -25,14 +26,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from nodmix.events import EventSink, RunEvent, TextDeltaEvent
-from nodmix.gateway.app import gateway_of
-from nodmix.gateway.errors import APIError, classify, not_found
+from nodmix.gateway.app import Gateway, gateway_of
+from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
+from nodmix.gateway.errors import APIError, bad_request, classify
+from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_mapping import (
-    MODEL_PREFIX,
     SYSTEM_NOTE_TYPE,
     ChatRequest,
     Completion,
-    agent_of_model,
+    client_results,
     finish_reason,
     parse_request,
     prompt_text,
@@ -40,45 +42,46 @@ from nodmix.gateway.openai_mapping import (
 )
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import fresh_session_name
-from nodmix.messages import Usage
+from nodmix.messages import ToolCallBlock, ToolResultMessage, Usage
 from nodmix.runtime import CommandOutcome, TurnOutcome
+from nodmix.runtime.client_results import ClientTurn
 
 SESSION_HEADER = "x-nodmix-session-key"
 
 
-async def list_models(request: Request) -> Response:
-    """`GET /v1/models`: `nodmix` and `nodmix/<agentId>` for every configured agent."""
-    gateway = gateway_of(request)
-    created = int(gateway.started_at)
-    ids = [MODEL_PREFIX, *(f"{MODEL_PREFIX}/{a}" for a in gateway.runtime.agent_ids())]
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": [
-                {"id": model, "object": "model", "created": created, "owned_by": "nodmix"}
-                for model in ids
-            ],
-        }
-    )
+def continued_session(gateway: Gateway, results: Sequence[ToolResultMessage]) -> str:
+    """The session whose client tool calls `results` answer (a client that names none).
+
+    Raises:
+        APIError: 400 when no call is known (answered already, or from before a restart).
+    """
+    known = (gateway.client_calls.session_of(r.tool_call_id) for r in results)
+    key = next((k for k in known if k is not None), None)
+    if key is None:
+        ids = ", ".join(repr(r.tool_call_id) for r in results)
+        raise bad_request(
+            f"no pending tool call has id {ids}; send the results to the session that made "
+            f"the calls (the {SESSION_HEADER} header of that response)",
+            param="messages",
+        )
+    return key
 
 
 async def chat_completions(request: Request) -> Response:
     """`POST /v1/chat/completions`: one agent turn, streamed (SSE) or not."""
     gateway = gateway_of(request)
     chat = parse_request(await request.body())
-    try:
-        agent_id = agent_of_model(chat.model)
-    except ValueError:
-        raise not_found(
-            f"model {chat.model!r} does not exist; use {MODEL_PREFIX!r} or "
-            f"'{MODEL_PREFIX}/<agentId>' (see GET /v1/models)",
-            code="model_not_found",
-        ) from None
-    agent = gateway.agent(agent_id)
+    agent, model = resolve_model(gateway, chat.model)
+    tools = client_tools(chat.tools)
+    choice, disable_tools = tool_choice(chat.tool_choice, tools)
+    results = client_results(chat)
     named = request.headers.get(SESSION_HEADER) or chat.user
+    if results is not None and not named:
+        named = continued_session(gateway, results)
     key = gateway.session_key(agent, named or fresh_session_name())
     prompt = prompt_text(chat)
-    note, history = seed(chat)
+    note, history = seed(chat) if results is None else (None, [])
+    client = ClientTurn(tools=tools, tool_choice=choice, results=results)
 
     async def seed_session() -> None:
         await gateway.seed_session(
@@ -92,52 +95,69 @@ async def chat_completions(request: Request) -> Response:
             session_key=key,
             emit=emit,
             origin="http",
+            model=model,
             seed=seed_session if note or history else None,
-            disable_tools=chat.disable_tools,
+            disable_tools=disable_tools,
             after=None if named else lambda: gateway.stateless.created(agent.id),
+            client=client,
         )
+
+    def handed_out(calls: Sequence[ToolCallBlock]) -> None:
+        for call in calls:
+            gateway.client_calls.remember(call.id, key)
 
     headers = {SESSION_HEADER: key}
     if chat.stream:
-        return await _stream(chat, start, headers)
-    run = start(_ignore)
+        return await _stream(chat, start, headers, handed_out)
+    run = start(ignore)
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_cancel_on_disconnect, request, run)
+            group.start_soon(cancel_on_disconnect, request, run)
             await run.done.wait()
             group.cancel_scope.cancel()
         outcome = await run.result()
     finally:
         run.cancel()
-    reply, stop, usage = _summary(outcome)
-    body = Completion(chat.model).body(reply, finish_reason(stop), usage)
+    reply, stop, usage, calls = summary(outcome)
+    handed_out(calls)
+    body = Completion(chat.model).body(reply, finish_reason(stop), usage, calls)
     return JSONResponse(body, headers=headers)
 
 
-async def _cancel_on_disconnect(request: Request, run: ActiveRun) -> None:
+async def cancel_on_disconnect(request: Request, run: ActiveRun) -> None:
     # The body has been read, so the next ASGI message is the client hanging up.
     while (await request.receive())["type"] != "http.disconnect":
         pass
     run.cancel()
 
 
-def _ignore(event: RunEvent) -> None:
+def ignore(event: RunEvent) -> None:
     """Non-streamed completions need no events."""
 
 
-def _summary(outcome: TurnOutcome | CommandOutcome) -> tuple[str, str, Usage]:
+def summary(
+    outcome: TurnOutcome | CommandOutcome,
+) -> tuple[str, str, Usage, list[ToolCallBlock]]:
+    """`(reply, stop reason, usage, client tool calls)` of a finished turn or command.
+
+    Raises:
+        APIError: 502 for a turn the model ended with an error.
+    """
     if isinstance(outcome, CommandOutcome):
-        return outcome.message, "stop", Usage()
+        return outcome.message, "stop", Usage(), []
     result = outcome.result
     if result.stop_reason == "error":
         last = result.last_message
         detail = (last.error_message if last else None) or "the model returned an error"
         raise APIError(status=502, message=detail, kind="api_error", code="model_error")
-    return result.reply, result.stop_reason, result.usage
+    return result.reply, result.stop_reason, result.usage, list(result.client_calls)
 
 
 async def _stream(
-    chat: ChatRequest, start: Callable[[EventSink], ActiveRun], headers: dict[str, str]
+    chat: ChatRequest,
+    start: Callable[[EventSink], ActiveRun],
+    headers: dict[str, str],
+    handed_out: Callable[[Sequence[ToolCallBlock]], None],
 ) -> Response:
     send, receive = anyio.create_memory_object_stream[RunEvent](math.inf)
     first_text = anyio.Event()
@@ -162,10 +182,29 @@ async def _stream(
         receive.close()
         raise
     return StreamingResponse(
-        _sse(Completion(chat.model), run, receive, include_usage=chat.include_usage),
+        _sse(
+            Completion(chat.model),
+            run,
+            receive,
+            include_usage=chat.include_usage,
+            handed_out=handed_out,
+        ),
         media_type="text/event-stream",
         headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
     )
+
+
+def tool_call_deltas(calls: Sequence[ToolCallBlock]) -> list[dict[str, Any]]:
+    """The calls of a streamed response, each complete in one delta."""
+    return [
+        {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": arguments_json(call)},
+        }
+        for index, call in enumerate(calls)
+    ]
 
 
 def _data(payload: Any) -> bytes:
@@ -178,6 +217,7 @@ async def _sse(
     events: MemoryObjectReceiveStream[RunEvent],
     *,
     include_usage: bool,
+    handed_out: Callable[[Sequence[ToolCallBlock]], None],
 ) -> AsyncIterator[bytes]:
     try:
         yield _data(completion.chunk({"role": "assistant", "content": ""}))
@@ -196,12 +236,15 @@ async def _sse(
                     yield _data(completion.chunk({"content": text}))
         try:
             outcome = await run.result()
-            reply, stop, usage = _summary(outcome)
+            reply, stop, usage, calls = summary(outcome)
         except Exception as exc:
             yield _data(classify(exc).body())
             return
         if isinstance(outcome, CommandOutcome):
             yield _data(completion.chunk({"content": reply}))
+        if calls:
+            handed_out(calls)
+            yield _data(completion.chunk({"tool_calls": tool_call_deltas(calls)}))
         yield _data(completion.chunk({}, finish_reason(stop)))
         if include_usage:
             yield _data(completion.usage_chunk(usage))

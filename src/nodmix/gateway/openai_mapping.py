@@ -6,12 +6,14 @@ The mapping rule (also in docs/gateway.md):
 - The session key is the `x-nodmix-session-key` header, else the `user` field, else a fresh
   session `openai:<random>` for this request only. A key is resolved like everywhere else: a
   bare name is a session of the chosen agent, `agent:<id>:<name>` is taken as is.
-- The last message must be a `user` message; its text is the turn's prompt.
+- The last message must be a `user` message; its text is the turn's prompt. Or the last
+  messages are `tool` messages: results of the client tool calls the previous response
+  ended with, and the turn continues from them (see `client_tools`).
 - Earlier messages seed the session only when it has no messages yet, so a stateless client
   that resends its whole history gets that history once and the gateway's own transcript
   afterwards. `system` and `developer` messages become one leading note the model reads as
   client instructions; `user` and `assistant` texts are recorded as they are; `tool` messages
-  and assistant tool calls are dropped (the client's tools are not the agent's).
+  and assistant tool calls are dropped (they were answered in their own turns).
 - Images and other non-text parts are refused with a 400.
 """
 
@@ -19,13 +21,23 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
 
+from nodmix.gateway.client_tools import arguments_json, result_message
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.limits import decode_json
-from nodmix.messages import AssistantMessage, Message, TextBlock, Usage, user_message
+from nodmix.messages import (
+    AssistantMessage,
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    Usage,
+    user_message,
+)
 from nodmix.providers.openai.encode import usage_to_openai
 
 MODEL_PREFIX = "nodmix"
@@ -45,14 +57,15 @@ class ChatMessage(msgspec.Struct, kw_only=True):
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
 
 
 class ChatRequest(msgspec.Struct, kw_only=True):
     """The parts of a chat-completions request the gateway honours.
 
-    Sampling knobs (`temperature`, `max_tokens`, ...) and `tools` are accepted and ignored:
-    the agent's own configuration decides them. `tool_choice: "none"` runs the turn without
-    any of the agent's tools.
+    Sampling knobs (`temperature`, `max_tokens`, ...) are accepted and ignored: the agent's
+    own configuration decides them. `tools` are the client's tools, `tool_choice` applies to
+    the turn's first model call (`"none"` runs the turn without any tools).
     """
 
     model: str
@@ -60,12 +73,8 @@ class ChatRequest(msgspec.Struct, kw_only=True):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
+    tools: Any = None
     tool_choice: Any = None
-
-    @property
-    def disable_tools(self) -> bool:
-        """The client asked for an answer without tool use."""
-        return bool(self.tool_choice == "none")
 
     @property
     def include_usage(self) -> bool:
@@ -85,8 +94,8 @@ def parse_request(body: bytes) -> ChatRequest:
     request = decode_json(_DECODER, body)
     if not request.messages:
         raise bad_request("messages must not be empty", param="messages")
-    if request.messages[-1].role != "user":
-        raise bad_request("the last message must have role 'user'", param="messages")
+    if request.messages[-1].role not in ("user", "tool"):
+        raise bad_request("the last message must have role 'user' or 'tool'", param="messages")
     return request
 
 
@@ -130,6 +139,23 @@ def prompt_text(request: ChatRequest) -> str:
     return message_text(request.messages[-1], len(request.messages) - 1)
 
 
+def client_results(request: ChatRequest) -> list[ToolResultMessage] | None:
+    """The trailing `tool` messages (a continuation), or None when the last is `user`."""
+    results: list[ToolResultMessage] = []
+    index = len(request.messages)
+    while index and request.messages[index - 1].role == "tool":
+        index -= 1
+        message = request.messages[index]
+        results.append(
+            result_message(
+                message.tool_call_id,
+                message_text(message, index),
+                where=f"messages[{index}].tool_call_id",
+            )
+        )
+    return results[::-1] or None
+
+
 def seed(request: ChatRequest) -> tuple[str | None, list[Message]]:
     """What to record before the turn on a new session: a system note and earlier messages."""
     system: list[str] = []
@@ -158,8 +184,25 @@ class Completion:
         self.model = model
         self.created = int(time.time())
 
-    def body(self, reply: str, finish_reason: str, usage: Usage) -> dict[str, Any]:
-        """A non-streamed `chat.completion`."""
+    def body(
+        self,
+        reply: str,
+        finish_reason: str,
+        usage: Usage,
+        tool_calls: Sequence[ToolCallBlock] = (),
+    ) -> dict[str, Any]:
+        """A non-streamed `chat.completion` (with the client tool calls it stopped for)."""
+        message: dict[str, Any] = {"role": "assistant", "content": reply, "refusal": None}
+        if tool_calls:
+            message["content"] = reply or None
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": arguments_json(call)},
+                }
+                for call in tool_calls
+            ]
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -168,7 +211,7 @@ class Completion:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": reply, "refusal": None},
+                    "message": message,
                     "logprobs": None,
                     "finish_reason": finish_reason,
                 }
@@ -204,4 +247,6 @@ def finish_reason(stop_reason: str) -> str:
     """OpenAI's `finish_reason` for how a turn ended."""
     if stop_reason in ("content_filter", "refusal"):
         return "content_filter"
+    if stop_reason == "tool_calls":
+        return "tool_calls"
     return "length" if stop_reason in ("length", "max_steps") else "stop"

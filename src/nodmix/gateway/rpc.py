@@ -20,6 +20,7 @@ from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError
 from nodmix.events import EventSink, RunEvent
 from nodmix.gateway import channel_turns, rpc_sessions, rpc_skills
+from nodmix.gateway.approvals import approvals_list, approvals_resolve
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.stateless import is_stateless_key
@@ -320,6 +321,8 @@ async def health(conn: Connection, req_id: str | int, params: dict[str, Any]) ->
 METHODS: dict[str, Method] = {
     "agent": agent,
     "agent.abort": agent_abort,
+    "approvals.list": approvals_list,
+    "approvals.resolve": approvals_resolve,
     "runs.list": runs_list,
     "sessions.list": sessions_list,
     "sessions.create": sessions_create,

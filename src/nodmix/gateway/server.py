@@ -232,7 +232,8 @@ def banner(settings: GatewaySettings, runtime: Runtime) -> str:
     lines = [
         f"nodmix gateway {__version__} listening on {url}",
         f"  web page:   {url}/",
-        f'  OpenAI API: {url}/v1  (model "nodmix" or "nodmix/<agentId>")',
+        f'  OpenAI API: {url}/v1  (chat/completions, responses; model "nodmix" or '
+        '"nodmix/<agentId>", see /v1/models)',
         "  auth:       "
         + (
             "bearer token required (gateway.auth.token / NODMIX_GATEWAY_TOKEN / --token)"

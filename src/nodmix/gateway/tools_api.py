@@ -6,6 +6,11 @@ Request: `{"tool": "<name or catalog id>", "args": {...}, "sessionKey"?: "...",
 runtime's executor, so argument validation and `before_tool_call`/`after_tool_call` hooks apply
 exactly as in a turn. The response is `{"ok": bool, "result": {...}}`; a tool that reports a
 failure is still a 200 with `ok: false`, because the call itself was served.
+
+The shell tool obeys `tools.exec` (policy, allowlist, approvals) like in a turn, with the
+owner's defaults. A gateway without a token refuses it outright (403 `exec_unauthenticated`):
+any local process could otherwise run commands as the gateway's user. Set
+`gateway.tools.allowUnauthenticated: true` to allow it anyway.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ from starlette.responses import JSONResponse, Response
 
 from nodmix.agents import AgentProfile
 from nodmix.gateway.app import Gateway, gateway_of
+from nodmix.gateway.approvals import owner_call, refuse_unauthenticated_exec
 from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
-from nodmix.security.sandbox.session import SessionSandbox
+from nodmix.runtime.toolset import agent_isolation
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -39,7 +45,7 @@ class InvokeRequest(msgspec.Struct, kw_only=True, rename="camel"):
 async def agent_tools(runtime: Runtime, agent: AgentProfile) -> tuple[list[Tool], list[Tool]]:
     """Every tool the agent could have (core, plugins, MCP) and the ones its policy allows."""
     policy = ToolPolicy.from_config(runtime.config.tools).merged(agent.tools)
-    isolation = SessionSandbox.for_agent(agent)
+    isolation = agent_isolation(agent)
     candidates: list[Tool] = list(core_tools(runtime.config.tools, isolation=isolation))
     for source in runtime.tool_sources:
         candidates.extend(await source.list_tools())
@@ -80,16 +86,19 @@ async def _invoke(
             )
         names = ", ".join(sorted(t.spec.name for t in allowed)) or "none"
         raise not_found(f"unknown tool {body.tool!r} (available: {names})", code="unknown_tool")
+    refuse_unauthenticated_exec(gateway, tool)
     session = runtime.open_session(agent, key)
+    run_id = f"invoke_{uuid.uuid4().hex[:16]}"
     ctx = ToolContext(
         agent_id=agent.id,
         session_key=key,
         session_id=session.session_id,
-        run_id=f"invoke_{uuid.uuid4().hex[:16]}",
+        run_id=run_id,
         call_id=f"call_{uuid.uuid4().hex[:16]}",
         workspace=agent.workspace,
     )
-    result = await runtime.executor.run(tool, dict(body.args), ctx)
+    with owner_call(runtime, run_id, key):
+        result = await runtime.executor.run(tool, dict(body.args), ctx)
     return {
         "ok": not result.is_error,
         "tool": tool.spec.name,

@@ -145,8 +145,13 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     """Accept the connection (selecting `nodmix.v1` when offered) and serve it."""
     offered = websocket.scope.get("subprotocols", [])
     await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
-    connection = Connection(websocket, gateway_of(websocket))
-    await connection.serve()
+    gateway = gateway_of(websocket)
+    connection = Connection(websocket, gateway)
+    gateway.approvals.connections.add(connection)
+    try:
+        await connection.serve()
+    finally:
+        gateway.approvals.connections.discard(connection)
     if connection.overflowed and websocket.client_state == WebSocketState.CONNECTED:
         with contextlib.suppress(WebSocketDisconnect, OSError, RuntimeError):
             await websocket.close(code=1013, reason="client too slow")

@@ -54,6 +54,8 @@ def request_builder(
     tools: Sequence[ToolSpec],
     expected_tool_names: frozenset[str] | None = None,
     limits: ReplyLimits | None = None,
+    *,
+    tool_choice: str | None = None,
 ) -> Callable[[ModelSpec], ModelRequest]:
     """Builds the same request for whichever model of the chain ends up answering.
 
@@ -72,6 +74,7 @@ def request_builder(
             max_output_bytes=limits.max_output_bytes,
             connect_timeout=limits.connect_timeout,
             idle_timeout=limits.idle_timeout,
+            tool_choice=tool_choice if tools else None,
         )
 
     return build

@@ -65,6 +65,7 @@ from nodmix.messages import (
 from nodmix.origin import TurnOrigin
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
+from nodmix.tools.deferred import partition_deferred
 
 TERMINAL_STOPS = frozenset({"error", "aborted", "length", "content_filter", "refusal"})
 """Stop reasons that end the turn even when the reply carries tool calls."""
@@ -102,6 +103,10 @@ class RunTools(msgspec.Struct, frozen=True, kw_only=True):
     code_mode: bool = False
     context_extra: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Extra values every `ToolContext` of the run carries (e.g. the code-mode run scope)."""
+    tool_choice: str | None = None
+    """For the turn's first model call: `required`, a tool name, or `None` (the model picks)."""
+    held: Callable[[], Sequence[ToolCallBlock]] | None = None
+    """Client tool calls the run's code-mode programs are waiting for (code mode)."""
 
     @property
     def by_name(self) -> dict[str, Tool]:
@@ -126,7 +131,8 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     agent: AgentProfile
     session: SessionLike
-    prompt: UserMessage
+    prompt: UserMessage | None
+    """`None` continues the session after client tool results (`resume`) instead."""
     run_id: str
     tools: RunTools
     model_refs: tuple[str, ...]
@@ -134,6 +140,8 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     """The chat the turn answers (channel turns); tools see it in their context."""
     skills_prompt: str | None = None
     """The skills section of the system prompt (one line per offered skill)."""
+    resume: Sequence[ToolResultMessage] = ()
+    """Results of client tool calls, appended before the first model step."""
 
 
 class TurnResult(msgspec.Struct, kw_only=True):
@@ -146,6 +154,9 @@ class TurnResult(msgspec.Struct, kw_only=True):
     model: str
     last_message: AssistantMessage | None = None
     tool_calls: list[ToolCallBlock] = msgspec.field(default_factory=list)
+    client_calls: list[ToolCallBlock] = msgspec.field(default_factory=list)
+    """Calls of client tools the turn stopped for (`stop_reason` `tool_calls`): the client
+    runs them and continues the turn with their results."""
 
 
 async def run_turn(deps: TurnDeps, req: TurnRequest, emit: EventSink) -> TurnResult:
@@ -172,6 +183,7 @@ class _Turn:
         )
         self.model_label = req.model_refs[0]
         self.pending_calls: dict[str, ToolCallBlock] = {}
+        self.client_calls: list[ToolCallBlock] = []
         self.added: list[Message] = []
         self.overflow_compactions = 0
         # An engine with `ingest_batch` receives the turn's messages at once, at the end.
@@ -179,7 +191,7 @@ class _Turn:
 
     async def run(self) -> TurnResult:
         req, guard = self.req, self.deps.guard
-        if guard is not None:
+        if guard is not None and req.prompt is not None:
             # Refused before anything is recorded or sent, compaction included.
             ensure_prompt_fits(
                 req.prompt,
@@ -198,7 +210,8 @@ class _Turn:
                 model=self.model_label,
             )
         )
-        await self._append(req.prompt)
+        for message in [req.prompt] if req.prompt is not None else req.resume:
+            await self._append(message)
         timeout = req.agent.timeout_seconds
         try:
             with anyio.move_on_after(timeout) as deadline:
@@ -236,6 +249,7 @@ class _Turn:
             model=self.model_label,
             last_message=self.last,
             tool_calls=self.calls,
+            client_calls=self.client_calls,
         )
 
     async def _steps(self) -> str:
@@ -244,7 +258,15 @@ class _Turn:
             assistant = await self._model_step()
             if assistant.stop_reason in TERMINAL_STOPS or not assistant.tool_calls:
                 return assistant.stop_reason
-            await self._tool_step(assistant.tool_calls)
+            by_name = self.req.tools.by_name
+            ours, theirs = partition_deferred(assistant.tool_calls, by_name)
+            if ours:
+                await self._tool_step(ours)
+            held = self.req.tools.held
+            self.client_calls = [*theirs, *(held() if held is not None else ())]
+            if self.client_calls:
+                self.calls.extend(theirs)
+                return "tool_calls"
         return "max_steps"
 
     async def _model_step(self) -> AssistantMessage:
@@ -289,7 +311,12 @@ class _Turn:
                 messages = plan.messages
             try:
                 build = request_builder(
-                    system, messages, specs, tools.expected_tool_names, self.limits
+                    system,
+                    messages,
+                    specs,
+                    tools.expected_tool_names,
+                    self.limits,
+                    tool_choice=tools.tool_choice if self.steps == 1 else None,
                 )
                 assistant = await self.model_call.run(req.model_refs, build)
             except ContextOverflowError as exc:

@@ -58,6 +58,9 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds to connect; `None`: the provider's setting."""
     idle_timeout: float | None = None
     """Seconds between stream events; `None`: the provider's setting."""
+    tool_choice: str | None = None
+    """`None`/`"auto"`: the model decides; `"required"`: it must call some tool; any other
+    value: it must call the tool of that name."""
 
 
 class TextDelta(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,10 +17,12 @@ from nodmix.codemode.settings import is_active, resolve_settings
 from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
-from nodmix.security.sandbox.session import SessionSandbox
+from nodmix.origin import TurnOrigin
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
+from nodmix.tools.deferred import is_deferred
+from nodmix.tools.isolation import Isolation
 
 if TYPE_CHECKING:
     from nodmix.codemode.engine import CodeModeEngine
@@ -63,6 +65,11 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     """Folders outside the workspace that `read` may read (the offered skills' folders)."""
     exec_env: Mapping[str, str] = msgspec.field(default_factory=dict)
     """Variables the offered skills' settings add to `exec` commands."""
+    tool_choice: str | None = None
+    """`required` or a tool name for the turn's first model call (see `RunTools.tool_choice`);
+    in code mode a named tool is called from a program, so the choice becomes `exec`."""
+    origin: TurnOrigin | None = None
+    """The chat the turn answers; code-mode nested calls carry it like direct calls."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -70,7 +77,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
     if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
-    isolation = SessionSandbox.for_agent(inputs.agent)
+    isolation = agent_isolation(inputs.agent)
     candidates: list[Tool] = list(
         core_tools(
             inputs.tools_config,
@@ -85,12 +92,13 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     effective = policy.filter(candidates)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
-        return RunTools(visible=tuple(effective))
+        return RunTools(visible=_app_wins(effective), tool_choice=inputs.tool_choice)
     effective = [*effective, *policy.filter(list(inputs.code_mode_tools))]
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
     session = inputs.session
+    engine = inputs.engine()
     visible = await build_code_mode_tools(
         effective=effective,
         settings=settings,
@@ -99,8 +107,9 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
             session_key=session.key,
             session_id=session.session_id,
             run_id=inputs.run_id,
+            origin=inputs.origin,
         ),
-        engine=inputs.engine(),
+        engine=engine,
         executor=inputs.executor,
         workspace=inputs.agent.workspace,
         emit=inputs.emit,
@@ -109,4 +118,29 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         plugin_configs=inputs.plugin_configs,
         mcp=inputs.mcp,
     )
-    return RunTools(visible=visible, expected_tool_names=VISIBLE_CODE_MODE_TOOLS, code_mode=True)
+    choice = inputs.tool_choice
+    return RunTools(
+        visible=visible,
+        expected_tool_names=VISIBLE_CODE_MODE_TOOLS,
+        code_mode=True,
+        tool_choice=choice if choice in (None, "required") else "exec",
+        held=lambda: engine.client_calls.for_turn(inputs.run_id),
+    )
+
+
+def agent_isolation(agent: AgentProfile) -> Isolation | None:
+    """The agent's sandbox, or None when its mode is off (then the sandbox's modules, and the
+    guarded HTTP transport they bring, are never imported)."""
+    if (agent.sandbox.mode or "off") == "off":
+        return None
+    from nodmix.security.sandbox.session import SessionSandbox
+
+    return SessionSandbox.for_agent(agent)
+
+
+def _app_wins(tools: Sequence[Tool]) -> tuple[Tool, ...]:
+    """Direct mode: an app's own function hides an agent tool of the same name (the model
+    sees one tool per name; the app asked for its own). In code mode both stay, under their
+    different catalog ids."""
+    app_names = {t.spec.name for t in tools if is_deferred(t)}
+    return tuple(t for t in tools if is_deferred(t) or t.spec.name not in app_names)

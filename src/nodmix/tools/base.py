@@ -43,6 +43,10 @@ class ToolOrigin(msgspec.Struct, frozen=True, kw_only=True):
 
 CORE_OWNER = "core"
 
+APPROVAL_WAITING = "approval_waiting"
+"""`ToolContext.extra` key: a callback `(waiting: bool) -> None` told when the call starts and
+stops waiting for a person's approval (code mode suspends such a run with reason `approval`)."""
+
 
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of a tool call, as the model will see it."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import anyio
 import msgspec
@@ -32,6 +32,15 @@ logger = logging.getLogger(__name__)
 
 ContextFactory: TypeAlias = Callable[[ToolCallBlock], ToolContext]
 """Builds the `ToolContext` for one model tool call (the call id differs per call)."""
+
+
+class ToolGate(Protocol):
+    """A policy check after the hooks (on the final arguments) and before the tool runs; it
+    may wait (for an approval). Returns None to let the call run, or the refusal."""
+
+    async def check(
+        self, tool: Tool, params: JsonObject, ctx: ToolContext
+    ) -> ToolResult | None: ...
 
 
 def _call_info(
@@ -65,6 +74,8 @@ class ToolExecutor:
         """
         self._hooks = hooks
         self._validator = SchemaValidator()
+        self.gate: ToolGate | None = None
+        """The exec approval gate (`nodmix.security.gate`), set by the runtime."""
 
     async def run(
         self,
@@ -77,9 +88,10 @@ class ToolExecutor:
     ) -> ToolResult:
         """Execute one tool call and return its result; never raises except on cancellation.
 
-        Order: validate `args`, run `before_tool_call` hooks (which may block or rewrite), call
-        the tool, then run `after_tool_call` hooks. The after hooks see every outcome, including
-        invalid and blocked calls, so an audit log is complete; a cancelled call skips them.
+        Order: validate `args`, run `before_tool_call` hooks (which may block or rewrite), the
+        gate (exec policy and approvals), call the tool, then run `after_tool_call` hooks. The
+        after hooks see every outcome, including invalid and blocked calls, so an audit log is
+        complete; a cancelled call skips them.
 
         Args:
             tool: The tool to call.
@@ -94,6 +106,8 @@ class ToolExecutor:
         result = self._validate(tool, args)
         if result is None:
             info, result = await self._before(tool, info)
+            if result is None and self.gate is not None:
+                result = await self._gate(self.gate, tool, info.params, ctx)
             blocked = result is not None
         if result is None:
             started = time.perf_counter()
@@ -195,6 +209,19 @@ class ToolExecutor:
                 rewritten = True
         # Rewritten arguments are checked like the model's: the tool must never see bad input.
         return info, self._validate(tool, info.params) if rewritten else None
+
+    async def _gate(
+        self, gate: ToolGate, tool: Tool, params: JsonObject, ctx: ToolContext
+    ) -> ToolResult | None:
+        try:
+            return await gate.check(tool, params, ctx)
+        except Exception as exc:
+            # Fail closed, like a crashed hook: a broken policy check never lets a call through.
+            logger.exception("the tool gate failed on %s", tool.origin.id)
+            return ToolResult.error(
+                f"Tool call blocked: the policy check failed ({type(exc).__name__}: {exc}).",
+                details={"blocked": True},
+            )
 
     async def _call(self, tool: Tool, args: JsonObject, ctx: ToolContext) -> ToolResult:
         name = tool.spec.name

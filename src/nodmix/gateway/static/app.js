@@ -1,6 +1,8 @@
 // The Nodmix web page: log in once, chat with streaming replies, switch and create sessions.
 // It speaks the gateway's WebSocket protocol (docs/gateway.md); nothing here is built or bundled.
 
+import { ApprovalPanel } from "./approvals.js";
+import { ChannelsPanel } from "./channels.js";
 import { Conversation, el } from "./render.js";
 import { refreshSkills, wireSkills } from "./skills.js";
 
@@ -55,7 +57,9 @@ class GatewaySocket {
   }
 
   receive(frame) {
-    if (frame.type === "event") {
+    if (frame.type === "event" && frame.event === "approval") {
+      this.onApproval?.(frame.payload);
+    } else if (frame.type === "event") {
       this.pending.get(String(frame.payload.reqId))?.onEvent?.(frame.payload);
     } else if (frame.type === "res") {
       const waiter = this.pending.get(String(frame.id));
@@ -89,6 +93,13 @@ const state = {
   busy: false,
 };
 const conversation = new Conversation($("messages"));
+const approvals = new ApprovalPanel($("approvals"), (id, decision) =>
+  state.socket.request("approvals.resolve", { id, decision }),
+);
+const channelsPanel = new ChannelsPanel($("channels"), {
+  request: (method, params) => state.socket.request(method, params),
+  onError: (text) => conversation.notice(text, "warning"),
+});
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
 
 function setRunState(name, text) {
@@ -392,9 +403,11 @@ async function onConnected() {
     ),
   );
   showSession(state.sessionKey);
+  approvals.load((await state.socket.request("approvals.list")).requests);
   await refreshSessions();
   await loadHistory();
   await refreshSkills(state.socket, state.agentId);
+  await channelsPanel.refresh();
   document.body.dataset.ready = "true";
 }
 
@@ -410,8 +423,10 @@ function openApp(token) {
       document.body.dataset.ready = "false";
     },
   });
+  state.socket.onApproval = (payload) => approvals.onEvent(payload);
   state.socket.connect();
   setInterval(() => refreshHealth().catch(() => {}), 15000);
+  channelsPanel.start();
 }
 
 async function tokenAccepted(token) {

@@ -76,6 +76,10 @@ def build_payload(request: ModelRequest) -> JsonObject:
         payload["system"] = [system]
     if request.tools:
         payload["tools"] = [tool_to_anthropic(tool) for tool in request.tools]
+        if request.tool_choice == "required":
+            payload["tool_choice"] = {"type": "any"}
+        elif request.tool_choice not in (None, "auto"):
+            payload["tool_choice"] = {"type": "tool", "name": request.tool_choice}
     if request.temperature is not None:
         payload["temperature"] = request.temperature
     payload.update(extra)

@@ -53,6 +53,10 @@ def build_payload(request: ModelRequest, *, base_url: str) -> JsonObject:
     }
     if request.tools:
         payload["tools"] = [tool_to_openai(tool) for tool in request.tools]
+        if request.tool_choice == "required":
+            payload["tool_choice"] = "required"
+        elif request.tool_choice not in (None, "auto"):
+            payload["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
     if request.max_tokens is not None:
         payload[token_limit_field(base_url)] = request.max_tokens
     if request.temperature is not None:
@@ -207,6 +211,9 @@ def request_from_payload(payload: Mapping[str, Any], *, provider: str = "scripte
             raise ValueError(f"unknown message role {role!r}")
     limit = payload.get("max_completion_tokens", payload.get("max_tokens"))
     temperature = payload.get("temperature")
+    choice = payload.get("tool_choice")
+    if isinstance(choice, dict):
+        choice = str(choice.get("function", {}).get("name", "")) or None
     return ModelRequest(
         model=ModelSpec(provider=provider, id=model),
         system="\n\n".join(part for part in system if part),
@@ -214,6 +221,7 @@ def request_from_payload(payload: Mapping[str, Any], *, provider: str = "scripte
         tools=[_tool_from_openai(t) for t in payload.get("tools") or []],
         max_tokens=limit if isinstance(limit, int) else None,
         temperature=float(temperature) if isinstance(temperature, int | float) else None,
+        tool_choice=choice if isinstance(choice, str) else None,
     )
 
 

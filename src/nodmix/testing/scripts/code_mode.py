@@ -4,6 +4,8 @@ When the request offers `exec` (code mode is on), the first reply is an `exec` p
 
 - "read notes.txt" -> searches the hidden catalog for a read tool, calls it on the path and
   returns the text (`tools.search` + `tools.call`);
+- "use get_weather Paris" -> calls the catalog tool named `get_weather` (a client app's tool,
+  say) with "Paris" as its first string argument and returns the text;
 - anything else -> searches the catalog for the message's words and returns the best tool ids
   with their descriptions.
 
@@ -26,6 +28,15 @@ const read = hits.find((hit) => hit.id.endsWith(':read')) ?? hits[0];
 const result = await tools.call(read.id, { path: %s });
 return result.text;"""
 
+USE_PROGRAM = """const name = %s;
+const hit = ALL_TOOLS.find((tool) => tool.name === name);
+if (!hit) return `no tool named ${name}`;
+const schema = (await tools.describe(hit.id)).parameters ?? {};
+const props = schema.properties ?? {};
+const key = Object.keys(props).find((k) => props[k].type === 'string');
+const result = await tools.call(hit.id, key ? { [key]: %s } : {});
+return result.text;"""
+
 SEARCH_PROGRAM = """const hits = await tools.search(%s, { limit: 5 });
 return hits.map((hit) => `${hit.id}: ${hit.description}`).join('\\n');"""
 
@@ -35,6 +46,9 @@ _READ_VERBS = frozenset({"read", "show", "open", "cat"})
 def program_for(text: str) -> str:
     """The `exec` program the script writes for a user message."""
     words = text.split()
+    if len(words) >= 2 and words[0].lower() == "use":
+        argument = " ".join(words[2:]) or "."
+        return USE_PROGRAM % (json.dumps(words[1]), json.dumps(argument))
     if words and words[0].lower() in _READ_VERBS:
         path = tool_then_answer._target(tool_then_answer._words(" ".join(words[1:])))
         return READ_PROGRAM % json.dumps(path)

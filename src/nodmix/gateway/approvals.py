@@ -1,0 +1,121 @@
+"""Approval requests over the WebSocket (`approval` events to every client, the
+`approvals.list` / `approvals.resolve` methods) and the exec rules of `/tools/invoke`.
+
+Every connected client (the web page, scripts) hears each batch of requests and each answer as
+`{"type": "event", "event": "approval", "payload": {"kind": "approval_requested", "batchId",
+"requests": [...]}}` and `{..., "payload": {"kind": "approval_resolved", "id", "decision",
+"by"}}`, whatever the origin of the turn, so the owner can answer from the web page. A client
+that connects later asks `approvals.list`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from nodmix.events import RunEvent
+from nodmix.gateway.errors import APIError, bad_request
+from nodmix.gateway.wire import event_json
+from nodmix.security.approvals import ANSWERS, ApprovalBroker
+from nodmix.security.gate import EXEC_TOOL_ID, TurnHandle
+from nodmix.tools import Tool
+
+if TYPE_CHECKING:
+    from nodmix.gateway.app import Gateway
+    from nodmix.gateway.ws import Connection
+    from nodmix.runtime import Runtime
+
+
+class ApprovalFanout:
+    """The open WebSocket connections, told about every approval request and answer."""
+
+    def __init__(self, broker: ApprovalBroker) -> None:
+        self.broker = broker
+        self.connections: set[Connection] = set()
+
+    def __call__(self, event: RunEvent) -> None:
+        """A broker listener: forward the event to every connection."""
+        payload = event_json(event)
+        for conn in list(self.connections):
+            conn.event("approval", payload)
+
+    def start(self) -> None:
+        """Start listening to the broker."""
+        if self not in self.broker.listeners:
+            self.broker.listeners.append(self)
+
+    def stop(self) -> None:
+        """Stop listening."""
+        if self in self.broker.listeners:
+            self.broker.listeners.remove(self)
+
+    async def stop_on_exit(self) -> None:
+        """A task of the gateway's group: stop listening when the gateway stops serving."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.stop()
+
+
+async def approvals_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Pending requests (of one session with `sessionKey`), oldest first."""
+    key = params.get("sessionKey")
+    if key is not None and not isinstance(key, str):
+        raise bad_request("params.sessionKey must be a string", param="sessionKey")
+    broker = conn.gateway.runtime.security.broker
+    return {"requests": [r.to_json() for r in broker.pending(session_key=key)]}
+
+
+async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
+    """Answer a request: `{id, decision: "allow-once" | "allow-always" | "deny"}`."""
+    request_id = params.get("id")
+    decision = params.get("decision")
+    if not isinstance(request_id, str) or not request_id:
+        raise bad_request("params.id is required", param="id")
+    if decision not in ANSWERS:
+        raise bad_request(f"params.decision must be one of {', '.join(ANSWERS)}", param="decision")
+    broker = conn.gateway.runtime.security.broker
+    req = broker.get(request_id)
+    if req is None or not broker.resolve(request_id, decision, by="websocket"):
+        raise APIError(
+            status=404,
+            message=f"no approval request {request_id!r} is waiting (answered or timed out?)",
+            code="unknown_approval",
+        )
+    return {"id": request_id, "decision": decision, "command": req.command}
+
+
+# ---- /tools/invoke ------------------------------------------------------------------------------
+
+
+def refuse_unauthenticated_exec(gateway: Gateway, tool: Tool) -> None:
+    """`/tools/invoke` of `exec` on a gateway without a token: 403, unless allowed in config.
+
+    Raises:
+        APIError: 403 `exec_unauthenticated`.
+    """
+    if tool.origin.id != EXEC_TOOL_ID or gateway.settings.token:
+        return
+    if gateway.runtime.config.gateway.tools.allow_unauthenticated:
+        return
+    raise APIError(
+        status=403,
+        message=(
+            "exec through /tools/invoke needs a gateway token (gateway.auth.token or "
+            "NODMIX_GATEWAY_TOKEN); set gateway.tools.allowUnauthenticated: true to allow it "
+            "without one"
+        ),
+        kind="permission_error",
+        code="exec_unauthenticated",
+    )
+
+
+@contextlib.contextmanager
+def owner_call(runtime: Runtime, run_id: str, session_key: str) -> Iterator[None]:
+    """Register a `/tools/invoke` call as the owner's for the exec gate (not as the session's
+    latest turn, so it cannot lend the owner's rules to a channel session)."""
+    with runtime.security.turns.running(run_id, session_key, TurnHandle(None), latest=False):
+        yield

@@ -1,0 +1,88 @@
+"""The security parts one runtime owns, built together, and the chat's approval commands.
+
+`/approve <id>`, `/always <id>` and `/deny <id>` answer a pending request of the same session;
+any chat (a channel, the CLI, the web page) that sends messages through `Runtime.submit` gets
+them, which is how a channel answers the requests it was shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodmix.config.schema import NodmixConfig
+from nodmix.origin import TurnOrigin
+from nodmix.security.allowlist import Allowlist
+from nodmix.security.approvals import Answer, ApprovalBroker
+from nodmix.security.exec_policy import ExecRules, resolve_rules
+from nodmix.security.gate import ExecGate, TurnRegistry
+
+CHAT_COMMANDS: dict[str, Answer] = {
+    "/approve": "allow-once",
+    "/always": "allow-always",
+    "/deny": "deny",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityParts:
+    """Broker, allowlist, turn registry and the gate that uses them."""
+
+    broker: ApprovalBroker
+    allowlist: Allowlist
+    turns: TurnRegistry
+    gate: ExecGate
+
+    def answer_command(self, command: str, rest: str, session_key: str) -> str:
+        """Run `/approve|/always|/deny <id>` for `session_key`; the reply to show."""
+        answer = CHAT_COMMANDS[command]
+        # The id as typed or pasted: "abc123," or "abc123." still names abc123.
+        request_id = rest.strip().split(" ")[0].strip(",.;:!?") if rest.strip() else ""
+        pending = self.broker.pending(session_key=session_key)
+        if not request_id:
+            if not pending:
+                return "No approval requests are waiting in this session."
+            listed = "\n".join(f"  {r.id}: {r.command}" for r in pending)
+            return f"Waiting for approval:\n{listed}\nAnswer with {command} <id>."
+        req = self.broker.get(request_id)
+        if req is None or req.session_key != session_key:
+            return f"No approval request {request_id!r} is waiting in this session."
+        self.broker.resolve(request_id, answer, by=f"chat {command}")
+        verb = {"allow-once": "Approved", "allow-always": "Always allowed", "deny": "Denied"}
+        return f"{verb[answer]}: {req.command}"
+
+
+def cached_rules(
+    config: Callable[[], NodmixConfig],
+) -> Callable[[str, TurnOrigin | None], ExecRules]:
+    """`rules_for(agent_id, origin)` over the live config, cached until the config changes."""
+    seen: list[NodmixConfig | None] = [None]
+    cache: dict[tuple[str, TurnOrigin | None], ExecRules] = {}
+
+    def rules_for(agent_id: str, origin: TurnOrigin | None) -> ExecRules:
+        current = config()
+        if current is not seen[0]:
+            cache.clear()
+            seen[0] = current
+        key = (agent_id, origin)
+        rules = cache.get(key)
+        if rules is None:
+            entry = next((a for a in current.agents.entries if a.id == agent_id), None)
+            rules = resolve_rules(current.tools, entry.tools if entry else None, origin)
+            if len(cache) < 1024:
+                cache[key] = rules
+        return rules
+
+    return rules_for
+
+
+def open_security(state_dir: Path, config: Callable[[], NodmixConfig]) -> SecurityParts:
+    """Build the parts; `config` is read on every call, so a reload applies at once."""
+    rules_for = cached_rules(config)
+
+    broker = ApprovalBroker()
+    allowlist = Allowlist(state_dir)
+    turns = TurnRegistry()
+    gate = ExecGate(rules_for=rules_for, allowlist=allowlist, broker=broker, turns=turns)
+    return SecurityParts(broker=broker, allowlist=allowlist, turns=turns, gate=gate)
