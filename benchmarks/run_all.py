@@ -119,11 +119,25 @@ BENCHMARKS = (
         "code-mode value",
     ),
     Benchmark(
+        "memory",
+        "Memory search over 10,000 notes",
+        "benchmarks.memory.bench_memory",
+        (),
+        "skills and memory search",
+    ),
+    Benchmark(
         "sandbox-exec",
         "Sandboxed shell (bubblewrap)",
         "benchmarks.security.bench_sandbox_exec",
         ("--runs", "41"),
         "safe by default",
+    ),
+    Benchmark(
+        "automation",
+        "Automation: idle cost of scheduled jobs, firing lateness",
+        "benchmarks.automation.bench_automation",
+        (),
+        "automation",
     ),
     Benchmark(
         "channels",

@@ -90,3 +90,14 @@ def test_turn_and_output_limits_merge_agent_over_defaults() -> None:
 def test_limits_default_to_ten_minutes_and_one_mebibyte() -> None:
     main = resolve_agent(validate({}, file="nodmix.json"), "main")
     assert (main.timeout_seconds, main.max_tokens, main.max_output_bytes) == (600, None, 1 << 20)
+
+
+def test_the_sandbox_defaults_to_non_main_once_a_channel_is_configured() -> None:
+    plain = resolve_agent(validate({}, file="x"), "main")
+    assert plain.sandbox.mode is None  # off: only the owner can reach the agent
+    telegram = {"channels": {"telegram": {"botToken": "123:abc"}}}
+    assert resolve_agent(validate(telegram, file="x"), "main").sandbox.mode == "non-main"
+    disabled = {"channels": {"telegram": {"botToken": "123:abc", "enabled": False}}}
+    assert resolve_agent(validate(disabled, file="x"), "main").sandbox.mode is None
+    chosen = {**telegram, "agents": {"defaults": {"sandbox": {"mode": "off"}}}}
+    assert resolve_agent(validate(chosen, file="x"), "main").sandbox.mode == "off"

@@ -4,7 +4,9 @@ Run from the repository root:
 
     python -m benchmarks.codemode.bench_codemode [--reps 50]
 
-Measures `exec` of `return 1`, a cell making 100 awaited calls to a fast tool, the stored
+Measures `exec` of `return 1`, a cell making 100 awaited calls to a fast tool, a cell logging
+1,000 lines with `console.log`, `Promise.all` over 100 fast calls (queued past
+`maxPendingToolCalls`), the stored
 snapshot of a small suspended run and its restore-to-completed time, how quickly
 `while(true){}` is stopped, event-loop responsiveness while 8 CPU-bound cells run on the
 machine's cores, 24 cells at once awaiting a 20 ms tool, and the MCP namespace overhead over a
@@ -41,6 +43,8 @@ RESULTS = Path(__file__).resolve().parent.parent / "results" / "codemode.json"
 TARGETS = {
     "exec_return_1_ms": 5.0,
     "hundred_calls_ms": 50.0,
+    "console_1000_lines_ms": 5.0,
+    "promise_all_100_ms": 30.0,
     "snapshot_kb": 256.0,
     "restore_ms": 10.0,
     "while_true_overshoot": 0.10,
@@ -125,6 +129,28 @@ async def _run(reps: int) -> dict[str, Any]:
             assert result["value"] == 4950, result
             samples.append(ms)
         out["hundred_calls_ms"] = _median(samples)
+
+        for key, code in (
+            ("console_1000_lines_ms", "for (let i = 0; i < 1000; i++) console.log(`line ${i}`)"),
+            ("console_1000_args_ms", "for (let i = 0; i < 1000; i++) console.log('line', i)"),
+        ):
+            samples = []
+            for _ in range(max(5, reps // 5)):
+                result, ms = await bench.exec(code)
+                assert result["status"] == "completed" and len(result["output"]) == 1000, result
+                samples.append(ms)
+            out[key] = _median(samples)
+
+        code = (
+            "const rs = await Promise.all(Array.from({length: 100}, (_, n) => tools.fast({n})));"
+            " return rs.reduce((s, r) => s + r.details.n, 0)"
+        )
+        samples = []
+        for _ in range(max(5, reps // 5)):
+            result, ms = await bench.exec(code)
+            assert result["value"] == 4950, result
+            samples.append(ms)
+        out["promise_all_100_ms"] = _median(samples)
 
         sizes, restores = [], []
         for _ in range(max(5, reps // 5)):
@@ -263,6 +289,24 @@ def main() -> int:
             f"{r['hundred_calls_ms']:.1f} ms",
             "≤ 50 ms",
             r["hundred_calls_ms"] <= TARGETS["hundred_calls_ms"],
+        ),
+        (
+            "``console.log(`line ${i}`)`` × 1,000 in one cell (whole exec)",
+            f"{r['console_1000_lines_ms']:.2f} ms",
+            "≤ 5 ms",
+            r["console_1000_lines_ms"] <= TARGETS["console_1000_lines_ms"],
+        ),
+        (
+            "…the same with two arguments, `console.log('line', i)`",
+            f"{r['console_1000_args_ms']:.2f} ms",
+            "-",
+            None,
+        ),
+        (
+            "`Promise.all` over 100 calls to a fast tool (16 in flight, the rest queued)",
+            f"{r['promise_all_100_ms']:.1f} ms",
+            "≤ 30 ms",
+            r["promise_all_100_ms"] <= TARGETS["promise_all_100_ms"],
         ),
         (
             "stored snapshot of a small suspended run",

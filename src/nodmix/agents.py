@@ -93,7 +93,7 @@ def resolve_agent(
         code_mode=_merge_code_mode(config.tools.code_mode, entry.tools),
         compaction=_merge_struct(defaults.compaction, entry.compaction) or CompactionConfig(),
         instructions=instructions,
-        sandbox=_merge_struct(defaults.sandbox, entry.sandbox) or SandboxConfig(),
+        sandbox=_sandbox(config, _merge_struct(defaults.sandbox, entry.sandbox)),
         max_steps=defaults.max_steps or DEFAULT_MAX_STEPS,
         timeout_seconds=(
             entry.timeout_seconds or defaults.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
@@ -104,6 +104,27 @@ def resolve_agent(
         ),
         model_timeouts=entry.model_timeouts,
     )
+
+
+def _sandbox(config: NodmixConfig, merged: SandboxConfig | None) -> SandboxConfig:
+    """The agent's sandbox settings; an unset `mode` becomes `non-main` once a chat channel is
+    configured (people other than the owner can then start sessions), else stays unset (off)."""
+    sandbox = merged or SandboxConfig()
+    if sandbox.mode is None and channels_configured(config):
+        return msgspec.structs.replace(sandbox, mode="non-main")
+    return sandbox
+
+
+def channels_configured(config: NodmixConfig) -> bool:
+    """Whether any chat channel section exists and is not `enabled: false`."""
+    channels = config.channels
+    for name in channels.__struct_fields__:
+        section = getattr(channels, name)
+        if name == "defaults" or section is None:
+            continue
+        if getattr(section, "enabled", None) is not False:
+            return True
+    return False
 
 
 def _merge_code_mode(

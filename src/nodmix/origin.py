@@ -27,3 +27,15 @@ class TurnOrigin(msgspec.Struct, frozen=True, kw_only=True):
     sender_id: str | None = None
     sender_name: str | None = None
     message_id: str | None = None
+
+
+AUTOMATION_CHANNELS = frozenset({"cron", "heartbeat", "webhook"})
+"""Origins of turns nobody typed: scheduled jobs, heartbeats and webhook calls. Their
+`chat_id` is the job id, the agent id or the webhook name. Such a turn is not the owner
+speaking: policy that trusts the owner (exec approvals, the unsandboxed main session) should
+treat it as it treats other senders."""
+
+
+def is_automation(origin: TurnOrigin | None) -> bool:
+    """Whether a turn was started by a job, a heartbeat or a webhook."""
+    return origin is not None and origin.channel in AUTOMATION_CHANNELS

@@ -55,3 +55,34 @@ def test_channel_section_wins_over_defaults() -> None:
     assert rules.dm_policy == "allowlist"
     assert rules.allow_from == frozenset({"2"})
     assert rules.require_mention is False
+
+
+def test_direct_invites_from_strangers_stop_once_the_pairing_queue_is_full(
+    tmp_path: Path,
+) -> None:
+    # a stranger's invitation is joined only so the pairing code can be sent; when no code
+    # can be handed out any more, joining more rooms only grows what the bot syncs
+    from nodmix.channels.access import invite_allowed
+    from nodmix.channels.pairing import MAX_PENDING
+
+    store = PairingStore(tmp_path)
+    rules = AccessRules(dm_policy="pairing")
+
+    def invited(sender: str) -> bool:
+        return invite_allowed(
+            rules, store, channel="matrix", sender_id=sender, room_id="!r", direct=True
+        )
+
+    for i in range(MAX_PENDING):
+        assert invited(f"@s{i}:hs")
+        store.request("matrix", f"@s{i}:hs")
+    assert not invited("@late:hs")
+    assert invited("@s0:hs")  # already waiting: may still be answered
+    assert invite_allowed(
+        AccessRules(dm_policy="pairing", allow_from=frozenset({"@late:hs"})),
+        store,
+        channel="matrix",
+        sender_id="@late:hs",
+        room_id="!r",
+        direct=True,
+    )

@@ -56,3 +56,15 @@ def test_approval_survives_a_new_store_and_revoke_forgets(tmp_path: Path) -> Non
     assert not PairingStore(tmp_path).is_approved("telegram", "42")
     with pytest.raises(PairingError):
         store.revoke("telegram", "42")
+
+
+def test_an_unknown_code_is_refused_with_the_listing_command_of_this_installation(
+    tmp_path: Path,
+) -> None:
+    from nodmix.invocation import nodmix_command
+
+    store = PairingStore(tmp_path)
+    with pytest.raises(PairingError) as refused:
+        store.approve("telegram", "nope1234")
+    message = str(refused.value)
+    assert "'NOPE1234'" in message and f"`{nodmix_command()} pairing list`" in message

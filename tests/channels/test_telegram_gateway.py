@@ -18,7 +18,7 @@ from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import model_user_texts, write_channel_config
-from tests.gateway.support import run_nodmix
+from tests.gateway.support import GatewayProcess, run_nodmix, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -210,3 +210,60 @@ def test_doctor_checks_the_bot_token_and_channels_status_shows_counts(
         shown = run_nodmix(isolated_state, "channels", "status")
     assert "telegram: connected as @nodmix_test_bot" in shown.stdout
     assert "refused 1" in shown.stdout and "pairing requests 1" in shown.stdout
+
+
+def test_an_inbox_symlink_left_in_the_workspace_does_not_redirect_saved_files(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    # A sandboxed command can replace `inbox` with a symlink to any folder of the host (the
+    # link text is not checked by the sandbox); the gateway saves attachments outside the
+    # sandbox, so following it would let a chat drop files anywhere the gateway may write.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    workspace = isolated_state / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "inbox").symlink_to(outside)
+    write_channel_config(isolated_state, model.base_url, api, {"allowFrom": [OWNER]})
+    with _gateway():
+        api.inject_text(
+            chat_id=OWNER, sender_id=OWNER, text="see attached", document=("x.pth", b"import os")
+        )
+        api.wait_for(lambda: api.sent_texts(OWNER))
+    assert list(outside.iterdir()) == []
+    prompt = model_user_texts(model)[0]
+    assert "could not be saved" in prompt and "inbox" in prompt
+
+
+def test_a_stranger_repeating_messages_gets_the_pairing_code_once(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    # every reply costs the bot's send quota: a flood of messages from someone unknown must
+    # not turn into a flood of replies (and flood control for the allowed users)
+    stranger, friend = 666, 4343
+    write_channel_config(isolated_state, model.base_url, api, {"allowFrom": [friend]})
+    with _gateway():
+        for i in range(6):
+            api.inject_text(chat_id=stranger, sender_id=stranger, text=f"let me in {i}")
+        api.inject_text(chat_id=friend, sender_id=friend, text="after the stranger")
+        api.wait_for(lambda: "after the stranger" in api.sent_texts(friend))
+    replies = api.sent_texts(stranger)
+    assert len(replies) == 1 and "pairing code is" in replies[0]
+    assert model_user_texts(model) == ["after the stranger"]
+
+
+def test_channels_status_names_a_gateway_started_before_the_channel_was_configured(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model.base_url)
+    shown = run_nodmix(isolated_state, "channels", "status")
+    assert shown.stdout.startswith("No channels configured")
+    with GatewayProcess(isolated_state) as gateway:
+        port = int(gateway.url.rsplit(":", 1)[1])
+        write_channel_config(isolated_state, model.base_url, api, gateway={"port": port})
+        shown = run_nodmix(isolated_state, "channels", "status")
+    first = shown.stdout.splitlines()[0]
+    assert first.startswith(f"The gateway at {gateway.url} was started before"), shown.stdout
+    assert "restart it" in first
+    stopped = run_nodmix(isolated_state, "channels", "status")
+    assert stopped.stdout.startswith("The gateway is not running (start it with `"), stopped.stdout
+    assert "telegram: not connected" in stopped.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -104,6 +105,33 @@ def test_unknown_model_and_bad_config_are_one_line_errors(
     done = _nodmix(isolated_state, "agent", "--local", "-m", "hi")
     assert done.returncode == 1
     assert "agents.defualts" in done.stderr and "nodmix.json" in done.stderr
+
+
+def test_a_corrupt_session_store_is_one_line_with_the_repair_command(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    _configure(isolated_state, model_server.base_url)
+    assert _nodmix(isolated_state, "agent", "--local", "-m", "hi").returncode == 0
+    store = isolated_state / "agents/main/sessions/sessions.json"
+    store.write_text("garbage{", encoding="utf-8")
+    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi again")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(store) in lines[0] and "repair-store" in lines[0]
+
+
+def test_an_unreachable_model_server_is_one_line_naming_how_to_pick_another_model(
+    isolated_state: Path,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    _configure(isolated_state, url)
+    done = _nodmix(isolated_state, "agent", "--local", "-m", "hi")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "connection refused" in lines[0], done.stderr
+    assert "config set agents.defaults.model.primary <provider/model>`)" in lines[0]
 
 
 def test_verbose_flag_shows_the_traceback(isolated_state: Path) -> None:

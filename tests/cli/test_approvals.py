@@ -109,6 +109,9 @@ def test_bad_patterns_and_unknown_ids_are_one_line_errors(guarded: Path) -> None
     assert "Traceback" not in bad.stderr
     compound = nodmix(guarded, "approvals", "allow", "ls ; rm")
     assert compound.returncode == 2 and "is one command" in compound.stderr
+    opaque = nodmix(guarded, "approvals", "allow", "ls $(whoami)")
+    assert opaque.returncode == 2 and "would never match" in opaque.stderr
+    assert "allowlist is empty" in nodmix(guarded, "approvals", "list").stdout
     unknown = nodmix(guarded, "approvals", "revoke", "nope")
     assert unknown.returncode == 1
     assert unknown.stderr.strip() == "nodmix: error: no pattern with id or text 'nope'"

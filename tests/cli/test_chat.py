@@ -192,6 +192,17 @@ async def test_terminal_prompt_edits_lines_keeps_history_and_quits_on_ctrl_d(
     assert "+hello" in saved and "+please fail" in saved and "+/status" in saved
 
 
+def test_the_chat_history_is_readable_by_the_user_only(configured: Path) -> None:
+    from nodmix.cli.chat import history_path, private_history
+
+    fresh = private_history()
+    assert fresh == history_path() and fresh.stat().st_mode & 0o777 == 0o600
+    fresh.write_text("\n# earlier\n+my api key is sk-123\n", encoding="utf-8")
+    fresh.chmod(0o644)  # a file written by an earlier version
+    assert private_history().stat().st_mode & 0o777 == 0o600
+    assert "+my api key is sk-123" in fresh.read_text(encoding="utf-8")
+
+
 def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restart(
     configured: Path, server: ScriptedModelServer
 ) -> None:
@@ -214,6 +225,9 @@ def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restar
             return models[-1] == "local/other"
 
         wait_until(uses_the_new_model, what="the gateway to apply the new model")
+        # Channels start with the gateway: a new section waits for a restart too.
+        channel = nodmix(configured, "config", "set", "channels.telegram", "{enabled: false}")
+        assert "needs a restart to apply channels.telegram" in channel.stdout, channel.stdout
         moved = nodmix(configured, "config", "set", "gateway.port", "1")
         assert f"the gateway running at {gateway.url} needs a restart" in moved.stdout
     assert json.loads(first.stdout)["model"] == "local/scripted"

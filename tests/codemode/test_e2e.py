@@ -47,6 +47,8 @@ DIRECT_NAMES = [
     "read",
     "edit",
     "web_fetch",
+    "memory_search",
+    "memory_get",
     "note_add",
     "note_list",
     "note_read",
@@ -54,6 +56,7 @@ DIRECT_NAMES = [
     "time__get_current_time",
     "time__convert_time",
     "select_file",
+    "cron",
 ]
 
 
@@ -240,6 +243,9 @@ async def test_plan_7_and_8_all_tools_lists_the_test_tools_and_the_catalog_calls
         "nodmix:core:read",
         "nodmix:core:edit",
         "nodmix:core:web_fetch",
+        "nodmix:core:memory_search",
+        "nodmix:core:memory_get",
+        "nodmix:core:cron",
         "nodmix:notes:note_add",
         "nodmix:notes:note_list",
         "nodmix:notes:note_read",

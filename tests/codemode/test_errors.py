@@ -19,7 +19,7 @@ from nodmix.sessions import SessionManager
 
 from .support import Gate, Harness, build_harness, code_mode, text_tool, wait_until
 
-FAILED_KEYS = {"status", "error", "code", "telemetry"}
+FAILED_KEYS = {"status", "error", "code", "telemetry", "guestError"}
 
 
 async def _harness(
@@ -74,19 +74,19 @@ async def test_syntax_errors_are_invalid_input_with_name_and_location(
 
 
 @pytest.mark.anyio
-async def test_uncaught_guest_errors_read_name_colon_message(
+async def test_uncaught_guest_errors_are_guest_error_reading_name_colon_message(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     h = await _harness(engine, sessions, workspace)
-    assert _failed(await h.exec("throw new TypeError('bad input')"), None).startswith(
+    assert _failed(await h.exec("throw new TypeError('bad input')"), "guest_error").startswith(
         "TypeError: bad input"
     )
-    assert _failed(await h.exec("null.x"), None).startswith("TypeError: ")
-    assert _failed(await h.exec("return missingVariable"), None).startswith(
+    assert _failed(await h.exec("null.x"), "guest_error").startswith("TypeError: ")
+    assert _failed(await h.exec("return missingVariable"), "guest_error").startswith(
         "ReferenceError: missingVariable is not defined"
     )
     assert _failed(
-        await h.exec("await tools.lookup({}); throw new Error('late')"), None
+        await h.exec("await tools.lookup({}); throw new Error('late')"), "guest_error"
     ).startswith("Error: late")
 
 
@@ -249,7 +249,7 @@ async def test_going_over_the_pending_call_cap_is_too_many_pending_tool_calls(
         sessions,
         workspace,
         extra_tools=[gate.tool],
-        code_mode_config=code_mode(max_pending_tool_calls=2),
+        code_mode_config=code_mode(max_pending_tool_calls=2, max_queued_tool_calls=0),
     )
     error = _failed(
         await h.exec("return await Promise.all([1, 2, 3].map(i => tools.slow({ tag: 't' + i })))"),

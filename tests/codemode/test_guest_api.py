@@ -268,8 +268,6 @@ async def test_guest_has_no_node_host_or_bridge_globals(
         "require",
         "process",
         "fetch",
-        "setTimeout",
-        "console",
         "WebAssembly",
         "std",
         "os",

@@ -89,7 +89,7 @@ async def test_a_returned_value_over_the_cap_fails(
     )
     result = await h.exec("return 'z'.repeat(5000)")
     assert result["status"] == "failed" and result["code"] == "output_limit_exceeded"
-    assert "return a summary" in result["error"]
+    assert "5,002 bytes" in result["error"] and "Return less" in result["error"]
     assert (await h.exec("return 'z'.repeat(500)"))["status"] == "completed"
 
 
@@ -173,7 +173,9 @@ async def test_exactly_max_pending_calls_are_allowed_and_one_more_fails_before_d
         sessions,
         workspace,
         extra_tools=[gate.tool, text_tool("quick")],
-        code_mode_config=code_mode(max_pending_tool_calls=3, timeout_ms=200),
+        code_mode_config=code_mode(
+            max_pending_tool_calls=3, max_queued_tool_calls=0, timeout_ms=200
+        ),
     )
     over = await h.exec(
         "const ps = [1, 2, 3, 4].map(i => tools.slow({ tag: String(i) }).catch(e => e.message));"

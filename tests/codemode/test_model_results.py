@@ -62,9 +62,19 @@ async def test_output_and_failures_keep_their_fields_and_drop_empty_ones(
     }
     failed = await _model_reads(h, "exec", {"code": "throw new Error('nope')"})
     assert failed.is_error
+    # The location is the program's own (the async wrapper's columns are taken off); the
+    # structured `guestError` stays in the details.
     assert json.loads(failed.text_content) == {
         "status": "failed",
-        "error": "Error: nope (at cell.js:1:25)",
+        "error": "Error: nope (at cell.js:1:11)",
+        "code": "guest_error",
+    }
+    assert isinstance(failed.details, dict)
+    assert failed.details["guestError"] == {
+        "name": "Error",
+        "message": "nope",
+        "line": 1,
+        "column": 11,
     }
     coded = await _model_reads(h, "wait", {"runId": "run_unknown"})
     assert set(json.loads(coded.text_content)) == {"status", "error", "code"}

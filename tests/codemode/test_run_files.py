@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import logging
 import stat
+import struct
+import zlib
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.run_files import FileRunStore, open_run_store
-from nodmix.codemode.run_records import RunFileError, decode
+from nodmix.codemode.run_records import FORMAT_VERSION, MAGIC, RunFileError, decode
 from nodmix.codemode.runs import RunScope, RunState, RunStore, RunStoreFull
 from nodmix.codemode.settings import resolve_settings
 from nodmix.config.schema import CodeModeConfig
@@ -198,3 +201,23 @@ def test_the_runtime_picks_the_memory_store_only_when_asked(tmp_path: Path) -> N
     assert (tmp_path / "codemode" / "runs").is_dir()
     memory = open_run_store("memory", tmp_path / "elsewhere")
     assert type(memory) is RunStore and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_record_written_before_queues_and_timers_were_kept_still_loads(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_id = _park(FileRunStore(runs))
+    path = runs / f"{run_id}.run"
+    record, snapshot = decode(path.read_bytes())
+    older = msgspec.structs.asdict(record)
+    for field in ("queued", "timers", "source"):
+        del older[field]
+    body = msgspec.msgpack.encode(older)
+    crc = zlib.crc32(snapshot, zlib.crc32(body))
+    header = struct.pack("<8sHHIII", MAGIC, FORMAT_VERSION, 0, len(body), len(snapshot), crc)
+    path.write_bytes(header + body + snapshot)
+
+    run = FileRunStore(runs).get(run_id)
+    assert run is not None and run.detached
+    assert run.restored_queue == [] and len(run.state.timers) == 0
+    assert run.state.source_map is None
+    assert run.state.output[0]["text"] == "hello"

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from nodmix.compaction.prompts import SUMMARIZER_SYSTEM
+from nodmix.compaction.service import compaction_message
 from nodmix.errors import SessionError
 from nodmix.events import CompactionEvent, RunEvent
 from nodmix.providers.base import ModelRequest
@@ -92,6 +93,17 @@ async def test_compact_session_on_a_fresh_conversation_reports_nothing_to_do(
     assert done.to_json()["compacted"] is False and "nothing to compact" in (
         done.result.reason or ""
     )
+    assert compaction_message(done) == (
+        "Nothing to compact yet (the conversation is a single exchange)."
+    )
+
+
+async def test_compacting_a_new_session_says_it_is_empty(isolated_state: Path) -> None:
+    write_config(isolated_state, "http://127.0.0.1:9/v1")
+    async with Runtime.open() as runtime:
+        await runtime.submit("/new", session_key="agent:main:main")
+        done = await runtime.compact_session(None, "agent:main:main")
+    assert compaction_message(done) == "Nothing to compact yet (the conversation is empty)."
 
 
 async def test_compacting_a_session_that_does_not_exist_is_an_error(isolated_state: Path) -> None:

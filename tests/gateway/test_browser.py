@@ -103,4 +103,4 @@ def test_chat_page_streams_switches_sessions_and_renders_tools_in_chromium(
             check=False,
         )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
-    assert done.stdout.count(" ok\n") == 14, done.stdout
+    assert done.stdout.count(" ok\n") == 15, done.stdout

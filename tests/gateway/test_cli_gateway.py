@@ -242,3 +242,16 @@ def test_a_second_signal_cancels_running_turns_instead_of_waiting(
     assert code == 0 and "cancelling running turns now" in stderr
     assert "Traceback" not in stderr, stderr
     assert answer == {"status": 409}  # the client learns its turn was aborted
+
+
+def test_a_key_set_in_the_shell_but_not_in_the_gateway_is_explained(configured: Path) -> None:
+    with GatewayProcess(configured) as gateway:  # started without OPENAI_API_KEY
+        args = ("agent", "-m", "hi", "--model", "openai/gpt-4.1-mini", "--url", gateway.url)
+        unset = run_nodmix(configured, *args)
+        in_shell = run_nodmix(configured, *args, env={"OPENAI_API_KEY": "sk-only-here"})
+    assert unset.returncode == 1 and "no API key: set OPENAI_API_KEY" in unset.stderr
+    assert "not where the gateway runs" not in unset.stderr
+    lines = in_shell.stderr.strip().splitlines()
+    assert in_shell.returncode == 1 and len(lines) == 1, in_shell.stderr
+    assert "OPENAI_API_KEY is set in this shell but not where the gateway runs" in lines[0]
+    assert "restart the gateway from this shell" in lines[0]

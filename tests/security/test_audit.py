@@ -273,3 +273,19 @@ def test_a_config_file_outside_the_state_dir_with_literal_keys_must_be_private(
     code, findings = _audit(capsys)
     assert code == 0
     assert "config.exposed" not in findings
+
+
+def test_a_sandbox_with_the_network_and_a_gateway_without_a_token_is_high(
+    private_state: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with sandbox.network the sandbox shares the host's loopback: a token-less gateway there
+    # runs owner turns (unsandboxed exec) for any sandboxed command that calls its API
+    _config(private_state, "{agents: {defaults: {sandbox: {mode: 'non-main', network: true}}}}")
+    code, findings = _audit(capsys)
+    assert code == 1
+    finding = findings["sandbox.network-reaches-gateway"]
+    assert finding["severity"] == "high" and "gateway.auth.token" in finding["fix"]
+
+    monkeypatch.setenv("NODMIX_GATEWAY_TOKEN", "t" * 40)
+    code, findings = _audit(capsys)
+    assert "sandbox.network-reaches-gateway" not in findings

@@ -32,6 +32,8 @@ def test_compound_commands_split_into_parts_at_separators() -> None:
         ("ls\nrm -rf /", "a line break"),
         ("rm *", "would be expanded"),
         ("cat ~/.ssh/id_rsa", "would be expanded"),
+        ("dd if=x of=~/.bashrc", "would be expanded"),
+        ("env PATH=/bin:~/bin ls", "would be expanded"),
         ("echo 'unclosed", "cannot be parsed"),
         ("; ls", "empty part"),
         ("ls ;; ls", "';;'"),
@@ -101,3 +103,16 @@ def test_the_fast_split_agrees_with_shlex(command: str) -> None:
         )
     else:
         assert fast.opaque == slow.opaque
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo hi#; touch pwned", 'echo "a"#x; touch pwned', "echo a#b && touch pwned"],
+)
+def test_a_hash_inside_a_word_does_not_hide_the_rest_of_the_line(command: str) -> None:
+    # bash starts a comment only at the beginning of a word: `hi#` is one word and the part
+    # after `;` runs, so it must be seen (and not be covered by `echo **`)
+    patterns = PatternIndex([Pattern.compile("echo **")])
+    parsed = parse_command(command)
+    assert ("touch", "pwned") in parsed.parts
+    assert not covers(patterns, parsed, "main")

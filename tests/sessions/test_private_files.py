@@ -1,4 +1,4 @@
-"""Conversations and config are private: the state dir is 0700, its files 0600.
+"""Conversations and config are private: the state dir and its folders are 0700, its files 0600.
 
 Checked under a umask of 0 (the most permissive a user could have), as a user would produce
 the files: `nodmix config set` in a state directory that does not exist yet, then turns
@@ -58,8 +58,11 @@ async def test_state_dir_config_store_journal_and_transcripts_are_owner_only(
             sessions = state / "agents" / "main" / "sessions"
             journal = sessions / "sessions.json.journal"
             assert journal.exists() and _mode(journal) == 0o600
-    assert _mode(sessions) == 0o700
-    assert _mode(sessions / "locks") == 0o700
+    folders = [p for p in state.rglob("*") if p.is_dir()]
+    assert {state / "agents", state / "agents" / "main", state / "workspace", sessions} <= set(
+        folders
+    )
+    assert {p.name: _mode(p) for p in folders} == {p.name: 0o700 for p in folders}
     private = [
         sessions / "sessions.json",
         *sessions.glob("*.jsonl"),

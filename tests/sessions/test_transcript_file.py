@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodmix.errors import TranscriptError
+from nodmix.invocation import nodmix_command
 from nodmix.messages import ToolResultMessage
 from nodmix.sessions.entries import MessageEntry, SessionInfoEntry
 from nodmix.sessions.transcript import Transcript, count_messages
@@ -127,7 +128,7 @@ def test_invalid_middle_line_is_skipped_and_recorded_and_the_file_left_alone(
     warnings = [r.getMessage() for r in caplog.records if "skipped unreadable" in r.getMessage()]
     assert warnings == [
         f"{path}: skipped unreadable line 3 (not valid JSON);"
-        " `nodmix sessions repair` rewrites the file"
+        f" `{nodmix_command()} sessions repair {path.stem}` rewrites the file"
     ]
     assert path.read_bytes() == b"".join(lines)  # nothing was dropped or rewritten
     loaded.append_message(user("still usable"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,20 @@ def test_malformed_front_matter_names_the_problem(tmp_path: Path, text: str, pro
 def test_body_is_the_markdown_after_the_front_matter(tmp_path: Path) -> None:
     path = write_skill(tmp_path, "x", body="# Title\n\nDo this.\n")
     assert read_body(path) == "# Title\n\nDo this."
+
+
+def test_a_skill_file_that_is_a_fifo_or_a_device_is_refused_without_blocking(
+    tmp_path: Path,
+) -> None:
+    # workspace skills can be left by sandboxed commands: a FIFO would block the scan forever
+    fifo = tmp_path / "fifo" / "SKILL.md"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    device = tmp_path / "dev" / "SKILL.md"
+    device.parent.mkdir()
+    device.symlink_to("/dev/zero")
+    for path in (fifo, device):
+        with pytest.raises(OSError, match="not a regular file"):
+            parse_skill(path, "workspace")
+        with pytest.raises(OSError, match="not a regular file"):
+            read_body(path)

@@ -1,6 +1,8 @@
-"""The built-in scripts: `echo` and `tool-then-answer`."""
+"""The built-in scripts: `echo`, `tool-then-answer` and `memory-search`."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -14,7 +16,7 @@ from nodmix.messages import (
 from nodmix.providers.base import ModelRequest, ModelSpec, collect
 from nodmix.providers.fake import FunctionProvider, ModelReply, ReplyToolCall
 from nodmix.testing.model_server import load_script
-from nodmix.testing.scripts import echo, tool_then_answer
+from nodmix.testing.scripts import echo, memory_search, tool_then_answer
 from nodmix.tools.base import ToolSpec
 
 PATH = {"type": "object", "properties": {"path": {"type": "string"}}}
@@ -173,3 +175,19 @@ def test_code_mode_script_without_code_mode_acts_like_tool_then_answer() -> None
     assert code_mode.respond(request("read notes.txt")) == tool_then_answer.respond(
         request("read notes.txt")
     )
+
+
+def test_memory_search_script_asks_the_users_message_and_reports_the_hits() -> None:
+    search = ToolSpec(name="memory_search", description="", parameters={"type": "object"})
+    first = memory_search.respond(request("the dentist?", tools=[search]))
+    assert first.tool_calls == (ReplyToolCall("memory_search", {"query": "the dentist?"}),)
+    hit = {"path": "memory/a.md", "startLine": 3, "endLine": 4, "score": 0.5, "snippet": "Dr. R"}
+    result = ToolResultMessage(
+        tool_call_id="c1",
+        tool_name="memory_search",
+        content=(TextBlock(text=json.dumps({"results": [hit]})),),
+        is_error=False,
+    )
+    answer = memory_search.respond(request("the dentist?", result, tools=[search]))
+    assert answer.content == "memory/a.md:3-4 (0.5)\n\nDr. R"
+    assert memory_search.respond(request("hi", tools=[])).content == "hi"

@@ -6,10 +6,11 @@ model) unless it says `allow`; `pair` means "answer with a pairing code, and not
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Literal
 
-from nodmix.channels.pairing import PairingStore
+from nodmix.channels.pairing import MAX_PENDING, PairingStore
 from nodmix.channels.types import InboundMessage
 from nodmix.config.channel_schema import ChannelDefaults, DmPolicy, GroupPolicy
 
@@ -64,7 +65,17 @@ def sender_allowed(rules: AccessRules, pairing: PairingStore, msg: InboundMessag
     """Whether the sender may talk to the agent directly."""
     if "*" in rules.allow_from or msg.sender_id in rules.allow_from:
         return True
+    if msg.sender_mask and any(mask_matches(msg.sender_mask, e) for e in rules.allow_from):
+        return True
     return pairing.is_approved(msg.channel, msg.sender_id)
+
+
+def mask_matches(mask: str, entry: str) -> bool:
+    """`entry` matches `mask` ignoring case: a pattern (`nick!user@host`, `*@example.org`, `*`
+    and `?` wildcards) against the whole mask, a plain nick against the part before `!`."""
+    if not any(c in entry for c in "!@*?"):
+        return entry.casefold() == mask.split("!", 1)[0].casefold()
+    return fnmatch.fnmatchcase(mask.casefold(), entry.casefold().replace("[", "[[]"))
 
 
 def decide(rules: AccessRules, pairing: PairingStore, msg: InboundMessage) -> Decision:
@@ -102,13 +113,18 @@ def invite_allowed(
     """Whether to accept an invitation to a chat (platforms where the bot must join first).
 
     Allowed senders are always followed. A direct chat from anyone else is joined only when
-    DMs can lead somewhere (`pairing` answers with a code, `open` answers); a group from
-    anyone else only when the group itself is allowed.
+    DMs can lead somewhere (`open` answers; `pairing` answers with a code, so only while the
+    channel can still hand one out to this sender); a group from anyone else only when the
+    group itself is allowed.
     """
     if "*" in rules.allow_from or sender_id in rules.allow_from:
         return True
     if pairing.is_approved(channel, sender_id):
         return True
     if direct:
-        return rules.dm_policy in ("pairing", "open")
+        if rules.dm_policy == "pairing":
+            # Joined only to hand out a code: when none can be given, stay out.
+            pending = pairing.load(channel).pending
+            return len(pending) < MAX_PENDING or any(p.sender_id == sender_id for p in pending)
+        return rules.dm_policy == "open"
     return rules.group_policy == "open" or room_id in rules.groups

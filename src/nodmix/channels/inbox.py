@@ -1,14 +1,22 @@
-"""Inbound attachments: saved under the agent workspace's `inbox/` and named in the prompt."""
+"""Inbound attachments: saved under the agent workspace's `inbox/` and named in the prompt.
+
+The workspace is shared with sandboxed commands, which can leave `inbox` as a symlink to any
+folder of the host. So a file is downloaded into a private temporary folder first and then
+copied into `inbox/` through descriptors that never follow a symlink (`nodmix.tools.confined`):
+a planted link makes the save fail, it never sends the file elsewhere.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
+import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
-from nodmix.channels.types import InboundMessage
+from nodmix.channels.types import Attachment, InboundMessage
+from nodmix.tools.confined import copy_into, open_folder
 
 if TYPE_CHECKING:
     from nodmix.channels.manager import ChannelManager
@@ -29,13 +37,26 @@ async def prompt_text(manager: ChannelManager, msg: InboundMessage, workspace: P
         if attachment.ref is None:
             continue
         base = _SAFE.sub("_", attachment.name or attachment.kind)[:80] or attachment.kind
-        target = workspace / "inbox" / f"{int(time.time())}-{msg.message_id}-{i}-{base}"
+        message_id = _SAFE.sub("_", msg.message_id)[:80]
+        name = f"{int(time.time())}-{message_id}-{i}-{base}"
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            saved = await manager.adapter(msg.channel).download(attachment.ref, target)
+            saved = await _save(manager, msg.channel, attachment, workspace, name)
         except Exception as exc:
             log.warning("%s: cannot save attachment: %s", msg.channel, exc)
             notes.append(f"[{attachment.kind} attached, but it could not be saved: {exc}]")
             continue
         notes.append(f"[{attachment.kind} attached: {saved.relative_to(workspace)}]")
     return "\n".join(part for part in (text, *notes) if part)
+
+
+async def _save(
+    manager: ChannelManager, channel: str, attachment: Attachment, workspace: Path, name: str
+) -> Path:
+    assert attachment.ref is not None
+    workspace.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="nodmix-inbox-") as staging:
+        fetched = await manager.adapter(channel).download(attachment.ref, Path(staging) / name)
+        final = _SAFE.sub("_", fetched.name)
+        with open_folder(workspace, PurePath("inbox"), create=True) as inbox:
+            copy_into(fetched, inbox, final)
+    return workspace / "inbox" / final

@@ -23,7 +23,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from nodmix.channels.access import decide
+from nodmix.channels.access import decide, mask_matches
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
@@ -33,7 +33,7 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for
 from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.status import ChannelStatus, write_status
-from nodmix.channels.types import Attachment, InboundMessage, OutboundMessage
+from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
 
@@ -42,6 +42,8 @@ log = logging.getLogger("nodmix.channels")
 MAX_QUEUED_PER_SESSION = 20
 TYPING_EVERY_SECONDS = 4.0
 STATUS_EVERY_SECONDS = 1.0
+PAIRING_REPEAT_SECONDS = 600.0
+"""An unknown sender who keeps writing is told their code again at most this often."""
 
 
 class RunHandle(Protocol):
@@ -103,6 +105,7 @@ class ChannelManager:
         self._runner: TurnRunner | None = None
         self._group: TaskGroup | None = None
         self._status_dirty = False
+        self._pairing_told: dict[tuple[str, str], float] = {}
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -211,10 +214,28 @@ class ChannelManager:
         if created:
             status.pairing_requests += 1
         status.count("refuse", "awaiting pairing")
+        if not self._may_tell_code((msg.channel, msg.sender_id), fresh=created):
+            return  # a flood of messages must not become a flood of replies
         await self._send_safely(
             msg.channel,
-            OutboundMessage(chat_id=msg.chat_id, text=pairing_reply(request.code, msg.channel)),
+            OutboundMessage(
+                chat_id=msg.chat_id,
+                text=pairing_reply(request.code, msg.channel),
+                thread_id=msg.thread_id,  # in the sender's topic or mail thread
+            ),
         )
+
+    def _may_tell_code(self, sender: tuple[str, str], *, fresh: bool) -> bool:
+        now = time.monotonic()
+        last = self._pairing_told.get(sender)
+        if not fresh and last is not None and now - last < PAIRING_REPEAT_SECONDS:
+            return False
+        if len(self._pairing_told) > 64:  # only senders with a pending code get here: few
+            self._pairing_told = {
+                k: t for k, t in self._pairing_told.items() if now - t < PAIRING_REPEAT_SECONDS
+            }
+        self._pairing_told[sender] = now
+        return True
 
     def _route(self, msg: InboundMessage) -> tuple[str, str]:
         assert self._runner is not None
@@ -361,20 +382,6 @@ class ChannelManager:
         rules = rules_for(self._config(), channel)
         if "*" in rules.allow_from or chat_id in rules.allow_from or chat_id in rules.groups:
             return True
+        if any(mask_matches(chat_id, entry) for entry in rules.allow_from):
+            return True  # `*@example.org`, a nick in another case
         return self.pairing.is_approved(channel, chat_id)
-
-
-def attachment_paths(paths: list[str], workspace: Path) -> tuple[Attachment, ...]:
-    """Workspace-relative file paths as outbound attachments (must stay in the workspace).
-
-    Raises:
-        ValueError: a path leaves the workspace or is not a file.
-    """
-    out = []
-    root = workspace.resolve()
-    for text in paths:
-        path = (root / text).resolve()
-        if not path.is_relative_to(root) or not path.is_file():
-            raise ValueError(f"{text}: not a file in the workspace")
-        out.append(Attachment(kind="document", name=path.name, path=path))
-    return tuple(out)

@@ -18,6 +18,7 @@ import msgspec
 
 from nodmix.channels.files import channels_dir, locked, read_json, write_json
 from nodmix.errors import NodmixError
+from nodmix.invocation import nodmix_command
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -149,9 +150,10 @@ class PairingStore:
             state = self.load(channel)
             found = next((p for p in state.pending if p.code == wanted), None)
             if found is None:
+                listing = f"{nodmix_command()} pairing list"
                 raise PairingError(
                     f"no pending pairing request on {channel} has code {wanted!r} "
-                    "(codes expire after an hour; list them with `nodmix pairing list`)"
+                    f"(codes expire after an hour; list them with `{listing}`)"
                 )
             state.pending = [p for p in state.pending if p.sender_id != found.sender_id]
             state.approved = [a for a in state.approved if a.sender_id != found.sender_id]

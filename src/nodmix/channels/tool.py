@@ -5,14 +5,24 @@ the turn came from)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nodmix.channels.types import OutboundMessage
 from nodmix.messages import JsonObject
+from nodmix.origin import TurnOrigin
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
-if TYPE_CHECKING:
-    from nodmix.channels.manager import ChannelManager
+
+class ChannelAccess(Protocol):
+    """What the tool needs of the channel layer (`ChannelManager`, or the runtime's lazy
+    front of it)."""
+
+    def configured(self) -> list[str]: ...
+
+    def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool: ...
+
+    async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
+
 
 PARAMETERS: JsonObject = {
     "type": "object",
@@ -40,7 +50,7 @@ PARAMETERS: JsonObject = {
 class MessageTools:
     """The `message` tool as a tool source (present when a channel is configured)."""
 
-    def __init__(self, manager: ChannelManager) -> None:
+    def __init__(self, manager: ChannelAccess) -> None:
         self._manager = manager
         self._tool = FunctionTool.create(
             self._call,
@@ -55,7 +65,7 @@ class MessageTools:
         return [self._tool] if self._manager.configured() else []
 
     async def _call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
-        from nodmix.channels.manager import attachment_paths
+        from nodmix.channels.outbound import attachment_paths
 
         origin = ctx.origin
         channel = str(args.get("channel") or (origin.channel if origin else ""))

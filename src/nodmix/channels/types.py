@@ -19,6 +19,9 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
     path: Path | None = None
     """Where the file is on disk (saved inbound files, outbound files)."""
+    data: bytes | None = None
+    """The outbound file's bytes, read when the path was checked (adapters send these rather
+    than reading `path` again, which a process sharing the workspace could have swapped)."""
 
 
 class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,6 +34,9 @@ class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):
     message_id: str
     sender_id: str
     sender_name: str = ""
+    sender_mask: str | None = None
+    """A longer form of the sender that `allowFrom` patterns may match (IRC `nick!user@host`,
+    an email address); `sender_id` is matched exactly."""
     text: str = ""
     thread_id: str | None = None
     attachments: tuple[Attachment, ...] = ()

@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import command
 
 if TYPE_CHECKING:
     from nodmix.security.allowlist import Allowlist
@@ -54,7 +55,8 @@ def _list(args: argparse.Namespace) -> int:
         print_json({"path": str(allowlist.path), "patterns": [p.to_json() for p in patterns]})
         return 0
     if not patterns:
-        print("The exec allowlist is empty (add one with: nodmix approvals allow 'PATTERN').")
+        example = command("approvals allow 'PATTERN'")
+        print(f"The exec allowlist is empty (add one with: {example}).")
         return 0
     for p in patterns:
         print(f"{p.id}  {p.agent:<8}  {p.text}")

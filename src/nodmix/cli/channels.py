@@ -76,6 +76,19 @@ def _when(value: Any) -> str:
     return datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _not_running(config: Any) -> str:
+    """Why no gateway runs the channels: none is running, or one started without them."""
+    from nodmix.cli.config_notice import answering_gateway
+    from nodmix.invocation import nodmix_command
+
+    url = answering_gateway(config)
+    if url is not None:
+        return (
+            f"The gateway at {url} was started before these channels were configured (restart it)"
+        )
+    return f"The gateway is not running (start it with `{nodmix_command()} gateway`)"
+
+
 def _status(args: argparse.Namespace) -> int:
     from nodmix.channels.registry import enabled_channels
     from nodmix.channels.status import read_status
@@ -98,7 +111,7 @@ def _status(args: argparse.Namespace) -> int:
         print("No channels configured.")
         return 0
     if not running:
-        print("The gateway is not running (start it with `nodmix gateway`); last known state:")
+        print(_not_running(config) + "; last known state:")
     for channel in configured:
         row = by_channel.get(channel, {})
         connected = "connected" if running and row.get("connected") else "not connected"

@@ -8,6 +8,7 @@ runs them in a gateway. A failed turn prints one line and the prompt comes back.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import AsyncIterator, Callable
@@ -94,9 +95,18 @@ def terminal_session() -> PromptSession[str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
 
+    return PromptSession(history=FileHistory(str(private_history())))
+
+
+def private_history() -> Path:
+    """The history file, created (or tightened) so only the user can read it: what is typed
+    into a chat can be as private as a transcript."""
     path = history_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return PromptSession(history=FileHistory(str(path)))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+    return path
 
 
 async def prompt_lines(session: PromptSession[str]) -> AsyncIterator[str]:
@@ -220,7 +230,9 @@ def _report_failure(exc: BaseException, *, verbose: bool) -> None:
         traceback.print_exception(exc)
     found = _first_nodmix_error(exc)
     if found is not None:
-        print(f"nodmix: error: {found}", file=sys.stderr)
+        from nodmix.cli.failure import one_line
+
+        print(f"nodmix: error: {one_line(found)}", file=sys.stderr)
     else:
         print(f"nodmix: error: {type(exc).__name__}: {exc}", file=sys.stderr)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from nodmix.errors import NodmixError, resource_exhaustion
+from nodmix.errors import NodmixError, ProviderUnreachableError, resource_exhaustion
+from nodmix.invocation import command
 
 VERBOSE_HINT = "run again with --verbose for details"
 
@@ -55,6 +56,10 @@ def one_line(exc: BaseException) -> str:
     """The single line printed for `exc` (without the `nodmix: error:` prefix)."""
     if isinstance(exc, NodmixError):
         text = str(exc)
+        if isinstance(exc, ProviderUnreachableError) and "pick a model" not in text:
+            # The built-in fallback is a local Ollama a newcomer may not have.
+            hint = command("config set agents.defaults.model.primary <provider/model>")
+            text = f"{text} (or pick a model with `{hint}`)"
     elif isinstance(exc, ModuleNotFoundError):
         name = exc.name or "a module"
         text = (

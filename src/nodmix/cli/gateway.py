@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
@@ -34,12 +35,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--token", help="bearer token clients must send (default: NODMIX_GATEWAY_TOKEN or config)"
     )
     p.set_defaults(handler=_run)
+    from nodmix.cli.gateway_service import add_parsers
+
+    add_parsers(p)
 
 
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
+    from nodmix import __version__
     from nodmix.config.loader import load_config
+    from nodmix.gateway.presence import announce
     from nodmix.gateway.server import banner, configure_logging, serve_until_signal
     from nodmix.gateway.settings import resolve_settings
 
@@ -56,9 +62,13 @@ def _run(args: argparse.Namespace) -> int:
     )
     configure_logging(verbose)
 
+    presence = contextlib.ExitStack()
+
     def ready(bound: GatewaySettings, runtime: Runtime) -> None:
+        presence.enter_context(announce(runtime.state_dir, url=bound.url, version=__version__))
         print(banner(bound, runtime), flush=True)
 
-    anyio.run(lambda: serve_until_signal(settings, loaded=loaded, env=env, ready=ready))
+    with presence:
+        anyio.run(lambda: serve_until_signal(settings, loaded=loaded, env=env, ready=ready))
     print("nodmix gateway stopped", flush=True)
     return 0

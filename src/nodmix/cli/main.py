@@ -31,9 +31,16 @@ COMMAND_MODULES = (
     "sandbox",
     "skills",
     "web",
+    "memory",
     "channels",
     "pairing",
     "message",
+    "cron",
+    "logs",
+    "status",
+    "models",
+    "onboard",
+    "completion",
 )
 
 

@@ -1,4 +1,4 @@
-"""`nodmix plugins list|enable|disable`."""
+"""`nodmix plugins list|enable|disable` (and `install|uninstall`, `plugins_install.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from nodmix.cli.common import common_parent, print_json
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `plugins` command group."""
-    parser = sub.add_parser("plugins", help="list, enable and disable plugins")
+    parser = sub.add_parser("plugins", help="list, install, enable and disable plugins")
     cmds = parser.add_subparsers(dest="plugins_command", metavar="ACTION", required=True)
     parent = common_parent()
     p = cmds.add_parser("list", parents=[parent], help="discovered plugins and their state")
@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p = cmds.add_parser(name, parents=[parent], help=f"{name} a plugin in nodmix.json")
         p.add_argument("plugin_id")
         p.set_defaults(handler=_toggle, enabled=enabled)
+    from nodmix.cli.plugins_install import add_parsers
+
+    add_parsers(cmds, parent)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import nodmix_command
 
 if TYPE_CHECKING:
     from nodmix.sessions.locate import Located
@@ -202,7 +203,8 @@ def _show(args: argparse.Namespace) -> int:
     for skipped in transcript.skipped:
         print(f"warning: line {skipped.line} skipped ({skipped.reason})")
     if transcript.skipped:
-        print(f"         run `nodmix sessions repair {transcript.session_id}` to rewrite the file")
+        repair = f"{nodmix_command()} sessions repair {transcript.session_id}"
+        print(f"         run `{repair}` to rewrite the file")
     print()
     renderer = EntryRenderer(full=args.full)
     for entry in transcript.entries:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodmix.cli.common import common_parent, print_json
+from nodmix.invocation import nodmix_command
 
 if TYPE_CHECKING:
     from nodmix.skills import SkillReview
@@ -80,7 +81,8 @@ def _list(args: argparse.Namespace) -> int:
         )
     blocked = sum(1 for s in review.statuses if not s.eligible)
     if blocked or review.problems:
-        print(f"\n{blocked} blocked, {len(review.problems)} broken: see `nodmix skills check`")
+        check = f"{nodmix_command()} skills check"
+        print(f"\n{blocked} blocked, {len(review.problems)} broken: see `{check}`")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from nodmix.cli.common import common_parent
+from nodmix.invocation import nodmix_command
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,5 +56,8 @@ def _status(args: argparse.Namespace) -> int:
         state = "NOT INSTALLED" if package.label in absent else "installed"
         print(f"{package.label}: {state} ({package.directory()})")
     if absent:
-        print("fix: run `nodmix web install` (the page shows replies as plain text until then)")
+        print(
+            f"fix: run `{nodmix_command()} web install`"
+            " (the page shows replies as plain text until then)"
+        )
     return 1 if absent else 0

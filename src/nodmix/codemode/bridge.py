@@ -12,10 +12,12 @@ import json
 from typing import Any
 
 from nodmix.catalog import CatalogLookupError
+from nodmix.codemode.habits import SOURCES
 from nodmix.codemode.runs import NestedCall, RunState
-from nodmix.sandbox import HostCallError
+from nodmix.sandbox import HostCallError, TrustedScript
 
 MAX_INPUT_BYTES = 1 << 20
+_TEXT_ENVELOPE = len(json.dumps({"type": "text", "text": ""})) - 2 + 1  # + the separator
 
 
 class StepHandler:
@@ -26,8 +28,8 @@ class StepHandler:
 
     # ---- synchronous calls --------------------------------------------------------------------
 
-    def on_call(self, op: str, payload_json: str) -> str | None:
-        """`boot`, `text`, `json`."""
+    def on_call(self, op: str, payload_json: str) -> str | TrustedScript | None:
+        """`boot`, `text`, `texts`, `json`, `source` (lazy guest scripts), `timer_clear`."""
         if op == "boot":
             return self.state.boot_json
         if op == "text":
@@ -36,7 +38,31 @@ class StepHandler:
         if op == "json":
             self._output({"type": "json", "value": json.loads(payload_json)})
             return None
+        if op == "texts":  # a batch of console lines
+            self._texts(payload_json)
+            return None
+        if op == "source":
+            source = SOURCES.get(payload_json)
+            if source is None:
+                raise HostCallError(f"unknown guest script {payload_json!r}")
+            return TrustedScript(f"({source})", f"<{payload_json}>")
+        if op == "timer_clear":
+            self.state.timers.clear(payload_json)
+            return None
         raise HostCallError(f"unknown bridge operation {op!r}")
+
+    def _texts(self, batch_json: str) -> None:
+        lines = [str(line) for line in json.loads(batch_json)]
+        state = self.state
+        # The batch's JSON holds each line's JSON once: its size plus each entry's envelope is
+        # what `_output` would count line by line, without encoding every line again.
+        size = len(batch_json.encode()) - 1 + len(lines) * (_TEXT_ENVELOPE - 1)
+        if state.output_bytes + size > state.settings.max_output_bytes:
+            for line in lines:  # record up to the limit, then fail like a single line would
+                self._output({"type": "text", "text": line})
+            return
+        state.output_bytes += size
+        state.output.extend({"type": "text", "text": line} for line in lines)
 
     def _output(self, item: dict[str, Any]) -> None:
         state = self.state
@@ -53,7 +79,7 @@ class StepHandler:
     # ---- asynchronous requests ----------------------------------------------------------------
 
     def on_request(self, request_id: int, op: str, payload_json: str) -> tuple[bool, str] | None:
-        """`search` and `describe` settle at once; `call`/`mcp`/`ns`/`yield` stay pending."""
+        """`search` and `describe` settle at once; `call`/`ns`/`timer`/`yield` stay pending."""
         payload = json.loads(payload_json)
         if op == "search":
             return self._search(payload)
@@ -61,6 +87,8 @@ class StepHandler:
             return self._describe(payload)
         if op == "call":
             return self._call(request_id, payload)
+        if op == "timer":
+            return self._timer(request_id, payload)
         if op == "yield":
             self.state.yield_request = (request_id, payload.get("reason"))
             return None
@@ -100,6 +128,13 @@ class StepHandler:
             return False, str(exc)
         return self._record(request_id, entry, payload.get("input"), kind="call")
 
+    def _timer(self, request_id: int, payload: Any) -> tuple[bool, str] | None:
+        ms = payload.get("ms") if isinstance(payload, dict) else None
+        if isinstance(ms, bool) or not isinstance(ms, int | float):
+            return False, "timer delay must be a number of milliseconds"
+        problem = self.state.timers.add(request_id, str(payload.get("token", "")), ms)
+        return None if problem is None else (False, problem)
+
     def _namespace(self, request_id: int, payload: dict[str, Any]) -> tuple[bool, str] | None:
         path = str(payload.get("path", ""))
         target = self.state.namespace_targets.get(path)
@@ -122,11 +157,14 @@ class StepHandler:
             return False, f"{entry.name} takes one object argument, got {type(tool_input).__name__}"
         if len(json.dumps(tool_input)) > MAX_INPUT_BYTES:
             return False, f"input for {entry.name} is larger than {MAX_INPUT_BYTES} bytes"
-        if state.overflow or state.outstanding() >= state.settings.max_pending_tool_calls:
+        settings = state.settings
+        cap = settings.max_pending_tool_calls + settings.max_queued_tool_calls
+        if state.overflow or state.outstanding() >= cap:
             state.overflow = True
             return False, (
-                f"too many pending tool calls (limit {state.settings.max_pending_tool_calls}): "
-                "await some calls before starting more"
+                f"too many pending tool calls (at most {cap}: {settings.max_pending_tool_calls} "
+                f"running and {settings.max_queued_tool_calls} queued): await some calls "
+                "before starting more"
             )
         call = NestedCall(
             request_id=request_id,

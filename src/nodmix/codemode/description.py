@@ -15,8 +15,8 @@ EXEC_BASE = (
     "Run a JavaScript program (or TypeScript, transpiled without type checking) in an isolated "
     "sandbox to do the user's task with tools. The program body is an async function: use "
     "`await`, and `return` the final value (no return gives null). There is no Node.js, no "
-    "`require`/`import`, no filesystem, network or timers in the program itself; every action "
-    "goes through tools:\n"
+    "`require`/`import`, no filesystem or network in the program itself (console.log, "
+    "setTimeout, sleep(ms) and URL work); every action goes through tools:\n"
     "- `ALL_TOOLS`: compact list of available tools ({id, name, description, source}).\n"
     "- `await tools.search(query, {limit})`: best-matching tools for a plain-language query.\n"
     "- `await tools.describe(id)`: one tool with its input JSON Schema.\n"
@@ -24,7 +24,8 @@ EXEC_BASE = (
     "what the tool printed, `details` its structured data) and rejects with an Error when the "
     "tool fails. `tools.<name>(input)` is a shortcut for unambiguous tool names.\n"
     "- `text(value)` / `json(value)`: add output for the user; the returned value is your result.\n"
-    "Start several calls with Promise.all to run them in parallel. If the result has status "
+    "Start several calls with Promise.all to run them in parallel (extra ones queue). If the "
+    "result has status "
     '"waiting", tools are still running: call `wait` with its runId.'
 )
 

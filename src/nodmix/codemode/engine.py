@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -35,19 +34,20 @@ import anyio.lowlevel
 import sniffio
 from anyio.abc import TaskGroup
 
-from nodmix.codemode import results
+from nodmix.codemode import fanout, results
 from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.client_calls import ClientCalls, is_client_call, waiting_reason
 from nodmix.codemode.handoff import Handoff
-from nodmix.codemode.nested import RunServices, cancel_all, delivery, dispatch, project
+from nodmix.codemode.locations import SourceMap
+from nodmix.codemode.nested import RunServices, cancel_all
 from nodmix.codemode.restore import adopt
-from nodmix.codemode.results import ErrorCode, Result, delivered, returned
+from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.run_results import run_completed, run_failed, run_failure
 from nodmix.codemode.runs import (
-    NestedCall,
     RunState,
     RunStore,
     RunStoreFull,
+    Settled,
     SuspendedRun,
     SuspendedRunStore,
 )
@@ -160,6 +160,7 @@ class CodeModeEngine:
             except RuntimeUnavailableError as exc:
                 return run_failed(state, str(exc), "runtime_unavailable")
             wrapped = True
+        state.source_map = SourceMap(prepared.code, source if wrapped else None)
         handler = StepHandler(state)
         limits = limits_for(settings)
         deadline = anyio.current_time() + settings.timeout_ms / 1000
@@ -211,6 +212,9 @@ class CodeModeEngine:
         assert parked is not None
         if parked.detached:
             adopt(parked, services, namespace_targets)
+            self._dispatch(services, parked.state)  # re-queued calls and re-armed timers
+            if parked.state.on_settle is not None:
+                parked.state.on_settle()  # the file now shows the calls that started
         parked.resuming = True
         try:
             return await self._resume(services, parked, call_id)
@@ -230,10 +234,7 @@ class CodeModeEngine:
         state.turn_id = services.scope.run_id
         deadline = anyio.current_time() + state.settings.timeout_ms / 1000
         if state.yield_request is not None:  # a yield resumes at once
-            settled = sorted(
-                (c for c in state.calls.values() if c.done.is_set()),
-                key=lambda c: c.request_id,
-            )
+            settled = state.settled()
         else:
             settled = await settled_by(state, deadline)
         if not settled and state.yield_request is None:
@@ -242,7 +243,7 @@ class CodeModeEngine:
             return results.waiting(
                 parked.id,
                 waiting_reason(state),
-                [c.describe() for c in state.calls.values()],
+                [c.describe() for c in (*state.calls.values(), *state.queued)],
                 state.output,
                 state.catalog.telemetry(),
             )
@@ -322,11 +323,13 @@ class CodeModeEngine:
             # Overflow first: the guest usually does not catch the rejection (`Promise.all`
             # rejects at once), and whatever it did next, none of the batch may run.
             if state.overflow:
+                settings = state.settings
                 return run_failed(
                     state,
-                    f"too many pending tool calls: at most "
-                    f"{state.settings.max_pending_tool_calls} may be in flight at once, so none "
-                    "of the new calls were started. Await calls in smaller batches.",
+                    f"too many pending tool calls: at most {settings.max_pending_tool_calls} "
+                    f"run at once and {settings.max_queued_tool_calls} more may wait in the "
+                    "queue, so none of the new calls were started. Await calls in smaller "
+                    "batches.",
                     "too_many_pending_tool_calls",
                 )
             if isinstance(outcome, Completed):
@@ -369,31 +372,18 @@ class CodeModeEngine:
 
     def _dispatch(self, services: RunServices, state: RunState) -> None:
         assert self._tasks is not None, "CodeModeEngine.running() is not active"
-        for call in state.new_calls:
-            if is_client_call(call):
+        held = [c for c in state.new_calls if is_client_call(c)]
+        if held:
+            state.new_calls[:] = [c for c in state.new_calls if not is_client_call(c)]
+            for call in held:
                 self.client_calls.hold(services, state, call)
-            else:
-                dispatch(self._tasks.start, services, state, call)
-        state.new_calls.clear()
+        fanout.start_recorded(self._tasks.start, services, state)
 
     def _deliveries(
-        self, services: RunServices, state: RunState, settled: list[NestedCall]
+        self, services: RunServices, state: RunState, settled: list[Settled]
     ) -> list[tuple[int, bool, str]]:
-        items: list[tuple[int, bool, str]] = []
-        if state.yield_request is not None:
-            request_id, reason = state.yield_request
-            items.append((request_id, True, json.dumps({"status": "yielded", "reason": reason})))
-            state.yield_request = None
-        for call in settled:
-            state.calls.pop(call.request_id, None)
-            state.catalog.counters.call += 1
-            ok, payload = delivery(call)
-            delivered(state, call)
-            if not ok:
-                state.nested_errors.add(payload)
-            items.append((call.request_id, ok, payload))
-            project(services, call)
-        return items
+        assert self._tasks is not None, "CodeModeEngine.running() is not active"
+        return fanout.deliveries(self._tasks.start, services, state, settled)
 
     async def _suspend(self, state: RunState, cell: Any) -> Result:
         reason = "yield" if state.yield_request is not None else waiting_reason(state)
@@ -419,7 +409,7 @@ class CodeModeEngine:
         return results.waiting(
             parked.id,
             reason,
-            [c.describe() for c in state.calls.values()],
+            [c.describe() for c in (*state.calls.values(), *state.queued)],
             state.output,
             state.catalog.telemetry(),
         )

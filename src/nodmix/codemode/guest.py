@@ -1,5 +1,6 @@
 """The guest API installed in every code-mode VM: `ALL_TOOLS`, `tools`, `API`, `text`, `json`,
-`yield_control`, plus `MCP` and plugin namespaces when the run can see them.
+`yield_control`, plus `MCP` and plugin namespaces when the run can see them, and the globals
+programs written for Node or browsers expect (`console`, timers, `sleep`, `URL`..., `habits.py`).
 
 It is the sandbox "setup script": a function expression that receives the sandbox's private
 capability `{call, request}` and closes over it, so guest code can never reach the bridge.
@@ -11,14 +12,34 @@ cannot change how the bridge behaves.
 
 from __future__ import annotations
 
-SETUP_SCRIPT = r"""
+import json
+
+from nodmix.codemode.habits import HABIT_GLOBALS, WEB_GLOBALS
+
+HABIT_NAMES = json.dumps(list(HABIT_GLOBALS))
+WEB_NAMES = json.dumps(list(WEB_GLOBALS))
+
+SETUP_SCRIPT = (
+    r"""
 function (cap) {
-  const call = cap.call, request = cap.request, tooDeep = cap.tooDeep;
+  const rawCall = cap.call, rawRequest = cap.request, tooDeep = cap.tooDeep;
   // `stringify` refuses values that nest deeper than the sandbox allows (a RangeError).
   const parse = JSON.parse, stringify = cap.stringify, S = String, E = Error, RE = RangeError;
+  // Console batches are arrays of strings: the plain serializer is enough and cheaper.
+  const plainStringify = JSON.stringify;
   const freeze = Object.freeze, define = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray, resolved = Promise.resolve.bind(Promise);
-  const rejected = Promise.reject.bind(Promise);
+  const rejected = Promise.reject.bind(Promise), defer = queueMicrotask;
+  // Once the console is loaded, it sends its batched lines before any other crossing.
+  let flushHook = null;
+  const call = function (op, payload) {
+    if (flushHook !== null) flushHook();
+    return rawCall(op, payload);
+  };
+  const request = function (op, payload) {
+    if (flushHook !== null) flushHook();
+    return rawRequest(op, payload);
+  };
   const boot = parse(call('boot', ''));
 
   function safe(v) {
@@ -173,5 +194,35 @@ function (cap) {
   put('yield_control', function (reason) {
     return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
   });
+  // Node and web globals, built on first read (see habits.py).
+  let habits = null, web = null;
+  function fromHabits(name) {
+    if (habits === null) {
+      habits = call('source', 'habits')({ call: call, request: request, rawCall: rawCall,
+        defer: defer, stringify: plainStringify, setFlush: function (f) { flushHook = f; } });
+    }
+    return habits[name];
+  }
+  function fromWeb(name) {
+    if (web === null) web = call('source', 'webapi')();
+    return web[name]();
+  }
+  function setGlobal(name, value) {
+    define(g, name, { value: value, writable: true, configurable: true, enumerable: false });
+  }
+  function lazy(name, make) {
+    define(g, name, {
+      configurable: true, enumerable: false,
+      get: function () { const v = make(name); setGlobal(name, v); return v; },
+      set: function (v) { setGlobal(name, v); },
+    });
+  }
+  for (const name of """
+    + HABIT_NAMES
+    + r""") lazy(name, fromHabits);
+  for (const name of """
+    + WEB_NAMES
+    + r""") lazy(name, fromWeb);
 }
 """
+)

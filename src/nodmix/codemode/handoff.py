@@ -27,7 +27,7 @@ from typing import Final
 
 import sniffio
 
-from nodmix.codemode.runs import NestedCall, RunState
+from nodmix.codemode.runs import RunState, Settled
 from nodmix.sandbox import Outcome, Pending
 from nodmix.sandbox.threads import cpu_released
 
@@ -47,7 +47,7 @@ class Handoff:
         loop: asyncio.AbstractEventLoop,
         state: RunState,
         dispatch: Callable[[], None],
-        deliveries: Callable[[list[NestedCall]], list[Delivery]],
+        deliveries: Callable[[list[Settled]], list[Delivery]],
         deadline: float,
         window: float | None = None,
     ) -> None:
@@ -139,13 +139,18 @@ class Handoff:
     def _offer(self) -> None:
         if self._items is not None or self.error is not None:
             return
-        settled = [c for c in self._state.calls.values() if c.done.is_set()]
+        settled = self._state.settled()
         if settled:
-            ordered = sorted(settled, key=lambda c: c.request_id)
-            self._guarded(lambda: self._hand_over(ordered))
+            self._guarded(lambda: self._hand_over(settled))
 
-    def _hand_over(self, settled: list[NestedCall]) -> None:
-        self._items = self._deliveries(settled)
+    def _hand_over(self, settled: list[Settled]) -> None:
+        # Building deliveries starts queued calls; one that finishes at once (eager tasks)
+        # offers again re-entrantly: it is picked up by the next exchange instead.
+        self._dispatching = True
+        try:
+            self._items = self._deliveries(settled)
+        finally:
+            self._dispatching = False
         self._ready.set()
 
     def _guarded(self, body: Callable[[], None]) -> None:

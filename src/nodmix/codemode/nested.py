@@ -181,9 +181,9 @@ def cancel_all(state: RunState) -> None:
     """End a run's nested calls that the guest will never receive.
 
     Running calls are cancelled, calls whose task has not started never run, and undispatched
-    ones are dropped. Calls that did run still go into the transcript under their parent (with
-    their result, or the cancellation once they stop), so an aborted or failed program leaves
-    a complete record of what it did.
+    or queued ones are dropped, like the run's timers. Calls that did run still go into the
+    transcript under their parent (with their result, or the cancellation once they stop), so
+    an aborted or failed program leaves a complete record of what it did.
     """
     for call in state.calls.values():
         call.abandoned = True
@@ -192,3 +192,5 @@ def cancel_all(state: RunState) -> None:
         elif call.cancel is not None:
             call.cancel.cancel()
     state.new_calls.clear()
+    state.queued.clear()  # queued calls never started: nothing to cancel or record
+    state.timers.cancel_all()

@@ -4,7 +4,9 @@ A run loaded from its file has its scope, output, counters and snapshot, but no 
 namespace functions (those hold live tools) and no running nested calls. The resuming turn
 supplies the catalog and namespaces; calls that had settled before the file was written keep
 their results, and calls that were still in flight are settled as failed with
-`interrupted by restart`, so the guest can catch the error. Nothing is run again.
+`interrupted by restart`, so the guest can catch the error. Nothing is run again. Calls that
+were still queued had never started: they join the queue again and start as slots free up
+(the engine starts them, and re-arms the run's timers, right after `adopt`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,22 @@ def adopt(
     for record in parked.restored_calls:
         call = _settled_call(cast(CallRecord, record), services)
         state.calls[call.request_id] = call
+    for record in parked.restored_queue:
+        state.queued.append(_queued_call(cast(CallRecord, record), services))
     parked.restored_calls = []
+    parked.restored_queue = []
     parked.detached = False
+
+
+def _queued_call(record: CallRecord, services: RunServices) -> NestedCall:
+    return NestedCall(
+        request_id=record.request_id,
+        entry=services.catalog.by_id(record.tool_id) or _gone_entry(record),
+        input=record.input,
+        call_id=record.call_id,
+        kind=record.kind,
+        parent_call_id=record.parent_call_id,
+    )
 
 
 def _settled_call(record: CallRecord, services: RunServices) -> NestedCall:

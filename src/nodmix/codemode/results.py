@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 ErrorCode: TypeAlias = Literal[
     "invalid_input",
+    "guest_error",
     "unsupported_language",
     "typescript_transform_failed",
     "module_access_denied",

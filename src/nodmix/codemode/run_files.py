@@ -5,9 +5,11 @@ Each parked run is also written to `<state>/codemode/runs/<runId>.run` (0600, se
 thread (temp file, fsync, rename), so a crash mid-write leaves the old file or none, never a
 torn one; and a `wait` that arrives before the write finished finds the run in memory. Files
 are deleted on the same thread, in order, so a slow disk never holds up the event loop. The
-file is rewritten when a nested call settles while the run is parked, so its result survives
-too; a call still in flight at a crash is delivered to the guest as failed
-(`interrupted by restart`) when the run is resumed, never run again.
+file is rewritten when a nested call settles, a queued call starts or a guest timer fires
+while the run is parked, so that survives too; a call still in flight at a crash is delivered
+to the guest as failed (`interrupted by restart`) when the run is resumed, never run again,
+while a queued call that never started is queued again and a timer re-armed for what is left
+of its delay.
 
 After a restart runs are loaded lazily, on the first `wait` for their id. Startup removes
 expired files and leftover temp files, skips (and removes) damaged ones with a warning, and
@@ -127,10 +129,12 @@ class FileRunStore(RunStore):
             self._remove_file(run_id)
             self.mark_ended(run_id, info.scope, "expired")
             return None
-        run = detached_run(record, snapshot)
+        run = detached_run(record, snapshot, self._clock())
         self._runs[run.id] = run
         with self._lock:
             self._live.add(run.id)
+        created = record.created_at
+        run.state.on_settle = lambda: self._write_later(run, created)
         return run
 
     def drop(self, run_id: str) -> SuspendedRun | None:

@@ -15,12 +15,17 @@ offset  size  field
 The length and checksum fields make a torn or damaged file fail to decode instead of
 restoring garbage. Nested calls are kept with their result when they settled before the file
 was written; a call still in flight was interrupted by the restart and is delivered to the
-guest as failed when the run is resumed, never run again.
+guest as failed when the run is resumed, never run again. Calls still waiting in the queue
+(past `maxPendingToolCalls`) never started, so they are queued again; guest timers keep their
+wall-clock due time and are re-armed for what is left of it (one already due fires at once).
+The program's source map is kept too, so an error after the restart still names the program's
+line. Records written before these fields existed decode with them empty.
 """
 
 from __future__ import annotations
 
 import struct
+import time
 import zlib
 from typing import Any, Final
 
@@ -28,8 +33,10 @@ import msgspec
 
 from nodmix.catalog import RunCatalog
 from nodmix.catalog.catalog import CatalogCounters
-from nodmix.codemode.runs import RunScope, RunState, SuspendedRun
+from nodmix.codemode.locations import SourceMap
+from nodmix.codemode.runs import NestedCall, RunScope, RunState, SuspendedRun
 from nodmix.codemode.settings import CodeModeSettings
+from nodmix.codemode.timers import Timer
 from nodmix.tools.base import ToolResult
 
 MAGIC: Final = b"NDMXRUN\x00"
@@ -56,6 +63,25 @@ class CallRecord(msgspec.Struct, kw_only=True):
     ran: bool
     result: ToolResult | None = None
     """Set when the call settled before the file was written."""
+
+
+class TimerRecord(msgspec.Struct, kw_only=True):
+    """One guest timer the guest has not been told about yet."""
+
+    request_id: int
+    token: str
+    due_at: float
+    """Wall-clock seconds when it fires."""
+    order: int
+    fired: bool
+    cleared: bool
+
+
+class SourceRecord(msgspec.Struct, kw_only=True):
+    """The program and, for TypeScript, the script that ran (`locations.SourceMap`)."""
+
+    program: str
+    generated: str | None = None
 
 
 class ScopeRecord(msgspec.Struct, kw_only=True):
@@ -86,6 +112,10 @@ class RunRecord(msgspec.Struct, kw_only=True):
     yield_request: tuple[int, str | None] | None
     counters: dict[str, int]
     calls: list[CallRecord]
+    queued: list[CallRecord] = []
+    """Calls waiting for a free slot, in order (never started)."""
+    timers: list[TimerRecord] = []
+    source: SourceRecord | None = None
 
 
 _encoder = msgspec.msgpack.Encoder(enc_hook=str)
@@ -119,21 +149,42 @@ def record_of(run: SuspendedRun, created_at: float) -> RunRecord:
         nested_errors=sorted(state.nested_errors),
         yield_request=state.yield_request,
         counters={name: getattr(counters, name) for name in _COUNTER_NAMES},
-        calls=[
-            CallRecord(
-                request_id=call.request_id,
-                tool_id=call.entry.id,
-                tool_name=call.entry.name,
-                input=call.input,
-                call_id=call.call_id,
-                kind=call.kind,
-                parent_call_id=call.parent_call_id,
-                ran=call.ran,
-                result=call.result if call.done.is_set() else None,
+        calls=[_call_record(call) for call in state.calls.values()] + run.restored_calls,
+        queued=[_call_record(call) for call in (*state.queued, *state.new_calls)]
+        + run.restored_queue,
+        timers=[
+            TimerRecord(
+                request_id=timer.request_id,
+                token=timer.token,
+                due_at=timer.due_at(),
+                order=timer.order,
+                fired=timer.fired,
+                cleared=timer.cleared,
             )
-            for call in state.calls.values()
+            for timer in (*state.timers.active.values(), *state.timers.new)
         ],
+        source=_source_record(state.source_map),
     )
+
+
+def _call_record(call: NestedCall) -> CallRecord:
+    return CallRecord(
+        request_id=call.request_id,
+        tool_id=call.entry.id,
+        tool_name=call.entry.name,
+        input=call.input,
+        call_id=call.call_id,
+        kind=call.kind,
+        parent_call_id=call.parent_call_id,
+        ran=call.ran,
+        result=call.result if call.done.is_set() else None,
+    )
+
+
+def _source_record(source_map: object) -> SourceRecord | None:
+    if not isinstance(source_map, SourceMap):
+        return None
+    return SourceRecord(program=source_map.program, generated=source_map.generated)
 
 
 _COUNTER_NAMES: Final = tuple(CatalogCounters.__dataclass_fields__)
@@ -174,9 +225,10 @@ def decode(data: bytes) -> tuple[RunRecord, bytes]:
     return record, bytes(snapshot)
 
 
-def detached_run(record: RunRecord, snapshot: bytes) -> SuspendedRun:
+def detached_run(record: RunRecord, snapshot: bytes, now: float | None = None) -> SuspendedRun:
     """A run loaded from disk. Its catalog and namespace functions are the live process's,
-    attached by `codemode.restore.adopt` when a `wait` of its session resumes it."""
+    attached by `codemode.restore.adopt` when a `wait` of its session resumes it. Its timers
+    get what is left of their delay at `now` (wall-clock seconds, default the current time)."""
     scope = record.scope
     counters = CatalogCounters(**record.counters)
     state = RunState(
@@ -198,6 +250,19 @@ def detached_run(record: RunRecord, snapshot: bytes) -> SuspendedRun:
         turn_id=record.turn_id,
         nested_errors=set(record.nested_errors),
     )
+    if record.source is not None:
+        state.source_map = SourceMap(record.source.program, record.source.generated)
+    now = time.time() if now is None else now
+    for saved in sorted(record.timers, key=lambda t: t.order):
+        timer = Timer(
+            request_id=saved.request_id,
+            token=saved.token,
+            delay=max(0.0, saved.due_at - now),
+            order=saved.order,
+            fired=saved.fired,
+            cleared=saved.cleared,
+        )
+        state.timers.restore(timer)
     return SuspendedRun(
         id=record.id,
         state=state,
@@ -206,4 +271,5 @@ def detached_run(record: RunRecord, snapshot: bytes) -> SuspendedRun:
         reason=record.reason,
         detached=True,
         restored_calls=list(record.calls),
+        restored_queue=list(record.queued),
     )

@@ -7,13 +7,14 @@ size for telemetry.
 from __future__ import annotations
 
 from nodmix.codemode import results
+from nodmix.codemode.locations import guest_error, value_too_large
 from nodmix.codemode.nested import cancel_all
 from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.runs import RunState
 from nodmix.sandbox import Completed, Failed, FailureKind
 
 FAILURE_CODES: dict[FailureKind, ErrorCode | None] = {
-    FailureKind.GUEST_ERROR: None,
+    FailureKind.GUEST_ERROR: "guest_error",
     FailureKind.TIMEOUT: "timeout",
     FailureKind.MEMORY: "memory_limit_exceeded",
     FailureKind.STALLED: None,
@@ -29,13 +30,9 @@ def run_completed(state: RunState, outcome: Completed) -> Result:
     cancel_all(state)
     if state.output_exceeded:
         return run_failed(state, "code mode output limit exceeded.", "output_limit_exceeded")
-    if len(outcome.value_json.encode()) > state.settings.max_output_bytes:
-        return run_failed(
-            state,
-            f"code mode output limit exceeded: the returned value is larger than "
-            f"{state.settings.max_output_bytes} bytes; return a summary instead.",
-            "output_limit_exceeded",
-        )
+    size = len(outcome.value_json.encode())
+    if size > state.settings.max_output_bytes:
+        return run_failed(state, value_too_large(size, state), "output_limit_exceeded")
     returned(state, len(outcome.value_json))
     return results.completed(outcome.value(), state.output, state.catalog.telemetry())
 
@@ -44,14 +41,19 @@ def run_failure(state: RunState, outcome: Failed) -> Result:
     """The sandbox step failed: `failed` with the code that says what to do about it."""
     code = FAILURE_CODES.get(outcome.kind)
     message = outcome.message
+    guest = None
     if outcome.kind is FailureKind.GUEST_ERROR:
+        message, guest = guest_error(state, outcome)
         if message.startswith("SyntaxError"):
             code = "invalid_input"
         elif any(message.startswith(f"Error: {e}") for e in state.nested_errors):
             code = "nested_tool_failed"
     if state.output_exceeded:
-        code, message = "output_limit_exceeded", "code mode output limit exceeded."
-    return run_failed(state, message, code)
+        code, message, guest = "output_limit_exceeded", "code mode output limit exceeded.", None
+    result = run_failed(state, message, code)
+    if guest is not None:
+        result["guestError"] = guest
+    return result
 
 
 def run_failed(state: RunState, message: str, code: ErrorCode | None) -> Result:

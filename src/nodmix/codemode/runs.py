@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import anyio
 
 from nodmix.catalog import CatalogEntry, RunCatalog
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP, CodeModeSettings
+from nodmix.codemode.timers import Timer, Timers
 from nodmix.origin import TurnOrigin
 from nodmix.tools.base import ToolResult
 
@@ -92,6 +93,10 @@ class NestedCall:
         return {"id": str(self.request_id), "toolId": self.entry.id, "toolName": self.entry.name}
 
 
+Settled: TypeAlias = "NestedCall | Timer"
+"""What a round delivers to the guest: settled tool calls and fired (or cleared) timers."""
+
+
 @dataclass(slots=True, kw_only=True)
 class RunState:
     """Everything a run keeps between steps apart from the VM snapshot."""
@@ -108,6 +113,12 @@ class RunState:
     """Dispatched calls whose results the guest has not received yet."""
     new_calls: list[NestedCall] = field(default_factory=list)
     """Calls recorded during the current step, dispatched when it returns."""
+    queued: deque[NestedCall] = field(default_factory=deque)
+    """Calls waiting for a free slot (at most `maxPendingToolCalls` run at once), in order."""
+    timers: Timers = field(default_factory=Timers)
+    """Guest timers (`setTimeout`, `sleep`...) armed on the host clock."""
+    source_map: Any = None
+    """Maps guest error locations back to the program (`codemode.locations.SourceMap`)."""
     yield_request: tuple[int, str | None] | None = None
     overflow: bool = False
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -136,8 +147,21 @@ class RunState:
         return any(c.awaiting_approval and not c.done.is_set() for c in self.calls.values())
 
     def outstanding(self) -> int:
-        """Calls in flight or recorded and not yet delivered."""
-        return len(self.calls) + len(self.new_calls)
+        """Calls in flight, queued, or recorded and not yet delivered."""
+        return len(self.calls) + len(self.queued) + len(self.new_calls)
+
+    def running(self) -> int:
+        """Calls started and not settled yet."""
+        return sum(1 for call in self.calls.values() if not call.done.is_set())
+
+    def settled(self) -> list[Settled]:
+        """Settled calls (in request order), then fired or cleared timers (in due order)."""
+        calls: list[Settled] = sorted(
+            (c for c in self.calls.values() if c.done.is_set()), key=lambda c: c.request_id
+        )
+        if self.timers.active:
+            calls.extend(self.timers.settled())
+        return calls
 
     def notify(self) -> None:
         """Wake whoever waits for a nested call to settle (on the event loop)."""
@@ -162,6 +186,8 @@ class SuspendedRun:
     """Loaded from disk after a restart: `codemode.restore.adopt` attaches the live catalog."""
     restored_calls: list[Any] = field(default_factory=list)
     """Nested calls of a detached run (`run_records.CallRecord`), settled or interrupted."""
+    restored_queue: list[Any] = field(default_factory=list)
+    """Queued calls of a detached run (`run_records.CallRecord`), never started."""
 
 
 class RunStoreFull(Exception):

@@ -24,6 +24,8 @@ class CodeModeSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_output_bytes: int = 64 * 1024
     max_snapshot_bytes: int = 10 * 1024 * 1024
     max_pending_tool_calls: int = 16
+    max_queued_tool_calls: int = 256
+    """Calls that may wait for a free slot beyond `max_pending_tool_calls` (0: none)."""
     snapshot_ttl_seconds: int = 900
     search_default_limit: int = 8
     max_search_limit: int = 50
@@ -57,6 +59,7 @@ def resolve_settings(value: bool | CodeModeConfig | None) -> CodeModeSettings:
         max_output_bytes=_clamp(value.max_output_bytes, 64 * 1024, 1024, 10 * 1024 * 1024),
         max_snapshot_bytes=_clamp(value.max_snapshot_bytes, 10 * 1024 * 1024, 1024, 256 << 20),
         max_pending_tool_calls=_clamp(value.max_pending_tool_calls, 16, 1, 128),
+        max_queued_tool_calls=_clamp(value.max_queued_tool_calls, 256, 0, 4096),
         snapshot_ttl_seconds=_clamp(value.snapshot_ttl_seconds, 900, 1, 86_400),
         search_default_limit=default_search,
         max_search_limit=max_search,

@@ -17,7 +17,7 @@ from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.client_calls import only_client_calls_pending
 from nodmix.codemode.guest import SETUP_SCRIPT
 from nodmix.codemode.handoff import Delivery, Handoff
-from nodmix.codemode.runs import NestedCall, RunState
+from nodmix.codemode.runs import RunState, Settled
 from nodmix.codemode.settings import CodeModeSettings
 from nodmix.sandbox import Outcome, SandboxLimits
 
@@ -35,24 +35,39 @@ def limits_for(settings: CodeModeSettings) -> SandboxLimits:
     )
 
 
+def _idle(state: RunState) -> bool:
+    return not state.calls and not state.timers.active
+
+
+def _any_settled(state: RunState) -> bool:
+    return any(c.done.is_set() for c in state.calls.values()) or state.timers.any_settled()
+
+
+def _nothing_to_wait_for(state: RunState, stop_on_approval: bool) -> bool:
+    """No timer is armed and every running call waits on someone outside this step: client
+    results come with a later request, and approvals (with `stop_on_approval`) with a person."""
+    if state.timers.active or not state.calls:
+        return False
+    if only_client_calls_pending(state):
+        return True
+    return stop_on_approval and all(c.awaiting_approval for c in state.calls.values())
+
+
 async def settled_by(
     state: RunState, deadline: float, *, stop_on_approval: bool = False
-) -> list[NestedCall]:
-    """Nested calls that have settled, waiting until at least one has or the deadline passes
-    (with `stop_on_approval`, also stop once every unsettled call waits for an approval)."""
+) -> list[Settled]:
+    """Nested calls and timers that have settled, waiting until at least one has or the
+    deadline passes (or until nothing left can settle within this step)."""
     # Fast tools usually finish within a scheduler pass or two of being dispatched; checking
     # again after a couple of checkpoints avoids arming an event and a timeout for each call.
     for _ in range(2):
-        if any(c.done.is_set() for c in state.calls.values()) or not state.calls:
+        if _idle(state) or _any_settled(state):
             break
         await anyio.lowlevel.checkpoint()
     while True:
-        settled = [c for c in state.calls.values() if c.done.is_set()]
-        if settled or not state.calls or only_client_calls_pending(state):
-            # Client results come with a later request: waiting for them here is pointless.
-            return sorted(settled, key=lambda c: c.request_id)
-        if stop_on_approval and all(c.awaiting_approval for c in state.calls.values()):
-            return []
+        settled = state.settled()
+        if settled or _idle(state) or _nothing_to_wait_for(state, stop_on_approval):
+            return settled
         state.changed = anyio.Event()
         remaining = deadline - anyio.current_time()
         if remaining <= 0:

@@ -351,7 +351,9 @@ def compaction_message(done: SessionCompaction) -> str:
             f"compaction #{done.compaction_count} of this session)."
         )
     if result.ok:
-        return f"Nothing to compact yet ({result.reason or 'the conversation is short'})."
+        # Reasons read "nothing to compact: <why>"; the line says the first half already.
+        why = (result.reason or "").removeprefix("nothing to compact").lstrip(": ")
+        return f"Nothing to compact yet ({why or 'the conversation is empty'})."
     return f"Compaction failed: {result.reason or 'unknown error'}. The full history was kept."
 
 

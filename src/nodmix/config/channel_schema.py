@@ -129,6 +129,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     defaults: ChannelDefaults = ChannelDefaults()
     telegram: TelegramConfig | None = None
     matrix: MatrixConfig | None = None
+    irc: IrcConfig | None = None
+    email: EmailConfig | None = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
 
@@ -171,6 +173,10 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("telegram", channels.telegram))
     if channels.matrix is not None:
         sections.append(("matrix", channels.matrix))
+    for extra in ("irc", "email"):
+        extra_section = getattr(channels, extra, None)
+        if extra_section is not None:
+            sections.append((extra, extra_section))
     if channels.discord is not None:
         sections.append(("discord", channels.discord))
     if channels.slack is not None:
@@ -184,3 +190,6 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
                 file=file,
                 key=f"channels.{name}.dmPolicy",
             )
+
+
+from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402

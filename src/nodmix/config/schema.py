@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 
 
@@ -99,6 +100,7 @@ class CodeModeConfig(Section, frozen=True):
     max_output_bytes: int | None = None
     max_snapshot_bytes: int | None = None
     max_pending_tool_calls: int | None = None
+    max_queued_tool_calls: int | None = None
     snapshot_ttl_seconds: int | None = None
     search_default_limit: int | None = None
     max_search_limit: int | None = None
@@ -220,6 +222,8 @@ class AgentDefaults(Section, frozen=True):
     """Output token limit sent with each model request (default: the model's `maxTokens`)."""
     max_output_bytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
     """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
+    heartbeat: HeartbeatConfig | None = None
+    """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -311,6 +315,45 @@ class MCPConfig(Section, frozen=True):
     servers: dict[str, MCPServerConfig] = {}
 
 
+# ---- memory -----------------------------------------------------------------------------------
+
+
+class MemoryEmbeddingsConfig(Section, frozen=True):
+    """`memory.embeddings`: an OpenAI-compatible `/v1/embeddings` endpoint (hybrid search)."""
+
+    base_url: str
+    """Base URL ending in `/v1` (a local server works too)."""
+    model: str
+    api_key: str | None = None
+    """A literal key or `${ENV_VAR}`."""
+    headers: dict[str, str] = {}
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """How long one embeddings request may take. 30 s."""
+    batch_size: Annotated[int, msgspec.Meta(ge=1, le=2048)] | None = None
+    """Texts per request. 64."""
+
+
+class MemoryConfig(Section, frozen=True):
+    """`memory`: searchable memory over `MEMORY.md`, `memory/**/*.md` and, optionally, sessions."""
+
+    enabled: bool | None = None
+    """Offer `memory_search`/`memory_get` (default true)."""
+    sessions: bool | None = None
+    """Also index the agent's past session transcripts (default false)."""
+    embeddings: MemoryEmbeddingsConfig | None = None
+    """Without it search is keyword-only (FTS5/BM25)."""
+    chunk_tokens: Annotated[int, msgspec.Meta(ge=32, le=8192)] | None = None
+    """Target chunk size in tokens (about 4 characters each). 400."""
+    chunk_overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4096)] | None = None
+    """Tokens repeated from the end of one chunk at the start of the next. 80."""
+    max_results: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
+    """Default `maxResults` of `memory_search`. 6."""
+    min_score: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    """Default `minScore` of `memory_search`. 0.05."""
+    vector_weight: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    """Share of the vector score in hybrid ranking (the keyword score gets the rest). 0.6."""
+
+
 # ---- skills -----------------------------------------------------------------------------------
 
 
@@ -391,7 +434,10 @@ class NodmixConfig(Section, frozen=True):
     plugins: PluginsConfig = PluginsConfig()
     mcp: MCPConfig = MCPConfig()
     gateway: GatewayConfig = GatewayConfig()
+    memory: MemoryConfig = MemoryConfig()
     channels: ChannelsConfig = ChannelsConfig()
     session: SessionConfig = SessionConfig()
     bindings: list[BindingConfig] = []
     skills: SkillsConfig = SkillsConfig()
+    automation: AutomationConfig = AutomationConfig()
+    hooks: HooksConfig = HooksConfig()

@@ -28,6 +28,7 @@ from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.approvals import ApprovalFanout
 from nodmix.gateway.auth import GuardMiddleware
+from nodmix.gateway.automation import serve_automation
 from nodmix.gateway.channel_turns import GatewayTurns
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
@@ -84,6 +85,7 @@ class Gateway:
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))
+            group.start_soon(serve_automation, self)
             async with self.runs.running(self.settings.grace_seconds):
                 yield self
             self._group = None
@@ -242,7 +244,9 @@ def api_route(endpoint: Endpoint) -> Endpoint:
         try:
             return await endpoint(request)
         except Exception as exc:
-            return classify(exc).response()
+            error = classify(exc)
+            gateway_of(request).runtime.observer.metrics.errors.labels(error.code or "api").inc()
+            return error.response()
 
     wrapped.__name__ = endpoint.__name__
     wrapped.__doc__ = endpoint.__doc__
@@ -294,6 +298,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
+    from nodmix.gateway.hooks_api import get_hook_run, post_hook
+    from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
     from nodmix.gateway.responses_api import create_response
@@ -302,6 +308,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     from nodmix.gateway.ws import websocket_endpoint
 
     gateway = Gateway(runtime, settings)
+    runtime.observer.enable_metrics()  # served at /metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -316,6 +323,9 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/v1/chat/completions", api_route(chat_completions), methods=["POST"]),
         Route("/v1/responses", api_route(create_response), methods=["POST"]),
         Route("/tools/invoke", api_route(invoke_tool), methods=["POST"]),
+        Route("/hooks/runs/{run_id}", api_route(get_hook_run), methods=["GET"]),
+        Route("/hooks/{name}", api_route(post_hook), methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),

@@ -11,6 +11,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -48,7 +49,21 @@ class GatewayError(NodmixError):
     def __init__(self, error: Mapping[str, Any]) -> None:
         self.code = str(error.get("code", "error"))
         self.status = error.get("status")
-        super().__init__(str(error.get("message", "the gateway reported an error")))
+        super().__init__(_explain(str(error.get("message", "the gateway reported an error"))))
+
+
+_MISSING_KEY = re.compile(r"no API key: set ([A-Z_][A-Z0-9_]*)")
+
+
+def _explain(message: str) -> str:
+    """Add why to a missing-key error whose variable this shell has: the gateway's lacks it."""
+    found = _MISSING_KEY.search(message)
+    if found is None or not os.environ.get(found.group(1)):
+        return message
+    return (
+        f"{message}; {found.group(1)} is set in this shell but not where the gateway runs:"
+        " restart the gateway from this shell"
+    )
 
 
 class GatewayClient:

@@ -29,7 +29,7 @@ from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
-from nodmix.security.sandbox.session import SessionSandbox
+from nodmix.runtime.toolset import agent_isolation
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -45,7 +45,7 @@ class InvokeRequest(msgspec.Struct, kw_only=True, rename="camel"):
 async def agent_tools(runtime: Runtime, agent: AgentProfile) -> tuple[list[Tool], list[Tool]]:
     """Every tool the agent could have (core, plugins, MCP) and the ones its policy allows."""
     policy = ToolPolicy.from_config(runtime.config.tools).merged(agent.tools)
-    isolation = SessionSandbox.for_agent(agent)
+    isolation = agent_isolation(agent)
     candidates: list[Tool] = list(core_tools(runtime.config.tools, isolation=isolation))
     for source in runtime.tool_sources:
         candidates.extend(await source.list_tools())

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from nodmix.assets import AssetError, PinnedFile, PinnedPackage, install_package, read_pinned
+from nodmix.invocation import nodmix_command
 
 log = logging.getLogger("nodmix.gateway")
 
@@ -91,7 +92,9 @@ async def ensure_installed(root: Path | None = None) -> None:
         await anyio.to_thread.run_sync(lambda: install(root=root, timeout=20.0))
         log.info("web page: installed the Markdown renderer and sanitizer")
     except AssetError as exc:
-        log.warning("web page: %s; replies show as plain text (run `nodmix web install`)", exc)
+        log.warning(
+            "web page: %s; replies show as plain text (run `%s web install`)", exc, nodmix_command()
+        )
 
 
 _SERVED: dict[str, bytes] = {}

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 
+from nodmix.errors import WorkspaceEscapeError
 from nodmix.tools.base import ToolSpec
+from nodmix.tools.confined import read_head
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_CAP_CHARS = 6000
@@ -62,10 +64,13 @@ def build_system_prompt(
 
 def read_memory(workspace: Path) -> str | None:
     """The workspace's `MEMORY.md`, capped, or None."""
+    # Only a regular file in the workspace itself: a sandboxed command may have left a symlink
+    # to a secret of the host, a FIFO (which would block the turn) or a link to /dev/zero there.
     try:
-        text = (workspace / MEMORY_FILE).read_text(encoding="utf-8").strip()
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        raw = read_head(workspace, PurePath(MEMORY_FILE), MEMORY_CAP_CHARS * 4 + 4)
+    except (OSError, WorkspaceEscapeError):  # missing, a symlink, not a regular file
         return None
+    text = raw.decode("utf-8", errors="ignore").strip()
     if len(text) > MEMORY_CAP_CHARS:
         text = text[:MEMORY_CAP_CHARS] + "\n[... truncated]"
     return text or None

@@ -20,8 +20,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
-from nodmix.channels.approvals import ChannelApprovalPresenter, register_approval_commands
-from nodmix.channels.manager import ChannelManager
+from nodmix.automation.service import Automation
 from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
@@ -40,20 +39,25 @@ from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import PluginError, SessionError
 from nodmix.events import EventSink, Notice, TurnFailed, discard
 from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
+from nodmix.memory.tools import MemoryTools
 from nodmix.messages import user_message
+from nodmix.observability import TurnObserver, open_log_file
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.channel_access import LazyChannels
 from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.memory import open_memory
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.security.gate import TurnHandle
 from nodmix.security.parts import CHAT_COMMANDS, open_security
 from nodmix.sessions import Session, SessionManager, resolve_session_key
+from nodmix.sessions.files import private_dirs
 from nodmix.sessions.turn_lock import waiting_notice
 from nodmix.skills import SkillBook
 from nodmix.tools import Tool, core_tools
@@ -61,6 +65,7 @@ from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
+    from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
 
 log = logging.getLogger("nodmix.runtime")
@@ -175,11 +180,18 @@ class Runtime:
         self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
-        self.channels = ChannelManager(lambda: self.config, env=env, state_dir=state_dir)
-        """Chat channels (`channels.*`); the gateway runs them."""
-        self.tool_sources.append(MessageTools(self.channels))
-        self.security.broker.router.register("channel", ChannelApprovalPresenter(self.channels))
-        register_approval_commands(self.security.answer_command)
+        self._channels: ChannelManager | None = None
+        self._env = env
+        self.channel_access = LazyChannels(lambda: self.config, lambda: self.channels)
+        """What tools and automation use of the channels (no import until one is used)."""
+        self.tool_sources.append(MessageTools(self.channel_access))
+        self.observer = TurnObserver()
+        """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
+        self.automation = Automation(
+            lambda: self.config, state_dir=state_dir, channels=self.channel_access
+        )
+        """Cron jobs, run history, heartbeat and webhook runs; the gateway runs the loops."""
+        self.tool_sources.append(self.automation.tools)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -200,6 +212,7 @@ class Runtime:
         registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
         statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
         async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(open_log_file(state_dir))
             router = ProviderRouter(loaded.config.models, env)
             stack.push_async_callback(router.aclose)
             sessions = SessionManager(state_dir)
@@ -207,7 +220,9 @@ class Runtime:
             stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
-            sources: list[ToolProvider] = [PluginTools(registry)]
+            memory = open_memory(loaded.config, env, state_dir, registry)
+            stack.callback(memory.close)
+            sources: list[ToolProvider] = [MemoryTools(memory), PluginTools(registry)]
             holder = await open_mcp(loaded.config.mcp.servers, env, background)
             if holder is not None:
                 sources.append(holder.manager)
@@ -225,6 +240,7 @@ class Runtime:
                 retry=retry,
             )
             runtime.services["mcp"] = holder.manager if holder is not None else None
+            runtime.services["memory"] = memory
             runtime.mcp_holder = holder
             runtime.security.broker.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
@@ -234,6 +250,23 @@ class Runtime:
                 await runtime._dispose_engines()
                 if runtime._engine is not None:
                     runtime._engine.shutdown()
+
+    @property
+    def channels(self) -> ChannelManager:
+        """Chat channels (`channels.*`), created on first use; the gateway runs them. Approval
+        requests of channel turns are posted to their chat, and `/approve` answers there."""
+        if self._channels is None:
+            from nodmix.channels.approvals import (
+                ChannelApprovalPresenter,
+                register_approval_commands,
+            )
+            from nodmix.channels.manager import ChannelManager
+
+            manager = ChannelManager(lambda: self.config, env=self._env, state_dir=self.state_dir)
+            self.security.broker.router.register("channel", ChannelApprovalPresenter(manager))
+            register_approval_commands(self.security.answer_command)
+            self._channels = manager
+        return self._channels
 
     @property
     def engine(self) -> CodeModeEngine:
@@ -338,7 +371,7 @@ class Runtime:
 
     def open_session(self, agent: AgentProfile, session_key: str | None) -> Session:
         """Open (or create) a session of an agent."""
-        agent.workspace.mkdir(parents=True, exist_ok=True)
+        private_dirs(agent.workspace)  # an existing workspace keeps its mode
         return self.sessions.open(self.session_key(agent, session_key), workspace=agent.workspace)
 
     # ---- turns ---------------------------------------------------------------------------------
@@ -452,6 +485,7 @@ class Runtime:
         then stays off too.
         """
         agent = self.agent(agent_id)
+        emit = self.observer.wrap(emit, agent_id=agent.id)
         key = self.session_key(agent, session_key)
         refs = self.model_refs(agent, model)
         context = self.context_engine()

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nodmix.runtime")
 
-LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills")
+LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills", "hooks")
 """Top-level sections a running gateway applies without a restart."""
-RESTART_SECTIONS = ("gateway",)
+RESTART_SECTIONS = ("gateway", "automation")
 """Sections that only a restart applies."""
 
 
@@ -114,7 +114,9 @@ def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
     runtime.tool_sources[runtime.tool_sources.index(old_tools)] = PluginTools(registry)
     runtime.registry = registry
     runtime.plugin_statuses = statuses
-    runtime.executor = ToolExecutor(registry.hooks)
+    executor = ToolExecutor(registry.hooks)
+    executor.gate = runtime.executor.gate  # exec policy and approvals outlive the plugin swap
+    runtime.executor = executor
     runtime.retire_engines()
 
 

@@ -18,11 +18,11 @@ from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
 from nodmix.origin import TurnOrigin
-from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
 from nodmix.tools.deferred import is_deferred
+from nodmix.tools.isolation import Isolation
 
 if TYPE_CHECKING:
     from nodmix.codemode.engine import CodeModeEngine
@@ -77,7 +77,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
     if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
-    isolation = SessionSandbox.for_agent(inputs.agent)
+    isolation = agent_isolation(inputs.agent)
     candidates: list[Tool] = list(
         core_tools(
             inputs.tools_config,
@@ -126,6 +126,16 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         tool_choice=choice if choice in (None, "required") else "exec",
         held=lambda: engine.client_calls.for_turn(inputs.run_id),
     )
+
+
+def agent_isolation(agent: AgentProfile) -> Isolation | None:
+    """The agent's sandbox, or None when its mode is off (then the sandbox's modules, and the
+    guarded HTTP transport they bring, are never imported)."""
+    if (agent.sandbox.mode or "off") == "off":
+        return None
+    from nodmix.security.sandbox.session import SessionSandbox
+
+    return SessionSandbox.for_agent(agent)
 
 
 def _app_wins(tools: Sequence[Tool]) -> tuple[Tool, ...]:

@@ -45,6 +45,7 @@ from nodmix.sandbox.base import (
     Pending,
     SandboxLimits,
     SnapshotError,
+    TrustedScript,
     TypeScriptTransformError,
 )
 from nodmix.sandbox.source_checks import MODULE_ACCESS_DENIED, ModuleAccess, find_module_access
@@ -80,6 +81,7 @@ __all__ = [
     "Failed",
     "FailureKind",
     "HostCallError",
+    "TrustedScript",
     "HostHandler",
     "InstallReport",
     "ModuleAccess",

@@ -103,6 +103,10 @@ class Failed:
 
     kind: FailureKind
     message: str
+    error_name: str = ""
+    """For a guest exception: its `name` (`TypeError`...), empty for a thrown non-error."""
+    error_message: str = ""
+    """For a guest exception: its `message` alone (no name, no location)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,20 @@ class HostCallError(Exception):
         super().__init__(message)
 
 
+@dataclass(frozen=True, slots=True)
+class TrustedScript:
+    """A `HostHandler.on_call` reply that the guest receives as the value of a trusted script.
+
+    `source` (a function expression, typically) is compiled once per process and cached as
+    bytecode like the prelude, then evaluated in the guest's VM; the guest's `call` returns the
+    resulting function. For embedding code that is loaded on first use instead of at boot.
+    Only host-owned source may be returned this way (it runs with the bytecode cache's trust).
+    """
+
+    source: str
+    filename: str
+
+
 class HostHandler(Protocol):
     """The embedding's side of the guest bridge.
 
@@ -140,11 +158,12 @@ class HostHandler(Protocol):
     the step fails with kind INTERNAL.
     """
 
-    def on_call(self, op: str, payload_json: str) -> str | None:
+    def on_call(self, op: str, payload_json: str) -> str | TrustedScript | None:
         """A synchronous guest `call(op, payloadJson)`.
 
         Returns:
-            A string returned to the guest as is, or None for `undefined`.
+            A string returned to the guest as is, None for `undefined`, or a `TrustedScript`
+            whose completion value (a function) the guest receives.
 
         Raises:
             HostCallError: The guest call throws `Error(message)`.

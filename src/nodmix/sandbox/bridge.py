@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Final
 
 from nodmix.errors import SandboxError
-from nodmix.sandbox.base import HostCallError, HostHandler
+from nodmix.sandbox.base import HostCallError, HostHandler, TrustedScript
 from nodmix.sandbox.vm import VM
 from nodmix.sandbox.vmstate import HostFunction
 
@@ -70,6 +70,8 @@ class Bridge:
             reply = self.handler.on_call(op, payload)
         except HostCallError as exc:
             return vm.new_string(ERR + exc.message)
+        if isinstance(reply, TrustedScript):
+            return vm.eval_cached(reply.source, reply.filename)
         return vm.new_undefined() if reply is None else vm.new_string(OK + reply)
 
     def _request(self, vm: VM, args: list[int]) -> int:

@@ -47,7 +47,12 @@ def from_description(description: str, filename: str) -> Failed:
         kind = FailureKind.STACK
         if message == _STACK_EXCEEDED:
             text = f"{text}: the program recursed too deeply"
-    return Failed(kind, f"{text} (at {where})" if where else text)
+    return Failed(
+        kind,
+        f"{text} (at {where})" if where else text,
+        error_name=name,
+        error_message=message,
+    )
 
 
 def timeout(budget: float) -> Failed:

@@ -19,7 +19,8 @@ Wire protocol between this prelude and `bridge.py`: one string per crossing, fie
 by NUL (ops may not contain NUL), because every extra argument costs host<->wasm calls.
 
 - `hostCall(op + "\\0" + payloadJson)` returns undefined or a tagged string: "\\x00" +
-  result, or "\\x01" + error message (the guest then throws `Error(message)`).
+  result, or "\\x01" + error message (the guest then throws `Error(message)`), or a function
+  (the value of a `TrustedScript`, evaluated from cached bytecode).
 - `hostRequest(id + "\\0" + op + "\\0" + payloadJson)` returns undefined (pending) or a
   tagged string that settles the request at once: "\\x00" + value JSON, "\\x01" + message.
 - The host later calls `settle(id + "\\0" + tagged)` with the same tagging.
@@ -128,6 +129,7 @@ _PRELUDE: Final = r"""
     }
     const reply = hostCall(op + '\0' + payloadJson);
     if (reply === undefined) return undefined;
+    if (typeof reply === 'function') return reply;  // a TrustedScript's value
     if (charCodeAt(reply, 0) === 0) return slice(reply, 1);
     throw new ErrorCtor(slice(reply, 1));
   }

@@ -26,7 +26,7 @@ from typing import Final
 import wasmtime
 
 from nodmix.errors import SandboxError
-from nodmix.sandbox import hostio, wasm
+from nodmix.sandbox import hostio, memimage, wasm
 from nodmix.sandbox.base import SandboxLimits
 from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vmstate import (
@@ -419,7 +419,8 @@ class VM:
 
     def _load_image(self, image: VMImage) -> None:
         # A fresh instance, deliberately not `_initialize`d: the image already holds the
-        # initialized libc and QuickJS state.
+        # initialized libc and QuickJS state. Only the pages that differ from a fresh
+        # instance's memory are written (see `memimage`).
         size = len(image.memory)
         if size % _PAGE or image.scratch_ptr + _SCRATCH_SIZE > size:
             raise SandboxError("corrupt snapshot image")
@@ -427,6 +428,7 @@ class VM:
             self.mem.grow_to(size)
         except wasmtime.WasmtimeError:
             raise SandboxError("snapshot does not fit the memory limit") from None
-        self.mem.write(0, bytes(image.memory))
+        pages = memimage.PageRuns.diff(image.memory, memimage.fresh_memory(self.runtime))
+        pages.write(*self.mem.bounds())
         self._stack_pointer.set_value(self.store, image.stack_pointer)
         self.x.qjs_set_runtime_and_context(image.runtime_ptr, image.context_ptr)

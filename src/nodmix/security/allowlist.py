@@ -237,7 +237,17 @@ class Allowlist:
         self._stamp = self._file_stamp()
 
     def add(self, text: str, *, agent: str = ALL_AGENTS) -> Pattern:
-        """Add a pattern (an identical one for the same agent is returned, not duplicated)."""
+        """Add a pattern (an identical one for the same agent is returned, not duplicated).
+
+        Raises:
+            ValueError: the pattern is malformed, or names what no command can match.
+        """
+        for char, what in (("$", "`$`"), ("`", "backticks"), ("\n", "a line break")):
+            if char in text:
+                raise ValueError(
+                    f"pattern {text.strip()!r} would never match: a command with {what}"
+                    " (expansion, substitution) is always asked"
+                )
         pattern = Pattern.compile(text, agent=agent)
         with self._lock:
             current = self._load()

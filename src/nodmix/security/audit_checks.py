@@ -267,6 +267,8 @@ def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
                 )
             )
         elif settings.mode != "off":
+            if settings.network and _gateway_token(inputs) is None:
+                found.append(_network_reaches_gateway(agent_id))
             if settings not in failures:
                 failures[settings] = check_sandbox(settings)
             reason = failures[settings]
@@ -282,6 +284,17 @@ def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
                     )
                 )
     return found
+
+
+def _network_reaches_gateway(agent_id: str) -> Finding:
+    return Finding(
+        id="sandbox.network-reaches-gateway",
+        severity="high",
+        title=f"agent {agent_id!r}: sandboxed commands have the network and the gateway no token",
+        detail="sandbox.network shares this machine's network, loopback included: a sandboxed "
+        "command can call the gateway's API as the owner, whose sessions are not sandboxed.",
+        fix=f"set gateway.auth.token (or {TOKEN_ENV}), or remove sandbox.network",
+    )
 
 
 def _channels(inputs: AuditInputs) -> dict[str, dict[str, Any]]:

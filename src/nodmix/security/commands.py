@@ -4,7 +4,8 @@ A command line is split into simple commands at `;`, `&&`, `||` and `|`. Each si
 an argv list the allowlist can match. Anything whose effect the argv does not show never
 auto-matches: command substitution (`$(...)`, backticks), variable expansion (`$`), redirects
 (`>`, `<`), background jobs and subshells (`&`, `(`), line breaks, globs and `~` in arguments
-(the shell would expand them), and lines `shlex` cannot parse. Such a line is `opaque`.
+(the shell would expand them), and lines `shlex` cannot parse. Such a line is `opaque`. A `#`
+is part of a word here, never a comment, so nothing after it is hidden from the check.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ _PUNCT_SET = frozenset(_PUNCTUATION)
 _NEEDS_SHLEX = ("'", '"', "\\", "#")
 _SIMPLE_TOKENS = re.compile(r"[;&|<>()]+|[^\s;&|<>()]+")
 """Tokens of a line without quotes, escapes or comments (what `shlex` would produce, faster)."""
+_ASSIGNED_TILDE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*~")
+"""bash expands `~` in any word that looks like an assignment (`of=~/x`), argument or not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,11 @@ def parse_command(command: str) -> ParsedCommand:
     if any(char in command for char in _NEEDS_SHLEX):
         lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
         lexer.whitespace_split = True
+        # shlex ends a word and drops the rest of the line at any `#`, but bash starts a
+        # comment only at the start of a word (`echo hi#; rm x` runs `rm`): keep every `#` as
+        # a word character, so the parts after it are seen (a real comment then only makes the
+        # line look bigger than what runs, never smaller).
+        lexer.commenters = ""
         try:
             tokens = list(lexer)
         except ValueError as exc:
@@ -64,7 +72,7 @@ def parse_command(command: str) -> ParsedCommand:
             continue
         if token and set(token) <= _PUNCT_SET:
             return _opaque(f"the command uses {token!r} (redirects, jobs, subshells)")
-        if _GLOB_CHARS & set(token) or token.startswith("~"):
+        if _GLOB_CHARS & set(token) or token.startswith("~") or _ASSIGNED_TILDE.match(token):
             return _opaque(f"the argument {token!r} would be expanded by the shell")
         current.append(token)
     if current:

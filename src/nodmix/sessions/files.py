@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from nodmix.errors import TranscriptError
+from nodmix.invocation import nodmix_command
 from nodmix.sessions.entries import new_entry_id
 from nodmix.sessions.jsonl import SkippedLine
 
@@ -20,6 +21,19 @@ logger = logging.getLogger(__name__)
 
 ARCHIVE_DIR = "archive"
 TRASH_DIR = "trash"
+
+
+def private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents, each readable by the user only (0700).
+
+    `Path.mkdir(mode=..., parents=True)` gives the parents the umask's mode instead.
+    """
+    missing: list[Path] = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
 
 
 def move_into(source: Path, target_dir: Path) -> Path | None:
@@ -118,8 +132,10 @@ def report_skipped(path: Path, skipped: list[SkippedLine]) -> None:
             _WARNED.clear()
         _WARNED.add(marker)
         logger.warning(
-            "%s: skipped unreadable line %d (%s); `nodmix sessions repair` rewrites the file",
+            "%s: skipped unreadable line %d (%s); `%s sessions repair %s` rewrites the file",
             path,
             item.line,
             item.reason,
+            nodmix_command(),
+            path.stem,
         )

@@ -276,7 +276,8 @@ class SessionManager:
                 try:
                     store.compact()
                 except SessionError:  # a corrupt or locked store: its journal stays as it is
-                    logger.warning("could not compact %s", store.path, exc_info=True)
+                    # Whoever used the store has reported the error; the details are for --verbose.
+                    logger.debug("could not compact %s", store.path, exc_info=True)
         while self._cache:
             _, session = self._cache.popitem(last=False)
             session.transcript.close()

@@ -34,6 +34,7 @@ from nodmix.errors import SessionError
 from nodmix.invocation import nodmix_command
 from nodmix.sessions import journal
 from nodmix.sessions.entries import new_entry_id
+from nodmix.sessions.files import private_dirs
 from nodmix.sessions.journal import JournalState
 from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
 
@@ -289,7 +290,7 @@ class SessionStore:
 
     def _write(self, data: StoreData, *, sync: bool = True) -> None:
         """Write the whole store file and drop the journal (under the lock)."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         payload = _ENCODER.encode(data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
@@ -314,7 +315,7 @@ class SessionStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             _acquire(fd, self.lock_path)

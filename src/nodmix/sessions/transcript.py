@@ -49,6 +49,7 @@ from nodmix.sessions.entries import (
 from nodmix.sessions.files import (
     ARCHIVE_DIR,
     move_to_archive,
+    private_dirs,
     report_skipped,
     report_torn_tail,
 )
@@ -156,7 +157,7 @@ class Transcript:
             session_key=session_key,
         )
         line = encode_header(header)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dirs(path.parent)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)

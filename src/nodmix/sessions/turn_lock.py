@@ -35,6 +35,7 @@ import anyio
 
 from nodmix.errors import SessionError
 from nodmix.events import Notice
+from nodmix.sessions.files import private_dirs
 
 LOCKS_DIR = "locks"
 """Sub-directory of an agent's sessions directory holding the turn lock files."""
@@ -145,8 +146,7 @@ def _open(path: Path) -> int:
     try:
         return os.open(path, _FLAGS, 0o600)
     except FileNotFoundError:  # the first lock of this agent: its directories are private
-        path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
+        private_dirs(path.parent)
         return os.open(path, _FLAGS, 0o600)
 
 

@@ -8,7 +8,10 @@ skill written for another tool still loads.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ import yaml
 from nodmix.skills.model import Requirements, Skill, SkillSource
 
 MAX_FRONT_MATTER_BYTES = 64 * 1024
+MAX_SKILL_FILE_BYTES = 1024 * 1024
 MAX_DESCRIPTION_CHARS = 1024
 NAME_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 _DELIMITER = "---"
@@ -49,8 +53,7 @@ def read_front_matter(path: Path) -> dict[str, Any]:
         SkillFormatError: missing or malformed front matter.
         OSError: the file cannot be read.
     """
-    with path.open("rb") as handle:
-        head = handle.read(MAX_FRONT_MATTER_BYTES)
+    head = _read_regular(path, MAX_FRONT_MATTER_BYTES)
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
@@ -147,5 +150,17 @@ def read_body(path: Path) -> str:
         SkillFormatError: missing front matter.
         OSError: the file cannot be read.
     """
-    _, body = split_front_matter(path.read_text(encoding="utf-8"))
+    data = _read_regular(path, MAX_SKILL_FILE_BYTES)
+    _, body = split_front_matter(data.decode("utf-8", errors="replace"))
     return body.strip("\n")
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """At most `max_bytes` of `path`, which must be a regular file: workspace skills may be
+    written by sandboxed commands, and a FIFO would block the read, a device never end it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+        return handle.read(max_bytes)

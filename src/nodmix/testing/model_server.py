@@ -4,7 +4,8 @@
 
 - `POST /v1/chat/completions`: OpenAI chat completions, streamed (SSE) or not;
 - `POST /v1/messages`: Anthropic Messages, streamed or not;
-- `GET /v1/models`: the model list (OpenAI shape, Anthropic shape if `anthropic-version`).
+- `GET /v1/models`: the model list (OpenAI shape, Anthropic shape if `anthropic-version`);
+- `POST /v1/embeddings`: deterministic test-double vectors (`nodmix.testing.embeddings`).
 
 Requests are mapped to `ModelRequest` and answered by the same respond function that
 scripts `nodmix.providers.fake.FunctionProvider`; a `ModelError` becomes a real HTTP error
@@ -47,6 +48,7 @@ import anyio.from_thread
 import uvicorn
 from anyio.abc import TaskGroup, TaskStatus
 
+from nodmix.messages import JsonObject
 from nodmix.providers.fake import Respond
 from nodmix.testing.scripts import BUILTIN_SCRIPTS
 from nodmix.testing.wire import RecordedRequest, WireState, build_app
@@ -100,6 +102,12 @@ class ScriptedModelServer:
     def requests(self) -> list[RecordedRequest]:
         """Every request received, in order (raw JSON and mapped `ModelRequest`)."""
         return self._state.requests
+
+    @property
+    def embedding_requests(self) -> list[JsonObject]:
+        """Bodies of `POST /v1/embeddings` requests, in order (deterministic test vectors,
+        `nodmix.testing.embeddings`)."""
+        return self._state.embedding_requests
 
     @property
     def port(self) -> int:

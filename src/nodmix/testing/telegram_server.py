@@ -12,7 +12,9 @@ calls of a method fail with `fail_next()` (a 429 with `retry_after`, for example
         api.inject_text(chat_id=42, sender_id=42, text="hello")
         api.wait_for(lambda: api.sent_texts(42))
 
-Runnable from a shell too: `python -m nodmix.testing.telegram_server --port 8081`.
+Runnable from a shell too: `python -m nodmix.testing.telegram_server --port 8081` prints the
+`config set` line for it, then sends each line typed on stdin as a message from user 42 and
+prints what the bot sends (`nodmix.testing.telegram_chat`).
 """
 
 from __future__ import annotations
@@ -351,20 +353,22 @@ class ScriptedBotAPI(ThreadedServer):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m nodmix.testing.telegram_server`: serve until Ctrl-C."""
+    """`python -m nodmix.testing.telegram_server`: serve until Ctrl-C, chatting on stdin."""
+    from nodmix.invocation import nodmix_command
+    from nodmix.testing.telegram_chat import run_shell, setup_lines
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--port", type=int, default=8081)
+    parser.add_argument("--port", type=int, default=8081, help="0 picks a free port")
     parser.add_argument("--token", default="123456:TEST-token")
+    parser.add_argument(
+        "--chat-id", type=int, default=42, help="the Telegram user id your typed lines come from"
+    )
     args = parser.parse_args(argv)
     server = ScriptedBotAPI(token=args.token, port=args.port, max_poll_seconds=25)
     with server:
-        print(f"Bot API on {server.url} (token {server.token})", flush=True)
-        print(
-            f"  channels.telegram: {{botToken: '{server.token}', apiBaseUrl: '{server.url}'}}",
-            flush=True,
-        )
+        print("\n".join(setup_lines(server, nodmix_command())), flush=True)
         try:
-            threading.Event().wait()
+            run_shell(server, sys.stdin, sys.stdout, args.chat_id)
         except KeyboardInterrupt:
             pass
     return 0

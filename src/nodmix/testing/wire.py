@@ -55,6 +55,8 @@ class WireState:
     api_key: str | None = None
     models: tuple[str, ...] = ("scripted",)
     requests: list[RecordedRequest] = field(default_factory=list)
+    embedding_requests: list[JsonObject] = field(default_factory=list)
+    """Bodies of `POST /v1/embeddings` requests (kept apart from model requests)."""
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def next_id(self, prefix: str) -> str:
@@ -302,12 +304,42 @@ def _endpoint(vendor: Vendor, state: WireState) -> Callable[[Request], Awaitable
     return endpoint
 
 
+def _embeddings_endpoint(state: WireState) -> Callable[[Request], Awaitable[Response]]:
+    """`POST /v1/embeddings`: deterministic vectors (`nodmix.testing.embeddings`)."""
+    from nodmix.testing.embeddings import embed
+
+    async def embeddings(request: Request) -> Response:
+        vendor = OpenAIWire(state)
+        if not vendor.authorized(request):
+            return vendor.error(401, "invalid api key")
+        try:
+            body = await request.json()
+            raw = body["input"]
+        except (ValueError, KeyError, TypeError):
+            return vendor.error(400, "expected a JSON body with 'input'")
+        texts = [raw] if isinstance(raw, str) else raw
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return vendor.error(400, "'input' must be a string or a list of strings")
+        state.embedding_requests.append(body)
+        data = [
+            {"object": "embedding", "index": i, "embedding": embed(text)}
+            for i, text in enumerate(texts)
+        ]
+        model = body.get("model") or "scripted-embeddings"
+        usage = {"prompt_tokens": sum(len(t.split()) for t in texts)}
+        usage["total_tokens"] = usage["prompt_tokens"]
+        return JSONResponse({"object": "list", "data": data, "model": model, "usage": usage})
+
+    return embeddings
+
+
 def build_app(state: WireState) -> Starlette:
-    """The ASGI app: chat completions, messages and the model list, under `/v1`."""
+    """The ASGI app: chat completions, messages, embeddings and the model list, under `/v1`."""
     return Starlette(
         routes=[
             Route("/v1/chat/completions", _endpoint(OpenAIWire(state), state), methods=["POST"]),
             Route("/v1/messages", _endpoint(AnthropicWire(state), state), methods=["POST"]),
             Route("/v1/models", _models_endpoint(state), methods=["GET"]),
+            Route("/v1/embeddings", _embeddings_endpoint(state), methods=["POST"]),
         ]
     )

@@ -4,9 +4,10 @@ File tools accept paths from the model. `resolve_path` turns such a path into an
 that is guaranteed (at the time of the check) to lie inside the workspace: `..` segments and
 symlinks are resolved first, so neither can be used to step outside.
 
-This guards against a model wandering off, not against a hostile local process racing the check
-(a symlink swapped between check and use). The `exec` tool can touch anything the gateway user
-can anyway; real isolation is the sandbox's job.
+The check alone cannot stop a process that shares the workspace (a sandboxed command) from
+swapping a folder for a symlink between check and use; the file helpers therefore open the
+resolved path without following symlinks (`nodmix.tools.confined`), so a swap makes the call
+fail instead of leading out.
 """
 
 from __future__ import annotations

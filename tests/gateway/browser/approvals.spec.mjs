@@ -13,7 +13,7 @@ import { chromium } from "playwright-core";
 const url = process.env.GATEWAY_URL;
 const token = process.env.GATEWAY_TOKEN;
 const marker = process.env.DENIED_MARKER;
-const STEP_TIMEOUT = 15000;
+const STEP_TIMEOUT = 30000; // generous: a loaded 2-core machine runs Chromium slowly
 
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);

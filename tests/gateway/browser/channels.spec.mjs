@@ -14,7 +14,7 @@ import { chromium } from "playwright-core";
 const url = process.env.GATEWAY_URL;
 const token = process.env.GATEWAY_TOKEN;
 const code = process.env.PAIRING_CODE;
-const STEP_TIMEOUT = 15000;
+const STEP_TIMEOUT = 30000; // generous: a loaded 2-core machine runs Chromium slowly
 
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);

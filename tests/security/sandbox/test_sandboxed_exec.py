@@ -189,6 +189,21 @@ async def test_the_file_size_limit_applies_inside_the_sandbox(
     assert (workspace / "big.bin").stat().st_size <= 64 * 1024
 
 
+async def test_the_sandbox_tmp_holds_at_most_the_file_size_limit_in_total(
+    isolated_state: Path, home: Path, bwrap: str, workspace: Path
+) -> None:
+    # /tmp is memory (tmpfs): without a size, many files each under the file size limit
+    # could take half the machine's RAM
+    sandbox = make_sandbox(isolated_state, home, bwrap, file_size_bytes=1024 * 1024)
+    command = (
+        "for i in 1 2 3 4; do head -c 600000 /dev/zero > /tmp/f$i || exit 3; done; echo filled"
+    )
+    result = await ExecTool(isolation=sandbox).call({"command": command}, context(workspace))
+    assert result.is_error
+    assert "filled" not in result.text_content
+    assert "No space left on device" in result.text_content
+
+
 async def test_without_bubblewrap_the_command_does_not_run_and_the_fix_is_named(
     isolated_state: Path, home: Path, workspace: Path, tmp_path: Path
 ) -> None:

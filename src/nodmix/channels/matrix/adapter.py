@@ -330,14 +330,19 @@ class MatrixAdapter:
             ids.append(await self._send_content(message.chat_id, content))
         for attachment in message.attachments:
             if attachment.path is not None:
-                sent = await self._send_file(message.chat_id, attachment.path, attachment.name)
+                sent = await self._send_file(
+                    message.chat_id, attachment.path, attachment.name, attachment.data
+                )
                 ids.append(sent)
         return ids
 
-    async def _send_file(self, room_id: str, path: Path, name: str | None) -> str:
+    async def _send_file(
+        self, room_id: str, path: Path, name: str | None, data: bytes | None = None
+    ) -> str:
         filename = name or path.name
         mime = mimetypes.guess_type(filename)[0] or "application/octet-stream"
-        data = path.read_bytes()
+        if data is None:
+            data = path.read_bytes()
         uploaded, _ = await self.client.upload(
             lambda *_: data, content_type=mime, filename=filename, filesize=len(data)
         )

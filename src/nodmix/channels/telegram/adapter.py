@@ -186,7 +186,8 @@ class TelegramAdapter:
             path = attachment.path
             if path is None:
                 continue
-            data, name = path.read_bytes(), attachment.name or path.name
+            data = attachment.data if attachment.data is not None else path.read_bytes()
+            name = attachment.name or path.name
             sent = await self._retrying(
                 lambda data=data, name=name: self.bot.send_document(  # type: ignore[misc]
                     chat, data, filename=name, message_thread_id=thread

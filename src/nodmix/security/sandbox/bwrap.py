@@ -14,6 +14,7 @@ saying how to fix it; a sandboxed session never runs a command outside the sandb
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Mapping
@@ -105,17 +106,37 @@ def _limited(settings: SandboxSettings, command: tuple[str, ...]) -> list[str]:
     return [shell, "-c", f'{limits}; exec "$@"', "sandbox", *command]
 
 
+@functools.cache
+def sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bubblewrap can cap a tmpfs (`--size`, since 0.8); asked once per path."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=_PROBE_TIMEOUT_SECONDS, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in done.stdout + done.stderr
+
+
 def bwrap_argv(
     bwrap: str, settings: SandboxSettings, workspace: Path, command: tuple[str, ...]
 ) -> list[str]:
-    """The full bubblewrap command line that runs `command` (an argv) in the sandbox."""
+    """The full bubblewrap command line that runs `command` (an argv) in the sandbox.
+
+    `/tmp` is memory: it is capped at `fileSizeBytes` in total when bubblewrap can do it
+    (`sizes_tmpfs`), so many files each under the per-file limit cannot fill the RAM."""
     args = [bwrap, "--unshare-all"]
     if settings.network:
         args.append("--share-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--hostname", "sandbox"]
     args += _system_mounts(settings.network)
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if sizes_tmpfs(bwrap):
+        args += ["--size", str(max(settings.file_size_bytes, 4096))]
+    args += ["--tmpfs", "/tmp"]
     ws = str(workspace)
     args += ["--bind", ws, ws, "--chdir", ws, "--"]
     args += _limited(settings, command)
@@ -159,6 +180,7 @@ async def bwrap_launch(
             "exec is sandboxed in this session, but bubblewrap is not installed; install it "
             f"(apt-get install bubblewrap, or `make bubblewrap` in a checkout) {_FIX}."
         )
+    await anyio.to_thread.run_sync(sizes_tmpfs, bwrap)  # asked once, off the event loop
     await _probe(bwrap, settings, workspace)
     argv = bwrap_argv(bwrap, settings, workspace, launch.argv)
     return Launch(argv=tuple(argv), env=sandbox_env(launch.env, workspace), cwd=workspace)

@@ -14,6 +14,9 @@ Run one with `python -m nodmix.testing.model_server --script <name>`:
 - `hang`: opens the event stream, then sends nothing more (tries the idle timeout).
 - `trickle`: opens the event stream, then sends only keep-alive comments and blank lines,
   forever (keep-alives do not count as progress, so the idle timeout still ends it).
+- `memory-search`: asks `memory_search` the user's message and answers with the hits
+  (`path:start-end (score)` lines and the best snippet); with `/v1/embeddings` on the same
+  server, hybrid memory search can be tried end to end without a key.
 - `huge`: answers with as many MiB of text as the message says (`4`; default 16), in
   16 KiB pieces (tries the reply byte cap, `maxOutputBytes`).
 
@@ -30,5 +33,7 @@ BUILTIN_SCRIPTS = {
     "hang": "nodmix.testing.scripts.hang",
     "trickle": "nodmix.testing.scripts.trickle",
     "huge": "nodmix.testing.scripts.huge",
+    "memory-search": "nodmix.testing.scripts.memory_search",
+    "memory_search": "nodmix.testing.scripts.memory_search",
 }
 """Built-in script names -> their modules."""

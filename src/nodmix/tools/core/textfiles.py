@@ -1,19 +1,27 @@
 """Reading and atomically writing workspace text files (shared by `read`, `write` and `edit`).
 
+Paths arrive resolved and checked (`resolve_path`). The workspace is shared with sandboxed
+commands, which could swap a folder for a symlink after that check; so every open walks the
+resolved path with `O_NOFOLLOW` (`nodmix.tools.confined`) and a swapped path is refused rather
+than followed out of the workspace.
+
 Everything here is blocking file I/O; the tools run it in a worker thread (`read` reads small
 files on the event loop, where that is cheaper than the hop).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
-from nodmix.errors import ToolError
+from nodmix.errors import ToolError, WorkspaceEscapeError
+from nodmix.tools.confined import NotRegularFileError, open_resolved, resolved_folder
 
 _SNIFF_BYTES = 8192
 _CHUNK_BYTES = 1 << 20
@@ -56,10 +64,17 @@ def open_existing(path: Path, shown: str) -> int:
     return info.st_size
 
 
+def _open(path: Path) -> BinaryIO:
+    try:
+        return os.fdopen(open_resolved(path), "rb")
+    except NotRegularFileError:
+        raise ToolError(f"{path} is not a regular file.") from None
+
+
 def _count_lines(path: Path, size: int) -> int:
     newlines = 0
     last = b""
-    with path.open("rb") as f:
+    with _open(path) as f:
         while chunk := f.read(_CHUNK_BYTES):
             newlines += chunk.count(b"\n")
             last = chunk[-1:]
@@ -74,7 +89,7 @@ def _line_start(path: Path, line: int) -> int | None:
     wanted = line - 1  # newlines to pass
     seen = 0
     base = 0
-    with path.open("rb") as f:
+    with _open(path) as f:
         while chunk := f.read(_CHUNK_BYTES):
             count = chunk.count(b"\n")
             if seen + count < wanted:
@@ -98,7 +113,7 @@ def read_lines(path: Path, shown: str, *, offset: int, limit: int, max_bytes: in
         ToolError: Missing, binary or non-regular file, or `offset` past the end.
     """
     size = open_existing(path, shown)
-    with path.open("rb") as f:
+    with _open(path) as f:
         ensure_text(f.read(_SNIFF_BYTES), shown)
     total = _count_lines(path, size)
     start = _line_start(path, offset)
@@ -106,7 +121,7 @@ def read_lines(path: Path, shown: str, *, offset: int, limit: int, max_bytes: in
         if size == 0 and offset == 1:
             return LineWindow(text="", first_line=1, last_line=0, total_lines=0)
         raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines).")
-    with path.open("rb") as f:
+    with _open(path) as f:
         f.seek(start)
         data = f.read(max_bytes + 1)
     ensure_text(data, shown)
@@ -138,7 +153,8 @@ def read_text(path: Path, shown: str) -> str:
         ToolError: Missing, binary or non-UTF-8 file.
     """
     open_existing(path, shown)
-    data = path.read_bytes()
+    with _open(path) as f:
+        data = f.read()
     ensure_text(data, shown)
     try:
         return data.decode("utf-8")
@@ -158,25 +174,33 @@ def write_atomic(path: Path, data: bytes, shown: str) -> None:
     Raises:
         ToolError: The path is a directory or cannot be written.
     """
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; give a file path.")
-    # Shortened so the temporary name stays within NAME_MAX even for very long file names.
-    tmp = path.parent / f".{path.name[:200]}.{secrets.token_hex(6)}.tmp"
-    created = False
+    name = path.name
+    tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
-        # "x" mode creates the file honouring the umask (mkstemp would force 0o600).
-        with tmp.open("xb") as f:
-            created = True
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            tmp.chmod(mode)
-        os.replace(tmp, path)
+        with resolved_folder(path.parent, create=True) as folder:
+            try:
+                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            except FileNotFoundError:
+                info = None
+            if info is not None and stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"{shown} is a directory; give a file path.")
+            # Created honouring the umask (mkstemp would force 0o600); never through a link.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(tmp, flags, 0o666, dir_fd=folder)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    if info is not None and stat.S_ISREG(info.st_mode):
+                        os.fchmod(fd, stat.S_IMODE(info.st_mode))
+                    os.fsync(fd)
+                os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=folder)
+                raise
+    except WorkspaceEscapeError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc}") from None
     except OSError as exc:
-        if created:
-            tmp.unlink(missing_ok=True)
         reason = exc.strerror or str(exc)
         raise ToolError(f"Cannot write {shown}: {reason}") from exc

@@ -1,0 +1,139 @@
+"""Jobs: what to say to which agent, when, and where the answer goes.
+
+`new_job` is the one validation path: the `nodmix cron` commands and the agent's `cron` tool
+both build jobs through it, so they accept and refuse the same things.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Literal
+
+import msgspec
+
+from nodmix.automation.schedule import (
+    Schedule,
+    ScheduleError,
+    at_schedule,
+    cron_schedule,
+    every_schedule,
+)
+from nodmix.errors import NodmixError
+
+SessionMode = Literal["isolated", "main"]
+MAX_MESSAGE_CHARS = 20_000
+MAX_NAME_CHARS = 100
+_TARGET = re.compile(r"([a-z][a-z0-9_-]*):(\S+)")
+
+
+class JobError(NodmixError, ValueError):
+    """A job that cannot be created or changed (one line naming what is wrong)."""
+
+
+class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A scheduled job as `jobs.json` keeps it."""
+
+    id: str
+    name: str
+    schedule: Schedule
+    message: str
+    created_at: float
+    agent_id: str | None = None
+    session: SessionMode = "isolated"
+    deliver: str | None = None
+    """`<channel>:<chatId>`; without it results stay in the run history."""
+    model: str | None = None
+    enabled: bool = True
+    delete_after_run: bool = False
+    """One-shot (`at`) jobs remove themselves after a successful run."""
+    created_by: str = "cli"
+
+    def describe(self) -> dict[str, object]:
+        """The job as `cron list --json` and the `cron` tool show it."""
+        out: dict[str, object] = msgspec.to_builtins(self)
+        out["when"] = self.schedule.describe()
+        return out
+
+
+def new_job_id() -> str:
+    """A short random job id."""
+    return secrets.token_hex(4)
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """`telegram:4242` → `("telegram", "4242")`.
+
+    Raises:
+        JobError: not `<channel>:<to>`.
+    """
+    match = _TARGET.fullmatch(target.strip())
+    if match is None:
+        raise JobError(f"invalid delivery target {target!r}: use <channel>:<chatId>")
+    return match.group(1), match.group(2)
+
+
+def build_schedule(
+    *, cron: str | None, every: str | None, at: str | None, tz: str | None, now: float
+) -> Schedule:
+    """Exactly one of `cron`, `every`, `at`.
+
+    Raises:
+        JobError: none or several given, or the one given is invalid.
+    """
+    given = [name for name, value in (("cron", cron), ("every", every), ("at", at)) if value]
+    if len(given) != 1:
+        raise JobError("give exactly one schedule: cron, every or at")
+    try:
+        if cron:
+            return cron_schedule(cron, tz)
+        if every:
+            if tz:
+                raise JobError("tz only applies to cron and at schedules")
+            return every_schedule(every)
+        return at_schedule(at or "", tz, now=now)
+    except ScheduleError as exc:
+        raise JobError(str(exc)) from None
+
+
+def new_job(
+    *,
+    name: str,
+    message: str,
+    schedule: Schedule,
+    now: float,
+    agent_id: str | None = None,
+    session: str = "isolated",
+    deliver: str | None = None,
+    model: str | None = None,
+    created_by: str = "cli",
+) -> Job:
+    """A validated job.
+
+    Raises:
+        JobError: a field is invalid.
+    """
+    name = name.strip()
+    if not name or len(name) > MAX_NAME_CHARS:
+        raise JobError(f"the job name must be 1 to {MAX_NAME_CHARS} characters")
+    if not message.strip():
+        raise JobError("the job message is empty")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise JobError(f"the job message is longer than {MAX_MESSAGE_CHARS} characters")
+    if session not in ("isolated", "main"):
+        raise JobError(f"invalid session {session!r}: use isolated or main")
+    if deliver:
+        parse_target(deliver)
+    return Job(
+        id=new_job_id(),
+        name=name,
+        schedule=schedule,
+        message=message,
+        created_at=now,
+        agent_id=agent_id or None,
+        session="main" if session == "main" else "isolated",
+        deliver=deliver or None,
+        model=model or None,
+        delete_after_run=schedule.kind == "at",
+        created_by=created_by,
+    )

@@ -1,0 +1,229 @@
+"""Running one job: bounded, recorded, delivered.
+
+Every run holds a slot of the global concurrency cap and runs under the per-run timeout; a
+job runs once at a time (an `flock` on `automation/locks/<jobId>.lock`, so `nodmix cron run`
+and the gateway's scheduler exclude each other too). The run is written to the history when
+it starts and when it ends. A reply goes to the job's delivery target through the channel
+layer; a failure is reported there once, and again only after the job succeeded in between
+(a marker file under `automation/failed/` remembers it across processes).
+
+Turns started here are not the owner typing: they carry a `TurnOrigin` on one of the
+automation channels (`cron`, `heartbeat`, `webhook`; see `nodmix.origin`), so tools and the
+security layer can tell them apart from a person's message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+
+from nodmix.assets.files import ensure_private_dir
+from nodmix.automation.clock import Clock
+from nodmix.automation.history import RunHistory, RunRecord, excerpt
+from nodmix.automation.jobs import Job, parse_target
+from nodmix.automation.store import JobStore
+from nodmix.channels.types import OutboundMessage
+from nodmix.origin import TurnOrigin
+
+log = logging.getLogger("nodmix.automation")
+
+DEFAULT_MAX_CONCURRENT = 2
+DEFAULT_RUN_TIMEOUT_SECONDS = 600.0
+
+
+class RunSkipped(Exception):
+    """Raised by a `TurnStarter` that cannot start a turn now (the gateway is shutting down):
+    the run is recorded as `skipped`, and no failure is reported."""
+
+
+class TurnStarter(Protocol):
+    """How runs reach the agent: the gateway's turn API, or the runtime in the CLI."""
+
+    async def run(
+        self,
+        text: str,
+        *,
+        agent_id: str | None,
+        session_key: str | None,
+        origin: TurnOrigin,
+        model: str | None,
+    ) -> str:
+        """Run one turn and return its reply (a command's message for `/new` and such)."""
+        ...
+
+
+class Sender(Protocol):
+    """Delivery through the channel layer (`ChannelManager`)."""
+
+    async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """`automation.maxConcurrentRuns` and `automation.runTimeoutSeconds`."""
+
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT
+    timeout_seconds: float = DEFAULT_RUN_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPlan:
+    """How one run of a job is started."""
+
+    trigger: str
+    text: str
+    session_key: str | None
+    origin: TurnOrigin
+    exclusive: bool = True
+    """One run of the job at a time (webhook runs may overlap)."""
+    quiet: Callable[[str], bool] | None = None
+    """Replies for which it returns True are not delivered (heartbeat acknowledgements)."""
+
+
+def new_run_id() -> str:
+    """A short random run id."""
+    return f"run_{secrets.token_hex(6)}"
+
+
+def plan_job_run(job: Job, trigger: str, run_id: str) -> RunPlan:
+    """A cron job's run: a fresh session per run (`cron:<jobId>:<runId>`), or the main
+    session with the message marked as a system event."""
+    origin = TurnOrigin(channel="cron", chat_id=job.id)
+    if job.session == "main":
+        text = f"[System event: scheduled job {job.name!r}] {job.message}"
+        return RunPlan(trigger=trigger, text=text, session_key=None, origin=origin)
+    key = f"cron:{job.id}:{run_id}"
+    return RunPlan(trigger=trigger, text=job.message, session_key=key, origin=origin)
+
+
+class JobRunner:
+    """Runs jobs for the scheduler, the heartbeat, webhooks and `nodmix cron run`."""
+
+    def __init__(
+        self,
+        *,
+        store: JobStore,
+        history: RunHistory,
+        turns: TurnStarter,
+        sender: Sender | None,
+        clock: Clock,
+        limits: RunLimits | None = None,
+    ) -> None:
+        self.store = store
+        self.history = history
+        self.turns = turns
+        self.sender = sender
+        self.clock = clock
+        self.limits = limits or RunLimits()
+        self._slots = anyio.CapacityLimiter(max(1, self.limits.max_concurrent))
+        self._dir = store.dir
+        self.running: set[str] = set()
+
+    @contextlib.contextmanager
+    def _exclusive(self, job_id: str) -> Iterator[bool]:
+        if job_id in self.running:
+            yield False
+            return
+        locks = ensure_private_dir(self._dir / "locks")
+        fd = os.open(locks / f"{job_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            self.running.add(job_id)
+            try:
+                yield True
+            finally:
+                self.running.discard(job_id)
+        finally:
+            os.close(fd)
+
+    async def run_job(self, job: Job, trigger: str, run_id: str | None = None) -> RunRecord | None:
+        """Run a stored job now; None when a run of it is already in progress."""
+        run_id = run_id or new_run_id()
+        return await self.run(job, plan_job_run(job, trigger, run_id), run_id)
+
+    async def run(self, job: Job, plan: RunPlan, run_id: str | None = None) -> RunRecord | None:
+        """Run `job` as `plan` says; None when it is exclusive and already running."""
+        run_id = run_id or new_run_id()
+        with contextlib.ExitStack() as stack:
+            if plan.exclusive and not stack.enter_context(self._exclusive(job.id)):
+                log.info("job %s is still running; this run is skipped", job.id)
+                return None
+            async with self._slots:
+                return await self._run(job, plan, run_id)
+
+    async def _run(self, job: Job, plan: RunPlan, run_id: str) -> RunRecord:
+        record = RunRecord(
+            run_id=run_id,
+            job_id=job.id,
+            trigger=plan.trigger,
+            started_at=self.clock.now(),
+            session_key=plan.session_key,
+        )
+        await anyio.to_thread.run_sync(self.history.record, record)
+        reply = ""
+        try:
+            with anyio.fail_after(self.limits.timeout_seconds):
+                reply = await self.turns.run(
+                    plan.text,
+                    agent_id=job.agent_id,
+                    session_key=plan.session_key,
+                    origin=plan.origin,
+                    model=job.model,
+                )
+            record.status, record.reply = "ok", excerpt(reply)
+        except RunSkipped as exc:
+            record.status, record.error = "skipped", str(exc)
+        except TimeoutError:
+            record.status = "timeout"
+            record.error = f"the run took longer than {self.limits.timeout_seconds:g}s"
+        except Exception as exc:
+            record.status, record.error = "error", str(exc) or type(exc).__name__
+        record.finished_at = self.clock.now()
+        with anyio.CancelScope(shield=True):
+            await self._deliver(job, plan, record, reply)
+            await anyio.to_thread.run_sync(self.history.record, record)
+            if record.status == "ok" and job.delete_after_run:
+                await anyio.to_thread.run_sync(self.store.remove, job.id)
+        return record
+
+    async def _deliver(self, job: Job, plan: RunPlan, record: RunRecord, reply: str) -> None:
+        marker = self._dir / "failed" / job.id
+        if record.status == "skipped":
+            return
+        if record.status == "ok":
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
+            if not reply.strip() or (plan.quiet is not None and plan.quiet(reply)):
+                return
+            record.delivered = await self._send(job, reply)
+            return
+        if marker.exists():
+            return  # reported already; the next success clears it
+        text = f"Job {job.name!r} failed: {record.error}"
+        if await self._send(job, text) or job.deliver is None:
+            ensure_private_dir(marker.parent)
+            marker.touch()
+
+    async def _send(self, job: Job, text: str) -> bool:
+        if job.deliver is None or self.sender is None:
+            return False
+        channel, to = parse_target(job.deliver)
+        try:
+            with anyio.fail_after(60):
+                await self.sender.send(channel, OutboundMessage(chat_id=to, text=text))
+        except Exception as exc:
+            log.warning("job %s: cannot deliver to %s: %s", job.id, job.deliver, exc)
+            return False
+        return True

@@ -1,0 +1,191 @@
+"""The scheduler: fires due jobs on time, inside the gateway.
+
+It keeps every enabled job's next fire time (computed by `schedule.next_fire`) and sleeps
+until the earliest, waking at least once a second to notice edits of `jobs.json` (the CLI and
+the `cron` tool write it). A job whose stored next time passed while no scheduler ran fires
+once on start (`automation.missedRuns: "run-once"`, the default) or is skipped (`"skip"`); a
+job that is still running when it is due again is skipped for that time. The clock is
+injected: tests drive `tick()` under a `ManualClock`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+import anyio
+from anyio.abc import TaskGroup
+
+from nodmix.automation.clock import Clock
+from nodmix.automation.jobs import Job, JobError
+from nodmix.automation.runner import JobRunner
+from nodmix.automation.schedule import next_fire
+from nodmix.automation.store import JobState, JobStore, encode_state, schedule_key
+
+log = logging.getLogger("nodmix.automation")
+
+MissedPolicy = Literal["run-once", "skip"]
+POLL_SECONDS = 1.0
+STATE_FLUSH_SECONDS = 1.0
+
+
+class Scheduler:
+    """Fires the jobs of one store through a `JobRunner`."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        runner: JobRunner,
+        clock: Clock,
+        *,
+        missed: MissedPolicy = "run-once",
+        poll_seconds: float = POLL_SECONDS,
+        on_fired: Callable[[Job, float], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.clock = clock
+        self.missed = missed
+        self.poll_seconds = poll_seconds
+        self.on_fired = on_fired
+        """Called with the job and its due time as each run is started (benchmarks, tests)."""
+        self.jobs: dict[str, Job] = {}
+        self.states: dict[str, JobState] = {}
+        self._signature: tuple[int, int, int] | None = None
+        self._loaded = False
+        self._dirty = False
+        self._last_flush = 0.0
+        self._fired_unsaved = False
+
+    # ---- state ----------------------------------------------------------------------------
+
+    def reload(self) -> bool:
+        """Re-read `jobs.json` if it changed; True when it did."""
+        signature = self.store.signature()
+        if self._loaded and signature == self._signature:
+            return False
+        try:
+            jobs = self.store.load()
+        except JobError as exc:
+            log.error("cannot read cron jobs: %s", exc)
+            self._signature, self._loaded = signature, True
+            return False
+        if not self._loaded:
+            self.states = self.store.load_state()
+        self._signature, self._loaded = signature, True
+        self.jobs = {job.id: job for job in jobs}
+        now = self.clock.now()
+        for job in jobs:
+            self._plan(job, now)
+        for gone in set(self.states) - set(self.jobs):
+            del self.states[gone]
+            self._dirty = True
+        return True
+
+    def _plan(self, job: Job, now: float) -> None:
+        state = self.states.get(job.id)
+        key = schedule_key(job)
+        if state is not None and state.schedule_key == key:
+            if state.next_run_at is not None and state.next_run_at <= now and self.missed == "skip":
+                state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
+                self._dirty = True
+            return  # keep a stored next time (in the past means missed: it fires once)
+        state = state or JobState()
+        state.schedule_key = key
+        state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
+        if job.schedule.kind == "at" and state.next_run_at is None and self.missed == "run-once":
+            state.next_run_at = job.schedule.at  # its moment passed while no scheduler ran
+        self.states[job.id] = state
+        self._dirty = True
+
+    def next_due(self) -> float | None:
+        """The earliest next fire time of an enabled job."""
+        times = []
+        for job_id, state in self.states.items():
+            job = self.jobs.get(job_id)
+            if job is not None and job.enabled and state.next_run_at is not None:
+                times.append(state.next_run_at)
+        return min(times, default=None)
+
+    def _due_state(self, force: bool) -> bytes | None:
+        now = self.clock.now()
+        if not self._dirty or not (force or now - self._last_flush >= STATE_FLUSH_SECONDS):
+            return None
+        self._dirty = False
+        self._last_flush = now
+        return encode_state(self.states)
+
+    def _write_state(self, data: bytes) -> None:
+        try:
+            self.store.write_state(data)
+        except OSError as exc:
+            log.warning("cannot write cron state: %s", exc)
+
+    def flush(self, *, force: bool = False) -> None:
+        """Write the state file if it changed (at most once a second unless forced)."""
+        data = self._due_state(force)
+        if data is not None:
+            self._write_state(data)
+
+    async def flush_soon(self, *, force: bool = False) -> None:
+        """`flush` with the (fsync'ed) write on a worker thread, off the event loop."""
+        data = self._due_state(force)
+        if data is not None:
+            await anyio.to_thread.run_sync(self._write_state, data)
+
+    # ---- firing ---------------------------------------------------------------------------
+
+    def tick(self, group: TaskGroup) -> list[Job]:
+        """Start every job due now in `group`; the jobs started."""
+        self.reload()
+        now = self.clock.now()
+        fired = []
+        for job_id, state in self.states.items():
+            job = self.jobs.get(job_id)
+            due = state.next_run_at
+            if job is None or due is None or due > now:
+                continue
+            if not job.enabled:  # a disabled job does not pile up a missed run
+                state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
+                self._dirty = True
+                continue
+            trigger = "missed" if now - due > max(self.poll_seconds * 5, 5.0) else "schedule"
+            state.next_run_at = next_fire(job.schedule, max(now, due), anchor=job.created_at)
+            state.last_run_at = now
+            self._dirty = True
+            if job.id in self.runner.running:
+                log.info("job %s is still running at its next time; skipped", job.id)
+                continue
+            fired.append(job)
+            if self.on_fired is not None:
+                self.on_fired(job, due)
+            group.start_soon(self._run, job, trigger)
+        self._fired_unsaved = self._fired_unsaved or bool(fired)
+        return fired
+
+    async def _run(self, job: Job, trigger: str) -> None:
+        try:
+            record = await self.runner.run_job(job, trigger)
+        except Exception:
+            log.exception("job %s crashed", job.id)
+            return
+        state = self.states.get(job.id)
+        if record is not None and state is not None:
+            state.last_status, state.last_error = record.status, record.error
+            self._dirty = True
+
+    async def run(self) -> None:
+        """Fire jobs until cancelled."""
+        async with anyio.create_task_group() as group:
+            while True:
+                self.tick(group)
+                if self._fired_unsaved:  # a restart must not fire these runs again
+                    self._fired_unsaved = False
+                    await self.flush_soon(force=True)
+                due = self.next_due()
+                now = self.clock.now()
+                wait_until = now + self.poll_seconds if due is None else due
+                with anyio.move_on_after(self.poll_seconds):
+                    await self.clock.sleep_until(min(wait_until, now + self.poll_seconds))
+                await self.flush_soon()

@@ -1,0 +1,139 @@
+"""The `cron` tool: the agent schedules, lists and removes jobs ("remind me in 20 minutes to
+call Anna"), with the same validation as `nodmix cron add`.
+
+A job the agent adds from a chat is delivered to that chat unless it names another target; a
+target must be a chat the agent may message (the `message` tool's rule). One-shot jobs
+(`at`, `in`) remove themselves after they ran.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+import anyio
+
+from nodmix.automation.jobs import JobError, build_schedule, new_job, parse_target
+from nodmix.automation.store import JobStore
+from nodmix.messages import JsonObject
+from nodmix.origin import TurnOrigin, is_automation
+from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+
+PARAMETERS: JsonObject = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["add", "list", "remove"]},
+        "name": {"type": "string", "description": "add: a short name for the job."},
+        "message": {
+            "type": "string",
+            "description": "add: what you will be told when the job runs (write it as an "
+            "instruction to yourself, e.g. 'Remind the user to call Anna').",
+        },
+        "in": {"type": "string", "description": "add, one-shot: after a delay, e.g. 20m, 2h."},
+        "at": {"type": "string", "description": "add, one-shot: ISO time, e.g. 2026-12-01T09:00"},
+        "every": {"type": "string", "description": "add, repeating: interval, e.g. 30m, 1d."},
+        "cron": {"type": "string", "description": "add, repeating: cron expression."},
+        "tz": {"type": "string", "description": "Time zone of cron/at, e.g. Europe/Paris."},
+        "deliver": {
+            "type": "string",
+            "description": "<channel>:<chatId> to send the result to. Default: this chat.",
+        },
+        "session": {"type": "string", "enum": ["isolated", "main"]},
+        "id": {"type": "string", "description": "remove: the job id."},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+class OutboundRules(Protocol):
+    """Who the agent may message (`ChannelManager`)."""
+
+    def configured(self) -> list[str]: ...
+
+    def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool: ...
+
+
+class CronTools:
+    """The `cron` tool as a tool source."""
+
+    def __init__(self, store: JobStore, channels: OutboundRules) -> None:
+        self._store = store
+        self._channels = channels
+        self._tool = FunctionTool.create(
+            self._call,
+            name="cron",
+            description="Schedule work for later: add a reminder or a repeating job, list "
+            "jobs, remove one. When a job runs you get its message in a fresh session and "
+            "your reply is sent to the chat.",
+            parameters=PARAMETERS,
+            label="Scheduled jobs",
+        )
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return [self._tool]
+
+    async def _call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        action = str(args.get("action") or "")
+        try:
+            if action == "add":
+                return await self._add(args, ctx)
+            if action == "list":
+                jobs = await anyio.to_thread.run_sync(self._store.load)
+                if not jobs:
+                    return ToolResult.text("no scheduled jobs")
+                lines = [
+                    f"{j.id}  {j.name}  {j.schedule.describe()}"
+                    + ("" if j.enabled else "  (disabled)")
+                    for j in jobs
+                ]
+                return ToolResult.text("\n".join(lines))
+            if action == "remove":
+                job_id = str(args.get("id") or "")
+                job = await anyio.to_thread.run_sync(self._store.get, job_id)
+                await anyio.to_thread.run_sync(self._store.remove, job.id)
+                return ToolResult.text(f"removed job {job.id} ({job.name})")
+        except JobError as exc:
+            return ToolResult.error(str(exc))
+        return ToolResult.error("action must be add, list or remove")
+
+    async def _add(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        def text(key: str) -> str | None:
+            value = args.get(key)
+            return str(value) if value not in (None, "") else None
+
+        delay = text("in")
+        schedule = build_schedule(
+            cron=text("cron"),
+            every=text("every"),
+            at=f"+{delay}" if delay else text("at"),
+            tz=text("tz"),
+            now=time.time(),
+        )
+        origin = ctx.origin
+        deliver = text("deliver")
+        if deliver is None and origin is not None and not is_automation(origin):
+            deliver = f"{origin.channel}:{origin.chat_id}"
+        if deliver is not None:
+            channel, to = parse_target(deliver)
+            if channel not in self._channels.configured():
+                raise JobError(f"channel {channel!r} is not configured")
+            if not self._channels.outbound_allowed(channel, to, origin):
+                raise JobError(f"{channel} chat {to} is not allowed (not in allowFrom/groups)")
+        job = new_job(
+            name=text("name") or (text("message") or "job")[:40],
+            message=text("message") or "",
+            schedule=schedule,
+            now=time.time(),
+            agent_id=ctx.agent_id or None,
+            session=text("session") or "isolated",
+            deliver=deliver,
+            created_by="agent",
+        )
+        await anyio.to_thread.run_sync(self._store.add, job)
+        where = f", result to {deliver}" if deliver else ""
+        return ToolResult.text(
+            f"scheduled job {job.id} ({job.name}): {schedule.describe()}{where}",
+            details={"jobId": job.id},
+        )

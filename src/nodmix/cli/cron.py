@@ -1,0 +1,284 @@
+"""`nodmix cron add|list|show|edit|enable|disable|remove|run|runs`: scheduled jobs.
+
+Jobs live in the state directory, so these commands work whether or not a gateway runs; a
+running gateway notices an edit within a second. `cron run` runs the job in this process
+(through a local runtime) and waits for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from nodmix.cli.common import common_parent, print_json
+
+if TYPE_CHECKING:
+    from nodmix.automation.jobs import Job
+    from nodmix.automation.store import JobStore
+
+
+def _schedule_options(q: argparse.ArgumentParser, *, required: bool) -> None:
+    when = q.add_mutually_exclusive_group(required=required)
+    when.add_argument("--cron", help='cron expression, e.g. "0 7 * * *"')
+    when.add_argument("--every", help="interval, e.g. 30m, 2h, 1d")
+    when.add_argument("--at", help="one moment, e.g. 2026-12-01T09:00 or +20m")
+    q.add_argument("--tz", help="time zone of --cron/--at, e.g. Europe/Paris")
+
+
+def _job_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--agent", help="agent id (default: main)")
+    q.add_argument("--session", choices=["isolated", "main"], help="isolated (default) or main")
+    q.add_argument("--deliver", help="<channel>:<chatId> that gets the result")
+    q.add_argument("--model", help="provider/model for this job's turns")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `cron` command group."""
+    parent = common_parent()
+    p = sub.add_parser("cron", parents=[parent], help="scheduled jobs (reminders, routines)")
+    cmds = p.add_subparsers(dest="cron_command", metavar="ACTION", required=True)
+
+    q = cmds.add_parser("add", parents=[parent], help="schedule a job")
+    q.add_argument("--name", required=True)
+    q.add_argument("--message", required=True, help="what the agent is told at each run")
+    _schedule_options(q, required=True)
+    _job_options(q)
+    q.add_argument("--json", action="store_true", help="print the job as JSON")
+    q.set_defaults(handler=_add)
+
+    q = cmds.add_parser("list", parents=[parent], help="every job with its next run")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(handler=_list)
+
+    q = cmds.add_parser("show", parents=[parent], help="one job")
+    q.add_argument("id")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(handler=_show)
+
+    q = cmds.add_parser("edit", parents=[parent], help="change a job")
+    q.add_argument("id")
+    q.add_argument("--name")
+    q.add_argument("--message")
+    _schedule_options(q, required=False)
+    _job_options(q)
+    q.set_defaults(handler=_edit)
+
+    for action, text in (("enable", "resume a job"), ("disable", "pause a job")):
+        q = cmds.add_parser(action, parents=[parent], help=text)
+        q.add_argument("id")
+        q.set_defaults(handler=_toggle, enabled=action == "enable")
+
+    q = cmds.add_parser("remove", parents=[parent], help="delete a job")
+    q.add_argument("id")
+    q.set_defaults(handler=_remove)
+
+    q = cmds.add_parser("run", parents=[parent], help="run a job now and wait for it")
+    q.add_argument("id")
+    q.set_defaults(handler=_run)
+
+    q = cmds.add_parser("runs", parents=[parent], help="a job's run history")
+    q.add_argument("id")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(handler=_runs)
+
+
+def _store() -> JobStore:
+    from nodmix.automation.store import JobStore
+    from nodmix.config import paths
+
+    return JobStore(paths.state_dir(dict(os.environ)))
+
+
+def _check_target(target: str | None) -> None:
+    if not target:
+        return
+    from nodmix.automation.jobs import JobError, parse_target
+    from nodmix.channels.registry import enabled_channels
+    from nodmix.config.loader import load_config
+
+    channel, _ = parse_target(target)
+    configured = enabled_channels(load_config(env=dict(os.environ)).config)
+    if channel not in configured:
+        raise JobError(f"channel {channel!r} is not configured (--deliver {target})")
+
+
+def _stamp(when: float | None) -> str:
+    if when is None:
+        return "-"
+    return datetime.fromtimestamp(when).astimezone().isoformat(timespec="seconds")
+
+
+def _next_run(store: JobStore, job: Job) -> float | None:
+    from nodmix.automation.schedule import next_fire
+    from nodmix.automation.store import schedule_key
+
+    state = store.load_state().get(job.id)
+    if state is not None and state.schedule_key == schedule_key(job):
+        return state.next_run_at
+    return next_fire(job.schedule, time.time(), anchor=job.created_at)
+
+
+def _add(args: argparse.Namespace) -> int:
+    from nodmix.automation.jobs import build_schedule, new_job
+
+    now = time.time()
+    schedule = build_schedule(cron=args.cron, every=args.every, at=args.at, tz=args.tz, now=now)
+    _check_target(args.deliver)
+    job = new_job(
+        name=args.name,
+        message=args.message,
+        schedule=schedule,
+        now=now,
+        agent_id=args.agent,
+        session=args.session or "isolated",
+        deliver=args.deliver,
+        model=args.model,
+    )
+    _store().add(job)
+    if args.json:
+        print_json(job.describe())
+    else:
+        print(f"Added job {job.id} ({job.name}): {schedule.describe()}.")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    store = _store()
+    jobs = store.load()
+    states = store.load_state()
+    if args.json:
+        rows = []
+        for job in jobs:
+            row = job.describe()
+            state = states.get(job.id)
+            row["nextRunAt"] = _next_run(store, job) if job.enabled else None
+            row["lastRunAt"] = state.last_run_at if state else None
+            row["lastStatus"] = state.last_status if state else None
+            rows.append(row)
+        print_json({"jobs": rows})
+        return 0
+    if not jobs:
+        print("No cron jobs. Add one: nodmix cron add --name NAME --every 30m --message TEXT")
+        return 0
+    for job in jobs:
+        state = states.get(job.id)
+        nxt = _stamp(_next_run(store, job)) if job.enabled else "disabled"
+        last = f"last {state.last_status}" if state and state.last_status else "never ran"
+        target = f" -> {job.deliver}" if job.deliver else ""
+        print(f"{job.id}  {job.name}  {job.schedule.describe()}  next {nxt}  {last}{target}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    store = _store()
+    job = store.get(args.id)
+    row = job.describe()
+    row["nextRunAt"] = _next_run(store, job) if job.enabled else None
+    if args.json:
+        print_json(row)
+        return 0
+    for key, value in row.items():
+        if key == "schedule":
+            continue  # `when` says it in words
+        if key.endswith("At"):
+            value = _stamp(value if isinstance(value, float | int) else None)
+        print(f"{key}: {value}")
+    return 0
+
+
+def _edit(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from nodmix.automation.jobs import build_schedule, new_job
+
+    store = _store()
+    job = store.get(args.id)
+    schedule = job.schedule
+    if args.cron or args.every or args.at:
+        schedule = build_schedule(
+            cron=args.cron, every=args.every, at=args.at, tz=args.tz, now=time.time()
+        )
+    elif args.tz and job.schedule.kind == "cron":  # the same expression in another zone
+        schedule = build_schedule(
+            cron=job.schedule.expr, every=None, at=None, tz=args.tz, now=time.time()
+        )
+    _check_target(args.deliver)
+    checked = new_job(  # the same validation as `add`
+        name=args.name or job.name,
+        message=args.message or job.message,
+        schedule=schedule,
+        now=job.created_at,
+        agent_id=args.agent or job.agent_id,
+        session=args.session or job.session,
+        deliver=args.deliver or job.deliver,
+        model=args.model or job.model,
+        created_by=job.created_by,
+    )
+    changed = msgspec.structs.replace(checked, id=job.id, enabled=job.enabled)
+    if schedule != job.schedule:  # a new rhythm counts from now
+        changed = msgspec.structs.replace(changed, created_at=time.time())
+    store.replace(changed)
+    print(f"Updated job {job.id} ({changed.name}): {changed.schedule.describe()}.")
+    return 0
+
+
+def _toggle(args: argparse.Namespace) -> int:
+    import msgspec
+
+    store = _store()
+    job = store.get(args.id)
+    store.replace(msgspec.structs.replace(job, enabled=args.enabled))
+    print(f"{'Enabled' if args.enabled else 'Disabled'} job {job.id} ({job.name}).")
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    store = _store()
+    job = store.get(args.id)
+    store.remove(job.id)
+    print(f"Removed job {job.id} ({job.name}).")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from nodmix.cli.cron_run import run_now
+    from nodmix.errors import NodmixError
+
+    job = _store().get(args.id)
+    record = anyio.run(run_now, job)
+    if record is None:
+        raise NodmixError(f"job {job.id} is running already")
+    print(f"Run {record.run_id}: {record.status} in {record.duration or 0:.1f}s.")
+    if record.reply:
+        print(record.reply)
+    if record.error:
+        print(f"error: {record.error}")
+    return 0 if record.status == "ok" else 1
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from nodmix.automation.history import RunHistory
+    from nodmix.config import paths
+
+    store = _store()
+    try:
+        job_id = store.get(args.id).id
+    except ValueError:
+        job_id = args.id  # a removed one-shot job keeps its history
+    runs = RunHistory(paths.state_dir(dict(os.environ))).runs(job_id)
+    if args.json:
+        print_json({"jobId": job_id, "runs": [r.to_json() for r in runs]})
+        return 0
+    if not runs:
+        print(f"Job {job_id} has not run yet.")
+        return 0
+    for run in runs:
+        took = f"{run.duration:.1f}s" if run.duration is not None else "-"
+        detail = run.error or run.reply or ""
+        print(f"{_stamp(run.started_at)}  {took:>7}  {run.status:<8} {run.trigger:<8} {detail}")
+    return 0

@@ -1,0 +1,63 @@
+"""Globals that model-written programs expect and QuickJS lacks: `console`, timers and `sleep`.
+
+`console.log/info/debug/warn/error/dir/table/...` format their arguments the way Node does
+(strings as they are, other values through a small `util.inspect`) and append one `text`
+output entry per call, in order with `text()`/`json()`. Timers (`setTimeout`, `setInterval`,
+their `clear*` and `sleep(ms)`) are host requests: the host arms them on its clock, delivers
+them like nested tool results, and a timer still pending when the step's budget ends suspends
+the run like a pending call (`wait` continues it). `clearTimeout` tells the host at once, so a
+cleared timer never keeps a run waiting. An exception thrown by a timer callback is printed as
+an `Uncaught ...` text entry (the program itself keeps running).
+
+All of these, and the web globals (`structuredClone`, `TextEncoder`/`TextDecoder`,
+`URL`/`URLSearchParams`, `js/webapi.js`), load on first read: the setup script only defines an
+accessor per name; the first read asks the host for a `TrustedScript` (compiled once per
+process, evaluated from bytecode) and replaces the accessor with a plain writable value. A fresh
+cell that uses none of them pays for a few accessors, not for compiling and snapshotting ~600
+lines of JavaScript.
+`queueMicrotask`,
+`atob`/`btoa` and `performance` are QuickJS's own.
+
+Console lines are batched: the first line of a synchronous run crosses to the host at once
+(so a program that logs and then spins until its timeout still shows it), later ones are sent
+together at the next microtask checkpoint, before any other bridge crossing (so the order with
+`text()`/`json()` and tool calls holds), or every 256 lines. A host crossing costs ~15 us; a
+thousand `console.log` lines cost two.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Final
+
+MAX_TIMERS: Final = 1000
+"""Timers a program may have armed at once (a setTimeout past that throws a RangeError)."""
+
+
+def _script(name: str) -> str:
+    return resources.files("nodmix.codemode").joinpath("js", name).read_text(encoding="utf-8")
+
+
+HABITS_SCRIPT: Final = (
+    _script("habits.js")
+    .replace("/*INSPECT*/", _script("inspect.js"))
+    .replace("/*MAX_TIMERS*/", str(MAX_TIMERS))
+)
+"""A function expression `({call, request, rawCall, defer, stringify, setFlush})` returning
+`console`, the timer functions and
+`sleep`; the guest fetches it (`call('source', 'habits')`) the first time a program reads one."""
+
+WEBAPI_SCRIPT: Final = _script("webapi.js")
+"""A function expression returning a builder per web global (`call('source', 'webapi')`)."""
+
+SOURCES: Final = {"habits": HABITS_SCRIPT, "webapi": WEBAPI_SCRIPT}
+
+HABIT_GLOBALS: Final = (
+    "console",
+    "setTimeout",
+    "setInterval",
+    "clearTimeout",
+    "clearInterval",
+    "sleep",
+)
+WEB_GLOBALS: Final = ("structuredClone", "TextEncoder", "TextDecoder", "URL", "URLSearchParams")

@@ -1,0 +1,83 @@
+"""The `automation` and `hooks` sections of `nodmix.json`, and `agents.defaults.heartbeat`.
+
+`automation` bounds scheduled work (`nodmix cron`), `hooks.mappings.<name>` turns
+`POST /hooks/<name>` into a turn, `agents.defaults.heartbeat` makes the agent read its
+`HEARTBEAT.md` checklist on a rhythm. Unset keys take the defaults documented on each field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$")]
+"""`30s`, `20m`, `2h`, `1d`, `1h30m`."""
+TimeOfDay = Annotated[str, msgspec.Meta(pattern=r"^([01]?\d|2[0-3]):[0-5]\d$|^24:00$")]
+Target = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]*:\S+$")]
+"""`<channel>:<chatId>`."""
+
+
+class AutomationSection(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
+    """Base of these sections (same rules as every config section)."""
+
+
+class ActiveHoursConfig(AutomationSection, frozen=True):
+    """`agents.defaults.heartbeat.activeHours`: beats only between `start` and `end`."""
+
+    start: TimeOfDay
+    """`HH:MM` (local to `timezone`)."""
+    end: TimeOfDay
+    """`HH:MM`; before `start` means a window across midnight."""
+    timezone: str | None = None
+    """IANA zone (default: the machine's)."""
+
+
+class HeartbeatConfig(AutomationSection, frozen=True):
+    """`agents.defaults.heartbeat`: off unless `every` is set."""
+
+    every: Duration | None = None
+    """Interval between beats (`30m`)."""
+    active_hours: ActiveHoursConfig | None = None
+    deliver: Target | None = None
+    """`<channel>:<chatId>` that gets replies other than `HEARTBEAT_OK`."""
+    model: str | None = None
+
+
+class AutomationConfig(AutomationSection, frozen=True):
+    """`automation`: limits of cron, heartbeat and webhook runs."""
+
+    max_concurrent_runs: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Runs at once across all jobs (default 2)."""
+    run_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    """Seconds one run may take (default 600)."""
+    missed_runs: Literal["run-once", "skip"] | None = None
+    """A run missed while the gateway was down: fire once on start (default) or skip it."""
+    runs_kept: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Run history entries kept per job (default 50)."""
+
+
+class HookMapping(AutomationSection, frozen=True):
+    """`hooks.mappings.<name>`: what `POST /hooks/<name>` asks the agent."""
+
+    message: str
+    """Template over the JSON body: `New mail: {{body.subject}}`."""
+    agent_id: str | None = None
+    session_key: str | None = None
+    """Session to run in (default: a fresh `hook:<name>:<runId>` session per call)."""
+    deliver: Target | None = None
+    """`<channel>:<chatId>` that gets the reply."""
+    model: str | None = None
+
+
+class HooksConfig(AutomationSection, frozen=True):
+    """`hooks`: webhooks."""
+
+    mappings: dict[str, HookMapping] = {}

@@ -1,0 +1,73 @@
+"""The gateway side of automation: cron, heartbeat and webhook runs become turns through the
+same path as every other turn (`Gateway.start_turn`: the run tracker, the per-session turn
+lock, shutdown draining)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from nodmix.automation.runner import RunSkipped
+from nodmix.events import discard
+from nodmix.gateway.automation_sessions import RunSessions
+from nodmix.gateway.errors import APIError
+from nodmix.origin import TurnOrigin
+
+if TYPE_CHECKING:
+    from nodmix.gateway.app import Gateway
+
+
+class GatewayAutomationTurns:
+    """`TurnStarter` over a serving gateway."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self._sessions = RunSessions(gateway.runtime)
+
+    async def run(
+        self,
+        text: str,
+        *,
+        agent_id: str | None,
+        session_key: str | None,
+        origin: TurnOrigin,
+        model: str | None,
+    ) -> str:
+        gateway = self._gateway
+        agent = gateway.runtime.agent(agent_id)
+        key = gateway.runtime.session_key(agent, session_key)
+        try:
+            run = gateway.start_turn(
+                text,
+                agent=agent,
+                session_key=key,
+                emit=discard,
+                origin=origin.channel,
+                model=model,
+                turn_origin=origin,
+            )
+        except APIError as exc:
+            if exc.status == 503:  # shutting down: not the job's failure
+                raise RunSkipped(exc.message) from None
+            raise
+        try:
+            outcome = await run.result()
+        except BaseException:
+            run.cancel()  # the per-run timeout (or shutdown) ends the turn too
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._sessions.created(agent.id, key)
+        result = getattr(outcome, "result", None)
+        return str(result.reply) if result is not None else str(getattr(outcome, "message", ""))
+
+
+async def serve_automation(gateway: Gateway) -> None:
+    """The scheduler and the heartbeat for the gateway's lifespan."""
+    runtime = gateway.runtime
+    await runtime.automation.serve(
+        GatewayAutomationTurns(gateway),
+        default_agent=lambda: runtime.agent(None).id,
+        workspace=lambda agent_id: runtime.agent(agent_id).workspace,
+    )

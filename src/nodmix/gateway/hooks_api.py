@@ -1,0 +1,135 @@
+"""Webhooks: `POST /hooks/<name>` runs the turn `hooks.mappings.<name>` describes, with the
+message rendered from the JSON body (`{{body.subject}}`), and answers 202 with a run id at
+once; `GET /hooks/runs/<id>` reports the run (`running`, `ok`, `error`, `timeout`).
+
+Webhooks need the gateway token (`Authorization: Bearer`, checked by the guard middleware for
+every non-public path); a gateway without one refuses them. Bodies are bounded by
+`gateway.maxBodyBytes` (413). A body that is not a JSON object gets 400, an unknown name 404.
+Runs go through the automation runner (its concurrency cap and per-run timeout) with a
+`webhook` origin; each is recorded in the run history as job `hook-<name>`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from nodmix.automation.jobs import Job
+from nodmix.automation.runner import RunPlan, new_run_id
+from nodmix.automation.schedule import Schedule
+from nodmix.automation.templates import render
+from nodmix.gateway.app import gateway_of
+from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.origin import TurnOrigin
+
+MAX_TRACKED_RUNS = 1000
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+class HookRuns:
+    """Which job each recent webhook run id belongs to (bounded, oldest forgotten first)."""
+
+    def __init__(self) -> None:
+        self._jobs: OrderedDict[str, str] = OrderedDict()
+
+    def add(self, run_id: str, job_id: str) -> None:
+        self._jobs[run_id] = job_id
+        while len(self._jobs) > MAX_TRACKED_RUNS:
+            self._jobs.popitem(last=False)
+
+    def job_of(self, run_id: str) -> str | None:
+        return self._jobs.get(run_id)
+
+
+def _runs(request: Request) -> HookRuns:
+    state = request.app.state
+    if not hasattr(state, "hook_runs"):
+        state.hook_runs = HookRuns()
+    runs: HookRuns = state.hook_runs
+    return runs
+
+
+def _unavailable(message: str, code: str) -> APIError:
+    return APIError(status=503, message=message, kind="api_error", code=code)
+
+
+async def post_hook(request: Request) -> Response:
+    """Start the mapped turn and answer 202 `{runId, status}`."""
+    gateway = gateway_of(request)
+    if not gateway.settings.token:
+        raise APIError(
+            status=403,
+            message="webhooks need a gateway token (gateway.auth.token)",
+            kind="permission_error",
+            code="token_required",
+        )
+    name = request.path_params["name"]
+    mapping = gateway.runtime.config.hooks.mappings.get(name)
+    if mapping is None or not set(name) <= _NAME_CHARS:
+        raise not_found(f"no webhook {name!r} (hooks.mappings)", code="unknown_hook")
+    raw = await request.body()
+    try:
+        body: Any = json.loads(raw) if raw.strip() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise bad_request("the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    text = render(mapping.message, {"body": body, "name": name})
+    if not text.strip():
+        raise bad_request("the webhook message rendered empty")
+    runner = gateway.runtime.automation.runner
+    if runner is None:
+        raise _unavailable("the gateway is not running automation", "not_serving")
+    agent = gateway.agent(mapping.agent_id)
+    run_id = new_run_id()
+    session = mapping.session_key or f"hook:{name}:{run_id}"
+    gateway.session_key(agent, session)  # 400 for a malformed mapping key, before accepting
+    job = Job(
+        id=f"hook-{name}",
+        name=f"webhook {name}",
+        schedule=Schedule(kind="at", at=0.0),
+        message=mapping.message,
+        created_at=0.0,
+        agent_id=agent.id,
+        deliver=mapping.deliver,
+        model=mapping.model,
+    )
+    plan = RunPlan(
+        trigger="webhook",
+        text=text,
+        session_key=session,
+        origin=TurnOrigin(channel="webhook", chat_id=name),
+        exclusive=False,
+    )
+
+    async def run() -> None:
+        await runner.run(job, plan, run_id)
+
+    if not gateway._start_background(run):
+        raise _unavailable("the gateway is shutting down", "shutting_down")
+    _runs(request).add(run_id, job.id)
+    return JSONResponse(
+        {"runId": run_id, "status": "accepted", "hook": name, "sessionKey": session},
+        status_code=202,
+    )
+
+
+async def get_hook_run(request: Request) -> Response:
+    """A webhook run's record."""
+    gateway = gateway_of(request)
+    run_id = request.path_params["run_id"]
+    job_id = _runs(request).job_of(run_id)
+    record = None
+    if job_id is not None:
+        history = gateway.runtime.automation.history
+        record = await anyio.to_thread.run_sync(history.find, job_id, run_id)
+    if record is None:
+        if job_id is not None:
+            return JSONResponse({"runId": run_id, "status": "queued"})
+        raise not_found(f"no webhook run {run_id!r}", code="unknown_run")
+    return JSONResponse(record.to_json())

@@ -1,0 +1,104 @@
+"""Vectors from an OpenAI-compatible `POST /v1/embeddings` (hosted or a local server).
+
+The client is synchronous: indexing runs on a worker thread. Vectors are L2-normalised float32,
+so a dot product is the cosine similarity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import httpx2
+import numpy as np
+import numpy.typing as npt
+
+from nodmix.errors import NodmixError
+from nodmix.memory.settings import EmbeddingSettings
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+
+Vectors = npt.NDArray[np.float32]
+
+
+class EmbeddingError(NodmixError):
+    """The embeddings endpoint failed or answered something unusable."""
+
+
+class Embedder(Protocol):
+    """Turns texts into unit vectors (one row per text)."""
+
+    @property
+    def model(self) -> str:
+        """The model id vectors are cached under."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+    def close(self) -> None: ...
+
+
+def normalise(matrix: Vectors) -> Vectors:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    scaled: Vectors = (matrix / norms).astype(np.float32)
+    return scaled
+
+
+class HttpEmbedder:
+    """An OpenAI-compatible embeddings endpoint."""
+
+    def __init__(self, settings: EmbeddingSettings) -> None:
+        self.settings = settings
+        headers = dict(settings.headers)
+        if settings.api_key:
+            headers["Authorization"] = f"Bearer {settings.api_key}"
+        self._client = httpx2.Client(
+            timeout=httpx2.Timeout(settings.timeout_seconds, connect=10.0), headers=headers
+        )
+
+    @property
+    def model(self) -> str:
+        """The configured model id."""
+        return self.settings.model
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts in batches of `batchSize`.
+
+        Raises:
+            EmbeddingError: the endpoint is unreachable, slow, failing or malformed.
+        """
+        rows: list[list[float]] = []
+        step = self.settings.batch_size
+        for start in range(0, len(texts), step):
+            rows.extend(self._batch(list(texts[start : start + step])))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return normalise(np.asarray(rows, dtype=np.float32))
+
+    def _batch(self, texts: list[str]) -> list[list[float]]:
+        url = f"{self.settings.base_url}/embeddings"
+        try:
+            response = self._client.post(url, json={"model": self.model, "input": texts})
+        except httpx2.HTTPError as exc:
+            raise EmbeddingError(f"embeddings request to {url} failed: {exc}") from None
+        if response.status_code >= 400:
+            raise EmbeddingError(
+                f"embeddings request to {url} failed: HTTP {response.status_code} "
+                f"{response.text[:200]}"
+            )
+        if len(response.content) > MAX_REPLY_BYTES:
+            raise EmbeddingError(f"embeddings reply from {url} is too large")
+        try:
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in data]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingError(f"embeddings reply from {url} is malformed: {exc}") from None
+        if len(vectors) != len(texts) or len({len(v) for v in vectors}) > 1:
+            raise EmbeddingError(f"embeddings reply from {url} does not match the request")
+        return vectors

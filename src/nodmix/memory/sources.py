@@ -1,0 +1,201 @@
+"""Which files are memory, and how each is read as text.
+
+Workspace files are `MEMORY.md` and every `memory/**/*.md`; their index path is the path
+relative to the workspace (`memory/2026-11-20.md`). Session transcripts (with
+`memory.sessions`) are `sessions/<file>.jsonl` relative to the agent's state dir, read as the
+user and assistant text of the conversation, one line per message line.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+import msgspec
+
+from nodmix.errors import WorkspaceEscapeError
+from nodmix.tools import confined
+
+MEMORY_FILE: Final = "MEMORY.md"
+MEMORY_DIR: Final = "memory"
+SESSIONS_PREFIX: Final = "sessions/"
+MAX_FILE_BYTES: Final = 8 * 1024 * 1024
+"""Larger files (notes or transcripts) are skipped: this bounds what one re-index reads."""
+
+
+class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
+    """A file the index covers."""
+
+    path: str
+    """Index path: relative to the workspace, or `sessions/...` for transcripts."""
+    source: str
+    """`memory` or `sessions`."""
+    absolute: str
+    root: str
+    """The folder `path` is relative to (the workspace, or the sessions folder for
+    transcripts): the file is opened from there without following symlinks."""
+    mtime_ns: int
+    size: int
+
+
+class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one agent's memory lives."""
+
+    workspace: Path
+    sessions_dir: Path | None = None
+    """The agent's transcripts, when sessions are indexed."""
+
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """`(mtime_ns, size)` of every memory file that exists now, by index path (symlinked
+        directories are not followed). The hot loop of re-indexing: one `stat` per file."""
+        out: dict[str, tuple[int, int]] = {}
+        top = _stat_file(self.workspace, PurePosixPath(MEMORY_FILE), MEMORY_FILE, "memory")
+        if top is not None:
+            out[MEMORY_FILE] = (top.mtime_ns, top.size)
+        base = os.path.join(self.workspace, "")
+        cut = len(base)
+        regular = stat.S_ISREG
+        # A `memory` folder that is a symlink could point anywhere: it holds no notes.
+        stack = [] if os.path.islink(base + MEMORY_DIR) else [base + MEMORY_DIR]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(".md"):
+                    try:
+                        st = entry.stat(follow_symlinks=False)  # a link is not a note
+                    except OSError:
+                        continue
+                    if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
+                        out[entry.path[cut:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
+        if self.sessions_dir is not None:
+            out.update(_transcript_stamps(self.sessions_dir))
+        return out
+
+    def file(self, path: str, stamp: tuple[int, int]) -> SourceFile:
+        """The source file of an index path `stamps()` returned."""
+        if path.startswith(SESSIONS_PREFIX) and self.sessions_dir is not None:
+            root = str(self.sessions_dir)
+            absolute = os.path.join(root, path[len(SESSIONS_PREFIX) :])
+            source = "sessions"
+        else:
+            root = str(self.workspace)
+            absolute = os.path.join(root, path)
+            source = "memory"
+        return SourceFile(
+            path=path,
+            source=source,
+            absolute=absolute,
+            root=root,
+            mtime_ns=stamp[0],
+            size=stamp[1],
+        )
+
+    def locate(self, path: str) -> SourceFile | None:
+        """The source file behind an index path, or `None` if it is not memory (or gone)."""
+        pure = PurePosixPath(path.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+            return None
+        text = pure.as_posix()
+        if text.startswith(SESSIONS_PREFIX):
+            if self.sessions_dir is None or len(pure.parts) != 2 or pure.suffix != ".jsonl":
+                return None
+            return _stat_file(self.sessions_dir, PurePosixPath(pure.parts[1]), text, "sessions")
+        if text != MEMORY_FILE and not (pure.parts[0] == MEMORY_DIR and pure.suffix == ".md"):
+            return None
+        return _stat_file(self.workspace, pure, text, "memory")
+
+
+def _transcript_stamps(directory: Path) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_size <= MAX_FILE_BYTES:
+                out[SESSIONS_PREFIX + entry.name] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _stat_file(root: Path, rel: PurePosixPath, path: str, source: str) -> SourceFile | None:
+    """The regular file `root/rel`, reached without following a symlink (a link, FIFO or
+    device is not memory: it could point at a secret or block the indexer)."""
+    try:
+        fd = confined.open_regular(root, rel)
+    except (OSError, WorkspaceEscapeError):
+        return None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if st.st_size > MAX_FILE_BYTES:
+        return None
+    return SourceFile(
+        path=path,
+        source=source,
+        absolute=str(root / rel),
+        root=str(root),
+        mtime_ns=st.st_mtime_ns,
+        size=st.st_size,
+    )
+
+
+def read_text(file: SourceFile) -> str:
+    """A source file's text (transcripts rendered as conversation lines), read without
+    following symlinks and at most `MAX_FILE_BYTES`.
+
+    Raises:
+        OSError: the file is gone, or is no longer a regular file inside its folder.
+    """
+    rel = PurePosixPath(os.path.relpath(file.absolute, file.root))
+    try:
+        data = confined.read_head(Path(file.root), rel, MAX_FILE_BYTES)
+    except WorkspaceEscapeError as exc:
+        raise OSError(errno.ELOOP, str(exc)) from None
+    if file.source == "sessions":
+        return render_transcript(data)
+    return data.decode("utf-8", errors="replace")
+
+
+def render_transcript(data: bytes) -> str:
+    """User and assistant text of a JSONL transcript, as `User: ...` / `Assistant: ...` lines."""
+    out: list[str] = []
+    for raw in data.splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "message":
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict) or entry.get("parentToolCallId"):
+            continue
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        text = "\n".join(
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ).strip()
+        if text:
+            label = "User" if role == "user" else "Assistant"
+            out.append(f"{label}: {text}")
+            out.append("")
+    return "\n".join(out)

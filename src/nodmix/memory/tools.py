@@ -1,0 +1,117 @@
+"""The `memory_search` and `memory_get` tools, and the tool source that offers them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from nodmix.memory.service import MemoryService
+from nodmix.messages import JsonObject
+from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+
+MAX_GET_LINES = 400
+MAX_GET_CHARS = 40_000
+
+SEARCH_DESCRIPTION = (
+    "Search your memory (MEMORY.md and memory/**/*.md{sessions}) for notes relevant to a "
+    "question. Use it before answering about earlier work, decisions, dates, people, "
+    "preferences or to-dos. Returns ranked snippets with path, line range and score; read more "
+    "of a hit with memory_get."
+)
+
+SEARCH_PARAMETERS: JsonObject = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for, in your own words."},
+        "maxResults": {"type": "integer", "minimum": 1, "maximum": 50},
+        "minScore": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+GET_PARAMETERS: JsonObject = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "A path memory_search returned."},
+        "from": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+        "lines": {"type": "integer", "minimum": 1, "description": "How many lines."},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+def memory_tools(service: MemoryService) -> list[Tool]:
+    """`memory_search` and `memory_get` over the calling agent's memory."""
+
+    async def search(args: JsonObject, ctx: ToolContext) -> ToolResult:
+        query = str(args.get("query", "")).strip()
+        if not query:
+            return ToolResult.error("memory_search needs a non-empty query.")
+        max_results = args.get("maxResults")
+        min_score = args.get("minScore")
+        hits, index = await service.search(
+            ctx.agent_id,
+            query,
+            max_results=int(max_results) if isinstance(max_results, int) else None,
+            min_score=float(min_score) if isinstance(min_score, int | float) else None,
+        )
+        payload: JsonObject = {
+            "results": [hit.to_json() for hit in hits],
+            "mode": index.settings.mode if index.embedding_error is None else "keyword",
+        }
+        if index.embedding_error is not None:
+            payload["warning"] = f"vector search unavailable: {index.embedding_error}"
+        return ToolResult.text(json.dumps(payload, ensure_ascii=False, indent=1), details=payload)
+
+    async def get(args: JsonObject, ctx: ToolContext) -> ToolResult:
+        path = str(args.get("path", ""))
+        start = args.get("from")
+        count = args.get("lines")
+        first = start if isinstance(start, int) and start > 0 else 1
+        lines = min(count, MAX_GET_LINES) if isinstance(count, int) and count > 0 else MAX_GET_LINES
+        try:
+            text, first, last = await service.read(ctx.agent_id, path, first, lines)
+        except FileNotFoundError:
+            return ToolResult.error(
+                f"{path!r} is not a memory file (MEMORY.md, memory/**/*.md"
+                f"{', sessions/*.jsonl' if service.settings.sessions else ''}) or does not exist."
+            )
+        except (OSError, UnicodeError) as exc:
+            return ToolResult.error(f"cannot read {path!r}: {exc}")
+        if len(text) > MAX_GET_CHARS:
+            text = text[:MAX_GET_CHARS] + "\n[… cut; ask for fewer lines]"
+        details = {"path": path, "from": first, "to": last}
+        header = f"{path} lines {first}-{last}" if last >= first else f"{path}: no such lines"
+        return ToolResult.text(f"{header}\n{text}", details=details)
+
+    sessions = ", past sessions" if service.settings.sessions else ""
+    return [
+        FunctionTool.create(
+            search,
+            name="memory_search",
+            description=SEARCH_DESCRIPTION.format(sessions=sessions),
+            parameters=SEARCH_PARAMETERS,
+            label="Search memory",
+        ),
+        FunctionTool.create(
+            get,
+            name="memory_get",
+            # Worded apart from `read`, so a catalog search for reading a file finds `read`.
+            description="Fetch lines of a memory note, by a path memory_search returned.",
+            parameters=GET_PARAMETERS,
+            label="Memory lines",
+        ),
+    ]
+
+
+class MemoryTools:
+    """Tool source offering the memory tools when `memory.enabled` (the default)."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self._tools: Sequence[Tool] = memory_tools(service) if service.settings.enabled else ()
+
+    async def list_tools(self) -> Sequence[Tool]:
+        """The memory tools (none when memory is disabled)."""
+        return self._tools

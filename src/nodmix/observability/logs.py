@@ -1,0 +1,89 @@
+"""Structured logs: JSON lines in `<state>/logs/nodmix.log`, rotated by size.
+
+Every process that opens a runtime (the gateway, `nodmix agent --local`) adds a handler for the
+`nodmix` loggers that writes one JSON object a line (`ts`, `level`, `logger`, `msg`, and the
+record's `extra` fields), so `nodmix logs` can filter and follow them whichever process wrote
+them. The terminal keeps the plain-text lines (`gateway/server.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import logging.handlers
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+LOGGER = "nodmix"
+MAX_BYTES = 5 * 1024 * 1024
+"""Size at which the log file is rotated."""
+BACKUPS = 3
+"""Rotated files kept (`nodmix.log.1` … `.3`)."""
+
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+def log_file(state_dir: Path) -> Path:
+    """Where the structured log of a state dir lives."""
+    return state_dir / "logs" / "nodmix.log"
+
+
+class JsonLineFormatter(logging.Formatter):
+    """One JSON object per record: time (UTC, ISO 8601), level, logger, message, extras."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "pid": record.process,
+        }
+        out.update(
+            (k, v) for k, v in record.__dict__.items() if k not in _STANDARD and k[:1] != "_"
+        )
+        if record.exc_info and record.exc_info[1] is not None:
+            out["error"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
+    """A rotating file handler whose files are readable by their owner only (0600)."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
+
+
+@contextlib.contextmanager
+def open_log_file(
+    state_dir: Path, *, level: int = logging.INFO, max_bytes: int = MAX_BYTES
+) -> Iterator[Path]:
+    """Write `nodmix.*` records at `level` and above to the state dir's log while open.
+
+    The `nodmix` logger is lowered to `level` if it was not set, so INFO records reach the
+    file; the terminal's own handlers keep their levels.
+    """
+    path = log_file(state_dir)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    handler = _PrivateRotatingHandler(
+        path, maxBytes=max_bytes, backupCount=BACKUPS, encoding="utf-8", delay=True
+    )
+    handler.setLevel(level)
+    handler.setFormatter(JsonLineFormatter())
+    logger = logging.getLogger(LOGGER)
+    previous = logger.level
+    if previous == logging.NOTSET or previous > level:
+        logger.setLevel(level)
+    logger.addHandler(handler)
+    try:
+        yield path
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        if logger.level == level:
+            logger.setLevel(previous)

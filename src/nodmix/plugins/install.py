@@ -1,0 +1,163 @@
+"""Installing and removing plugin packages in the environment Nodmix runs in.
+
+`pip` (as `sys.executable -m pip`) does the installing; Nodmix then checks, in a fresh
+interpreter (so nothing stale is cached), that the installed distribution publishes a
+`nodmix.plugins` entry point that loads a `Plugin`. A package that does not is uninstalled
+again (when it was not there before) and nothing is enabled.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodmix.errors import PluginError
+from nodmix.plugins.loader import ENTRY_POINT_GROUP
+
+PIP_TIMEOUT = 900.0
+"""Seconds pip may take (building a local package can fetch its build backend)."""
+CHECK_TIMEOUT = 60.0
+
+_CHECK = """
+import json, sys
+from importlib.metadata import distributions
+from nodmix.plugins.api import Plugin
+wanted = set(json.loads(sys.argv[1]))
+out = []
+for dist in distributions():
+    name = dist.metadata["Name"] or ""
+    if name.lower().replace("_", "-") not in wanted:
+        continue
+    for ep in dist.entry_points:
+        if ep.group != sys.argv[2]:
+            continue
+        row = {"dist": name, "version": dist.version, "entryPoint": ep.name}
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            row["error"] = f"import failed: {type(exc).__name__}: {exc}"
+        else:
+            if isinstance(obj, Plugin):
+                row["id"] = obj.id
+            else:
+                row["error"] = "does not provide a nodmix.plugins.Plugin"
+        out.append(row)
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledPlugin:
+    """A plugin entry point of an installed distribution."""
+
+    dist: str
+    version: str
+    entry_point: str
+    id: str | None
+    error: str | None = None
+
+
+def normalize(name: str) -> str:
+    """A distribution name as pip compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pip(*args: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "pip", *args],
+            capture_output=True,
+            text=True,
+            timeout=PIP_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise PluginError(f"pip {args[0]} did not finish within {PIP_TIMEOUT:g}s") from None
+
+
+def _pip_failure(done: subprocess.CompletedProcess[str], what: str) -> PluginError:
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+    reason = lines[-1].strip() if lines else f"exit status {done.returncode}"
+    return PluginError(f"pip could not {what}: {reason}")
+
+
+def plugins_of(dists: list[str]) -> list[InstalledPlugin]:
+    """The `nodmix.plugins` entry points of these distributions, each loaded and checked."""
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _CHECK,
+                json.dumps(sorted(map(normalize, dists))),
+                ENTRY_POINT_GROUP,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise PluginError(f"checking the plugin took over {CHECK_TIMEOUT:g}s") from None
+    if done.returncode != 0:
+        raise PluginError(f"could not check the installed package: {done.stderr.strip()[-300:]}")
+    return [
+        InstalledPlugin(
+            dist=row["dist"],
+            version=row["version"],
+            entry_point=row["entryPoint"],
+            id=row.get("id"),
+            error=row.get("error"),
+        )
+        for row in json.loads(done.stdout)
+    ]
+
+
+def install(target: str) -> list[InstalledPlugin]:
+    """`pip install target` (a folder, a wheel, or a requirement), then check its plugins.
+
+    An empty list means pip found it already installed and changed nothing.
+
+    Raises:
+        PluginError: pip failed, or the package provides no working `nodmix.plugins` entry
+            point (it is then uninstalled again).
+    """
+    path = Path(target).expanduser()
+    spec = str(path.resolve()) if path.exists() else target
+    with tempfile.TemporaryDirectory(prefix="nodmix-pip-") as tmp:
+        report = Path(tmp) / "report.json"
+        done = _pip("install", "--quiet", "--report", str(report), spec)
+        if done.returncode != 0:
+            raise _pip_failure(done, f"install {target}")
+        installed = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    if not installed:
+        return []  # already installed, nothing changed
+    names = [str(item["metadata"]["name"]) for item in installed]
+    requested = [str(i["metadata"]["name"]) for i in installed if i.get("requested")] or names
+    found = plugins_of(requested)
+    good = [p for p in found if p.id is not None]
+    if good:
+        return good
+    _pip("uninstall", "--yes", *requested)  # installed just now: take it out again
+    if found:
+        raise PluginError(f"{target}: {found[0].entry_point}: {found[0].error}; not installed")
+    raise PluginError(
+        f"{target} has no '{ENTRY_POINT_GROUP}' entry point, so it is not a Nodmix plugin;"
+        " not installed"
+    )
+
+
+def uninstall(dist: str) -> None:
+    """`pip uninstall dist`.
+
+    Raises:
+        PluginError: pip failed.
+    """
+    done = _pip("uninstall", "--yes", dist)
+    if done.returncode != 0:
+        raise _pip_failure(done, f"uninstall {dist}")

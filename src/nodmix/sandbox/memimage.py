@@ -1,0 +1,110 @@
+"""Loading a memory image into a fresh instance by writing only the pages that differ.
+
+A fresh instance's linear memory already holds the module's data segments and zeros
+elsewhere. Of a small cell's 1.3 MiB image only ~40 pages differ from that (the QuickJS heap
+and a few static pages), and on this kind of VM every page the host touches first costs a
+page fault of several microseconds: writing the whole image took ~0.7 ms, writing the pages
+that differ ~0.12 ms. The result is byte for byte the image, because the pages left alone
+already hold exactly what the image holds.
+
+`PageRuns` is an image reduced to those runs of pages (a restored snapshot computes its own).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+import wasmtime
+
+if TYPE_CHECKING:
+    from nodmix.sandbox.runtime import QuickJSRuntime
+
+#: Host page size used for the comparison (the fault granularity; wasm pages are 16 of them).
+PAGE: Final = 4096
+#: `madvise(MADV_POPULATE_WRITE)`: fault a whole range in with one call (Linux 5.14+).
+_MADV_POPULATE_WRITE: Final = 23
+#: Below this, populating a run in one call is not worth the system call.
+_POPULATE_MIN: Final = 8 * PAGE
+
+_fresh_lock = threading.Lock()
+_fresh: dict[int, tuple[QuickJSRuntime, bytes]] = {}
+
+
+def _madvise() -> Callable[[int, int, int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.madvise
+    except (OSError, AttributeError):  # pragma: no cover - depends on the platform's libc
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_populate = _madvise()
+
+
+class PageRuns:
+    """An image as the runs of pages that differ from a fresh instance's memory."""
+
+    __slots__ = ("runs", "size")
+
+    def __init__(self, runs: list[tuple[int, bytes]], size: int) -> None:
+        self.runs = runs
+        self.size = size
+
+    @classmethod
+    def diff(cls, image: bytes | memoryview, fresh: bytes) -> PageRuns:
+        """The runs of `image` that differ from `fresh` (zeros past its end)."""
+        data = bytes(image)
+        size = len(data)
+        runs: list[tuple[int, int]] = []
+        limit = len(fresh)
+        zero = bytes(PAGE)
+        for start in range(0, size, PAGE):
+            page = data[start : start + PAGE]
+            base = fresh[start : start + PAGE] if start < limit else zero[: len(page)]
+            if page != base:
+                if runs and runs[-1][1] == start:
+                    runs[-1] = (runs[-1][0], start + len(page))
+                else:
+                    runs.append((start, start + len(page)))
+        return cls([(a, data[a:b]) for a, b in runs], size)
+
+    @property
+    def changed_bytes(self) -> int:
+        """How many bytes a load writes."""
+        return sum(len(chunk) for _, chunk in self.runs)
+
+    def write(self, base: int, length: int) -> None:
+        """Write the runs into a memory at host address `base` of `length` bytes (already
+        grown to `size`, and fresh: every other page must still hold its initial content)."""
+        if length < self.size:
+            raise ValueError("memory smaller than the image")
+        for offset, chunk in self.runs:
+            if _populate is not None and len(chunk) >= _POPULATE_MIN:
+                _populate(base + offset, len(chunk), _MADV_POPULATE_WRITE)  # a hint only
+            ctypes.memmove(base + offset, chunk, len(chunk))
+
+
+def fresh_memory(runtime: QuickJSRuntime) -> bytes:
+    """The initial linear memory of an instance of `runtime` (computed once per runtime)."""
+    found = _fresh.get(id(runtime))
+    if found is not None and found[0] is runtime:
+        return found[1]
+    with _fresh_lock:
+        store = wasmtime.Store(runtime.engine)
+        try:
+            memory = runtime.pre.instantiate(store).exports(store)["memory"]
+            assert isinstance(memory, wasmtime.Memory)
+            data = bytes(memory.read(store, 0, memory.data_len(store)))
+        finally:
+            store.close()
+        _fresh[id(runtime)] = (runtime, data)  # holds the runtime: its id is never reused
+        return data

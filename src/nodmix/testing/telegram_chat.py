@@ -1,0 +1,74 @@
+"""Chat with a bot through the scripted Bot API from a shell, as one Telegram user would.
+
+`python -m nodmix.testing.telegram_server` runs this: each line typed on stdin arrives as a
+private message from user 42 (`--chat-id`), and what the bot sends to any chat is printed as
+`bot -> <chat id>: <text>`. Without a terminal or with stdin closed it only prints.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from nodmix.testing.telegram_server import ScriptedBotAPI
+
+POLL_SECONDS = 0.1
+
+
+def setup_lines(api: ScriptedBotAPI, nodmix: str = ".venv/bin/nodmix") -> list[str]:
+    """What to paste in another shell to point a gateway's Telegram channel at `api`."""
+    section = f'{{botToken: "{api.token}", apiBaseUrl: "{api.url}"}}'
+    return [
+        f"Bot API on {api.url} (bot @{api.username}, token {api.token})",
+        "point nodmix at it (paste in another shell), then start the gateway:",
+        f"  {nodmix} config set channels.telegram '{section}'",
+        f"  {nodmix} gateway",
+    ]
+
+
+class ChatPrinter:
+    """Prints each message the bot sends, once, in order."""
+
+    def __init__(self, api: ScriptedBotAPI, out: TextIO) -> None:
+        self._api = api
+        self._out = out
+        self._seen = 0
+
+    def print_new(self) -> int:
+        """Print the bot's messages sent since the last call; how many were printed."""
+        calls = list(self._api.calls)  # appended to by the server thread, never reordered
+        sent = [c for c in calls if c.method in ("sendMessage", "sendDocument")]
+        fresh = sent[self._seen :]
+        for call in fresh:
+            text = call.params.get("text") or call.params.get("caption") or ""
+            if call.method == "sendDocument":
+                text = f"[document] {text}".rstrip()
+            self._out.write(f"bot -> {call.params.get('chat_id')}: {text}\n")
+        self._seen += len(fresh)
+        self._out.flush()
+        return len(fresh)
+
+
+def send_lines(api: ScriptedBotAPI, lines: Iterable[str], chat_id: int) -> int:
+    """Queue each non-empty line as a private message from user `chat_id`; how many."""
+    count = 0
+    for line in lines:
+        text = line.rstrip("\n")
+        if text.strip():
+            api.inject_text(chat_id=chat_id, sender_id=chat_id, text=text)
+            count += 1
+    return count
+
+
+def run_shell(api: ScriptedBotAPI, stdin: TextIO, out: TextIO, chat_id: int) -> None:
+    """Send stdin's lines as messages and print the bot's replies until interrupted."""
+    out.write(f"type a line to send it as user {chat_id}; the bot's messages appear below\n")
+    out.flush()
+    reader = threading.Thread(target=send_lines, args=(api, stdin, chat_id), daemon=True)
+    reader.start()
+    printer = ChatPrinter(api, out)
+    stop = threading.Event()
+    while not stop.wait(POLL_SECONDS):
+        printer.print_new()

@@ -1,0 +1,196 @@
+"""`nodmix plugins install|uninstall` with real pip, in a throwaway environment.
+
+Each test gets its own virtual environment layered over the one running the tests (a `.pth`
+file adds its site-packages), so pip installs there and never into the project's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.scripts.tool_then_answer import respond as tool_then_answer
+from tests.gateway.support import write_config
+
+pytestmark = pytest.mark.integration
+
+PLUGIN_CODE = """
+from nodmix.context.legacy import legacy_factory
+from nodmix.plugins.api import Plugin
+from nodmix.tools.base import ToolResult
+
+
+async def roll(args, ctx):
+    return ToolResult.text(f"the {args.get('sides')}-sided die shows 4")
+
+
+def register(api):
+    api.tool(
+        name="dice_roll",
+        description="Roll a die with the given number of sides.",
+        parameters={"type": "object", "properties": {"sides": {"type": "string"}}},
+    )(roll)
+    api.register_context_engine("dice-engine", legacy_factory)
+
+
+plugin = Plugin(id="dice", name="Dice", register=register)
+"""
+
+
+def _package(root: Path, name: str, *, entry_point: bool) -> Path:
+    """A plugin project folder (setuptools, src layout)."""
+    module = name.replace("-", "_")
+    (root / "src" / module).mkdir(parents=True)
+    (root / "src" / module / "__init__.py").write_text(PLUGIN_CODE if entry_point else "")
+    eps = f'[project.entry-points."nodmix.plugins"]\ndice = "{module}:plugin"\n'
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            [build-system]
+            requires = ["setuptools>=61"]
+            build-backend = "setuptools.build_meta"
+
+            [project]
+            name = "{name}"
+            version = "1.2.0"
+            """
+        )
+        + (eps if entry_point else "")
+    )
+    return root
+
+
+@pytest.fixture
+def python(tmp_path: Path) -> Path:
+    """The interpreter of a fresh venv that also sees the test environment's packages."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    inner = venv / "bin" / "python"
+    target = subprocess.run(
+        [str(inner), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    outer = site.getsitepackages()[0]
+    Path(target, "outer-env.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
+    return inner
+
+
+@pytest.fixture
+def configured(isolated_state: Path) -> Iterator[Path]:
+    with ScriptedModelServer(tool_then_answer) as server:
+        write_config(isolated_state, server.base_url)
+        yield isolated_state
+
+
+def _nodmix(python: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "NODMIX_STATE_DIR": str(state),
+        "NODMIX_CONFIG_PATH": str(state / "nodmix.json"),
+    }
+    return subprocess.run(
+        [str(python), "-m", "nodmix", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def _config(state: Path) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((state / "nodmix.json").read_text())
+    return loaded
+
+
+def test_a_plugin_from_a_folder_is_installed_listed_used_and_uninstalled(
+    python: Path, configured: Path, tmp_path: Path
+) -> None:
+    folder = _package(tmp_path / "dice", "nodmix-dice", entry_point=True)
+    installed = _nodmix(python, configured, "plugins", "install", str(folder))
+    assert installed.returncode == 0, installed.stderr
+    assert "nodmix-dice 1.2.0: plugin dice installed and enabled" in installed.stdout
+    listed = _nodmix(python, configured, "plugins", "list", "--json")
+    turn = _nodmix(python, configured, "agent", "--local", "-m", "use dice_roll 20", "--json")
+    slot = _nodmix(
+        python, configured, "config", "set", "plugins.slots.contextEngine", "dice-engine"
+    )
+    assert slot.returncode == 0, slot.stderr
+    removed = _nodmix(python, configured, "plugins", "uninstall", "dice")
+    after = _nodmix(python, configured, "plugins", "list", "--json")
+
+    dice = next(p for p in json.loads(listed.stdout) if p["id"] == "dice")
+    assert dice["enabled"] and dice["loaded"] and dice["tools"] == ["dice_roll"]
+    assert dice["source"] == "entry point dice (nodmix-dice)"
+    answer = json.loads(turn.stdout)
+    assert [c["name"] for c in answer["toolCalls"]] == ["dice_roll"]
+    assert answer["reply"] == "the 20-sided die shows 4"
+    assert removed.returncode == 0, removed.stderr
+    assert "reset to 'legacy'" in removed.stdout
+    assert all(p["id"] != "dice" for p in json.loads(after.stdout))
+    plugins = _config(configured)["plugins"]
+    assert isinstance(plugins, dict)
+    assert plugins["slots"] == {"contextEngine": "legacy"}
+    assert "dice" not in plugins.get("entries", {})
+
+
+def test_a_package_without_a_plugin_entry_point_is_refused_and_removed_again(
+    python: Path, configured: Path, tmp_path: Path
+) -> None:
+    folder = _package(tmp_path / "plain", "plain-package", entry_point=False)
+    refused = _nodmix(python, configured, "plugins", "install", str(folder))
+    missing = _nodmix(python, configured, "plugins", "uninstall", "ghost")
+    shown = subprocess.run(
+        [str(python), "-m", "pip", "show", "plain-package"], capture_output=True, check=False
+    )
+    assert refused.returncode == 1
+    assert "has no 'nodmix.plugins' entry point" in refused.stderr
+    assert shown.returncode != 0  # not left behind
+    assert "plugins" not in (configured / "nodmix.json").read_text()  # untouched
+    assert missing.returncode == 1 and "no installed plugin package provides 'ghost'" in (
+        missing.stderr
+    )
+    assert "Traceback" not in refused.stderr + missing.stderr
+
+
+def test_a_plugin_wheel_is_installed_and_left_disabled_when_asked(
+    python: Path, configured: Path, tmp_path: Path
+) -> None:
+    folder = _package(tmp_path / "dice", "nodmix-dice", entry_point=True)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(tmp_path / "dist"),
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    [wheel] = (tmp_path / "dist").glob("nodmix_dice-1.2.0-*.whl")
+    installed = _nodmix(python, configured, "plugins", "install", str(wheel), "--no-enable")
+    listed = _nodmix(python, configured, "plugins", "list", "--json")
+    assert installed.returncode == 0, installed.stderr
+    assert "plugin dice installed, left disabled" in installed.stdout
+    dice = next(p for p in json.loads(listed.stdout) if p["id"] == "dice")
+    assert dice["source"] == "entry point dice (nodmix-dice)"
+    assert dice["enabled"] is False and dice["tools"] == []
