@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap terminal clean
+.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons terminal clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,6 +40,10 @@ browser:
 bubblewrap:
 	scripts/ensure-bubblewrap.sh
 
+# The IRC and email channel tests run Debian's ngircd and dovecot-imapd on loopback ports.
+daemons:
+	scripts/ensure-mail-irc-daemons.sh
+
 # `nodmix onboard` is tested in a real terminal: Debian's tmux.
 terminal:
 	scripts/ensure-tmux.sh
@@ -55,7 +59,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser bubblewrap terminal
+unit: install node browser bubblewrap daemons terminal
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.

@@ -155,6 +155,13 @@ BENCHMARKS = (
         (),
         "channels",
     ),
+    Benchmark(
+        "channels-discord-slack",
+        "Channels: Discord and Slack through their scripted servers",
+        "benchmarks.channels.bench_discord_slack",
+        (),
+        "more channels",
+    ),
 )
 
 

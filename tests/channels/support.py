@@ -77,3 +77,25 @@ def write_matrix_config(
     path = state / "nodmix.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path
+
+
+def write_config(state: Path, model_url: str, channels: dict[str, Any], **top: Any) -> Path:
+    """`nodmix.json` pointing the default agent at the scripted model, with `channels`."""
+    config = {
+        "models": {
+            "providers": {
+                "local": {
+                    "api": "openai-completions",
+                    "baseUrl": model_url,
+                    "apiKey": "none",
+                    "models": [{"id": "scripted", "contextWindow": 32000}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
+        "channels": channels,
+        **top,
+    }
+    path = state / "nodmix.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path

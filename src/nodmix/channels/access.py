@@ -6,6 +6,7 @@ model) unless it says `allow`; `pair` means "answer with a pairing code, and not
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,7 +65,17 @@ def sender_allowed(rules: AccessRules, pairing: PairingStore, msg: InboundMessag
     """Whether the sender may talk to the agent directly."""
     if "*" in rules.allow_from or msg.sender_id in rules.allow_from:
         return True
+    if msg.sender_mask and any(mask_matches(msg.sender_mask, e) for e in rules.allow_from):
+        return True
     return pairing.is_approved(msg.channel, msg.sender_id)
+
+
+def mask_matches(mask: str, entry: str) -> bool:
+    """`entry` matches `mask` ignoring case: a pattern (`nick!user@host`, `*@example.org`, `*`
+    and `?` wildcards) against the whole mask, a plain nick against the part before `!`."""
+    if not any(c in entry for c in "!@*?"):
+        return entry.casefold() == mask.split("!", 1)[0].casefold()
+    return fnmatch.fnmatchcase(mask.casefold(), entry.casefold().replace("[", "[[]"))
 
 
 def decide(rules: AccessRules, pairing: PairingStore, msg: InboundMessage) -> Decision:

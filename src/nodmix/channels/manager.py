@@ -23,7 +23,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from nodmix.channels.access import decide
+from nodmix.channels.access import decide, mask_matches
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
@@ -218,7 +218,11 @@ class ChannelManager:
             return  # a flood of messages must not become a flood of replies
         await self._send_safely(
             msg.channel,
-            OutboundMessage(chat_id=msg.chat_id, text=pairing_reply(request.code, msg.channel)),
+            OutboundMessage(
+                chat_id=msg.chat_id,
+                text=pairing_reply(request.code, msg.channel),
+                thread_id=msg.thread_id,  # in the sender's topic or mail thread
+            ),
         )
 
     def _may_tell_code(self, sender: tuple[str, str], *, fresh: bool) -> bool:
@@ -378,4 +382,6 @@ class ChannelManager:
         rules = rules_for(self._config(), channel)
         if "*" in rules.allow_from or chat_id in rules.allow_from or chat_id in rules.groups:
             return True
+        if any(mask_matches(chat_id, entry) for entry in rules.allow_from):
+            return True  # `*@example.org`, a nick in another case
         return self.pairing.is_approved(channel, chat_id)

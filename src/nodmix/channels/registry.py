@@ -6,6 +6,7 @@ pays for a channel it does not use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
-KNOWN_CHANNELS = ("telegram", "matrix")
+KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -40,7 +41,11 @@ def enabled_channels(config: NodmixConfig) -> list[str]:
 def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     """The channel's effective access rules."""
     section = channel_section(config, channel) or ChannelDefaults()
-    return resolve_rules(section, config.channels.defaults)
+    rules = resolve_rules(section, config.channels.defaults)
+    joined = getattr(section, "channels", None)  # IRC: the rooms it joins are its groups
+    if joined and section.groups is None and config.channels.defaults.groups is None:
+        rules = dataclasses.replace(rules, groups=frozenset(str(c).lower() for c in joined))
+    return rules
 
 
 def _invite_check(
@@ -75,5 +80,22 @@ def create_adapter(
 
         settings = matrix_settings(config.channels.matrix, env)
         return MatrixAdapter(settings, state_dir, _invite_check(config, state_dir, channel))
+    if channel == "irc" and config.channels.irc is not None:
+        from nodmix.channels.irc.adapter import IrcAdapter, irc_settings
+
+        return IrcAdapter(irc_settings(config.channels.irc, env), state_dir)
+    if channel == "email" and config.channels.email is not None:
+        from nodmix.channels.email.adapter import EmailAdapter
+        from nodmix.channels.email.settings import email_settings
+
+        return EmailAdapter(email_settings(config.channels.email, env), state_dir)
+    if channel == "discord" and config.channels.discord is not None:
+        from nodmix.channels.discord.adapter import DiscordAdapter, discord_settings
+
+        return DiscordAdapter(discord_settings(config.channels.discord, env), state_dir)
+    if channel == "slack" and config.channels.slack is not None:
+        from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
+
+        return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")

@@ -34,6 +34,9 @@ class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):
     message_id: str
     sender_id: str
     sender_name: str = ""
+    sender_mask: str | None = None
+    """A longer form of the sender that `allowFrom` patterns may match (IRC `nick!user@host`,
+    an email address); `sender_id` is matched exactly."""
     text: str = ""
     thread_id: str | None = None
     attachments: tuple[Attachment, ...] = ()

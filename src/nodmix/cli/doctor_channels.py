@@ -57,4 +57,8 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
 _CREDENTIAL_FIX = {
     "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
     "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
+    "irc": "check channels.irc host, port, tls, password and sasl",
+    "email": "check channels.email.imap and .smtp: host, port, security, username, password",
+    "discord": "check the bot token (channels.discord.token / DISCORD_BOT_TOKEN)",
+    "slack": "check the bot token (channels.slack.botToken / SLACK_BOT_TOKEN)",
 }

@@ -81,12 +81,58 @@ class MatrixConfig(ChannelDefaults, frozen=True):
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 
 
+class DiscordConfig(ChannelDefaults, frozen=True):
+    """`channels.discord`: a Discord bot (Gateway WebSocket + REST)."""
+
+    enabled: bool = True
+    token: str | None = None
+    """The bot token, a literal or `${ENV_VAR}`; `DISCORD_BOT_TOKEN` when unset."""
+    api_base_url: str | None = None
+    """REST API base, version included (default `https://discord.com/api/v10`); the Gateway
+    URL is then read from its `GET /gateway/bot`."""
+    guilds: list[PeerId] | None = None
+    """Guild (server) ids the bot answers in; messages from other guilds are ignored. Unset:
+    any guild (channels are still checked against `groups` / `groupPolicy`)."""
+    slash_commands: bool | None = None
+    """Register `/new`, `/compact`, `/status`, `/stop` and `/help` as slash commands (default
+    true)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
+class SlackConfig(ChannelDefaults, frozen=True):
+    """`channels.slack`: a Slack app (Socket Mode by default, or HTTP Events API)."""
+
+    enabled: bool = True
+    bot_token: str | None = None
+    """The bot token (`xoxb-...`), a literal or `${ENV_VAR}`; `SLACK_BOT_TOKEN` when unset."""
+    app_token: str | None = None
+    """The app-level token (`xapp-...`) for Socket Mode; `SLACK_APP_TOKEN` when unset."""
+    mode: Literal["socket", "http"] | None = None
+    """`socket` (default: no public URL needed) or `http` (Events API requests to
+    `http://<httpHost>:<httpPort>/slack/events`, verified with `signingSecret`)."""
+    signing_secret: str | None = None
+    """Signing secret for `mode: http`; `SLACK_SIGNING_SECRET` when unset."""
+    http_host: str | None = None
+    """Address the `mode: http` listener binds (default `127.0.0.1`; put a TLS proxy before it)."""
+    http_port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
+    """Port of the `mode: http` listener (default 3000)."""
+    api_base_url: str | None = None
+    """Web API base (default `https://slack.com/api/`)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
 class ChannelsConfig(ChannelSection, frozen=True):
     """`channels`."""
 
     defaults: ChannelDefaults = ChannelDefaults()
     telegram: TelegramConfig | None = None
     matrix: MatrixConfig | None = None
+    irc: IrcConfig | None = None
+    email: EmailConfig | None = None
+    discord: DiscordConfig | None = None
+    slack: SlackConfig | None = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -127,6 +173,14 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("telegram", channels.telegram))
     if channels.matrix is not None:
         sections.append(("matrix", channels.matrix))
+    for extra in ("irc", "email"):
+        extra_section = getattr(channels, extra, None)
+        if extra_section is not None:
+            sections.append((extra, extra_section))
+    if channels.discord is not None:
+        sections.append(("discord", channels.discord))
+    if channels.slack is not None:
+        sections.append(("slack", channels.slack))
     for name, section in sections:
         policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
         allow = section.allow_from if section.allow_from is not None else defaults.allow_from
@@ -136,3 +190,6 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
                 file=file,
                 key=f"channels.{name}.dmPolicy",
             )
+
+
+from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402

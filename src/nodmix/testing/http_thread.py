@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 
 
 async def start_uvicorn(
-    app: Starlette, host: str, port: int
+    app: Starlette, host: str, port: int, *, ws: str = "none"
 ) -> tuple[uvicorn.Server, socket.socket]:
     """uvicorn serving `app` on a fresh listening socket bound to `host:port` (0: any free).
 
@@ -35,7 +35,7 @@ async def start_uvicorn(
         sock.listen(128)
         sock.setblocking(False)
         config = uvicorn.Config(
-            app, lifespan="off", log_level="warning", access_log=False, http="h11", ws="none"
+            app, lifespan="off", log_level="warning", access_log=False, http="h11", ws=ws
         )
         config.load()
         server = uvicorn.Server(config)
@@ -49,6 +49,10 @@ async def start_uvicorn(
 
 class ThreadedServer:
     """Start with `with server:` (or `start()`/`stop()`); `port` is known once started."""
+
+    ws_protocol = "none"
+    """uvicorn's WebSocket implementation: `none`, or `websockets` for servers that take
+    WebSocket connections."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
@@ -90,7 +94,9 @@ class ThreadedServer:
 
     async def _serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         self._loop_thread = threading.get_ident()
-        server, sock = await start_uvicorn(self.build_app(), self.host, self._requested_port)
+        server, sock = await start_uvicorn(
+            self.build_app(), self.host, self._requested_port, ws=self.ws_protocol
+        )
         self.port = sock.getsockname()[1]
         self._stop = anyio.Event()
         task_status.started()

@@ -243,7 +243,7 @@ def test_a_chatty_background_log_stays_under_its_cap(workspace: Path) -> None:
         env=os.environ,
     )
     assert job.reader is not None
-    job.reader.join(timeout=10)
+    job.reader.join(timeout=30)
     text = job.log_path.read_text(encoding="utf-8")
     assert len(text) <= 10_000 and text.endswith("last line\n")
     assert "earlier output dropped" in text
@@ -284,3 +284,19 @@ async def test_config_sets_the_output_cap_and_default_timeout(ctx: ToolContext) 
     result = await tool.call({"command": "head -c 5000 /dev/zero | tr '\\0' q"}, ctx)
     assert result.details["truncated"] is True
     assert result.text_content.count("q") == 100
+
+
+def test_one_read_larger_than_the_cap_keeps_only_its_end(workspace: Path) -> None:
+    # A cap smaller than one pipe read: what a busy machine produces when output piles up.
+    jobs = BackgroundJobs(log_cap_bytes=200)
+    job = jobs.start(
+        "head -c 50000 /dev/zero | tr '\\0' x; echo; echo last line",
+        shell="/bin/sh",
+        cwd=workspace,
+        env=os.environ,
+    )
+    assert job.reader is not None
+    job.reader.join(timeout=30)
+    text = job.log_path.read_text(encoding="utf-8")
+    assert len(text) <= 200 and text.endswith("last line\n")
+    assert text.startswith("[... earlier output dropped")

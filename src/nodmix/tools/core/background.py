@@ -51,15 +51,18 @@ class Job:
 
 def _copy_output(stream: IO[bytes], log_path: Path, cap: int) -> None:
     """Copy `stream` into `log_path` until EOF, starting the file over past `cap` bytes."""
+    marker = b"[... earlier output dropped: the log keeps the latest output ...]\n"
     with stream, log_path.open("wb", buffering=0) as log:
         written = 0
         while chunk := stream.read1(_CHUNK):  # type: ignore[attr-defined]
             if written + len(chunk) > cap:
                 log.seek(0)
                 log.truncate()
-                marker = b"[... earlier output dropped: the log keeps the latest output ...]\n"
                 log.write(marker)
                 written = len(marker)
+                # One read can be larger than the whole cap (a busy machine lets the pipe
+                # fill up): keep only its end.
+                chunk = chunk[-max(1, cap - written) :]
             log.write(chunk)
             written += len(chunk)
 

@@ -1,0 +1,1 @@
+"""The email channel: one mailbox (IMAP IDLE in, SMTP out); each sender is a DM."""

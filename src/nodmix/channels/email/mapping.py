@@ -1,0 +1,162 @@
+"""Inbound mail as our `InboundMessage` (stdlib `email`): sender, subject, body without the
+quoted history, attachments spooled to disk. Automatic mail (bounces, auto-replies, mailing
+lists) and the mailbox's own messages are not handled, so the agent never answers a robot."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import hashlib
+import html
+import re
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import getaddresses, parseaddr
+from pathlib import Path
+
+from nodmix.channels.types import Attachment, InboundMessage
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_ROBOTS = ("mailer-daemon", "postmaster", "no-reply", "noreply", "do-not-reply")
+_WROTE = re.compile(r"^(On .{0,200} wrote:|-----Original Message-----)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadInfo:
+    """What a reply to a message needs: its id, subject and references."""
+
+    message_id: str
+    subject: str
+    references: tuple[str, ...]
+
+
+def parse(raw: bytes) -> EmailMessage:
+    """The message in `raw` (RFC 5322 bytes)."""
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    assert isinstance(msg, EmailMessage)
+    return msg
+
+
+def sender_of(msg: EmailMessage) -> str:
+    """The sender's address, lower case ('' when there is none)."""
+    return parseaddr(str(msg.get("From") or ""))[1].strip().lower()
+
+
+def is_automatic(msg: EmailMessage, own_address: str) -> str | None:
+    """Why `msg` must not be answered (bounce, auto-reply, list mail, our own), or None."""
+    sender = sender_of(msg)
+    if not sender or "@" not in sender:
+        return "no sender address"
+    if sender == own_address.lower():
+        return "sent by this mailbox"
+    if sender.split("@", 1)[0] in _ROBOTS:
+        return "automatic sender"
+    auto = str(msg.get("Auto-Submitted", "no")).strip().lower()
+    if auto != "no":
+        return "auto-submitted"
+    if str(msg.get("Precedence", "")).strip().lower() in ("bulk", "junk", "list"):
+        return "bulk mail"
+    if msg.get("List-Id") is not None:
+        return "mailing list"
+    return None
+
+
+def message_id(msg: EmailMessage, fallback: str) -> str:
+    """The `Message-ID` (with angle brackets), or `fallback`."""
+    value = str(msg.get("Message-ID", "")).strip()
+    return value if value else fallback
+
+
+def thread_info(msg: EmailMessage, mid: str) -> ThreadInfo:
+    """How to reply to `msg` in its thread."""
+    refs = str(msg.get("References", "")).split()
+    parent = str(msg.get("In-Reply-To", "")).strip()
+    if parent and parent not in refs:
+        refs.append(parent)
+    return ThreadInfo(message_id=mid, subject=str(msg.get("Subject", "")), references=tuple(refs))
+
+
+def body_text(msg: EmailMessage) -> str:
+    """The plain-text body (HTML turned into text), without the quoted history."""
+    part = msg.get_body(preferencelist=("plain", "html"))
+    if part is None or not isinstance(part, EmailMessage):
+        return ""
+    try:
+        text = part.get_content()
+    except (LookupError, ValueError):
+        payload = part.get_payload(decode=True)
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
+    if not isinstance(text, str):
+        return ""
+    if part.get_content_subtype() == "html":
+        text = re.sub(r"(?is)<(script|style).*?</\1>", "", text)
+        text = re.sub(r"(?i)<br\s*/?>|</p>|</div>", "\n", text)
+        text = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return _without_quote(text.replace("\r\n", "\n")).strip()
+
+
+def _without_quote(text: str) -> str:
+    lines = text.split("\n")
+    end = len(lines)
+    while end and (not lines[end - 1].strip() or lines[end - 1].startswith(">")):
+        end -= 1
+    if end < len(lines) and end and _WROTE.match(lines[end - 1].strip()):
+        end -= 1
+    return "\n".join(lines[:end]) if end else text
+
+
+def spool_attachments(
+    msg: EmailMessage, spool: Path, key: str, max_bytes: int
+) -> tuple[tuple[Attachment, ...], list[str]]:
+    """Save the attachments under `spool`; the attachments (ref: the saved path) and notes
+    about the ones that were too large."""
+    found: list[Attachment] = []
+    notes: list[str] = []
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    for i, part in enumerate(msg.iter_attachments()):
+        name = part.get_filename() or f"attachment-{i}"
+        data = part.get_payload(decode=True)
+        if not isinstance(data, bytes):
+            continue
+        if len(data) > max_bytes:
+            notes.append(f"[attachment {name} dropped: larger than {max_bytes} bytes]")
+            continue
+        spool.mkdir(parents=True, exist_ok=True)
+        path = spool / f"{digest}-{i}-{_SAFE.sub('_', name)[:80]}"
+        path.write_bytes(data)
+        kind = "photo" if part.get_content_maintype() == "image" else "document"
+        found.append(Attachment(kind=kind, ref=str(path), name=name))
+    return tuple(found), notes
+
+
+def to_inbound(
+    msg: EmailMessage,
+    *,
+    channel: str,
+    mid: str,
+    attachments: tuple[Attachment, ...],
+    notes: list[str],
+) -> InboundMessage:
+    """The inbound message of an (already screened) mail."""
+    sender = sender_of(msg)
+    name = ""
+    for display, address in getaddresses([str(msg.get("From", ""))]):
+        if address.lower() == sender:
+            name = display
+    subject = str(msg.get("Subject", "")).strip()
+    parts = []
+    if subject and not subject.lower().startswith(("re:", "aw:", "sv:")):
+        parts.append(f"Subject: {subject}")
+    parts += [body_text(msg), *notes]
+    return InboundMessage(
+        channel=channel,
+        chat_type="dm",
+        chat_id=sender,
+        message_id=mid,
+        sender_id=sender,
+        sender_name=name,
+        sender_mask=sender,
+        text="\n\n".join(p for p in parts if p),
+        thread_id=mid,
+        attachments=attachments,
+    )

@@ -1,0 +1,1 @@
+"""The IRC channel (pydle): private messages are DMs, channels are groups."""

@@ -1,0 +1,124 @@
+"""pydle's client as the IRC adapter needs it: registration, messages and disconnects become
+queue events, the configured nick is taken back when it is freed, and a SASL login that failed
+is noticed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import anyio
+import pydle
+
+from nodmix.channels.irc.mapping import irc_lower, to_inbound
+from nodmix.channels.types import InboundMessage
+
+log = logging.getLogger("nodmix.channels.irc")
+
+Event = tuple[str, InboundMessage | None]
+
+
+class IrcClient(pydle.Client):  # type: ignore[misc]
+    """pydle's client, reporting registration, messages and disconnects as queue events."""
+
+    RECONNECT_ON_ERROR = False  # the adapter reconnects with its own backoff
+
+    def __init__(self, events: asyncio.Queue[Event], channel: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wanted_nick = str(kwargs["nickname"])
+        self._events = events
+        self._channel = channel
+        self.welcomed = asyncio.Event()
+        self.welcome_nick = ""
+        self.ponged = asyncio.Event()
+        self.sasl_ok = False
+
+    def _push(self, event: Event) -> None:
+        try:
+            self._events.put_nowait(event)
+        except asyncio.QueueFull:
+            log.warning("irc: inbound queue full, dropping an event")
+
+    async def on_raw_001(self, message: Any) -> None:
+        if message.params:
+            self.welcome_nick = str(message.params[0])
+        await super().on_raw_001(message)
+
+    async def on_quit(self, by: str, reason: str | None = None) -> None:
+        await super().on_quit(by, reason)
+        await self._reclaim(by)
+
+    async def on_nick_change(self, old: str, new: str) -> None:
+        await super().on_nick_change(old, new)
+        await self._reclaim(old)
+
+    async def _reclaim(self, freed: str) -> None:
+        """Take the configured nick back as soon as whoever held it lets go of it."""
+        if irc_lower(freed) == irc_lower(self.wanted_nick) and irc_lower(
+            self.nickname or ""
+        ) != irc_lower(self.wanted_nick):
+            await self.set_nickname(self.wanted_nick)
+
+    async def on_raw_903(self, message: Any) -> None:
+        self.sasl_ok = True
+        await super().on_raw_903(message)
+
+    async def on_raw_379(self, message: Any) -> None:
+        """ngircd's WHOIS modes line: nothing to track (pydle would warn of it)."""
+
+    async def on_raw_pong(self, message: Any) -> None:
+        await super().on_raw_pong(message)
+        self.ponged.set()
+
+    async def flush(self) -> None:
+        """Return once the server has handled everything sent so far (a PING's PONG): a
+        server that paces a client's commands drops the unhandled ones when it quits."""
+        self.ponged.clear()
+        await self.rawmsg("PING", "nodmix-flush")
+        await self.ponged.wait()
+
+    async def on_connect(self) -> None:
+        await super().on_connect()  # joins the configured channels
+        self.welcomed.set()
+
+    async def handle_forever(self) -> None:
+        # pydle ends its read loop on an unexpected socket error without disconnecting;
+        # every way out of the loop must reach the adapter as a lost connection.
+        try:
+            await super().handle_forever()
+        except Exception as exc:
+            log.warning("irc connection lost: %s", exc)
+        finally:
+            self._push(("lost", None))
+
+    async def on_disconnect(self, expected: bool) -> None:
+        await super().on_disconnect(expected)
+        self._push(("lost", None))
+
+    async def on_raw_privmsg(self, message: Any) -> None:
+        await super().on_raw_privmsg(message)
+        if len(message.params) < 2 or not isinstance(message.source, str):
+            return
+        msg = to_inbound(
+            channel=self._channel,
+            own_nick=self.nickname or "",
+            source=message.source,
+            target=message.params[0],
+            text=message.params[1],
+            alt_nick=self.wanted_nick,
+        )
+        if msg is not None:
+            self._push(("message", msg))
+
+
+async def quit_quietly(client: IrcClient | None) -> None:
+    if client is None or not client.connected:
+        return
+    try:
+        with anyio.fail_after(5):
+            await client.quit("Nodmix stopping")
+    except Exception:
+        with contextlib.suppress(Exception):
+            await client.disconnect(expected=True)

@@ -1,0 +1,1 @@
+"""The Slack channel (slack-bolt on slack_sdk)."""

@@ -1,0 +1,70 @@
+"""Inbound mail: who sent it, what the agent reads, and which mail is never answered."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+from pathlib import Path
+
+from nodmix.channels.email.compose import compose, reply_subject
+from nodmix.channels.email.mapping import (
+    body_text,
+    is_automatic,
+    parse,
+    spool_attachments,
+    thread_info,
+)
+from nodmix.channels.types import OutboundMessage
+
+OWN = "agent@nodmix.test"
+
+
+def _mail(body: str = "hi", **headers: str) -> EmailMessage:
+    mail = EmailMessage()
+    mail["From"] = headers.pop("From", "Ann <Ann@Example.org>")
+    for name, value in headers.items():
+        mail[name.replace("_", "-")] = value
+    mail.set_content(body)
+    return parse(mail.as_bytes())
+
+
+def test_robots_lists_and_our_own_mail_are_not_answered() -> None:
+    assert is_automatic(_mail(), OWN) is None
+    assert is_automatic(_mail(Auto_Submitted="auto-replied"), OWN) == "auto-submitted"
+    assert is_automatic(_mail(Precedence="bulk"), OWN) == "bulk mail"
+    assert is_automatic(_mail(List_Id="<x.lists.example>"), OWN) == "mailing list"
+    assert is_automatic(_mail(From="MAILER-DAEMON@example.org"), OWN) == "automatic sender"
+    assert is_automatic(_mail(From=f"Me <{OWN}>"), OWN) == "sent by this mailbox"
+
+
+def test_the_quoted_history_is_left_out_of_the_text() -> None:
+    body = "Yes, 9:40.\n\nOn Tue, 24 Nov 2026, Ann wrote:\n> When?\n> \n"
+    assert body_text(_mail(body)) == "Yes, 9:40."
+    assert body_text(_mail("> only a quote")) == "> only a quote"
+
+
+def test_html_only_mail_becomes_text() -> None:
+    mail = EmailMessage()
+    mail["From"] = "ann@example.org"
+    mail.set_content("<p>Hello&amp;welcome</p><script>x()</script><div>bye</div>", subtype="html")
+    assert body_text(parse(mail.as_bytes())) == "Hello&welcome\nbye"
+
+
+def test_attachments_over_the_limit_are_named_not_saved(tmp_path: Path) -> None:
+    mail = _mail()
+    mail.add_attachment(b"small", maintype="text", subtype="plain", filename="a.txt")
+    mail.add_attachment(b"x" * 100, maintype="application", subtype="pdf", filename="big.pdf")
+    files, notes = spool_attachments(parse(mail.as_bytes()), tmp_path, "<id@x>", 50)
+    assert [(f.kind, f.name) for f in files] == [("document", "a.txt")]
+    assert Path(str(files[0].ref)).read_bytes() == b"small"
+    assert notes == ["[attachment big.pdf dropped: larger than 50 bytes]"]
+
+
+def test_a_reply_carries_the_thread_and_one_re() -> None:
+    mail = _mail(Subject="Re: Ferry", Message_ID="<b@x>", In_Reply_To="<a@x>", References="<a@x>")
+    info = thread_info(mail, "<b@x>")
+    out = compose(OutboundMessage(chat_id="ann@example.org", text="ok"), sender=OWN, thread=info)
+    assert str(out["Subject"]) == "Re: Ferry"
+    assert str(out["In-Reply-To"]) == "<b@x>"
+    assert str(out["References"]) == "<a@x> <b@x>"
+    assert str(out["Auto-Submitted"]) == "auto-replied"
+    assert reply_subject("") == "Re: your message"

@@ -1,0 +1,196 @@
+"""Real mail servers for the email channel tests: Debian's dovecot-imapd on a loopback port
+(generated config, a passwd-file user, a temp maildir; run as the current user, or with
+dovecot's own unprivileged users when the tests run as root) and aiosmtpd recording what the
+agent sends."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import imaplib
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import threading
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+from aiosmtpd.controller import Controller
+
+from tests.channels.irc_daemon import free_port, wait_until
+
+DOVECOT = "/usr/sbin/dovecot"
+USER = "agent@nodmix.test"
+PASSWORD = "mailbox-secret"
+
+
+class Dovecot:
+    """One IMAP mailbox (`USER`) served on 127.0.0.1:`port`."""
+
+    def __init__(self) -> None:
+        assert os.path.exists(DOVECOT), "dovecot is missing: run scripts/ensure-mail-irc-daemons.sh"
+        # Not under pytest's tmp_path: dovecot's unprivileged processes must reach it.
+        self.root = Path(tempfile.mkdtemp(prefix="nodmix-dovecot-"))
+        self.root.chmod(0o755)
+        self.port = free_port()
+        home = self.root / "home"
+        home.mkdir()
+        if os.getuid() == 0:
+            login, internal = "dovenull", "dovecot"
+            mail_user = pwd.getpwnam("dovecot")
+            os.chown(home, mail_user.pw_uid, mail_user.pw_gid)
+        else:
+            login = internal = pwd.getpwuid(os.getuid()).pw_name
+            mail_user = pwd.getpwuid(os.getuid())
+        passwd = self.root / "passwd"
+        passwd.write_text(f"{USER}:{{PLAIN}}{PASSWORD}::::::\n", encoding="utf-8")
+        passwd.chmod(0o644)
+        self.config = self.root / "dovecot.conf"
+        self.config.write_text(
+            f"""base_dir = {self.root}/run
+state_dir = {self.root}/state
+instance_name = nodmix-test-{self.port}
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+log_path = {self.root}/dovecot.log
+default_internal_user = {internal}
+default_login_user = {login}
+first_valid_uid = 1
+mail_location = maildir:~/Maildir
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u {passwd}
+}}
+userdb {{
+  driver = static
+  args = uid={mail_user.pw_uid} gid={mail_user.pw_gid} home={home}/%u
+}}
+service imap-login {{
+  chroot =
+  inet_listener imap {{
+    address = 127.0.0.1
+    port = {self.port}
+  }}
+  inet_listener imaps {{
+    port = 0
+  }}
+}}
+service anvil {{
+  chroot =
+}}
+service stats {{
+  inet_listener http {{
+    port = 0
+  }}
+}}
+""",
+            encoding="utf-8",
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        for name in ("run", "state"):
+            (self.root / name).mkdir(exist_ok=True)
+        self.proc = subprocess.Popen(
+            [DOVECOT, "-F", "-c", str(self.config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(self._answers, timeout=30, what="dovecot answering")
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"dovecot exited: {self.log()}")
+        try:
+            with imaplib.IMAP4("127.0.0.1", self.port, timeout=5) as imap:
+                imap.login(USER, PASSWORD)
+                imap.select("INBOX")
+            return True
+        except (OSError, imaplib.IMAP4.error):
+            return False
+
+    def log(self) -> str:
+        path = self.root / "dovecot.log"
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def deliver(self, mail: EmailMessage | bytes) -> None:
+        """Put a message into the INBOX (as a delivery agent would)."""
+        data = mail if isinstance(mail, bytes) else mail.as_bytes()
+        with imaplib.IMAP4("127.0.0.1", self.port, timeout=10) as imap:
+            imap.login(USER, PASSWORD)
+            status, detail = imap.append("INBOX", None, None, data)
+            assert status == "OK", detail
+
+    def rebuild_uids(self) -> None:
+        """Forget the mailbox's UID list and indexes (stopped server): the next start gives the
+        INBOX a new UIDVALIDITY, as a restored or migrated mailbox would have."""
+        for path in (self.root / "home").rglob("dovecot*"):
+            if path.is_file():
+                path.unlink()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+        self.envelopes: list[tuple[str, list[str]]] = []
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        mail = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        assert isinstance(mail, EmailMessage)
+        with self.lock:
+            self.messages.append(mail)
+            self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        return "250 Message accepted for delivery"
+
+
+class SmtpRecorder:
+    """An aiosmtpd server on 127.0.0.1 keeping every message it is given."""
+
+    def __init__(self) -> None:
+        self._handler = _Recorder()
+        self.port = free_port()
+        self._controller = Controller(self._handler, hostname="127.0.0.1", port=self.port)
+
+    def __enter__(self) -> SmtpRecorder:
+        self._controller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._controller.stop()
+
+    def sent(self, to: str | None = None) -> list[EmailMessage]:
+        with self._handler.lock:
+            return [m for m in self._handler.messages if to is None or str(m["To"]).lower() == to]
+
+    def texts(self, to: str | None = None) -> list[str]:
+        out = []
+        for mail in self.sent(to):
+            body = mail.get_body(preferencelist=("plain",))
+            out.append(
+                body.get_content().replace("\r\n", "\n").strip()
+                if isinstance(body, EmailMessage)
+                else ""
+            )
+        return out
