@@ -73,6 +73,8 @@ def test_bad_webhook_requests_get_clear_errors_and_start_nothing(
     not_object = _post(gateway, "mail", [1, 2])
     assert not_object.status_code == 400 and "JSON object" in not_object.text
     assert _post(gateway, "mail", {"subject": "x" * 10_000}).status_code == 413
+    deep = _post(gateway, "mail", b'{"from":' + b"[" * 1500 + b"]" * 1500 + b"}")
+    assert deep.status_code == 400 and "nested too deeply" in deep.text
     assert _post(gateway, "mail", {}, headers={}).status_code == 401
     missing = httpx2.get(f"{gateway.url}/hooks/runs/run_000000000000", headers=AUTH)
     assert missing.status_code == 404

@@ -11,11 +11,11 @@ Runs go through the automation runner (its concurrency cap and per-run timeout) 
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from typing import Any
 
 import anyio
+import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -25,9 +25,11 @@ from nodmix.automation.schedule import Schedule
 from nodmix.automation.templates import render
 from nodmix.gateway.app import gateway_of
 from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.limits import decode_json
 from nodmix.origin import TurnOrigin
 
 MAX_TRACKED_RUNS = 1000
+_BODY: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -73,13 +75,13 @@ async def post_hook(request: Request) -> Response:
     if mapping is None or not set(name) <= _NAME_CHARS:
         raise not_found(f"no webhook {name!r} (hooks.mappings)", code="unknown_hook")
     raw = await request.body()
-    try:
-        body: Any = json.loads(raw) if raw.strip() else {}
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise bad_request("the request body is not valid JSON") from None
+    body: Any = decode_json(_BODY, raw) if raw.strip() else {}
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    text = render(mapping.message, {"body": body, "name": name})
+    try:
+        text = render(mapping.message, {"body": body, "name": name})
+    except RecursionError:
+        raise bad_request("the request body is nested too deeply") from None
     if not text.strip():
         raise bad_request("the webhook message rendered empty")
     runner = gateway.runtime.automation.runner
