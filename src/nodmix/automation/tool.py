@@ -26,8 +26,7 @@ import anyio
 from nodmix.automation.jobs import Job, JobError, build_schedule, new_job, parse_target
 from nodmix.automation.store import JobStore
 from nodmix.messages import JsonObject
-from nodmix.origin import TurnOrigin, is_automation
-from nodmix.sessions.keys import format_session_key
+from nodmix.origin import TurnOrigin, is_automation, is_owner_turn
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
 MAX_JOBS_PER_SESSION = 20
@@ -76,11 +75,7 @@ class OutboundRules(Protocol):
 
 def trusted(ctx: ToolContext) -> bool:
     """Whether the turn is the owner's: no origin, or the agent's main session itself."""
-    if ctx.origin is None:
-        return True
-    if is_automation(ctx.origin):
-        return False
-    return ctx.session_key == format_session_key(ctx.agent_id)
+    return is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
 
 
 def visible(jobs: list[Job], ctx: ToolContext) -> list[Job]:
