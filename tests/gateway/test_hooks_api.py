@@ -5,6 +5,7 @@ it. Unknown names get 404, bad bodies 400, oversized ones 413, missing tokens 40
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,35 @@ def test_a_gateway_without_a_token_refuses_webhooks(
         refused = _post(running, "mail", {"subject": "x"}, headers={})
         assert refused.status_code == 403 and "gateway.auth.token" in refused.text
     assert model.requests == []
+
+
+def test_the_hooks_token_opens_the_webhook_paths_and_nothing_else(
+    isolated_state: Path, model: ScriptedModelServer
+) -> None:
+    hooks = {**HOOKS, "token": "${HOOK_SECRET}"}
+    write_config(isolated_state, model.base_url, hooks=hooks)
+    os.environ["HOOK_SECRET"] = "hook-secret-0123456789"
+    hook_auth = {"authorization": "Bearer hook-secret-0123456789"}
+    settings = GatewaySettings(port=0, token=TOKEN, max_body_bytes=4096)
+    try:
+        with BackgroundGateway(settings, retry=NO_RETRY) as running:
+            accepted = _post(running, "mail", {"from": "Anna"}, headers=hook_auth)
+            assert accepted.status_code == 202, accepted.text
+            run_id = accepted.json()["runId"]
+            url = f"{running.url}/hooks/runs/{run_id}"
+            wait_until(
+                lambda: httpx2.get(url, headers=hook_auth).json().get("status") == "ok",
+                what="the webhook run to finish",
+            )
+            chat = {"model": "nodmix", "messages": [{"role": "user", "content": "hi"}]}
+            api = httpx2.post(f"{running.url}/v1/chat/completions", json=chat, headers=hook_auth)
+            metrics = httpx2.get(f"{running.url}/metrics", headers=hook_auth)
+            invoke = httpx2.post(
+                f"{running.url}/tools/invoke", json={"tool": "read", "args": {}}, headers=hook_auth
+            )
+            wrong = _post(running, "mail", {}, headers={"authorization": "Bearer nope"})
+    finally:
+        del os.environ["HOOK_SECRET"]
+    assert api.status_code == 401 and metrics.status_code == 401 and invoke.status_code == 401
+    assert wrong.status_code == 401
+    assert user_texts(model) == ["New mail from Anna: "]

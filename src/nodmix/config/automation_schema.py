@@ -81,3 +81,7 @@ class HooksConfig(AutomationSection, frozen=True):
     """`hooks`: webhooks."""
 
     mappings: dict[str, HookMapping] = {}
+    token: str | None = None
+    """A token (literal or `${ENV_VAR}`) that authorizes `POST /hooks/<name>` and
+    `GET /hooks/runs/<id>` only: give it to the services that call webhooks instead of the
+    gateway token, which opens the whole API."""

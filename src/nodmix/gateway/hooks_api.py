@@ -2,8 +2,9 @@
 message rendered from the JSON body (`{{body.subject}}`), and answers 202 with a run id at
 once; `GET /hooks/runs/<id>` reports the run (`running`, `ok`, `error`, `timeout`).
 
-Webhooks need the gateway token (`Authorization: Bearer`, checked by the guard middleware for
-every non-public path); a gateway without one refuses them. Bodies are bounded by
+Webhooks need the gateway token or `hooks.token` (`Authorization: Bearer`, checked by the
+guard middleware; `hooks.token` opens the webhook paths only); a gateway without a gateway
+token refuses them. Bodies are bounded by
 `gateway.maxBodyBytes` (413). A body that is not a JSON object gets 400, an unknown name 404.
 Runs go through the automation runner (its concurrency cap and per-run timeout) with a
 `webhook` origin; each is recorded in the run history as job `hook-<name>`.
@@ -23,7 +24,9 @@ from nodmix.automation.jobs import Job
 from nodmix.automation.runner import RunPlan, new_run_id
 from nodmix.automation.schedule import Schedule
 from nodmix.automation.templates import render
-from nodmix.gateway.app import gateway_of
+from nodmix.config.loader import resolve_secret
+from nodmix.errors import NodmixError
+from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.origin import TurnOrigin
@@ -46,6 +49,15 @@ class HookRuns:
 
     def job_of(self, run_id: str) -> str | None:
         return self._jobs.get(run_id)
+
+
+def hook_token(gateway: Gateway) -> str | None:
+    """The current `hooks.token` (None when unset, or when its variable is not set)."""
+    token = gateway.runtime.config.hooks.token
+    try:
+        return resolve_secret(token, key="hooks.token", env=gateway.runtime.env) or None
+    except NodmixError:
+        return None
 
 
 def _runs(request: Request) -> HookRuns:
