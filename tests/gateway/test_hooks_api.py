@@ -14,8 +14,10 @@ import httpx2
 import pytest
 
 from nodmix.gateway import BackgroundGateway, GatewaySettings
+from nodmix.gateway.hooks_api import MAX_UNFINISHED_RUNS
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
+from nodmix.testing.scripts.stalls import hang
 from tests.automation.support import user_texts, write_config
 from tests.gateway.support import NO_RETRY, TOKEN, wait_until
 
@@ -122,3 +124,19 @@ def test_the_hooks_token_opens_the_webhook_paths_and_nothing_else(
     assert api.status_code == 401 and metrics.status_code == 401 and invoke.status_code == 401
     assert wrong.status_code == 401
     assert user_texts(model) == ["New mail from Anna: "]
+
+
+def test_webhook_runs_that_pile_up_are_refused_with_429(isolated_state: Path) -> None:
+    with ScriptedModelServer(hang) as stalled:
+        write_config(
+            isolated_state, stalled.base_url, hooks=HOOKS, automation={"maxConcurrentRuns": 1}
+        )
+        settings = GatewaySettings(port=0, token=TOKEN, max_body_bytes=4096)
+        with BackgroundGateway(settings, retry=NO_RETRY) as running:
+            statuses = [
+                _post(running, "mail", {"subject": str(i)}).status_code
+                for i in range(MAX_UNFINISHED_RUNS)
+            ]
+            refused = _post(running, "mail", {"subject": "one too many"})
+    assert statuses == [202] * MAX_UNFINISHED_RUNS
+    assert refused.status_code == 429 and "still unfinished" in refused.text

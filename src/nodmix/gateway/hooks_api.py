@@ -32,6 +32,9 @@ from nodmix.gateway.limits import decode_json
 from nodmix.origin import TurnOrigin
 
 MAX_TRACKED_RUNS = 1000
+MAX_UNFINISHED_RUNS = 100
+"""Webhook runs accepted and not yet finished (running or waiting for a slot); more get 429,
+so a caller posting in a loop cannot pile up turns and memory without end."""
 _BODY: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
@@ -41,6 +44,7 @@ class HookRuns:
 
     def __init__(self) -> None:
         self._jobs: OrderedDict[str, str] = OrderedDict()
+        self.unfinished = 0
 
     def add(self, run_id: str, job_id: str) -> None:
         self._jobs[run_id] = job_id
@@ -99,6 +103,14 @@ async def post_hook(request: Request) -> Response:
     runner = gateway.runtime.automation.runner
     if runner is None:
         raise _unavailable("the gateway is not running automation", "not_serving")
+    runs = _runs(request)
+    if runs.unfinished >= MAX_UNFINISHED_RUNS:
+        raise APIError(
+            status=429,
+            message=f"{MAX_UNFINISHED_RUNS} webhook runs are still unfinished; try again later",
+            kind="rate_limit_error",
+            code="too_many_runs",
+        )
     agent = gateway.agent(mapping.agent_id)
     run_id = new_run_id()
     session = mapping.session_key or f"hook:{name}:{run_id}"
@@ -122,11 +134,16 @@ async def post_hook(request: Request) -> Response:
     )
 
     async def run() -> None:
-        await runner.run(job, plan, run_id)
+        try:
+            await runner.run(job, plan, run_id)
+        finally:
+            runs.unfinished -= 1
 
+    runs.unfinished += 1
     if not gateway._start_background(run):
+        runs.unfinished -= 1
         raise _unavailable("the gateway is shutting down", "shutting_down")
-    _runs(request).add(run_id, job.id)
+    runs.add(run_id, job.id)
     return JSONResponse(
         {"runId": run_id, "status": "accepted", "hook": name, "sessionKey": session},
         status_code=202,
