@@ -11,8 +11,6 @@ from typing import Literal
 
 import msgspec
 
-from nodmix.sessions.keys import format_session_key
-
 ChatType = Literal["dm", "group"]
 
 
@@ -52,4 +50,6 @@ def is_owner_turn(origin: TurnOrigin | None, agent_id: str, session_key: str) ->
         return True
     if is_automation(origin):
         return False
+    from nodmix.sessions.keys import format_session_key  # keeps this module import-light
+
     return session_key == format_session_key(agent_id)
