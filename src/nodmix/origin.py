@@ -39,3 +39,17 @@ treat it as it treats other senders."""
 def is_automation(origin: TurnOrigin | None) -> bool:
     """Whether a turn was started by a job, a heartbeat or a webhook."""
     return origin is not None and origin.channel in AUTOMATION_CHANNELS
+
+
+def is_owner_turn(origin: TurnOrigin | None, agent_id: str, session_key: str) -> bool:
+    """Whether a turn speaks for the owner: no origin (the CLI, the web page, the API), or a
+    chat message in the agent's main session (the owner's DMs). A group chat, a per-peer DM
+    and every automation run are not: they must not reach what only the owner may see or
+    change (other sessions' transcripts, the owner's jobs, the main session)."""
+    if origin is None:
+        return True
+    if is_automation(origin):
+        return False
+    from nodmix.sessions.keys import format_session_key  # keeps this module import-light
+
+    return session_key == format_session_key(agent_id)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from nodmix.automation.clock import SystemClock
@@ -153,3 +154,9 @@ def test_the_history_keeps_the_newest_runs_of_each_job(isolated_state: Path) -> 
     assert all(r.status == "ok" and r.duration == 0.5 for r in runs)
     lines = (isolated_state / "automation" / "runs" / "j.jsonl").read_text().splitlines()
     assert len(lines) <= 3 * 2 * 2  # trimmed as it grows, never unbounded
+
+
+def test_a_running_record_reports_its_status_although_files_leave_the_default_out() -> None:
+    record = RunRecord(run_id="run_1", job_id="j", trigger="webhook", started_at=1.0)
+    assert record.to_json()["status"] == "running"  # what GET /hooks/runs/<id> answers
+    assert b"status" not in msgspec.json.encode(record)

@@ -102,6 +102,18 @@ def test_bad_schedules_are_refused_with_one_clear_line() -> None:
         every_schedule("0s")
 
 
+def test_endless_delays_and_intervals_are_refused_before_a_job_holds_them() -> None:
+    endless = "9" * 400 + "s"  # parses to infinity
+    with pytest.raises(JobError, match="longer than ten years"):
+        build_schedule(cron=None, every=endless, at=None, tz=None, now=0)
+    with pytest.raises(JobError, match="longer than ten years"):
+        build_schedule(cron=None, every=None, at=f"+{endless}", tz=None, now=0)
+    with pytest.raises(JobError, match="longer than ten years"):
+        build_schedule(cron=None, every=None, at="+999999999999999w", tz=None, now=0)
+    far = build_schedule(cron=None, every="520w", at=None, tz=None, now=0)
+    assert far.describe() == "every 3640d"
+
+
 def test_exactly_one_schedule_kind_is_required() -> None:
     with pytest.raises(JobError, match="exactly one"):
         build_schedule(cron=None, every=None, at=None, tz=None, now=0)

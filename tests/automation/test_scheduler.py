@@ -216,3 +216,35 @@ async def test_a_one_shot_whose_moment_passed_while_no_scheduler_ran_fires_once(
             assert user_texts(model) == ["call Anna"]
             assert runner.history.runs(job.id)[0].trigger == "missed"
             assert runner.store.load() == []  # and it removed itself
+
+
+async def test_a_job_that_cannot_be_scheduled_does_not_stop_the_others(
+    isolated_state: Path,
+) -> None:
+    async with ScriptedModelServer(echo) as model:
+        config = write_config(isolated_state, model.base_url)
+        clock = ManualClock(paris(2026, 3, 28, 6, 0))
+        async with open_runner(isolated_state, config, clock) as (_, runner):
+            good = new_job(
+                name="tick",
+                message="still here",
+                schedule=every_schedule("1m"),
+                now=clock.now(),
+            )
+            broken = new_job(  # as a hand edit or another machine's zone list leaves it
+                name="mars",
+                message="never",
+                schedule=msgspec.structs.replace(
+                    cron_schedule("0 7 * * *", "Europe/Paris"), tz="Mars/Olympus"
+                ),
+                now=clock.now(),
+            )
+            runner.store.add(broken)
+            runner.store.add(good)
+            scheduler = Scheduler(runner.store, runner, clock)
+            assert scheduler.reload()
+            assert set(scheduler.jobs) == {good.id}
+            fired = await _walk(scheduler, clock, clock.now() + 60.0)
+            assert len(fired) == 1
+            await poll(lambda: _runs_done(runner, good, 1), what="the good job's run")
+            assert user_texts(model) == ["still here"]

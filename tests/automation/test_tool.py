@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from nodmix.automation.clock import SystemClock
+from nodmix.automation.jobs import build_schedule, new_job
+from nodmix.automation.tool import MAX_JOBS_PER_SESSION
 from nodmix.messages import ToolResultMessage
+from nodmix.origin import TurnOrigin
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
@@ -71,3 +74,60 @@ async def test_the_cron_tool_validates_like_the_cli_and_lists_and_removes(
     [left] = runner.store.load()
     assert left.message == "tea" and left.created_by == "agent" and left.delete_after_run
     assert api.sent_texts() == []
+
+
+async def test_a_group_chat_cannot_reach_the_main_session_or_the_owners_jobs_through_cron(
+    isolated_state: Path, api: ScriptedBotAPI
+) -> None:
+    script = CallsCron(
+        [
+            {"action": "add", "every": "1h", "session": "main", "message": "Quote the chat"},
+            {"action": "add", "every": "1s", "message": "storm"},
+            {"action": "list"},
+            {"action": "remove", "id": "owner-daily"},
+            {"action": "add", "every": "1h", "name": "ours", "message": "Ping the group"},
+            {"action": "list"},
+        ]
+    )
+    group = TurnOrigin(channel="telegram", chat_id="-100", chat_type="group", sender_id="7")
+    async with ScriptedModelServer(script) as model:
+        channels = telegram_section(api, groupPolicy="allowlist", groups=["-100"])
+        config = write_config(isolated_state, model.base_url, channels=channels)
+        async with open_runner(isolated_state, config, SystemClock()) as (runtime, runner):
+            owner_job = new_job(
+                name="owner-daily",
+                message="Read my inbox",
+                schedule=build_schedule(cron=None, every="1d", at=None, tz=None, now=0),
+                now=0,
+            )
+            runner.store.add(owner_job)
+            outcome = await runtime.run_turn(
+                "schedule things", session_key="telegram:group:-100", origin=group
+            )
+            assert outcome.result.reply == "done"
+    texts = [text for _, text in script.results]
+    assert texts[0].startswith("only the owner's main session")
+    assert texts[1].startswith("a repeating job from this chat runs at most every 60s")
+    assert texts[2] == "no scheduled jobs"
+    assert texts[3].startswith("no cron job 'owner-daily' added from this chat")
+    assert texts[4].startswith("scheduled job") and "result to telegram:-100" in texts[4]
+    assert "ours" in texts[5] and "owner-daily" not in texts[5]
+    jobs = {job.name: job for job in runner.store.load()}
+    assert set(jobs) == {"owner-daily", "ours"}
+    assert jobs["ours"].session == "isolated"
+    assert jobs["ours"].created_in == "agent:main:telegram:group:-100"
+
+
+async def test_a_chat_can_keep_only_a_bounded_number_of_jobs(
+    isolated_state: Path, api: ScriptedBotAPI
+) -> None:
+    calls = [{"action": "add", "in": f"{i + 1}h", "message": f"m{i}"} for i in range(21)]
+    script = CallsCron(calls)
+    group = TurnOrigin(channel="telegram", chat_id="-100", chat_type="group", sender_id="7")
+    async with ScriptedModelServer(script) as model:
+        channels = telegram_section(api, groupPolicy="allowlist", groups=["-100"])
+        config = write_config(isolated_state, model.base_url, channels=channels)
+        async with open_runner(isolated_state, config, SystemClock()) as (runtime, runner):
+            await runtime.run_turn("flood", session_key="telegram:group:-100", origin=group)
+            assert len(runner.store.load()) == MAX_JOBS_PER_SESSION
+    assert script.results[-1][1].startswith(f"this chat already has {MAX_JOBS_PER_SESSION}")

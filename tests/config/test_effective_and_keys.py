@@ -47,6 +47,22 @@ def test_redaction_hides_secret_fields_but_not_env_references(isolated_state: Pa
     assert provider["baseUrl"] == "http://a"
 
 
+def test_redaction_hides_channel_tokens_and_passwords_whatever_their_prefix(
+    isolated_state: Path,
+) -> None:
+    write(
+        isolated_state,
+        "{ channels: { telegram: { botToken: '123:abc' } },"
+        " models: { providers: { x: { baseUrl: 'http://a', headers: { 'x-api-key': 'k1' } } } },"
+        " agents: { defaults: { compaction: { reserveTokens: 2000 } } } }",
+    )
+    loaded = load_config()
+    tree = plain(redact(effective_value(loaded.config, loaded.raw, [], "")))
+    assert tree["channels"]["telegram"]["botToken"] == "***"
+    assert tree["models"]["providers"]["x"]["headers"]["x-api-key"] == "***"
+    assert tree["agents"]["defaults"]["compaction"]["reserveTokens"] == 2000
+
+
 def test_set_reads_bare_text_only_for_string_keys() -> None:
     primary = "agents.defaults.model.primary"
     assert parse_value_for(primary, parse_key(primary), "openai/gpt-4.1") == "openai/gpt-4.1"

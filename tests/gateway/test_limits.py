@@ -167,6 +167,39 @@ async def test_invalid_utf8_body_is_a_400_naming_the_problem(configured: Path, p
     assert error["code"] == "bad_request"
 
 
+DEEP = b"[" * 5000 + b"]" * 5000
+DEEPLY_NESTED = {
+    "/v1/chat/completions": b'{"model":"nodmix","extra":' + DEEP + b',"messages":[]}',
+    "/tools/invoke": b'{"tool":"read","args":{"path":' + DEEP + b"}}",
+}
+
+
+@pytest.mark.parametrize("path", POST_ENDPOINTS)
+async def test_a_deeply_nested_body_is_a_400_not_an_internal_error(
+    configured: Path, path: str
+) -> None:
+    async with asgi_client() as client:
+        response = await client.post(
+            path, content=DEEPLY_NESTED[path], headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"] == "the request body is nested too deeply"
+
+
+def test_a_deeply_nested_websocket_frame_is_refused_and_the_connection_stays_usable(
+    configured: Path,
+) -> None:
+    with socket_gateway() as gateway:
+        url = gateway.url.replace("http://", "ws://") + "/ws"
+        protocols = [WS_PROTOCOL, encode_subprotocol_token(TOKEN)]
+        with ws_connect(url, subprotocols=protocols, open_timeout=DEADLINE_S) as ws:  # type: ignore[arg-type]
+            ws.send(DEEP.decode())
+            answer = json.loads(ws.recv(timeout=DEADLINE_S))
+            assert answer["ok"] is False and answer["error"]["code"] == "bad_request"
+            ws.send('{"type":"req","id":1,"method":"health"}')
+            assert json.loads(ws.recv(timeout=DEADLINE_S))["ok"] is True
+
+
 def test_websocket_frames_that_are_not_utf8_text_are_refused(configured: Path) -> None:
     with socket_gateway() as gateway:
         url = gateway.url.replace("http://", "ws://") + "/ws"

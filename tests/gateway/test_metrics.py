@@ -74,3 +74,24 @@ async def test_code_mode_steps_and_their_nested_tool_calls_are_counted(
     assert _sample(text, "nodmix_codemode_steps_total", step="exec", status="ok") == 1.0
     assert _sample(text, "nodmix_tool_calls_total", tool="exec", status="ok") == 1.0
     assert _sample(text, "nodmix_tool_calls_total", tool="read", status="ok") == 1.0
+
+
+def _made_up_tools_model(request: ModelRequest) -> ModelReply:
+    calls = sum(isinstance(m, ToolResultMessage) for m in request.messages)
+    if calls >= 3:
+        return ModelReply.text("done")
+    return ModelReply.tool_call(f"made_up_{calls}", {})
+
+
+async def test_calls_to_made_up_tool_names_share_one_label(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model_server.base_url)
+    model_server.respond = _made_up_tools_model
+    chat = {"model": "nodmix", "messages": [{"role": "user", "content": "go"}]}
+    async with asgi_client() as client:
+        answered = await client.post("/v1/chat/completions", json=chat)
+        text = (await client.get("/metrics")).text
+    assert answered.status_code == 200, answered.text
+    assert "made_up" not in text
+    assert _sample(text, "nodmix_tool_calls_total", tool="(unknown)", status="error") == 3.0

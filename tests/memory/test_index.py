@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from nodmix.memory.chunking import chunk_markdown
@@ -212,3 +213,23 @@ def test_links_fifos_and_a_linked_memory_folder_are_never_read(
     other = make_index(isolated_state, linked)
     assert other.search("swordfish") == []
     other.close()
+
+
+def test_a_flood_of_notes_is_indexed_only_up_to_the_file_cap(
+    isolated_state: Path, workspace: Path
+) -> None:
+    flood = workspace / "memory" / "flood"
+    flood.mkdir()
+    for i in range(60):
+        (flood / f"n{i:03}.md").write_text(f"note {i} about zebras\n")
+    index = make_index(isolated_state, workspace)
+    index.roots = msgspec.structs.replace(index.roots, max_files=20)
+    report = index.sync()
+    assert report.scanned <= 21  # MEMORY.md and at most 20 entries of memory/
+    assert index.status()["files"] == report.scanned
+    extra = flood / "late.md"
+    extra.write_text("late zebras\n")
+    index.mark_changed(["memory/flood/late.md"])
+    index.search("zebras")
+    assert index.status()["files"] == report.scanned  # a marked file does not pass the cap
+    index.close()

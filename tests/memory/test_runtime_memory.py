@@ -12,6 +12,7 @@ import pytest
 
 from nodmix.compaction.summarize import SUMMARIZER_SYSTEM
 from nodmix.messages import ToolResultMessage, UserMessage
+from nodmix.origin import TurnOrigin
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.runtime.core import Runtime
@@ -166,3 +167,39 @@ async def test_notes_the_memory_flush_writes_are_found_by_memory_search(
                 assert (isolated_state / "workspace/memory/2026-11-21.md").exists()
                 outcome = await runtime.run_turn("which database?")
     assert results_of(outcome.result.reply)[0]["path"] == "memory/2026-11-21.md"
+
+
+async def test_a_group_chat_cannot_search_or_read_the_owners_past_sessions(
+    isolated_state: Path,
+) -> None:
+    write_notes(isolated_state / "workspace")
+    group = TurnOrigin(channel="telegram", chat_id="-100", chat_type="group", sender_id="7")
+    state: dict[str, str] = {}
+
+    def respond(request: ModelRequest) -> ModelReply:
+        asked = max(i for i, m in enumerate(request.messages) if isinstance(m, UserMessage))
+        if "keep it safe" in request.messages[asked].text:  # the owner's own turn
+            return ModelReply.text("Noted.")
+        done = [m.text for m in request.messages[asked:] if isinstance(m, ToolResultMessage)]
+        if not done:
+            return ModelReply.tool_call("memory_search", {"query": "bank PIN 4711"})
+        if len(done) == 1:
+            return ModelReply.tool_call("memory_get", {"path": state["transcript"]})
+        return ModelReply.text("\n---\n".join(done))
+
+    async with ScriptedModelServer(respond) as server:
+        write_config(isolated_state, server.base_url, memory={"sessions": True})
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(20):
+                await runtime.run_turn("My bank PIN is 4711, keep it safe.")
+            [transcript] = (isolated_state / "agents" / "main" / "sessions").glob("*.jsonl")
+            state["transcript"] = f"sessions/{transcript.name}"
+            with anyio.fail_after(20):
+                owner = await runtime.run_turn("what was my PIN?", session_key="notes")
+                outcome = await runtime.run_turn(
+                    "what is the PIN?", session_key="telegram:group:-100", origin=group
+                )
+    assert "4711" not in outcome.result.reply
+    assert "past sessions are only readable from the owner's own chat" in outcome.result.reply
+    assert '"results": []' in outcome.result.reply
+    assert "4711" in owner.result.reply  # an owner's turn (no origin) still finds it

@@ -84,6 +84,20 @@ def test_text_lines_show_time_level_logger_message_and_fields() -> None:
     assert line.endswith("[runId=run_1]") and "pid" not in line
 
 
+def test_text_lines_escape_control_characters_a_model_or_a_chat_chose() -> None:
+    record = {
+        "ts": "2026-01-31T09:00:00.000+00:00",
+        "level": "INFO",
+        "logger": "nodmix.turns",
+        "msg": "tool call \x1b]0;pwned\x07\x1b[2J",
+        "sender": "eve\r\nFAKE LINE",
+    }
+    line = format_text(record)
+    assert "\x1b" not in line and "\x07" not in line and "\n" not in line
+    assert "tool call \\x1b]0;pwned\\x07\\x1b[2J" in line
+    assert "sender=eve\\x0d\\x0aFAKE LINE" in line
+
+
 def test_follow_reads_a_new_file_from_its_start_and_continues_across_rotation(
     tmp_path: Path,
 ) -> None:

@@ -182,3 +182,28 @@ def test_a_plugin_wheel_is_installed_and_left_disabled_when_asked(
     dice = next(p for p in json.loads(listed.stdout) if p["id"] == "dice")
     assert dice["source"] == "entry point dice (nodmix-dice)"
     assert dice["enabled"] is False and dice["tools"] == []
+
+
+def test_a_target_that_pip_would_read_as_an_option_is_refused(configured: Path) -> None:
+    env = {**os.environ, "NODMIX_STATE_DIR": str(configured)}
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nodmix",
+            "plugins",
+            "install",
+            "--",
+            "--index-url=http://127.0.0.1:9/",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert "'--index-url=http://127.0.0.1:9/' is not a folder, a wheel or a package name" in (
+        refused.stderr
+    )
+    assert "pip" not in refused.stderr and "Traceback" not in refused.stderr

@@ -253,6 +253,20 @@ async def test_refused_local_connection_fails_at_once_with_a_hint(api: str) -> N
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_credentials_in_the_base_url_stay_out_of_connection_errors(api: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://proxy-user:pw-s3cret@127.0.0.1:{port}/v1?api_key=k-s3cret"
+    async with make_provider(api, base) as provider:
+        with anyio.fail_after(5), pytest.raises(ProviderError) as info:
+            await collect(provider, make_request())
+    message = str(info.value)  # the text a chat sees in "Sorry, that failed: ..."
+    assert "s3cret" not in message
+    assert f"[redacted]@127.0.0.1:{port}/v1" in message
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_a_server_that_never_answers_times_out_and_may_be_retried(api: str) -> None:
     with socket.socket() as silent:  # accepts connections (backlog) but never responds
         silent.bind(("127.0.0.1", 0))

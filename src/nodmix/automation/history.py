@@ -46,6 +46,7 @@ class RunRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
     def to_json(self) -> dict[str, object]:
         """The record with its duration."""
         out: dict[str, object] = msgspec.to_builtins(self)
+        out["status"] = self.status  # the default ("running") is left out of the files only
         if self.duration is not None:
             out["durationSeconds"] = round(self.duration, 3)
         return out

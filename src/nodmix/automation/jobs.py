@@ -48,6 +48,9 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     delete_after_run: bool = False
     """One-shot (`at`) jobs remove themselves after a successful run."""
     created_by: str = "cli"
+    created_in: str | None = None
+    """The session key of the turn that added the job with the `cron` tool; a turn outside
+    the agent's main session sees and removes only the jobs of its own session."""
 
     def describe(self) -> dict[str, object]:
         """The job as `cron list --json` and the `cron` tool show it."""
@@ -107,6 +110,7 @@ def new_job(
     deliver: str | None = None,
     model: str | None = None,
     created_by: str = "cli",
+    created_in: str | None = None,
 ) -> Job:
     """A validated job.
 
@@ -136,4 +140,5 @@ def new_job(
         model=model or None,
         delete_after_run=schedule.kind == "at",
         created_by=created_by,
+        created_in=created_in or None,
     )

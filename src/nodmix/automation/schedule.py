@@ -20,6 +20,9 @@ from nodmix.errors import NodmixError
 ScheduleKind = Literal["cron", "every", "at"]
 
 MIN_EVERY_SECONDS = 1.0
+MAX_DURATION_SECONDS = 10 * 366 * 86400.0
+"""Ten years: longer delays and intervals are refused (a `9999…9s` one would be infinite, and
+every later look at the job (listing it, scheduling it) would fail)."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 
@@ -61,6 +64,8 @@ def parse_duration(text: str) -> float:
         pos = match.end()
     if not compact or pos != len(compact):
         raise ScheduleError(f"invalid duration {text!r}: use e.g. 30s, 20m, 2h, 1d, 1h30m")
+    if total > MAX_DURATION_SECONDS:
+        raise ScheduleError(f"duration {text[:40]!r} is longer than ten years")
     return total
 
 

@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 from nodmix.automation.clock import Clock
 from nodmix.automation.jobs import Job, JobError
 from nodmix.automation.runner import JobRunner
-from nodmix.automation.schedule import next_fire
+from nodmix.automation.schedule import ScheduleError, next_fire
 from nodmix.automation.store import JobState, JobStore, encode_state, schedule_key
 
 log = logging.getLogger("nodmix.automation")
@@ -76,8 +76,14 @@ class Scheduler:
         self._signature, self._loaded = signature, True
         self.jobs = {job.id: job for job in jobs}
         now = self.clock.now()
-        for job in jobs:
-            self._plan(job, now)
+        for job in list(jobs):
+            try:
+                self._plan(job, now)
+            except (ScheduleError, ArithmeticError, ValueError) as exc:
+                # One unusable job (a hand-edited file, a zone this machine lacks) must not
+                # stop the others: it is left out until the file changes.
+                log.error("cron job %s cannot be scheduled and is skipped: %s", job.id, exc)
+                del self.jobs[job.id]
         for gone in set(self.states) - set(self.jobs):
             del self.states[gone]
             self._dirty = True

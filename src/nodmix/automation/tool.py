@@ -4,6 +4,15 @@ call Anna"), with the same validation as `nodmix cron add`.
 A job the agent adds from a chat is delivered to that chat unless it names another target; a
 target must be a chat the agent may message (the `message` tool's rule). One-shot jobs
 (`at`, `in`) remove themselves after they ran.
+
+Only a turn in the agent's main session (the owner's own conversation) or with no origin
+(the CLI, the web page, the API) manages every job and may add a job that runs in the main
+session. Any other turn (a group chat, a per-peer DM, an isolated cron run, a webhook call)
+sees and removes only the jobs its own session added, can add at most
+`MAX_JOBS_PER_SESSION` of them, repeating no more often than every
+`MIN_AGENT_EVERY_SECONDS`, and its jobs run in fresh isolated sessions: a chat member must
+not reach the owner's session, its history or its unsandboxed shell through a job, nor read
+or delete the owner's reminders.
 """
 
 from __future__ import annotations
@@ -14,11 +23,16 @@ from typing import Protocol
 
 import anyio
 
-from nodmix.automation.jobs import JobError, build_schedule, new_job, parse_target
+from nodmix.automation.jobs import Job, JobError, build_schedule, new_job, parse_target
 from nodmix.automation.store import JobStore
 from nodmix.messages import JsonObject
-from nodmix.origin import TurnOrigin, is_automation
+from nodmix.origin import TurnOrigin, is_automation, is_owner_turn
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+
+MAX_JOBS_PER_SESSION = 20
+"""Jobs a turn outside the main session may have scheduled at once."""
+MIN_AGENT_EVERY_SECONDS = 60.0
+"""The shortest interval of a repeating job added from outside the main session."""
 
 PARAMETERS: JsonObject = {
     "type": "object",
@@ -39,7 +53,11 @@ PARAMETERS: JsonObject = {
             "type": "string",
             "description": "<channel>:<chatId> to send the result to. Default: this chat.",
         },
-        "session": {"type": "string", "enum": ["isolated", "main"]},
+        "session": {
+            "type": "string",
+            "enum": ["isolated", "main"],
+            "description": "main: run in the owner's main session (only from that session).",
+        },
         "id": {"type": "string", "description": "remove: the job id."},
     },
     "required": ["action"],
@@ -53,6 +71,18 @@ class OutboundRules(Protocol):
     def configured(self) -> list[str]: ...
 
     def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool: ...
+
+
+def trusted(ctx: ToolContext) -> bool:
+    """Whether the turn is the owner's: no origin, or the agent's main session itself."""
+    return is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
+
+
+def visible(jobs: list[Job], ctx: ToolContext) -> list[Job]:
+    """The jobs the turn may list and remove."""
+    if trusted(ctx):
+        return jobs
+    return [job for job in jobs if job.created_in == ctx.session_key]
 
 
 class CronTools:
@@ -80,7 +110,7 @@ class CronTools:
             if action == "add":
                 return await self._add(args, ctx)
             if action == "list":
-                jobs = await anyio.to_thread.run_sync(self._store.load)
+                jobs = visible(await anyio.to_thread.run_sync(self._store.load), ctx)
                 if not jobs:
                     return ToolResult.text("no scheduled jobs")
                 lines = [
@@ -92,6 +122,8 @@ class CronTools:
             if action == "remove":
                 job_id = str(args.get("id") or "")
                 job = await anyio.to_thread.run_sync(self._store.get, job_id)
+                if not visible([job], ctx):
+                    raise JobError(f"no cron job {job_id!r} added from this chat")
                 await anyio.to_thread.run_sync(self._store.remove, job.id)
                 return ToolResult.text(f"removed job {job.id} ({job.name})")
         except JobError as exc:
@@ -111,6 +143,10 @@ class CronTools:
             tz=text("tz"),
             now=time.time(),
         )
+        owner = trusted(ctx)
+        session = text("session") or "isolated"
+        if not owner:
+            self._check_untrusted(ctx, session, schedule.every_seconds)
         origin = ctx.origin
         deliver = text("deliver")
         if deliver is None and origin is not None and not is_automation(origin):
@@ -127,13 +163,34 @@ class CronTools:
             schedule=schedule,
             now=time.time(),
             agent_id=ctx.agent_id or None,
-            session=text("session") or "isolated",
+            session=session,
             deliver=deliver,
             created_by="agent",
+            created_in=ctx.session_key,
         )
-        await anyio.to_thread.run_sync(self._store.add, job)
+        await anyio.to_thread.run_sync(self._add_capped, job, owner)
         where = f", result to {deliver}" if deliver else ""
         return ToolResult.text(
             f"scheduled job {job.id} ({job.name}): {schedule.describe()}{where}",
             details={"jobId": job.id},
         )
+
+    def _check_untrusted(self, ctx: ToolContext, session: str, every: float | None) -> None:
+        if session == "main":
+            raise JobError("only the owner's main session can schedule jobs that run in it")
+        if every is not None and every < MIN_AGENT_EVERY_SECONDS:
+            raise JobError(
+                f"a repeating job from this chat runs at most every {MIN_AGENT_EVERY_SECONDS:g}s"
+            )
+
+    def _add_capped(self, job: Job, owner: bool) -> None:
+        def change(jobs: list[Job]) -> None:
+            if not owner and sum(j.created_in == job.created_in for j in jobs) >= (
+                MAX_JOBS_PER_SESSION
+            ):
+                raise JobError(
+                    f"this chat already has {MAX_JOBS_PER_SESSION} scheduled jobs; remove one first"
+                )
+            jobs.append(job)
+
+        self._store.update(change)

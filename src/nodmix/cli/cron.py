@@ -217,7 +217,9 @@ def _edit(args: argparse.Namespace) -> int:
         model=args.model or job.model,
         created_by=job.created_by,
     )
-    changed = msgspec.structs.replace(checked, id=job.id, enabled=job.enabled)
+    changed = msgspec.structs.replace(
+        checked, id=job.id, enabled=job.enabled, created_in=job.created_in
+    )
     if schedule != job.schedule:  # a new rhythm counts from now
         changed = msgspec.structs.replace(changed, created_at=time.time())
     store.replace(changed)

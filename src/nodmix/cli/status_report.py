@@ -109,13 +109,16 @@ def channels_status(loaded: LoadedConfig) -> list[dict[str, Any]]:
 
 
 def mcp_status(loaded: LoadedConfig) -> list[dict[str, Any]]:
-    """Configured MCP servers (not started: status never spawns anything)."""
+    """Configured MCP servers (not started: status never spawns anything); URLs without
+    their credentials."""
+    from nodmix.providers.debug import display_url
+
     return [
         {
             "name": name,
             "enabled": server.enabled,
             "transport": "stdio" if server.command else (server.transport or "streamable-http"),
-            "target": server.command or server.url,
+            "target": server.command or display_url(server.url or ""),
         }
         for name, server in loaded.config.mcp.servers.items()
     ]

@@ -72,3 +72,7 @@ class HooksConfig(Section, frozen=True):
     """`hooks`: webhooks."""
 
     mappings: dict[str, HookMapping] = {}
+    token: str | None = None
+    """A token (literal or `${ENV_VAR}`) that authorizes `POST /hooks/<name>` and
+    `GET /hooks/runs/<id>` only: give it to the services that call webhooks instead of the
+    gateway token, which opens the whole API."""

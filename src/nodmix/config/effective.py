@@ -29,7 +29,8 @@ DEFAULTS: dict[str, Any] = {
 """Values the code uses when a key is unset (the schema leaves them `None`)."""
 
 SECRET_FIELDS = frozenset({"apikey", "token", "password", "secret", "authorization"})
-"""Field names (lowercased) whose values are redacted."""
+"""Field names whose values are redacted: lowercased, without `-`/`_`, ending in one of these
+(`botToken`, `accessToken`, `x-api-key`, `apiKey`; not the count `maxTokens`)."""
 REDACTED = "***"
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
@@ -65,6 +66,10 @@ def effective_value(
     return node
 
 
+def _is_secret(field: str) -> bool:
+    return re.sub(r"[^a-z0-9]", "", field.lower()).endswith(tuple(SECRET_FIELDS))
+
+
 def redact(value: Any, *, field: str = "") -> Any:
     """`value` with secret fields replaced by `***` (`${ENV}` references stay visible)."""
     if isinstance(value, Marked):
@@ -73,7 +78,7 @@ def redact(value: Any, *, field: str = "") -> Any:
         return {k: redact(v, field=k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, field=field) for v in value]
-    if field.lower() in SECRET_FIELDS and isinstance(value, str) and value:
+    if _is_secret(field) and isinstance(value, str) and value:
         return value if _ENV_REF.match(value) else REDACTED
     return value
 

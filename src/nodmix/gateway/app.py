@@ -298,7 +298,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     Its lifespan must run (uvicorn does that; in-process tests use
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
-    from nodmix.gateway.hooks_api import get_hook_run, post_hook
+    from nodmix.gateway.hooks_api import get_hook_run, hook_token, post_hook
     from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
@@ -334,7 +334,9 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(GuardMiddleware, token=settings.token),
+            Middleware(
+                GuardMiddleware, token=settings.token, hook_token=lambda: hook_token(gateway)
+            ),
             Middleware(
                 BodyLimitMiddleware,
                 max_bytes=settings.max_body_bytes,

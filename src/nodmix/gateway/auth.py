@@ -9,6 +9,8 @@
    `Authorization: Bearer <token>`. Browsers cannot set headers on a WebSocket, so the
    handshake may instead offer the subprotocol `nodmix.bearer.<base64url(token)>` next to
    `nodmix.v1` (the server always selects `nodmix.v1`, never echoing the token).
+   Webhook paths (`/hooks/...`) also accept the separate `hooks.token`, which opens nothing
+   else.
 
 `/health`, the web page and its static files need no token: they reveal nothing private.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -35,6 +38,7 @@ TOKEN_PROTOCOL_PREFIX = "nodmix.bearer."
 
 PUBLIC_PATHS = frozenset({"/", "/health", "/favicon.ico"})
 PUBLIC_PREFIXES = ("/static/",)
+HOOK_PREFIX = "/hooks/"
 
 
 def tokens_match(given: str | None, expected: str) -> bool:
@@ -77,6 +81,18 @@ def _same_origin(origin: str, host: str) -> bool:
     return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
 
 
+def _hook_call(scope: Scope, presented: str | None, expected: str | None) -> bool:
+    path: str = scope.get("path", "")
+    rest = path.removeprefix(HOOK_PREFIX).removeprefix("runs/")
+    return (
+        scope["type"] == "http"
+        and path.startswith(HOOK_PREFIX)
+        and "/" not in rest  # `/hooks/<name>` and `/hooks/runs/<id>`, nothing below
+        and expected is not None
+        and tokens_match(presented, expected)
+    )
+
+
 def _host_name(host: str) -> str:
     if host.startswith("["):
         return host[1:].partition("]")[0]
@@ -86,10 +102,19 @@ def _host_name(host: str) -> str:
 class GuardMiddleware:
     """Origin, host and token checks in front of the whole app (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
-        """Guard `app`; `token=None` means no authentication (loopback binds only)."""
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        hook_token: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        """Guard `app`; `token=None` means no authentication (loopback binds only).
+        `hook_token` returns the current `hooks.token` (read per request: it can be reloaded).
+        """
         self.app = app
         self.token = token
+        self.hook_token = hook_token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request with a clear error, or pass it on."""
@@ -134,7 +159,8 @@ class GuardMiddleware:
         presented = bearer_token(headers)
         if presented is None and scope["type"] == "websocket":
             presented = subprotocol_token(list(scope.get("subprotocols", [])))
-        if not tokens_match(presented, self.token):
+        hook_call = _hook_call(scope, presented, self.hook_token())
+        if not tokens_match(presented, self.token) and not hook_call:
             reason = "missing" if presented is None else "wrong"
             return 401, "invalid_token", f"{reason} gateway token (send Authorization: Bearer)"
         return None

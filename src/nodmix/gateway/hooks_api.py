@@ -2,8 +2,9 @@
 message rendered from the JSON body (`{{body.subject}}`), and answers 202 with a run id at
 once; `GET /hooks/runs/<id>` reports the run (`running`, `ok`, `error`, `timeout`).
 
-Webhooks need the gateway token (`Authorization: Bearer`, checked by the guard middleware for
-every non-public path); a gateway without one refuses them. Bodies are bounded by
+Webhooks need the gateway token or `hooks.token` (`Authorization: Bearer`, checked by the
+guard middleware; `hooks.token` opens the webhook paths only); a gateway without a gateway
+token refuses them. Bodies are bounded by
 `gateway.maxBodyBytes` (413). A body that is not a JSON object gets 400, an unknown name 404.
 Runs go through the automation runner (its concurrency cap and per-run timeout) with a
 `webhook` origin; each is recorded in the run history as job `hook-<name>`.
@@ -11,11 +12,11 @@ Runs go through the automation runner (its concurrency cap and per-run timeout) 
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from typing import Any
 
 import anyio
+import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -23,11 +24,18 @@ from nodmix.automation.jobs import Job
 from nodmix.automation.runner import RunPlan, new_run_id
 from nodmix.automation.schedule import Schedule
 from nodmix.automation.templates import render
-from nodmix.gateway.app import gateway_of
+from nodmix.config.loader import resolve_secret
+from nodmix.errors import NodmixError
+from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.errors import APIError, bad_request, not_found
+from nodmix.gateway.limits import decode_json
 from nodmix.origin import TurnOrigin
 
 MAX_TRACKED_RUNS = 1000
+MAX_UNFINISHED_RUNS = 100
+"""Webhook runs accepted and not yet finished (running or waiting for a slot); more get 429,
+so a caller posting in a loop cannot pile up turns and memory without end."""
+_BODY: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -36,6 +44,7 @@ class HookRuns:
 
     def __init__(self) -> None:
         self._jobs: OrderedDict[str, str] = OrderedDict()
+        self.unfinished = 0
 
     def add(self, run_id: str, job_id: str) -> None:
         self._jobs[run_id] = job_id
@@ -44,6 +53,15 @@ class HookRuns:
 
     def job_of(self, run_id: str) -> str | None:
         return self._jobs.get(run_id)
+
+
+def hook_token(gateway: Gateway) -> str | None:
+    """The current `hooks.token` (None when unset, or when its variable is not set)."""
+    token = gateway.runtime.config.hooks.token
+    try:
+        return resolve_secret(token, key="hooks.token", env=gateway.runtime.env) or None
+    except NodmixError:
+        return None
 
 
 def _runs(request: Request) -> HookRuns:
@@ -73,18 +91,26 @@ async def post_hook(request: Request) -> Response:
     if mapping is None or not set(name) <= _NAME_CHARS:
         raise not_found(f"no webhook {name!r} (hooks.mappings)", code="unknown_hook")
     raw = await request.body()
-    try:
-        body: Any = json.loads(raw) if raw.strip() else {}
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise bad_request("the request body is not valid JSON") from None
+    body: Any = decode_json(_BODY, raw) if raw.strip() else {}
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    text = render(mapping.message, {"body": body, "name": name})
+    try:
+        text = render(mapping.message, {"body": body, "name": name})
+    except RecursionError:
+        raise bad_request("the request body is nested too deeply") from None
     if not text.strip():
         raise bad_request("the webhook message rendered empty")
     runner = gateway.runtime.automation.runner
     if runner is None:
         raise _unavailable("the gateway is not running automation", "not_serving")
+    runs = _runs(request)
+    if runs.unfinished >= MAX_UNFINISHED_RUNS:
+        raise APIError(
+            status=429,
+            message=f"{MAX_UNFINISHED_RUNS} webhook runs are still unfinished; try again later",
+            kind="rate_limit_error",
+            code="too_many_runs",
+        )
     agent = gateway.agent(mapping.agent_id)
     run_id = new_run_id()
     session = mapping.session_key or f"hook:{name}:{run_id}"
@@ -108,11 +134,16 @@ async def post_hook(request: Request) -> Response:
     )
 
     async def run() -> None:
-        await runner.run(job, plan, run_id)
+        try:
+            await runner.run(job, plan, run_id)
+        finally:
+            runs.unfinished -= 1
 
+    runs.unfinished += 1
     if not gateway._start_background(run):
+        runs.unfinished -= 1
         raise _unavailable("the gateway is shutting down", "shutting_down")
-    _runs(request).add(run_id, job.id)
+    runs.add(run_id, job.id)
     return JSONResponse(
         {"runId": run_id, "status": "accepted", "hook": name, "sessionKey": session},
         status_code=202,

@@ -56,10 +56,13 @@ def decode_json(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
     """A request body decoded as the endpoint's request type.
 
     Raises:
-        APIError: 400 when the body is not UTF-8, not JSON, or not the expected shape.
+        APIError: 400 when the body is not UTF-8, not JSON, nested too deeply, or not the
+            expected shape.
     """
     try:
         return decoder.decode(body)
+    except RecursionError:
+        raise bad_request("the request body is nested too deeply") from None
     except msgspec.ValidationError as exc:
         path = str(exc).rpartition(" - at `$.")[2].rstrip("`") if " - at `$." in str(exc) else None
         raise bad_request(f"invalid request: {exc}", param=path) from None

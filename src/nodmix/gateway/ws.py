@@ -102,7 +102,7 @@ class Connection:
 
         try:
             frame = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.send(_error_frame(None, bad_request("frame is not valid JSON")))
             return
         req_id = frame.get("id") if isinstance(frame, dict) else None

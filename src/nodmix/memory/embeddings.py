@@ -1,11 +1,15 @@
 """Vectors from an OpenAI-compatible `POST /v1/embeddings` (hosted or a local server).
 
 The client is synchronous: indexing runs on a worker thread. Vectors are L2-normalised float32,
-so a dot product is the cosine similarity.
+so a dot product is the cosine similarity. A reply is read in pieces under a byte cap and one
+deadline for the whole request (`timeoutSeconds`), so an endpoint that answers without end,
+or one byte at a time, cannot exhaust memory or hold the indexer.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -81,21 +85,34 @@ class HttpEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         return normalise(np.asarray(rows, dtype=np.float32))
 
+    def _post(self, url: str, texts: list[str]) -> tuple[int, bytes]:
+        """Status and body, at most `MAX_REPLY_BYTES` within `timeoutSeconds` in all."""
+        deadline = time.monotonic() + self.settings.timeout_seconds
+        body = bytearray()
+        payload = {"model": self.model, "input": texts}
+        with self._client.stream("POST", url, json=payload) as response:
+            for piece in response.iter_bytes():
+                body += piece
+                if len(body) > MAX_REPLY_BYTES:
+                    raise EmbeddingError(f"embeddings reply from {url} is too large")
+                if time.monotonic() > deadline:
+                    raise EmbeddingError(
+                        f"embeddings reply from {url} took longer than "
+                        f"{self.settings.timeout_seconds:g}s"
+                    )
+            return response.status_code, bytes(body)
+
     def _batch(self, texts: list[str]) -> list[list[float]]:
         url = f"{self.settings.base_url}/embeddings"
         try:
-            response = self._client.post(url, json={"model": self.model, "input": texts})
+            status, body = self._post(url, texts)
         except httpx2.HTTPError as exc:
             raise EmbeddingError(f"embeddings request to {url} failed: {exc}") from None
-        if response.status_code >= 400:
-            raise EmbeddingError(
-                f"embeddings request to {url} failed: HTTP {response.status_code} "
-                f"{response.text[:200]}"
-            )
-        if len(response.content) > MAX_REPLY_BYTES:
-            raise EmbeddingError(f"embeddings reply from {url} is too large")
+        if status >= 400:
+            detail = body[:200].decode("utf-8", errors="replace")
+            raise EmbeddingError(f"embeddings request to {url} failed: HTTP {status} {detail}")
         try:
-            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            data = sorted(json.loads(body)["data"], key=lambda item: item["index"])
             vectors = [[float(x) for x in item["embedding"]] for item in data]
         except (ValueError, KeyError, TypeError) as exc:
             raise EmbeddingError(f"embeddings reply from {url} is malformed: {exc}") from None

@@ -190,6 +190,8 @@ class MemoryIndex:
                     gone.append(path)
                 continue
             report.scanned += 1
+            if known is None and self.store.counts()["files"] >= self.roots.max_files:
+                continue  # full: a new note waits for a scan, which keeps the cap too
             if known is None or (known.mtime_ns, known.size) != (file.mtime_ns, file.size):
                 changed.append(file)
         self._index_files(changed, report)

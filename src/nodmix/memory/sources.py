@@ -9,6 +9,7 @@ user and assistant text of the conversation, one line per message line.
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import stat
@@ -25,6 +26,10 @@ MEMORY_DIR: Final = "memory"
 SESSIONS_PREFIX: Final = "sessions/"
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 """Larger files (notes or transcripts) are skipped: this bounds what one re-index reads."""
+MAX_FILES: Final = 10_000
+"""Notes and transcripts indexed at most (each kind; the newest transcripts win). Together
+with `MAX_FILE_BYTES` this bounds the index and the work of one scan, whatever a session
+writes into `memory/`."""
 
 
 class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,6 +53,7 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
     workspace: Path
     sessions_dir: Path | None = None
     """The agent's transcripts, when sessions are indexed."""
+    max_files: int = MAX_FILES
 
     def stamps(self) -> dict[str, tuple[int, int]]:
         """`(mtime_ns, size)` of every memory file that exists now, by index path (symlinked
@@ -61,12 +67,15 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
         regular = stat.S_ISREG
         # A `memory` folder that is a symlink could point anywhere: it holds no notes.
         stack = [] if os.path.islink(base + MEMORY_DIR) else [base + MEMORY_DIR]
-        while stack:
+        budget = self.max_files
+        while stack and budget > 0:
             try:
-                entries = list(os.scandir(stack.pop()))
+                with os.scandir(stack.pop()) as listing:
+                    entries = list(itertools.islice(listing, budget))
             except OSError:
                 continue
-            for entry in entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                budget -= 1  # every entry looked at counts: a huge folder cannot stall a scan
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 elif entry.name.endswith(".md"):
@@ -77,7 +86,9 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
                     if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
                         out[entry.path[cut:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
         if self.sessions_dir is not None:
-            out.update(_transcript_stamps(self.sessions_dir))
+            transcripts = _transcript_stamps(self.sessions_dir)
+            newest = sorted(transcripts.items(), key=lambda item: item[1][0], reverse=True)
+            out.update(newest[: self.max_files])
         return out
 
     def file(self, path: str, stamp: tuple[int, int]) -> SourceFile:

@@ -1,16 +1,26 @@
-"""The `memory_search` and `memory_get` tools, and the tool source that offers them."""
+"""The `memory_search` and `memory_get` tools, and the tool source that offers them.
+
+With `memory.sessions`, past transcripts are searchable, but only from the owner's turns
+(`nodmix.origin.is_owner_turn`): a group chat, a per-peer DM or an automation run searches
+and reads the memory files alone, never the owner's conversations.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 
 from nodmix.memory.service import MemoryService
+from nodmix.memory.sources import SESSIONS_PREFIX
 from nodmix.messages import JsonObject
+from nodmix.origin import is_owner_turn
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
 MAX_GET_LINES = 400
 MAX_GET_CHARS = 40_000
+MAX_SEARCH_RESULTS = 50
+SESSIONS_DIR = SESSIONS_PREFIX.rstrip("/")
 
 SEARCH_DESCRIPTION = (
     "Search your memory (MEMORY.md and memory/**/*.md{sessions}) for notes relevant to a "
@@ -51,12 +61,17 @@ def memory_tools(service: MemoryService) -> list[Tool]:
             return ToolResult.error("memory_search needs a non-empty query.")
         max_results = args.get("maxResults")
         min_score = args.get("minScore")
+        wanted = max_results if isinstance(max_results, int) else service.settings.max_results
+        wanted = max(1, min(wanted, MAX_SEARCH_RESULTS))
+        owner = is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
         hits, index = await service.search(
             ctx.agent_id,
             query,
-            max_results=int(max_results) if isinstance(max_results, int) else None,
+            max_results=wanted if owner else MAX_SEARCH_RESULTS,
             min_score=float(min_score) if isinstance(min_score, int | float) else None,
         )
+        if not owner:
+            hits = [hit for hit in hits if hit.source != "sessions"][:wanted]
         payload: JsonObject = {
             "results": [hit.to_json() for hit in hits],
             "mode": index.settings.mode if index.embedding_error is None else "keyword",
@@ -71,6 +86,9 @@ def memory_tools(service: MemoryService) -> list[Tool]:
         count = args.get("lines")
         first = start if isinstance(start, int) and start > 0 else 1
         lines = min(count, MAX_GET_LINES) if isinstance(count, int) and count > 0 else MAX_GET_LINES
+        owner = is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
+        if not owner and PurePosixPath(path.replace("\\", "/")).parts[:1] == (SESSIONS_DIR,):
+            return ToolResult.error("past sessions are only readable from the owner's own chat.")
         try:
             text, first, last = await service.read(ctx.agent_id, path, first, lines)
         except FileNotFoundError:

@@ -24,6 +24,16 @@ LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 FOLLOW_INTERVAL = 0.25
 """Seconds between polls of a followed log (bounded: a new line shows within this)."""
 _CORE_KEYS = ("ts", "level", "logger", "msg", "pid")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _printable(value: object) -> str:
+    """`value` as text with control characters escaped: a tool name or a sender name the
+    model or a chat chose must not reach the terminal as escape sequences (titles, the
+    clipboard, a cleared screen)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+
+
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -106,7 +116,7 @@ def format_text(record: dict[str, Any]) -> str:
     extras = " ".join(f"{k}={v}" for k, v in record.items() if k not in _CORE_KEYS)
     line = f"{clock} {str(record.get('level', '?')):<7} {record.get('logger', '?')}: "
     line += str(record.get("msg", ""))
-    return f"{line}  [{extras}]" if extras else line
+    return _printable(f"{line}  [{extras}]" if extras else line)
 
 
 def follow(

@@ -62,6 +62,10 @@ class NoMetrics:
     turns = tool_calls = codemode_steps = compactions = model_latency = errors = _Off()
 
 
+UNKNOWN_TOOL = "(unknown)"
+"""The `tool` label of calls to a name that is no tool of the turn."""
+
+
 class TurnObserver:
     """Logs and counts what turns do."""
 
@@ -145,7 +149,9 @@ class TurnObserver:
         result = event.result
         name, tool_id = state.calls.pop(result.tool_call_id, (result.tool_name, None))
         status = "error" if result.is_error else "ok"
-        self.metrics.tool_calls.labels(name, status).inc()
+        # A name the model made up is not a tool: one label for all of them keeps the series
+        # bounded whatever a chat asks the model to call.
+        self.metrics.tool_calls.labels(name if tool_id else UNKNOWN_TOOL, status).inc()
         step = CODEMODE_STEPS.get(tool_id or "")
         if step is not None:
             self.metrics.codemode_steps.labels(step, status).inc()

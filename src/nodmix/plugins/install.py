@@ -129,6 +129,9 @@ def install(target: str) -> list[InstalledPlugin]:
     """
     path = Path(target).expanduser()
     spec = str(path.resolve()) if path.exists() else target
+    if spec.startswith("-") or not spec.strip():
+        # pip would read it as one of its options (`--index-url=...`, `-r file`).
+        raise PluginError(f"{target!r} is not a folder, a wheel or a package name")
     with tempfile.TemporaryDirectory(prefix="nodmix-pip-") as tmp:
         report = Path(tmp) / "report.json"
         done = _pip("install", "--quiet", "--report", str(report), spec)

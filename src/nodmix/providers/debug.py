@@ -85,6 +85,18 @@ def redact_text(text: str, *, secrets: Sequence[str] = ()) -> str:
     return _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
 
 
+def display_url(url: str) -> str:
+    """`url` fit for an error message or a log line: no `user:password@`, and key-like query
+    parameters masked (a base URL may carry credentials; errors reach chats and logs)."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        authority, slash, path = rest.partition("/")
+        if "@" in authority:
+            authority = REDACTED + "@" + authority.rpartition("@")[2]
+        url = f"{scheme}{sep}{authority}{slash}{path}"
+    return _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, url)
+
+
 def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text

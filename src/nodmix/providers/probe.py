@@ -16,6 +16,7 @@ import anyio
 from nodmix.errors import NodmixError
 from nodmix.messages import user_message
 from nodmix.providers.base import ModelRequest, collect
+from nodmix.providers.debug import display_url
 from nodmix.providers.router import ProviderRouter
 
 PROBE_PROMPT = "Reply with the single word: ok"
@@ -106,13 +107,14 @@ def list_models(
     import httpx2
 
     provider = router.provider(provider_id)
-    url = str(getattr(provider, "models_url", ""))
-    if not url:
+    target = str(getattr(provider, "models_url", ""))
+    if not target:
         raise NodmixError(f"{provider_id}: this provider has no model list")
+    url = display_url(target)
     headers = dict(getattr(provider, "request_headers")())  # noqa: B009
     headers["accept"] = "application/json"
     try:
-        response = httpx2.get(url, headers=headers, timeout=timeout)
+        response = httpx2.get(target, headers=headers, timeout=timeout)
     except httpx2.HTTPError as exc:
         raise NodmixError(f"cannot reach {url}: {type(exc).__name__}") from None
     if response.status_code in (401, 403):

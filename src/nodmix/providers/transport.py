@@ -28,7 +28,7 @@ from nodmix.errors import (
     ProviderUnreachableError,
 )
 from nodmix.providers.base import ModelRequest
-from nodmix.providers.debug import DebugSettings, RequestLog
+from nodmix.providers.debug import DebugSettings, RequestLog, display_url
 from nodmix.providers.errors import one_line
 from nodmix.providers.limits import CallLimits, format_seconds
 from nodmix.providers.sse import SSEDecoder, SSEEvent, SSELineTooLong
@@ -160,12 +160,13 @@ class SSETransport:
         client = self._ensure_client(url)
         body = msgspec.json.encode(payload)
         label = f"{self._provider}/{payload.get('model', '?')}"
+        shown = display_url(url)
         start = time.monotonic()
         try:
             async with client.stream(
                 "POST", url, content=body, headers=headers, timeout=http_timeout(limits)
             ) as response:
-                log.response("POST", url, response.status_code, time.monotonic() - start)
+                log.response("POST", shown, response.status_code, time.monotonic() - start)
                 if response.status_code >= 400:
                     raw = await response.aread()
                     text = raw.decode("utf-8", errors="replace")
@@ -181,34 +182,35 @@ class SSETransport:
                 log.finished(time.monotonic() - start)
         except SSELineTooLong as exc:
             raise ProviderProtocolError(
-                f"{label}: malformed stream from {url}: {exc}", provider=self._provider
+                f"{label}: malformed stream from {shown}: {exc}", provider=self._provider
             ) from exc
         except httpx2.ConnectTimeout as exc:
-            log.failure("POST", url, type(exc).__name__, time.monotonic() - start)
+            log.failure("POST", shown, type(exc).__name__, time.monotonic() - start)
             raise ProviderTimeoutError(
-                f"{label}: could not connect to {url} within"
+                f"{label}: could not connect to {shown} within"
                 f" {format_seconds(limits.connect_seconds)} (connect timeout)",
                 provider=self._provider,
             ) from exc
         except httpx2.TimeoutException as exc:
-            log.failure("POST", url, type(exc).__name__, time.monotonic() - start)
+            log.failure("POST", shown, type(exc).__name__, time.monotonic() - start)
             raise self._idle_timeout(label, limits) from exc
         except httpx2.ConnectError as exc:
             detail = one_line(str(exc) or type(exc).__name__, limit=200)
-            log.failure("POST", url, detail, time.monotonic() - start)
+            log.failure("POST", shown, detail, time.monotonic() - start)
             if is_loopback(url):
                 raise ProviderUnreachableError(
-                    f"{self._provider}: connection refused at {url} — is the model server running?",
+                    f"{self._provider}: connection refused at {shown}"
+                    " — is the model server running?",
                     provider=self._provider,
                 ) from exc
             raise ProviderUnavailableError(
-                f"{self._provider}: connection error: {url}: {detail}", provider=self._provider
+                f"{self._provider}: connection error: {shown}: {detail}", provider=self._provider
             ) from exc
         except httpx2.TransportError as exc:
             detail = one_line(str(exc) or type(exc).__name__, limit=200)
-            log.failure("POST", url, detail, time.monotonic() - start)
+            log.failure("POST", shown, detail, time.monotonic() - start)
             raise ProviderUnavailableError(
-                f"{self._provider}: connection error: {url}: {detail}", provider=self._provider
+                f"{self._provider}: connection error: {shown}: {detail}", provider=self._provider
             ) from exc
 
     async def _stream(
