@@ -7,6 +7,7 @@ file adds its site-packages), so pip installs there and never into the project's
 from __future__ import annotations
 
 import json
+import os
 import site
 import subprocess
 import sys
