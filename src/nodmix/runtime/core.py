@@ -52,7 +52,7 @@ from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
-from nodmix.runtime.skills import SKILLS_NAMESPACE, turn_skills
+from nodmix.runtime.skills import SKILLS_NAMESPACE, scan_for_turn
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.security.gate import TurnHandle
 from nodmix.security.parts import CHAT_COMMANDS, open_security
@@ -500,9 +500,7 @@ class Runtime:
                 resume = accept_client_results(session, self._engine, client.results)
             self.security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
-                skills = await anyio.to_thread.run_sync(
-                    turn_skills, self.skills, self.loaded, agent, self.env
-                )
+                skills = await scan_for_turn(self.skills, self.loaded, agent, self.env)
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 
 from nodmix.agents import AgentProfile
@@ -41,6 +43,27 @@ class TurnSkills(msgspec.Struct, frozen=True, kw_only=True):
         return skills_section(
             self.skills, workspace=agent.workspace.absolute(), code_mode=code_mode
         )
+
+
+INLINE_SCAN_SECONDS = 0.001
+"""A skill scan that took less than this runs on the event loop next turn: a thread hop
+costs more than checking a few unchanged folders."""
+
+
+async def scan_for_turn(
+    book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
+) -> TurnSkills:
+    """`turn_skills`, in a worker thread only when the last scan was slow (many skills, a
+    changed SKILL.md to parse)."""
+    if book.last_scan_seconds < INLINE_SCAN_SECONDS:
+        started = time.perf_counter()
+        result = turn_skills(book, loaded, agent, env)
+        book.last_scan_seconds = time.perf_counter() - started
+        return result
+    started_thread = time.perf_counter()
+    result = await anyio.to_thread.run_sync(turn_skills, book, loaded, agent, env)
+    book.last_scan_seconds = time.perf_counter() - started_thread
+    return result
 
 
 def turn_skills(

@@ -57,6 +57,9 @@ class SkillBook:
         self.state_dir = state_dir
         self.bundled_dir = bundled_dir
         self.scanner = scanner or SkillScanner()
+        self.last_scan_seconds = 1.0
+        """How long the last per-turn scan took (the runtime decides from it whether the next
+        one may run on the event loop); the first scan is never assumed cheap."""
 
     def locations(
         self, config: NodmixConfig, *, workspace: Path, config_dir: Path
