@@ -26,7 +26,7 @@ MEMORY_DIR: Final = "memory"
 SESSIONS_PREFIX: Final = "sessions/"
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 """Larger files (notes or transcripts) are skipped: this bounds what one re-index reads."""
-MAX_FILES: Final = 10_000
+MAX_FILES: Final = 50_000
 """Notes and transcripts indexed at most (each kind; the newest transcripts win). Together
 with `MAX_FILE_BYTES` this bounds the index and the work of one scan, whatever a session
 writes into `memory/`."""
