@@ -15,7 +15,6 @@ idle after connecting (`benchmarks.channels.bench_memory.measure`).
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import tempfile
@@ -25,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.support.config import write_json_config
 
 from benchmarks.channels.bench_memory import measure
 from nodmix.gateway import BackgroundGateway, GatewaySettings
@@ -44,22 +45,7 @@ OPEN = {"allowFrom": ["*"], "dmPolicy": "open", "typing": False}
 
 
 def _config(state: Path, model_url: str, channels: dict[str, Any]) -> None:
-    config = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        "channels": channels,
-        "session": {"dmScope": "per-peer"},
-    }
-    (state / "nodmix.json").write_text(json.dumps(config))
+    write_json_config(state, model_url, channels=channels, session={"dmScope": "per-peer"})
 
 
 def _run(

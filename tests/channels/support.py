@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from nodmix.testing.telegram_server import ScriptedBotAPI
+from tests.support.config import write_json_config
 
 
 def write_channel_config(
@@ -23,24 +23,7 @@ def write_channel_config(
         "pollTimeoutSeconds": 1,
         **(telegram or {}),
     }
-    config = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        "channels": {"telegram": section},
-        **top,
-    }
-    path = state / "nodmix.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
+    return write_json_config(state, model_url, channels={"telegram": section}, **top)
 
 
 def model_user_texts(server: Any) -> list[str]:
@@ -60,42 +43,11 @@ def write_matrix_config(
 ) -> Path:
     """`nodmix.json` pointing the default agent at the scripted model and Matrix at a
     homeserver (`matrix` holds `userId`, the credentials and access rules)."""
-    config = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        "channels": {"matrix": {"homeserver": homeserver, **matrix}},
-    }
-    path = state / "nodmix.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
+    return write_json_config(
+        state, model_url, channels={"matrix": {"homeserver": homeserver, **matrix}}
+    )
 
 
 def write_config(state: Path, model_url: str, channels: dict[str, Any], **top: Any) -> Path:
     """`nodmix.json` pointing the default agent at the scripted model, with `channels`."""
-    config = {
-        "models": {
-            "providers": {
-                "local": {
-                    "api": "openai-completions",
-                    "baseUrl": model_url,
-                    "apiKey": "none",
-                    "models": [{"id": "scripted", "contextWindow": 32000}],
-                }
-            }
-        },
-        "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-        "channels": channels,
-        **top,
-    }
-    path = state / "nodmix.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
+    return write_json_config(state, model_url, channels=channels, **top)

@@ -22,10 +22,9 @@ from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.channel_config import write_config
 from tests.channels.irc_daemon import wait_until
 from tests.channels.mail_daemons import PASSWORD, USER, Dovecot, SmtpRecorder
-from tests.channels.support import model_user_texts
+from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import GatewayProcess, run_nodmix
 
 pytestmark = pytest.mark.integration
