@@ -66,6 +66,7 @@ class ScriptedModelServer:
         api_key: When set, requests must carry it (`Authorization: Bearer` for OpenAI,
             `x-api-key` for Anthropic) or get a 401.
         models: Ids listed by `GET /v1/models` (requests may name any model).
+        event_seconds: Pause between the events of a streamed reply (a slow model).
     """
 
     def __init__(
@@ -76,8 +77,11 @@ class ScriptedModelServer:
         port: int = 0,
         api_key: str | None = None,
         models: Sequence[str] = ("scripted",),
+        event_seconds: float = 0.0,
     ) -> None:
-        self._state = WireState(respond=respond, api_key=api_key, models=tuple(models))
+        self._state = WireState(
+            respond=respond, api_key=api_key, models=tuple(models), event_seconds=event_seconds
+        )
         self._host = host
         self._requested_port = port
         self._port: int | None = None

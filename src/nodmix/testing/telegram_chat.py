@@ -7,8 +7,10 @@ private message from user 42 (`--chat-id`), and what the bot sends to any chat i
 
 from __future__ import annotations
 
+import argparse
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -72,3 +74,27 @@ def run_shell(api: ScriptedBotAPI, stdin: TextIO, out: TextIO, chat_id: int) -> 
     stop = threading.Event()
     while not stop.wait(POLL_SECONDS):
         printer.print_new()
+
+
+def serve_and_chat(
+    server_class: Callable[..., ScriptedBotAPI], argv: Sequence[str] | None, *, description: str
+) -> int:
+    """Parse `--port`, `--token`, `--chat-id`; serve a scripted Bot API until Ctrl-C, sending
+    stdin's lines as messages and printing the bot's replies."""
+    from nodmix.invocation import nodmix_command
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--port", type=int, default=8081, help="0 picks a free port")
+    parser.add_argument("--token", default="123456:TEST-token")
+    parser.add_argument(
+        "--chat-id", type=int, default=42, help="the Telegram user id your typed lines come from"
+    )
+    args = parser.parse_args(argv)
+    server = server_class(token=args.token, port=args.port, max_poll_seconds=25)
+    with server:
+        print("\n".join(setup_lines(server, nodmix_command())), flush=True)
+        try:
+            run_shell(server, sys.stdin, sys.stdout, args.chat_id)
+        except KeyboardInterrupt:
+            pass
+    return 0

@@ -3,14 +3,23 @@
 It speaks the Bot API's HTTP shape, `POST /bot<token>/<method>` (JSON, form or multipart
 parameters) answered with `{"ok": true, "result": ...}`, for the methods Nodmix uses: getMe,
 getUpdates (long poll honouring `offset` and `timeout`), sendMessage, sendChatAction,
-editMessageText, sendDocument, getFile and file downloads (`/file/bot<token>/<path>`).
-Every call is recorded in `calls`; tests inject updates with `inject_text()` and make the next
-calls of a method fail with `fail_next()` (a 429 with `retry_after`, for example)::
+editMessageText, sendDocument, getFile and file downloads (`/file/bot<token>/<path>`), and
+setWebhook/deleteWebhook/getWebhookInfo. Every call is recorded in `calls`; tests inject
+updates with `inject_text()` and make the next calls of a method fail with `fail_next()` (a 429
+with `retry_after`, for example)::
 
     with ScriptedBotAPI() as api:                       # on a background thread
         config = {"channels": {"telegram": {"botToken": api.token, "apiBaseUrl": api.url}}}
         api.inject_text(chat_id=42, sender_id=42, text="hello")
         api.wait_for(lambda: api.sent_texts(42))
+
+While a webhook is set, injected updates are not offered to getUpdates (which answers 409,
+as Telegram does) but POSTed to the webhook URL with `X-Telegram-Bot-Api-Secret-Token`, in
+order, each again until it is answered 200 (`hook.deliveries` records every attempt).
+`hook.proxy` stands for the reverse proxy in front of a gateway: it replaces the scheme,
+host and port of the registered URL, so a test can register `https://bot.example.org/...`
+and still reach a gateway on 127.0.0.1. `post_webhook()` posts an update by hand (a
+redelivery, a wrong secret) and returns the status.
 
 Runnable from a shell too: `python -m nodmix.testing.telegram_server --port 8081` prints the
 `config set` line for it, then sends each line typed on stdin as a message from user 42 and
@@ -19,7 +28,6 @@ prints what the bot sends (`nodmix.testing.telegram_chat`).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import sys
@@ -36,6 +44,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.telegram_payloads import bot_user, text_message
+from nodmix.testing.telegram_webhook import WebhookPoster
 
 T = TypeVar("T")
 _RAW_PARAMS = frozenset({"text", "caption"})
@@ -84,6 +94,9 @@ class ScriptedBotAPI(ThreadedServer):
         self._message_ids = itertools.count(1000)
         self._changed: anyio.Event | None = None
         self._closing = False
+        self.hook = WebhookPoster(self._lock, lambda: self._updates)
+        """The registered webhook, its proxy and the POSTs made to it."""
+        self._texts: dict[tuple[str, int], str] = {}
 
     # ---- test API -------------------------------------------------------------------------
 
@@ -116,40 +129,19 @@ class ScriptedBotAPI(ThreadedServer):
         document: tuple[str, bytes] | None = None,
     ) -> int:
         """Queue a text message (with `mention`, prefixed by `@<bot username> `)."""
-        if mention:
-            text = f"@{self.username} {text}"
-        message: dict[str, Any] = {
-            "chat": {"id": chat_id, "type": chat_type, "title": f"chat {chat_id}"},
-            "from": {"id": sender_id, "is_bot": False, "first_name": sender_name},
-        }
+        file_id = f"file-{len(self.files) + 1}"
+        message = text_message(
+            chat=(chat_id, chat_type),
+            sender=(sender_id, sender_name),
+            text=text,
+            bot=self._me(),
+            thread_id=thread_id,
+            mention=mention,
+            reply_to_bot=reply_to_bot,
+            document=(file_id, *document) if document is not None else None,
+        )
         if document is not None:
-            name, data = document
-            file_id = f"file-{len(self.files) + 1}"
-            self.files[file_id] = data
-            message["document"] = {
-                "file_id": file_id,
-                "file_unique_id": file_id,
-                "file_name": name,
-                "file_size": len(data),
-            }
-            message["caption"] = text
-        else:
-            message["text"] = text
-        if mention:
-            message["entities" if document is None else "caption_entities"] = [
-                {"type": "mention", "offset": 0, "length": len(self.username) + 1}
-            ]
-        if thread_id is not None:
-            message["message_thread_id"] = thread_id
-            message["is_topic_message"] = True
-        if reply_to_bot:
-            message["reply_to_message"] = {
-                "message_id": 1,
-                "date": int(time.time()),
-                "chat": message["chat"],
-                "from": self._me(),
-                "text": "earlier answer",
-            }
+            self.files[file_id] = document[1]
         return self.inject(message)
 
     def fail_next(
@@ -180,6 +172,16 @@ class ScriptedBotAPI(ThreadedServer):
             if chat_id is None or str(c.params.get("chat_id")) == str(chat_id)
         ]
 
+    def message_texts(self, chat_id: int | str) -> list[str]:
+        """What each message the bot sent to `chat_id` shows now (after edits), oldest first."""
+        with self._lock:
+            return [t for (chat, _), t in sorted(self._texts.items()) if chat == str(chat_id)]
+
+    def post_webhook(self, update: int | dict[str, Any], *, secret: str | None = None) -> int:
+        """POST an update (one delivered before, by id: a redelivery) to the webhook, with
+        the registered secret or `secret`; the status it answered."""
+        return self.hook.post(update, secret)
+
     def pending_updates(self) -> int:
         """Injected updates not yet confirmed by an offset."""
         with self._lock:
@@ -205,9 +207,15 @@ class ScriptedBotAPI(ThreadedServer):
     # ---- server ---------------------------------------------------------------------------
 
     def _wake(self) -> None:
-        event = self._changed
-        if event is not None and self._loop_token is not None:
-            self._call_soon(event.set)
+        for event in (self._changed, self.hook.wake_event()):
+            if event is not None and self._loop_token is not None:
+                self._call_soon(event.set)
+
+    async def _serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.hook.run)
+            await super()._serve(task_status=task_status)
+            group.cancel_scope.cancel()
 
     def _before_stop(self) -> None:
         self._closing = True
@@ -215,15 +223,7 @@ class ScriptedBotAPI(ThreadedServer):
             self._changed.set()
 
     def _me(self) -> dict[str, Any]:
-        return {
-            "id": self.bot_id,
-            "is_bot": True,
-            "first_name": "Nodmix Test",
-            "username": self.username,
-            "can_join_groups": True,
-            "can_read_all_group_messages": False,
-            "supports_inline_queries": False,
-        }
+        return bot_user(self.bot_id, self.username)
 
     def build_app(self) -> Starlette:
         """The Starlette app."""
@@ -255,9 +255,7 @@ class ScriptedBotAPI(ThreadedServer):
 
     async def _method(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
-            return JSONResponse(
-                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status_code=401
-            )
+            return _error(401, "Unauthorized")
         method = request.path_params["method"]
         params = await self._params(request)
         with self._lock:
@@ -265,20 +263,17 @@ class ScriptedBotAPI(ThreadedServer):
             failures = self._failures.get(method)
             failure = failures.pop(0) if failures else None
         if failure is not None:
-            body: dict[str, Any] = {
-                "ok": False,
-                "error_code": failure.status,
-                "description": failure.description,
-            }
-            if failure.retry_after is not None:
-                body["parameters"] = {"retry_after": failure.retry_after}
-            return JSONResponse(body, status_code=failure.status)
+            return _error(failure.status, failure.description, failure.retry_after)
+        if method == "getUpdates" and self.hook.webhook is not None:
+            return _error(409, "Conflict: can't use getUpdates method while webhook is active")
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
-            return JSONResponse(
-                {"ok": False, "error_code": 404, "description": "Not Found"}, status_code=404
-            )
-        return JSONResponse({"ok": True, "result": await handler(params)})
+            return _error(404, "Not Found")
+        try:
+            result = await handler(params)
+        except _BadRequest as exc:
+            return _error(400, f"Bad Request: {exc}")
+        return JSONResponse({"ok": True, "result": result})
 
     async def _m_getMe(self, params: dict[str, Any]) -> Any:
         return self._me()
@@ -314,10 +309,40 @@ class ScriptedBotAPI(ThreadedServer):
         return message
 
     async def _m_sendMessage(self, params: dict[str, Any]) -> Any:
-        return self._sent(params, text=str(params.get("text", "")))
+        message = self._sent(params, text=str(params.get("text", "")))
+        with self._lock:
+            self._texts[(str(params.get("chat_id")), message["message_id"])] = message["text"]
+        return message
 
     async def _m_editMessageText(self, params: dict[str, Any]) -> Any:
-        return self._sent(params, text=str(params.get("text", "")))
+        key = (str(params.get("chat_id")), int(params.get("message_id") or 0))
+        text = str(params.get("text", ""))
+        with self._lock:
+            if key not in self._texts:
+                raise _BadRequest("message to edit not found")
+            if self._texts[key] == text:
+                raise _BadRequest("message is not modified")
+            self._texts[key] = text
+        message = self._sent(params, text=text)
+        message["message_id"] = key[1]
+        message["edit_date"] = int(time.time())
+        return message
+
+    async def _m_setWebhook(self, params: dict[str, Any]) -> Any:
+        with self._lock:
+            self.hook.webhook = dict(params)
+        self._wake()
+        return True
+
+    async def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        with self._lock:
+            self.hook.webhook = None
+        return True
+
+    async def _m_getWebhookInfo(self, params: dict[str, Any]) -> Any:
+        with self._lock:
+            hook = self.hook.webhook or {}
+            return {"url": hook.get("url", ""), "pending_update_count": len(self._updates)}
 
     async def _m_sendChatAction(self, params: dict[str, Any]) -> Any:
         return True
@@ -352,26 +377,22 @@ class ScriptedBotAPI(ThreadedServer):
         return Response(self.files[file_id], media_type="application/octet-stream")
 
 
+class _BadRequest(Exception):
+    """A method refused its parameters (answered 400, as Telegram does)."""
+
+
+def _error(status: int, description: str, retry_after: int | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if retry_after is not None:
+        body["parameters"] = {"retry_after": retry_after}
+    return JSONResponse(body, status_code=status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m nodmix.testing.telegram_server`: serve until Ctrl-C, chatting on stdin."""
-    from nodmix.invocation import nodmix_command
-    from nodmix.testing.telegram_chat import run_shell, setup_lines
+    from nodmix.testing.telegram_chat import serve_and_chat
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--port", type=int, default=8081, help="0 picks a free port")
-    parser.add_argument("--token", default="123456:TEST-token")
-    parser.add_argument(
-        "--chat-id", type=int, default=42, help="the Telegram user id your typed lines come from"
-    )
-    args = parser.parse_args(argv)
-    server = ScriptedBotAPI(token=args.token, port=args.port, max_poll_seconds=25)
-    with server:
-        print("\n".join(setup_lines(server, nodmix_command())), flush=True)
-        try:
-            run_shell(server, sys.stdin, sys.stdout, args.chat_id)
-        except KeyboardInterrupt:
-            pass
-    return 0
+    return serve_and_chat(ScriptedBotAPI, argv, description=__doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

@@ -58,15 +58,19 @@ class WireState:
     embedding_requests: list[JsonObject] = field(default_factory=list)
     """Bodies of `POST /v1/embeddings` requests (kept apart from model requests)."""
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    event_seconds: float = 0.0
+    """Pause between the events of a streamed reply (a model that streams slowly)."""
 
     def next_id(self, prefix: str) -> str:
         """A fresh id with a vendor-style prefix (`call_3`, `toolu_4`, `msg_5`)."""
         return f"{prefix}{next(self.counter)}"
 
 
-def _sse(lines: Iterable[str]) -> StreamingResponse:
+def _sse(lines: Iterable[str], pause: float = 0.0) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
-        for line in lines:
+        for i, line in enumerate(lines):
+            if pause and i:
+                await anyio.sleep(pause)
             yield line.encode()
 
     return StreamingResponse(body(), media_type="text/event-stream")
@@ -192,12 +196,12 @@ class OpenAIWire:
         chunks = openai_encode.completion_chunks(
             message, response_id=response_id, model=model, include_usage=usage
         )
-        return _sse([*map(_data, chunks), "data: [DONE]\n\n"])
+        return _sse([*map(_data, chunks), "data: [DONE]\n\n"], self.state.event_seconds)
 
     def partial(self, error: ModelError, body: JsonObject) -> Response:
         """A `200` stream that delivers `error.partial`, then fails."""
         failure = openai_encode.stream_error_chunk(error.status, error.message)
-        return _sse([*self.opening(error.partial, body), _data(failure)])
+        return _sse([*self.opening(error.partial, body), _data(failure)], self.state.event_seconds)
 
     def opening(self, text: str, body: JsonObject) -> list[str]:
         """The chunks of a reply that streamed `text` and has not finished."""
@@ -243,12 +247,13 @@ class AnthropicWire:
                 anthropic_encode.message_body(message, message_id=message_id, model=model)
             )
         events = anthropic_encode.message_events(message, message_id=message_id, model=model)
-        return _sse([_named(name, data) for name, data in events])
+        return _sse([_named(n, d) for n, d in events], self.state.event_seconds)
 
     def partial(self, error: ModelError, body: JsonObject) -> Response:
         """A `200` stream that delivers `error.partial`, then fails."""
         failure = anthropic_encode.error_body(error.status, error.message)
-        return _sse([*self.opening(error.partial, body), _named("error", failure)])
+        opening = self.opening(error.partial, body)
+        return _sse([*opening, _named("error", failure)], self.state.event_seconds)
 
     def opening(self, text: str, body: JsonObject) -> list[str]:
         """The events of a reply that streamed `text` and has not finished."""
