@@ -27,6 +27,8 @@ class AccessRules:
     groups: frozenset[str] = frozenset()
     require_mention: bool = True
     typing: bool = True
+    streaming: Literal["off", "edit"] = "off"
+    """Delivery rather than access, but inherited the same way."""
 
 
 def resolve_rules(section: ChannelDefaults, defaults: ChannelDefaults) -> AccessRules:
@@ -43,6 +45,7 @@ def resolve_rules(section: ChannelDefaults, defaults: ChannelDefaults) -> Access
     groups = pick("groups")
     mention = pick("require_mention")
     typing = pick("typing")
+    streaming = pick("streaming")
     return AccessRules(
         dm_policy=dm if isinstance(dm, str) else built_in.dm_policy,  # type: ignore[arg-type]
         allow_from=frozenset(str(a) for a in allow) if isinstance(allow, list) else frozenset(),
@@ -50,6 +53,7 @@ def resolve_rules(section: ChannelDefaults, defaults: ChannelDefaults) -> Access
         groups=frozenset(str(g) for g in groups) if isinstance(groups, list) else frozenset(),
         require_mention=mention if isinstance(mention, bool) else True,
         typing=typing if isinstance(typing, bool) else True,
+        streaming="edit" if streaming == "edit" else "off",
     )
 
 

@@ -5,13 +5,17 @@ cancelled, turning each into an `InboundMessage` handed to `sink` (awaited: the 
 persists its position, such as the Telegram update offset, only after the sink accepted the
 message). `send` delivers one outbound message whose text is already within `text_limit` (the
 layer splits long replies).
+
+Two optional capabilities, each a one-method protocol an adapter may also implement:
+`MessageEditor.edit_text` (replies streamed by editing the message, `streaming: "edit"`) and
+`WebhookReceiver.receive_webhook` (updates the platform posts to the gateway's own HTTP server).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
@@ -55,4 +59,28 @@ class ChannelAdapter(Protocol):
 
     async def aclose(self) -> None:
         """Release the connection."""
+        ...
+
+
+@runtime_checkable
+class MessageEditor(Protocol):
+    """An adapter that can replace the text of a message it sent."""
+
+    async def edit_text(self, chat_id: str, message_id: str, text: str) -> None:
+        """Replace the text of message `message_id` (text within `text_limit`).
+
+        Raises:
+            Exception: the platform refused the edit (too old, rate limited); the layer then
+                sends the rest of the reply as new messages.
+        """
+        ...
+
+
+@runtime_checkable
+class WebhookReceiver(Protocol):
+    """An adapter that receives updates as HTTP requests to the gateway."""
+
+    async def receive_webhook(self, headers: Mapping[str, str], body: bytes) -> int:
+        """Check and hand on one posted update (to the sink `run` was given); the HTTP status
+        to answer (200 accepted, 401 wrong secret, 400 malformed, 503 not running yet)."""
         ...

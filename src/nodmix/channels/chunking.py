@@ -28,10 +28,10 @@ def split_text(text: str, limit: int) -> list[str]:
         fence_close_room = 4  # "\n```" in case the cut lands inside a fence
         cut = _cut_point(text, budget - fence_close_room)
         head, text = text[:cut], text[cut:].lstrip(" ").lstrip("\n")
-        open_fence = _open_fence(reopen + head)
+        left_open = open_fence(reopen + head)
         piece = reopen + head.rstrip()
-        if open_fence is not None:
-            marker, info = open_fence
+        if left_open is not None:
+            marker, info = left_open
             piece += "\n" + marker
             reopen = f"{marker}{info}\n"
         else:
@@ -49,7 +49,7 @@ def _cut_point(text: str, budget: int) -> int:
     return budget
 
 
-def _open_fence(text: str) -> tuple[str, str] | None:
+def open_fence(text: str) -> tuple[str, str] | None:
     """The fence (marker, info) left open at the end of `text`, if any."""
     open_: tuple[str, str] | None = None
     for line in text.split("\n"):

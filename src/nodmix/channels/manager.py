@@ -18,21 +18,22 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
 from nodmix.channels.access import decide, mask_matches
-from nodmix.channels.base import ChannelAdapter
+from nodmix.channels.base import ChannelAdapter, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.inbox import prompt_text
 from nodmix.channels.pairing import PairingStore
-from nodmix.channels.registry import create_adapter, enabled_channels, rules_for
+from nodmix.channels.registry import create_adapter, enabled_channels, rules_for, webhook_paths
 from nodmix.channels.routing import route_agent, session_key
+from nodmix.channels.runner import RunHandle, TurnRunner
 from nodmix.channels.status import ChannelStatus, write_status
+from nodmix.channels.streaming import EditThrottle, edit_stream
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
@@ -44,28 +45,6 @@ TYPING_EVERY_SECONDS = 4.0
 STATUS_EVERY_SECONDS = 1.0
 PAIRING_REPEAT_SECONDS = 600.0
 """An unknown sender who keeps writing is told their code again at most this often."""
-
-
-class RunHandle(Protocol):
-    """A turn started for a channel message."""
-
-    def cancel(self) -> None: ...
-
-    async def result(self) -> str:
-        """The text to send back (the reply, or a command's message)."""
-        ...
-
-
-class TurnRunner(Protocol):
-    """How the manager runs turns: the gateway's turn API."""
-
-    def start(
-        self, text: str, *, agent_id: str, session_key: str, origin: TurnOrigin
-    ) -> RunHandle: ...
-
-    def workspace(self, agent_id: str) -> Path: ...
-
-    def default_agent(self) -> str: ...
 
 
 @dataclass(slots=True)
@@ -106,6 +85,7 @@ class ChannelManager:
         self._group: TaskGroup | None = None
         self._status_dirty = False
         self._pairing_told: dict[tuple[str, str], float] = {}
+        self._edits = EditThrottle()
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -155,6 +135,17 @@ class ChannelManager:
         for msg in self._delivery[channel].pending():  # accepted before a restart
             self._enqueue(msg)
         await adapter.run(self.receive, status)
+
+    def webhook_paths(self) -> dict[str, str]:
+        """`{path: channel}` the gateway serves for channels in webhook mode."""
+        return webhook_paths(self._config())
+
+    async def webhook(self, channel: str, headers: Mapping[str, str], body: bytes) -> int:
+        """A request to a channel's webhook path; the HTTP status to answer."""
+        adapter: object = self.adapters.get(channel)
+        if not isinstance(adapter, WebhookReceiver):
+            return 503  # not started (yet): the platform posts it again later
+        return await adapter.receive_webhook(headers, body)
 
     async def _mirror_status(self) -> None:
         last: list[dict[str, object]] = []
@@ -295,21 +286,33 @@ class ChannelManager:
         runner = self._runner
         text = await prompt_text(self, msg, runner.workspace(agent_id))
         lane.stopped = False
+        rules = rules_for(self._config(), msg.channel)
+        stream = None
+        if rules.streaming == "edit":
+            adapter, status = self.adapters.get(msg.channel), self.statuses[msg.channel]
+            stream = edit_stream(adapter, self._edits, status, msg.chat_id, msg.thread_id)
+        failed = False
         async with anyio.create_task_group() as typing_group:
-            if rules_for(self._config(), msg.channel).typing:
+            if rules.typing:
                 typing_group.start_soon(self._keep_typing, msg)
-            handle = runner.start(text, agent_id=agent_id, session_key=key, origin=msg.origin())
+            if stream is not None:
+                typing_group.start_soon(stream.run)
+            handle = runner.start(
+                text, agent_id=agent_id, session_key=key, origin=msg.origin(), stream=stream
+            )
             lane.running = handle
             try:
                 reply = await handle.result()
             except Exception as exc:
+                failed = True
                 reply = "Stopped." if lane.stopped else f"Sorry, that failed: {exc}"
                 if not lane.stopped:
                     self.statuses[msg.channel].error(f"turn failed: {exc}")
             finally:
                 lane.running = None
                 typing_group.cancel_scope.cancel()
-        await self._reply(msg, reply)
+        if stream is None or not await stream.complete(reply, failed=failed):
+            await self._reply(msg, reply)
         self._delivery[msg.channel].done(msg)
         self.statuses[msg.channel].answered += 1
         self._status_dirty = True

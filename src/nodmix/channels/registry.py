@@ -48,6 +48,18 @@ def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     return rules
 
 
+def webhook_paths(config: NodmixConfig) -> dict[str, str]:
+    """`{path: channel}` of the enabled channels that receive updates by webhook (served by
+    the gateway's own HTTP server)."""
+    paths: dict[str, str] = {}
+    telegram = config.channels.telegram
+    if telegram is not None and telegram.enabled and telegram.webhook is not None:
+        from nodmix.config.channel_webhook import webhook_path
+
+        paths[webhook_path(telegram.webhook)] = "telegram"
+    return paths
+
+
 def _invite_check(
     config: NodmixConfig, state_dir: Path, channel: str
 ) -> Callable[[str, str, bool], bool]:

@@ -43,10 +43,26 @@ class ChannelDefaults(ChannelSection, frozen=True):
     """In groups, answer only messages that mention the bot or reply to it (default true)."""
     typing: bool | None = None
     """Show the platform's typing indicator while a turn runs (default true)."""
+    streaming: Literal["off", "edit"] | None = None
+    """`off` (default): send the reply when the turn ends; `edit`: send the first words at
+    once and edit that message as the reply grows (channels that can edit messages)."""
+
+
+class TelegramWebhook(ChannelSection, frozen=True):
+    """`channels.telegram.webhook`: receive updates as HTTPS requests instead of polling."""
+
+    url: str
+    """The public HTTPS URL Telegram posts updates to (`http` only for a loopback host)."""
+    secret_token: str
+    """Sent by Telegram in `X-Telegram-Bot-Api-Secret-Token`; a literal or `${ENV_VAR}`,
+    1-256 characters `A-Z a-z 0-9 _ -`."""
+    path: str | None = None
+    """The path the gateway serves it on (default: the path of `url`), for a proxy that
+    rewrites paths."""
 
 
 class TelegramConfig(ChannelDefaults, frozen=True):
-    """`channels.telegram`: a Telegram bot (long polling)."""
+    """`channels.telegram`: a Telegram bot (long polling, or a webhook)."""
 
     enabled: bool = True
     bot_token: str | None = None
@@ -56,6 +72,8 @@ class TelegramConfig(ChannelDefaults, frozen=True):
     Default `https://api.telegram.org`."""
     poll_timeout_seconds: Annotated[int, msgspec.Meta(ge=0, le=50)] | None = None
     """Long-poll timeout of `getUpdates` (default 25)."""
+    webhook: TelegramWebhook | None = None
+    """Webhook mode (default: long polling); the gateway serves the path on its own port."""
     agent_id: str | None = None
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 
@@ -190,6 +208,10 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
                 file=file,
                 key=f"channels.{name}.dmPolicy",
             )
+    if channels.telegram is not None and channels.telegram.webhook is not None:
+        from nodmix.config.channel_webhook import check_webhook
+
+        check_webhook(channels.telegram.webhook, file=file, key="channels.telegram.webhook")
 
 
 from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402

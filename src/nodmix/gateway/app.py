@@ -29,7 +29,7 @@ from nodmix.events import EventSink
 from nodmix.gateway.approvals import ApprovalFanout
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.automation import serve_automation
-from nodmix.gateway.channel_turns import GatewayTurns
+from nodmix.gateway.channel_turns import GatewayTurns, channel_webhook_routes
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
@@ -331,11 +331,16 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
         Mount("/static", _Revalidated(directory=STATIC_DIR), name="static"),
     ]
+    webhooks = channel_webhook_routes(gateway, routes)
+    routes += webhooks
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(
-                GuardMiddleware, token=settings.token, hook_token=lambda: hook_token(gateway)
+                GuardMiddleware,
+                token=settings.token,
+                hook_token=lambda: hook_token(gateway),
+                channel_paths=frozenset(route.path for route in webhooks),
             ),
             Middleware(
                 BodyLimitMiddleware,

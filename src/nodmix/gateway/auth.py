@@ -12,6 +12,10 @@
    Webhook paths (`/hooks/...`) also accept the separate `hooks.token`, which opens nothing
    else.
 
+A channel's webhook path (Telegram's `channels.telegram.webhook`) skips the host and token
+checks: the platform knows neither, and the channel's adapter checks the secret the platform
+sends with every request before anything else reads it.
+
 `/health`, the web page and its static files need no token: they reveal nothing private.
 """
 
@@ -108,13 +112,16 @@ class GuardMiddleware:
         *,
         token: str | None,
         hook_token: Callable[[], str | None] = lambda: None,
+        channel_paths: frozenset[str] = frozenset(),
     ) -> None:
         """Guard `app`; `token=None` means no authentication (loopback binds only).
         `hook_token` returns the current `hooks.token` (read per request: it can be reloaded).
+        `channel_paths` are channel webhook paths, which authenticate requests themselves.
         """
         self.app = app
         self.token = token
         self.hook_token = hook_token
+        self.channel_paths = channel_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request with a clear error, or pass it on."""
@@ -149,6 +156,8 @@ class GuardMiddleware:
         browser_write = scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")
         if origin is not None and browser_write and not _same_origin(origin, host):
             return 403, "cross_origin", f"requests from origin {origin} are not accepted"
+        if scope["type"] == "http" and scope.get("path") in self.channel_paths:
+            return None
         if self.token is None:
             if not is_loopback(_host_name(host)):
                 return 403, "bad_host", "this gateway only answers requests addressed to localhost"

@@ -1,18 +1,33 @@
 """The gateway side of the channel layer: channel messages become turns through the same path
 as WebSocket and HTTP turns (`Gateway.start_turn`: the run tracker, the runtime's per-session
-turn lock, shutdown draining), and the `channels.*` / `pairing.*` WebSocket methods."""
+turn lock, shutdown draining), the webhook paths of channels that receive updates over HTTP
+(served on the gateway's own port, checked by the channel's adapter), and the `channels.*` /
+`pairing.*` WebSocket methods."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodmix.events import discard
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+
+from nodmix.errors import ConfigError
+from nodmix.events import (
+    AssistantMessageEvent,
+    ModelFallback,
+    RunEvent,
+    TextDeltaEvent,
+    discard,
+)
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.runs import ActiveRun
 from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
+    from nodmix.channels.streaming import ReplyStream
     from nodmix.gateway.app import Gateway
     from nodmix.gateway.ws import Connection
 
@@ -32,19 +47,39 @@ class _Handle:
         return str(getattr(outcome, "message", ""))
 
 
+def _stream_sink(stream: ReplyStream) -> Callable[[RunEvent], None]:
+    """The turn's events as a channel reply stream: the model's text, and where steps end."""
+
+    def emit(event: RunEvent) -> None:
+        if isinstance(event, TextDeltaEvent):
+            stream.text(event.text)
+        elif isinstance(event, AssistantMessageEvent | ModelFallback):
+            stream.step_end()  # the next step (or the fallback model) starts the text afresh
+
+    return emit
+
+
 class GatewayTurns:
     """`TurnRunner` over a serving gateway."""
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
 
-    def start(self, text: str, *, agent_id: str, session_key: str, origin: TurnOrigin) -> _Handle:
+    def start(
+        self,
+        text: str,
+        *,
+        agent_id: str,
+        session_key: str,
+        origin: TurnOrigin,
+        stream: ReplyStream | None = None,
+    ) -> _Handle:
         agent = self._gateway.runtime.agent(agent_id)
         run = self._gateway.start_turn(
             text,
             agent=agent,
             session_key=session_key,
-            emit=discard,
+            emit=discard if stream is None else _stream_sink(stream),
             origin=f"channel:{origin.channel}",
             turn_origin=origin,
         )
@@ -55,6 +90,38 @@ class GatewayTurns:
 
     def default_agent(self) -> str:
         return self._gateway.runtime.agent(None).id
+
+
+# ---- webhooks -----------------------------------------------------------------------------------
+
+
+def channel_webhook_routes(gateway: Gateway, taken: list[BaseRoute]) -> list[Route]:
+    """A `POST` route per channel webhook path (none unless a channel is in webhook mode).
+
+    Raises:
+        ConfigError: a webhook path is one the gateway already serves.
+    """
+    manager = gateway.runtime.channels
+    routes = []
+    for path, channel in manager.webhook_paths().items():
+        probe = {"type": "http", "path": path, "method": "POST", "root_path": ""}
+        if any(route.matches(probe)[0] != Match.NONE for route in taken):
+            raise ConfigError(
+                f"{path} is already a gateway path: choose another webhook path",
+                file=str(gateway.runtime.loaded.path),
+                key=f"channels.{channel}.webhook.path",
+            )
+        routes.append(Route(path, _webhook_endpoint(gateway, channel), methods=["POST"]))
+    return routes
+
+
+def _webhook_endpoint(gateway: Gateway, channel: str) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        body = await request.body()  # bounded by the gateway's body limit
+        status = await gateway.runtime.channels.webhook(channel, request.headers, body)
+        return JSONResponse({"ok": status == 200}, status_code=status)
+
+    return endpoint
 
 
 # ---- WebSocket methods -------------------------------------------------------------------------

@@ -1,15 +1,18 @@
-"""The Telegram adapter: long polling `getUpdates`, sending with flood-control retries.
+"""The Telegram adapter: long polling `getUpdates` (or a webhook), sending with
+flood-control retries, editing messages for streamed replies.
 
 Requests go to `<apiBaseUrl>/bot<token>/<method>` (a self-hosted Bot API server, or the
 scripted one in `nodmix.testing.telegram_server`). The update offset is saved in the
 channel's delivery state after each batch was accepted, so a restart resumes where the last
 run stopped. Network errors reconnect with exponential backoff; a 429's `retry_after` is
-waited out.
+waited out. In webhook mode (`webhook.py`) updates come through the gateway's HTTP server
+instead and go through the same path.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -23,12 +26,14 @@ from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.telegram.mapping import TEXT_LIMIT, to_inbound
+from nodmix.channels.telegram.webhook import HandledUpdates, WebhookSettings, secret_matches
 from nodmix.channels.types import OutboundMessage
 from nodmix.config.channel_schema import TelegramConfig
+from nodmix.config.channel_webhook import check_secret_token, webhook_path
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
-from telegram import Bot
-from telegram.error import InvalidToken, RetryAfter, TelegramError
+from telegram import Bot, Update
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
 log = logging.getLogger("nodmix.channels.telegram")
@@ -49,6 +54,8 @@ class TelegramSettings:
     api_base_url: str = DEFAULT_API
     poll_timeout_seconds: int = DEFAULT_POLL_SECONDS
     channel: str = "telegram"
+    webhook: WebhookSettings | None = None
+    """Webhook mode; None: long polling."""
 
 
 def telegram_settings(section: TelegramConfig, env: Mapping[str, str]) -> TelegramSettings:
@@ -64,8 +71,17 @@ def telegram_settings(section: TelegramConfig, env: Mapping[str, str]) -> Telegr
             "no bot token: set channels.telegram.botToken or TELEGRAM_BOT_TOKEN",
             key="channels.telegram.botToken",
         )
+    webhook = None
+    if section.webhook is not None:
+        key = "channels.telegram.webhook.secretToken"
+        secret = resolve_secret(section.webhook.secret_token, key=key, env=env) or ""
+        check_secret_token(secret, key=key)
+        webhook = WebhookSettings(
+            url=section.webhook.url, secret_token=secret, path=webhook_path(section.webhook)
+        )
     return TelegramSettings(
         token=token,
+        webhook=webhook,
         api_base_url=(section.api_base_url or DEFAULT_API).rstrip("/"),
         poll_timeout_seconds=(
             section.poll_timeout_seconds
@@ -104,7 +120,11 @@ class TelegramAdapter:
             ),
         )
         self._position = DeliveryLog(state_dir, settings.channel)
+        self._handled = HandledUpdates(self._position)
         self._ready = False
+        self._inbound: tuple[InboundSink, ChannelStatus] | None = None
+        """Where webhook updates go, while `run` serves the webhook."""
+        self._webhook_lock = anyio.Lock()
 
     async def _connect(self) -> None:
         if not self._ready:
@@ -117,12 +137,22 @@ class TelegramAdapter:
         return f"@{me.username}"
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
-        """Long-poll until cancelled."""
-        offset = self._position.position().get("offset")
+        """Long-poll (or serve the webhook) until cancelled."""
+        if self.settings.webhook is not None:
+            await self._serve_webhook(self.settings.webhook, sink, status)
+            return
+        position = self._position.position()
+        offset = position.get("offset")
+        webhook_set = bool(position.get("webhook"))
         backoff = 1.0
         while True:
             try:
                 await self._connect()
+                if webhook_set:  # getUpdates is refused while a webhook is set
+                    await self.bot.delete_webhook()
+                    self._handled.mark_webhook(None)
+                    webhook_set = False
+                    log.info("telegram webhook deleted: back to long polling")
                 if not status.connected:
                     status.connected = True
                     status.account = f"@{self.bot.username}"
@@ -145,21 +175,74 @@ class TelegramAdapter:
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
             for update in updates:
-                msg = to_inbound(
-                    update,
-                    channel=self.channel_id,
-                    bot_id=self.bot.id,
-                    bot_username=self.bot.username,
-                )
-                if msg is not None:
-                    try:
-                        await sink(msg)
-                    except Exception as exc:  # one bad message must not stop the channel
-                        status.error(f"handling message {msg.key}: {exc}")
-                        log.exception("telegram: handling message %s failed", msg.key)
+                await self._hand_on(update, sink, status)
                 offset = update.update_id + 1
             if updates:
                 self._position.save_position({"offset": offset})
+
+    async def _serve_webhook(
+        self, webhook: WebhookSettings, sink: InboundSink, status: ChannelStatus
+    ) -> None:
+        """setWebhook (retried with backoff), then take updates until cancelled."""
+        backoff = 1.0
+        while True:
+            try:
+                await self._connect()
+                await self.bot.set_webhook(
+                    webhook.url, secret_token=webhook.secret_token, allowed_updates=["message"]
+                )
+                break
+            except RetryAfter as exc:
+                await anyio.sleep(_wait_seconds(exc))
+            except (TelegramError, OSError) as exc:
+                kind = "token refused" if isinstance(exc, InvalidToken) else "setWebhook"
+                status.error(f"{kind}: {exc}")
+                log.warning("telegram %s error: %s (retrying in %gs)", kind, exc, backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+        self._handled.mark_webhook(webhook.url)
+        status.connected = True
+        status.account = f"@{self.bot.username}"
+        log.info("telegram connected as @%s (webhook %s)", self.bot.username, webhook.path)
+        self._inbound = (sink, status)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self._inbound = None
+
+    async def receive_webhook(self, headers: Mapping[str, str], body: bytes) -> int:
+        """One update Telegram posted: secret checked first, redeliveries answered once."""
+        webhook, inbound = self.settings.webhook, self._inbound
+        if webhook is None or inbound is None:
+            return 503  # not serving yet: Telegram posts it again later
+        sink, status = inbound
+        if not secret_matches(headers, webhook):
+            status.count("refuse", "wrong webhook secret token")
+            return 401
+        try:
+            update = Update.de_json(json.loads(body), self.bot)
+        except (ValueError, TypeError, KeyError) as exc:
+            status.count("ignore", "malformed webhook update")
+            log.warning("telegram: malformed webhook update: %s", exc)
+            return 400
+        async with self._webhook_lock:  # one at a time: the handled ids stay in order
+            if self._handled.seen(update.update_id):
+                return 200
+            await self._hand_on(update, sink, status)
+            self._handled.add(update.update_id)
+        return 200
+
+    async def _hand_on(self, update: Update, sink: InboundSink, status: ChannelStatus) -> None:
+        msg = to_inbound(
+            update, channel=self.channel_id, bot_id=self.bot.id, bot_username=self.bot.username
+        )
+        if msg is None:
+            return
+        try:
+            await sink(msg)
+        except Exception as exc:  # one bad message must not stop the channel
+            status.error(f"handling message {msg.key}: {exc}")
+            log.exception("telegram: handling message %s failed", msg.key)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         for attempt in range(SEND_ATTEMPTS):
@@ -195,6 +278,14 @@ class TelegramAdapter:
             )
             ids.append(str(sent.message_id))
         return ids
+
+    async def edit_text(self, chat_id: str, message_id: str, text: str) -> None:
+        """editMessageText (no retries: a refused edit ends editing for that reply)."""
+        try:
+            await self.bot.edit_message_text(text, chat_id=int(chat_id), message_id=int(message_id))
+        except BadRequest as exc:
+            if "not modified" not in str(exc).lower():  # the same text again is no failure
+                raise
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """sendChatAction typing."""

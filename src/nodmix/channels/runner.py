@@ -1,0 +1,40 @@
+"""How the channel manager runs turns: `TurnRunner`, implemented by the gateway
+(`gateway/channel_turns.py`) over the same turn path as WebSocket and HTTP turns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from nodmix.channels.streaming import ReplyStream
+from nodmix.origin import TurnOrigin
+
+
+class RunHandle(Protocol):
+    """A turn started for a channel message."""
+
+    def cancel(self) -> None: ...
+
+    async def result(self) -> str:
+        """The text to send back (the reply, or a command's message)."""
+        ...
+
+
+class TurnRunner(Protocol):
+    """How the manager runs turns: the gateway's turn API."""
+
+    def start(
+        self,
+        text: str,
+        *,
+        agent_id: str,
+        session_key: str,
+        origin: TurnOrigin,
+        stream: ReplyStream | None = None,
+    ) -> RunHandle:
+        """Start the turn; its model text goes to `stream` as it arrives."""
+        ...
+
+    def workspace(self, agent_id: str) -> Path: ...
+
+    def default_agent(self) -> str: ...
