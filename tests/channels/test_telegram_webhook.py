@@ -19,6 +19,7 @@ from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.telegram_payloads import text_message
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import model_user_texts, write_channel_config
+from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +105,16 @@ def test_switching_back_to_polling_deletes_the_webhook_first(
         api.wait_for(lambda: "polling again" in api.sent_texts(OWNER))
     methods = [c.method for c in api.calls if c.method in ("deleteWebhook", "getUpdates")]
     assert methods[0] == "deleteWebhook" and api.hook.webhook is None
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/hooks/telegram", "/static/tg"])
+def test_a_webhook_path_the_gateway_already_serves_stops_the_start_with_one_line(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer, path: str
+) -> None:
+    webhook = {"url": "https://bot.example.test/tg", "secretToken": SECRET, "path": path}
+    write_channel_config(isolated_state, model.base_url, api, {"webhook": webhook})
+    done = run_nodmix(isolated_state, "gateway", "--port", "0")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "channels.telegram.webhook.path" in lines[0] and path in lines[0]
+    assert api.calls == [], "nothing was registered with Telegram"
