@@ -265,6 +265,26 @@ class MatrixUser:
             if e["type"] == "m.room.message" and e["sender"] == sender
         ]
 
+    def shown(self, room_id: str, sender: str) -> list[str]:
+        """What each message `sender` sent shows now, its `m.replace` edits applied in order
+        (oldest message first); the edits themselves are not listed."""
+        path = f"/rooms/{quote(room_id)}/messages?dir=f&limit=200"
+        events = [
+            e
+            for e in self._call("GET", path)["chunk"]
+            if e["type"] == "m.room.message" and e["sender"] == sender
+        ]
+        bodies: dict[str, str] = {}
+        for event in events:
+            content = event["content"]
+            relation = content.get("m.relates_to") or {}
+            if relation.get("rel_type") == "m.replace":
+                if relation.get("event_id") in bodies:
+                    bodies[relation["event_id"]] = str(content["m.new_content"]["body"])
+            else:
+                bodies[event["event_id"]] = str(content.get("body", ""))
+        return list(bodies.values())
+
     def texts(self, room_id: str, sender: str) -> list[str]:
         """The bodies of `messages`."""
         return [str(c.get("body", "")) for c in self.messages(room_id, sender)]

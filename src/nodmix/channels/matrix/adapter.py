@@ -1,4 +1,5 @@
-"""The Matrix adapter: long-polling `/sync`, joining invitations, sending text and files.
+"""The Matrix adapter: long-polling `/sync`, joining invitations, sending text and files,
+editing its messages (`m.replace`) for streamed replies.
 
 The sync token is saved in the channel's delivery state after every message of a sync batch
 was accepted, so a restart resumes where the last run stopped; the first start of a new
@@ -45,6 +46,7 @@ from nodmix.channels.matrix.credentials import (
 )
 from nodmix.channels.matrix.mapping import (
     Me,
+    edit_content,
     is_encrypted,
     notice_content,
     text_content,
@@ -335,6 +337,10 @@ class MatrixAdapter:
                 )
                 ids.append(sent)
         return ids
+
+    async def edit_text(self, chat_id: str, message_id: str, text: str) -> None:
+        """An `m.replace` edit of the message (streamed replies)."""
+        await self._send_content(chat_id, edit_content(text, message_id))
 
     async def _send_file(
         self, room_id: str, path: Path, name: str | None, data: bytes | None = None

@@ -165,3 +165,15 @@ def text_content(text: str, *, thread_id: str | None, reply_to: str | None) -> d
 def notice_content(text: str) -> dict[str, Any]:
     """An `m.notice` (what bots send for status lines)."""
     return {"msgtype": "m.notice", "body": text, "m.mentions": {}}
+
+
+def edit_content(text: str, event_id: str) -> dict[str, Any]:
+    """An `m.replace` edit of our message `event_id` to show `text` (the `* ` body is what
+    clients without edit support show)."""
+    return {
+        "msgtype": "m.text",
+        "body": f"* {text}",
+        "m.mentions": {},
+        "m.new_content": {"msgtype": "m.text", "body": text, "m.mentions": {}},
+        "m.relates_to": {"rel_type": "m.replace", "event_id": event_id},
+    }
