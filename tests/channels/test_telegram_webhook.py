@@ -118,3 +118,24 @@ def test_a_webhook_path_the_gateway_already_serves_stops_the_start_with_one_line
     assert done.returncode == 1 and len(lines) == 1, done.stderr
     assert "channels.telegram.webhook.path" in lines[0] and path in lines[0]
     assert api.calls == [], "nothing was registered with Telegram"
+
+
+def test_an_update_posted_again_after_a_restart_is_answered_once(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    webhook = {"url": URL, "secretToken": SECRET}
+    write_channel_config(
+        isolated_state, model.base_url, api, {"webhook": webhook, "allowFrom": [OWNER]}
+    )
+    with _gateway() as gateway:
+        api.hook.proxy = gateway.url
+        update_id = api.inject_text(chat_id=OWNER, sender_id=OWNER, text="once")
+        api.wait_for(lambda: "once" in api.sent_texts(OWNER))
+    with _gateway() as gateway:
+        api.hook.proxy = gateway.url
+        api.wait_for(lambda: len(api.calls_of("setWebhook")) == 2)
+        api.wait_for(lambda: api.post_webhook(update_id) == 200)  # 503 until it serves
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text="and again")
+        api.wait_for(lambda: "and again" in api.sent_texts(OWNER))
+    assert api.sent_texts(OWNER) == ["once", "and again"]
+    assert model_user_texts(model) == ["once", "and again"]

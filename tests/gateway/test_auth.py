@@ -6,6 +6,7 @@ import base64
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
@@ -112,3 +113,31 @@ async def test_websocket_accepts_a_bearer_header_or_a_subprotocol_token_and_refu
             ):
                 pass
         assert cross.value.response.status_code == 403
+
+
+@pytest.mark.parametrize("token", [None, "gateway-token"])
+async def test_a_channel_webhook_path_needs_neither_token_nor_loopback_host(
+    token: str | None,
+) -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from nodmix.gateway.auth import GuardMiddleware
+
+    async def ok(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/tg/hook", ok, methods=["POST"]), Route("/{rest:path}", ok)])
+    guarded = GuardMiddleware(app, token=token, channel_paths=frozenset({"/tg/hook"}))
+    transport = httpx2.ASGITransport(app=guarded)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://bot.example.org") as client:
+        hook = await client.post("/tg/hook")
+        below = await client.post("/tg/hook/more")
+        models = await client.get("/v1/models")
+        evil = await client.post("/tg/hook", headers={"origin": "https://evil.example"})
+    assert hook.status_code == 200
+    refused = 403 if token is None else 401  # the public Host, or no token
+    assert below.status_code == refused and models.status_code == refused
+    assert evil.status_code == 403
