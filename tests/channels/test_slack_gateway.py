@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nodmix.channels.slack.mapping import to_mrkdwn
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
@@ -256,3 +257,20 @@ def test_allowlist_policy_answers_listed_senders_and_refuses_others_silently(
         slack.wait_for(lambda: status.refused == 1)
     assert slack.sent_texts("U666") == []
     assert model_user_texts(model) == ["it is me"]
+
+
+def test_a_streamed_reply_is_posted_early_and_updated_until_it_is_whole(
+    isolated_state: Path, slack: ScriptedSlack
+) -> None:
+    reply = "**Plan:** " + "step by step, " * 30 + "done."
+    with ScriptedModelServer(lambda r: ModelReply.text(reply), event_seconds=0.6) as model:
+        _configure(isolated_state, model, slack, allowFrom=[OWNER], streaming="edit")
+        with _gateway():
+            _dm(slack, "plan it")
+            slack.wait_for(lambda: slack.calls_of("chat.update"), timeout=30)
+            final = to_mrkdwn(reply)
+            slack.wait_for(lambda: slack.calls_of("chat.update")[-1].params["text"] == final)
+    posted = slack.posted(OWNER)
+    assert len(posted) == 1 and posted[0]["text"] != final, "the first words went early"
+    updates = slack.calls_of("chat.update")  # by the DM's channel id, as Slack requires
+    assert {(u.params["channel"], u.params["ts"]) for u in updates} == {(DM, posted[0]["ts"])}

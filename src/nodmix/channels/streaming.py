@@ -4,9 +4,9 @@ While the model streams, the first words go out as a message at once and that me
 edited as the text grows: at most one edit (or further message) per `EDIT_EVERY_SECONDS` per
 chat, and only when the text changed. Text past the platform's limit continues in a new
 message, cut by the layer's chunking (`chunking.split_text`, which never leaves a code fence
-broken). Each model
-step starts the text afresh (the words before a tool call are replaced by the answer after
-it), so the last edit shows exactly the turn's reply, as a reply delivered at the end would.
+broken). Each model step starts the text afresh (the words before a tool call are replaced by
+the answer after it), so the last edit shows exactly the turn's reply, split as a reply
+delivered at the end would be.
 
 If an edit fails (the message is too old to edit, the platform asks to slow down), editing
 stops and the rest of the reply is sent as new messages when the turn ends.
@@ -28,7 +28,7 @@ from nodmix.channels.types import OutboundMessage
 log = logging.getLogger("nodmix.channels")
 
 EDIT_EVERY_SECONDS = 1.0
-"""The shortest time between two edits in one chat."""
+"""The shortest time between two edits (or further messages of a streamed reply) in a chat."""
 _THROTTLE_KEPT = 256
 
 
@@ -84,7 +84,8 @@ class EditThrottle:
 
 class EditStream:
     """One reply streamed into a chat; `text`/`step_end` take the model's output (called by
-    the turn's event sink, so they never block), `run` shows it, `finish` delivers the reply."""
+    the turn's event sink, so they never block), `run` shows it, `complete` delivers the
+    reply when the turn ends."""
 
     def __init__(
         self,
@@ -124,11 +125,6 @@ class EditStream:
         self._new_step = True
 
     # ---- the chat's side --------------------------------------------------------------------
-
-    @property
-    def started(self) -> bool:
-        """Some of the reply is already in the chat."""
-        return bool(self._shown)
 
     @property
     def streamed(self) -> str:

@@ -14,7 +14,7 @@
 
 A channel's webhook path (Telegram's `channels.telegram.webhook`) skips the host and token
 checks: the platform knows neither, and the channel's adapter checks the secret the platform
-sends with every request before anything else reads it.
+sends with every request before the update is parsed or handed on.
 
 `/health`, the web page and its static files need no token: they reveal nothing private.
 """

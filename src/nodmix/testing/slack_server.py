@@ -1,15 +1,13 @@
 """A scripted Slack server on a real socket: the Web API and a Socket Mode WebSocket.
 
 Enough for a real Bolt app on slack_sdk: `auth.test`, `apps.connections.open` (app-level
-token; answers a `ws://` URL here), `chat.postMessage`, `conversations.open`, `.history`,
+token; a `ws://` URL here), `chat.postMessage`, `.update`, `conversations.open`, `.history`,
 `.replies`, `users.info`, the external file upload and private file downloads. The socket says
 `hello`, sends the events tests inject as `events_api` (or `slash_commands`) envelopes and
-records the acks; an envelope not acked when its connection closes is sent again, with a
-higher `retry_attempt`, on the next connection (as Slack retries)::
+records the acks; an envelope not acked when its connection closes is sent again, with a higher
+`retry_attempt`, on the next connection (as Slack retries)::
 
-    with ScriptedSlack() as slack:
-        config = {"channels": {"slack": {"botToken": slack.bot_token, "appToken": slack.app_token,
-                                         "apiBaseUrl": slack.api_url}}}
+    with ScriptedSlack() as slack:  # channels.slack: its bot_token, app_token and api_url
         slack.inject_message(channel="D1", user="U42", text="hello", channel_type="im")
         slack.wait_for(lambda: slack.sent_texts("U42"))
 """
@@ -391,6 +389,7 @@ _METHODS: dict[str, Callable[[ScriptedSlack, dict[str, Any]], dict[str, Any]]] =
     "auth.test": lambda s, _p: auth_test(s.bot_user, s.bot_id),
     "apps.connections.open": lambda s, _p: {"url": f"ws://{s.host}:{s.port}/link/?ticket=t"},
     "chat.postMessage": lambda s, p: s._post(p),
+    "chat.update": lambda s, p: {"channel": p.get("channel"), "ts": p.get("ts")},
     "users.info": lambda s, p: user_info(str(p.get("user"))),
     "conversations.open": lambda s, p: {"channel": {"id": "D" + str(p.get("users", ""))[1:]}},
     "conversations.history": lambda s, p: history_page(s.history, p),

@@ -313,6 +313,11 @@ class SlackAdapter:
                 )
         return ids
 
+    async def edit_text(self, chat_id: str, message_id: str, text: str) -> None:
+        """`chat.update` (streamed replies; it takes the DM's channel id, not the user's)."""
+        channel = await self._channel(chat_id)
+        await self.web.chat_update(channel=channel, ts=message_id, text=to_mrkdwn(text))
+
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Slack shows no typing indicator for apps; nothing to do."""
 
