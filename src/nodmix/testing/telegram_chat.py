@@ -2,7 +2,8 @@
 
 `python -m nodmix.testing.telegram_server` runs this: each line typed on stdin arrives as a
 private message from user 42 (`--chat-id`), and what the bot sends to any chat is printed as
-`bot -> <chat id>: <text>`. Without a terminal or with stdin closed it only prints.
+`bot -> <chat id>: <text>` (`[edit] <text>` as a streamed reply grows). Without a terminal or
+with stdin closed it only prints.
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ class ChatPrinter:
     def print_new(self) -> int:
         """Print the bot's messages sent since the last call; how many were printed."""
         calls = list(self._api.calls)  # appended to by the server thread, never reordered
-        sent = [c for c in calls if c.method in ("sendMessage", "sendDocument")]
+        sent = [c for c in calls if c.method in ("sendMessage", "sendDocument", "editMessageText")]
         fresh = sent[self._seen :]
         for call in fresh:
             text = call.params.get("text") or call.params.get("caption") or ""
             if call.method == "sendDocument":
                 text = f"[document] {text}".rstrip()
+            elif call.method == "editMessageText":  # a streamed reply growing
+                text = f"[edit] {text}"
             self._out.write(f"bot -> {call.params.get('chat_id')}: {text}\n")
         self._seen += len(fresh)
         self._out.flush()
