@@ -73,3 +73,22 @@ def test_typed_lines_reach_the_bot_and_its_replies_are_printed() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
     assert proc.returncode == 0
+
+
+def test_a_streamed_reply_prints_its_first_words_then_each_edit() -> None:
+    import io
+
+    from nodmix.testing.telegram_chat import ChatPrinter
+    from nodmix.testing.telegram_server import BotCall, ScriptedBotAPI
+
+    api = ScriptedBotAPI()
+    out = io.StringIO()
+    printer = ChatPrinter(api, out)
+    api.calls.append(BotCall("sendMessage", {"chat_id": 42, "text": "The answer"}))
+    api.calls.append(BotCall("sendChatAction", {"chat_id": 42, "action": "typing"}))
+    api.calls.append(BotCall("editMessageText", {"chat_id": 42, "text": "The answer is 42."}))
+    assert printer.print_new() == 2 and printer.print_new() == 0
+    assert out.getvalue().splitlines() == [
+        "bot -> 42: The answer",
+        "bot -> 42: [edit] The answer is 42.",
+    ]
