@@ -45,7 +45,7 @@ def _gateway(token: str | None = None) -> BackgroundGateway:
     return BackgroundGateway(GatewaySettings(port=0, token=token), retry=RetryPolicy(attempts=1))
 
 
-def _stranger_update(api: ScriptedBotAPI, text: str) -> dict[str, object]:
+def _stranger_update(text: str) -> dict[str, object]:
     message = text_message(
         chat=(STRANGER, "private"), sender=(STRANGER, "Eve"), text=text, bot={"username": "x"}
     )
@@ -77,8 +77,8 @@ def test_webhook_mode_pairs_answers_once_and_refuses_a_wrong_secret(
         update_id = api.inject_text(chat_id=OWNER, sender_id=OWNER, text="hello agent")
         api.wait_for(lambda: "hello agent" in api.sent_texts(OWNER))
         assert api.post_webhook(update_id) == 200  # Telegram posting it again
-        assert api.post_webhook(_stranger_update(api, "let me in"), secret="guess") == 401
-        assert api.post_webhook(_stranger_update(api, "let me in"), secret="") == 401
+        assert api.post_webhook(_stranger_update("let me in"), secret="guess") == 401
+        assert api.post_webhook(_stranger_update("let me in"), secret="") == 401
 
         api.inject_text(chat_id=OWNER, sender_id=OWNER, text="second")
         api.wait_for(lambda: "second" in api.sent_texts(OWNER))
