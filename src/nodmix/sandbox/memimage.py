@@ -114,10 +114,10 @@ class PageBase:
     __slots__ = ("_fresh", "pages")
 
     def __init__(self, fresh: bytes, pages: Mapping[int, bytes]) -> None:
-        self._fresh = memoryview(fresh)
+        self._fresh = fresh
         self.pages = pages
 
-    def page(self, index: int) -> bytes | memoryview:
+    def page(self, index: int) -> bytes:
         """Page `index` of the base (zeros past the fresh memory's end)."""
         found = self.pages.get(index)
         if found is not None:
@@ -134,13 +134,15 @@ class PageBase:
     ) -> dict[int, bytes]:
         """The pages of `memory` that differ from the base, plus every page in `forced`.
         Pages that end at or below `floor` (a dead stack) are left out."""
-        data = memoryview(memory)
+        data = bytes(memory)  # one copy; comparing bytes slices is ~3x faster than memoryviews
         out: dict[int, bytes] = {}
         for index in range(len(data) // PAGE):
             start = index * PAGE
+            if start + PAGE <= floor and index not in forced:
+                continue
             page = data[start : start + PAGE]
-            if index in forced or start + PAGE > floor and page != self.page(index):
-                out[index] = bytes(page)
+            if index in forced or page != self.page(index):
+                out[index] = page
         return out
 
     def runs_with(self, pages: Mapping[int, bytes], size: int) -> PageRuns:
