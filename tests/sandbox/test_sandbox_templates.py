@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from nodmix.errors import SandboxError
 from nodmix.sandbox import Cell, Completed, QuickJSRuntime, templates
 from nodmix.sandbox.bootstate import MONOTONIC, Fixup, Kind, Probe, explain, js_number_bytes
 from nodmix.sandbox.vm import VM
@@ -134,3 +135,13 @@ def test_a_template_is_rebuilt_identically_from_the_same_setup_and_answers(
     templates.clear()
     assert boot()._template.digest == digest  # type: ignore[union-attr]
     assert templates.find(digest) is not None
+
+
+def test_a_handler_that_breaks_while_the_setup_asks_fails_the_boot_as_before(
+    boot: Callable[..., Cell], recorder: Recorder
+) -> None:
+    recorder.calls["boot"] = "alpha"
+    boot(setup=ASKING_SETUP).close()  # the template exists: its question is asked directly
+    recorder.calls["boot"] = RuntimeError("catalog unavailable")
+    with pytest.raises(SandboxError, match="sandbox setup failed"):
+        boot(setup=ASKING_SETUP)
