@@ -82,6 +82,10 @@ class Cell:
     ) -> Cell:
         """A fresh VM with the bridge installed and `setup_script` run.
 
+        The VM is a new wasm instance holding a copy of this setup's boot template (booted
+        once per process for each distinct set of answers the setup gets from `handler`, see
+        `templates.py`); a setup that cannot be templated runs in the new VM itself.
+
         Args:
             setup_script: JS source of a function expression, e.g.
                 `(cap) => { Object.defineProperty(globalThis, 'tools', {...}) }`. It receives
@@ -290,16 +294,18 @@ class Cell:
         )
         extra = state.pack()
         template = self._template
+        build_id = self._vm.runtime.build_id
         with self._step():
             image = self._vm.capture()
+            if template is None:  # booted without a template: relative to a fresh instance
+                base = memimage.fresh_base(self._vm.runtime)
+                return snapshot_format.encode(image, build_id=build_id, base=base, extra=extra)
             return snapshot_format.encode(
                 image,
-                build_id=self._vm.runtime.build_id,
-                base=template.base
-                if template is not None
-                else memimage.fresh_base(self._vm.runtime),
-                base_digest=template.digest if template is not None else snapshot_format.FRESH_BASE,
-                forced=template.forced if template is not None else (),
+                build_id=build_id,
+                base=template.base,
+                base_digest=template.digest,
+                forced=template.forced,
                 extra=extra,
             )
 
