@@ -145,3 +145,37 @@ def test_a_handler_that_breaks_while_the_setup_asks_fails_the_boot_as_before(
     recorder.calls["boot"] = RuntimeError("catalog unavailable")
     with pytest.raises(SandboxError, match="sandbox setup failed"):
         boot(setup=ASKING_SETUP)
+
+
+WORKLOAD = """
+const m = new Map(), s = new Set(), w = new WeakMap(), keep = [];
+for (let i = 0; i < 3000; i++) {
+  const o = { ['k' + i]: i };
+  m.set('k' + i, i); s.add(i * 7); w.set(o, i); keep.push(o);
+}
+let sum = 0;
+for (let i = 0; i < 3000; i++) sum += m.get('k' + i) + (s.has(i * 7) ? 1 : 0) + w.get(keep[i]);
+m.delete('k5');
+const sym = Symbol.for('shared');
+let caught = '';
+try { null.x; } catch (e) { caught = e.constructor.name; }
+return {
+  sum, size: m.size, sym: Symbol.keyFor(sym), caught,
+  json: JSON.stringify({ a: [1, 'two', { three: 3 }] }),
+  re: 'a1b22c333'.replace(/\\d+/g, (d) => d.length),
+  date: new Date(0).toISOString(), big: (2n ** 70n).toString(),
+  sorted: [5, 3, 9, 1].sort((a, b) => a - b),
+};
+"""
+
+
+def test_a_copied_cell_computes_what_a_freshly_booted_cell_computes(
+    boot: Callable[..., Cell], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copied = boot()
+    assert copied._template is not None
+    from_template = value(copied, WORKLOAD)
+    monkeypatch.setattr(templates, "acquire", lambda _rt, _setup, handler, _boot: (None, handler))
+    fresh = boot()
+    assert fresh._template is None
+    assert value(fresh, WORKLOAD) == from_template
