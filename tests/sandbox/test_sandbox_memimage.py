@@ -29,7 +29,7 @@ def test_a_restored_vm_holds_the_snapshotted_memory_byte_for_byte(
     template = templates.find(decoded.base_digest or b"")
     assert template is not None
 
-    vm = VM(runtime, SandboxLimits(), decoded.start(template.base))
+    vm = VM(runtime, SandboxLimits(), decoded.start(template.base, template.dictionary))
     try:
         _, size = vm.mem.bounds()
         assert size == len(memory)
@@ -48,10 +48,11 @@ def test_a_snapshot_stores_only_the_pages_that_differ_from_its_template(
     decoded = snapshot_format.decode(cell.snapshot(), build_id=runtime.build_id)
     template = templates.find(decoded.base_digest or b"")
     assert template is not None
-    assert template.forced <= decoded.pages.keys()  # clock-derived pages are always stored
-    for index, page in decoded.pages.items():
+    pages = decoded.pages(template.dictionary)
+    assert template.forced <= pages.keys()  # clock-derived pages are always stored
+    for index, page in pages.items():
         assert index in template.forced or page != bytes(template.base.page(index))
-    assert len(decoded.pages) * PAGE < decoded.size // 2
+    assert len(pages) * PAGE < decoded.size // 2
 
 
 def test_only_pages_that_differ_from_a_fresh_instance_are_kept(runtime: QuickJSRuntime) -> None:

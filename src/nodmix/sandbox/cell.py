@@ -180,9 +180,12 @@ class Cell:
         template = templates.for_snapshot(
             decoded.base_digest, runtime, setup_script, handler, booter
         )
-        base = template.base if template is not None else memimage.fresh_base(runtime)
         try:
-            vm = VM(runtime, limits, decoded.start(base))
+            if template is None:
+                start = decoded.start(memimage.fresh_base(runtime))
+            else:
+                start = decoded.start(template.base, template.dictionary)
+            vm = VM(runtime, limits, start)
         except SandboxError as exc:
             raise SnapshotError(str(exc)) from None
         cell = cls(vm, Bridge(handler, state.outstanding), state.filename)
@@ -306,6 +309,7 @@ class Cell:
                 base=template.base,
                 base_digest=template.digest,
                 forced=template.forced,
+                dictionary=template.dictionary,
                 extra=extra,
             )
 

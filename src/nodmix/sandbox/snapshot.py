@@ -9,7 +9,7 @@ Restoring writes the base's pages, then these.
 offset  size  field
 0       8     magic b"NDMXQJS\\x00"
 8       2     format version (2)
-10      2     compression (1 = zstd)
+10      2     compression (1 = zstd; 2 = zstd with the template's pages as a dictionary)
 12      16    build id: first 16 bytes of sha256(quickjs.wasm)
 28      4     raw linear-memory size in bytes (a multiple of 64 KiB)
 32      4     __stack_pointer
@@ -23,6 +23,11 @@ offset  size  field
 88+n    8r    runs: first page index, page count (4 KiB pages, ascending)
 ...     ...   zstd level-1 frame of those pages, in order
 ```
+
+With compression 2 the frame is compressed against a raw-content dictionary: the template's own
+pages with its clock- and entropy-derived bytes zeroed (`Template.dictionary`), identical in
+every process that rebuilds the template. A changed page is mostly its template page, so this
+roughly halves a small snapshot again.
 
 Version 1 (a zstd frame of the whole memory after `extra`, no digest and no runs) still
 decodes. The dead stack below `__stack_pointer` is never stored (nothing lives there between
@@ -52,6 +57,7 @@ from nodmix.sandbox.vmstate import VMImage, VMStart
 MAGIC: Final = b"NDMXQJS\x00"
 FORMAT_VERSION: Final = 2
 COMPRESSION_ZSTD: Final = 1
+COMPRESSION_ZSTD_TEMPLATE_DICT: Final = 2
 ZSTD_LEVEL: Final = 1  # ~5x faster than zlib-1 and smaller (pitfall 6)
 #: A base digest of zeros: the pages are relative to a fresh instance's memory.
 FRESH_BASE: Final = bytes(32)
@@ -62,6 +68,7 @@ _CELL: Final = struct.Struct("<IIIIII")  # settle, finish, describe, promise, n_
 _ID: Final = struct.Struct("<Q")
 #: A wasm32 memory cannot exceed 4 GiB.
 _MAX_MEMORY: Final = 1 << 32
+_COMPRESSIONS: Final = (COMPRESSION_ZSTD, COMPRESSION_ZSTD_TEMPLATE_DICT)
 
 
 def encode(
@@ -71,10 +78,11 @@ def encode(
     base: PageBase,
     base_digest: bytes = FRESH_BASE,
     forced: Collection[int] = (),
+    dictionary: zstandard.ZstdCompressionDict | None = None,
     extra: bytes = b"",
 ) -> bytes:
-    """Serialize the pages of `image` that differ from `base` (plus `forced` ones), compressed,
-    with the cell's `extra` metadata."""
+    """Serialize the pages of `image` that differ from `base` (plus `forced` ones), compressed
+    (against `dictionary`, the base template's, when given), with the cell's `extra` metadata."""
     if len(build_id) != 16 or len(base_digest) != 32:
         raise ValueError("build_id must be 16 bytes and base_digest 32")
     pages = base.changed(image.memory, floor=image.stack_pointer, forced=forced)
@@ -87,7 +95,7 @@ def encode(
     header = _PREFIX.pack(
         MAGIC,
         FORMAT_VERSION,
-        COMPRESSION_ZSTD,
+        COMPRESSION_ZSTD if dictionary is None else COMPRESSION_ZSTD_TEMPLATE_DICT,
         build_id,
         len(image.memory),
         image.stack_pointer,
@@ -97,20 +105,23 @@ def encode(
         len(extra),
     ) + _V2.pack(base_digest, len(runs))
     table = b"".join(_RUN.pack(first, count) for first, count in runs)
-    body = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(
-        b"".join(pages[i] for i in sorted(pages))
-    )
+    if dictionary is None:
+        compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    else:
+        compressor = zstandard.ZstdCompressor(dict_data=dictionary, level=ZSTD_LEVEL)
+    body = compressor.compress(b"".join(pages[i] for i in sorted(pages)))
     return b"".join((header, extra, table, body))
 
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
-    """A parsed snapshot: the values outside memory, `extra`, and its pages.
+    """A parsed snapshot: the values outside memory, `extra`, and its (compressed) pages.
 
     Attributes:
         base_digest: The base template's digest, `FRESH_BASE`, or None for a version 1
             snapshot (whose `memory` is then the whole image).
-        pages: Page index -> bytes, relative to the base (version 2).
+        indices: The stored pages' indices, ascending (version 2).
+        needs_dictionary: The pages were compressed against the base template's dictionary.
     """
 
     size: int
@@ -120,10 +131,27 @@ class Decoded:
     scratch_ptr: int
     extra: bytes
     base_digest: bytes | None
-    pages: dict[int, bytes]
+    indices: tuple[int, ...] = ()
+    body: bytes = b""
+    needs_dictionary: bool = False
     memory: bytes | None = None
 
-    def start(self, base: PageBase) -> VMStart | VMImage:
+    def pages(self, dictionary: zstandard.ZstdCompressionDict | None = None) -> dict[int, bytes]:
+        """Page index -> bytes, relative to the base.
+
+        Raises:
+            SnapshotError: Corrupt, or compressed against a dictionary that was not given.
+        """
+        if self.needs_dictionary and dictionary is None:
+            raise SnapshotError("the snapshot needs its boot template to be read")
+        data = _decompress(
+            self.body, len(self.indices) * PAGE, dictionary if self.needs_dictionary else None
+        )
+        return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
+
+    def start(
+        self, base: PageBase, dictionary: zstandard.ZstdCompressionDict | None = None
+    ) -> VMStart | VMImage:
         """What to load into a fresh VM, given the base this snapshot names."""
         if self.memory is not None:
             return VMImage(
@@ -134,22 +162,17 @@ class Decoded:
                 self.scratch_ptr,
             )
         return VMStart(
-            base.runs_with(self.pages, self.size),
+            base.runs_with(self.pages(dictionary), self.size),
             self.stack_pointer,
             self.runtime_ptr,
             self.context_ptr,
             self.scratch_ptr,
         )
 
-    def memory_over(self, base: PageBase) -> bytes:
-        """The whole linear memory (the dead stack holds the base's bytes)."""
-        if self.memory is not None:
-            return self.memory
-        return b"".join(self.pages.get(i) or bytes(base.page(i)) for i in range(self.size // PAGE))
-
 
 def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> Decoded:
-    """Parse and decompress a snapshot made by `encode` (or by format version 1).
+    """Parse a snapshot made by `encode` (or by format version 1); version 2 pages are
+    decompressed later, by `Decoded.pages` (they may need the base template's dictionary).
 
     Args:
         blob: The snapshot bytes.
@@ -166,7 +189,8 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
     )
     if magic != MAGIC:
         raise SnapshotError("not a sandbox snapshot (bad magic)")
-    if version not in (1, FORMAT_VERSION) or compression != COMPRESSION_ZSTD:
+    known = (COMPRESSION_ZSTD,) if version == 1 else _COMPRESSIONS
+    if version not in (1, FORMAT_VERSION) or compression not in known:
         raise SnapshotError(f"unsupported snapshot format {version}/{compression}")
     if snap_build != build_id:
         raise SnapshotError("snapshot was made by a different QuickJS-WASI build")
@@ -177,8 +201,8 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
     head = (size, sp, rt, ctx, scratch)
     if version == 1:
         extra, body = _split(blob, _PREFIX.size, extra_len, 0)
-        memory = _decompress(body, size)
-        return Decoded(*head, extra=extra, base_digest=None, pages={}, memory=memory)
+        memory = _decompress(body, size, None)
+        return Decoded(*head, extra=extra, base_digest=None, memory=memory)
     if len(blob) < _PREFIX.size + _V2.size:
         raise SnapshotError("truncated snapshot")
     digest, n_runs = _V2.unpack_from(blob, _PREFIX.size)
@@ -189,9 +213,17 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
         if (indices and first <= indices[-1]) or (first + count) * PAGE > size:
             raise SnapshotError("corrupt snapshot page table")
         indices.extend(range(first, first + count))
-    data = _decompress(rest[n_runs * _RUN.size :], len(indices) * PAGE)
-    pages = {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(indices)}
-    return Decoded(*head, extra=extra, base_digest=digest, pages=pages)
+    needs = compression == COMPRESSION_ZSTD_TEMPLATE_DICT
+    if needs and digest == FRESH_BASE:
+        raise SnapshotError("corrupt snapshot header")
+    return Decoded(
+        *head,
+        extra=extra,
+        base_digest=digest,
+        indices=tuple(indices),
+        body=bytes(rest[n_runs * _RUN.size :]),
+        needs_dictionary=needs,
+    )
 
 
 def _split(blob: bytes, start: int, extra_len: int, table_len: int) -> tuple[bytes, bytes]:
@@ -200,9 +232,13 @@ def _split(blob: bytes, start: int, extra_len: int, table_len: int) -> tuple[byt
     return bytes(blob[start : start + extra_len]), blob[start + extra_len :]
 
 
-def _decompress(body: bytes, size: int) -> bytes:
+def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
     try:
-        data = zstandard.ZstdDecompressor().decompress(body, max_output_size=size)
+        if dictionary is None:
+            decompressor = zstandard.ZstdDecompressor()
+        else:
+            decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
+        data = decompressor.decompress(body, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise SnapshotError(f"corrupt snapshot body: {exc}") from None
     if len(data) != size:

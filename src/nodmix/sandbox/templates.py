@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+import zstandard
+
 from nodmix.errors import SandboxError
 from nodmix.sandbox import bootstate, memimage
 from nodmix.sandbox.base import (
@@ -141,6 +143,7 @@ class Template:
     handles: Handles
     fixups: tuple[bootstate.Fixup, ...]
     digest: bytes
+    dictionary: zstandard.ZstdCompressionDict
     forced: frozenset[int] = field(default_factory=frozenset)
 
     def new_vm(self, limits: SandboxLimits) -> VM:
@@ -362,6 +365,7 @@ def _compare(
     pages = memimage.PageBase(fresh, {}).changed(memory)
     base = memimage.PageBase(fresh, pages)
     start = VMStart(memimage.PageRuns.from_pages(pages, len(memory)), *boot_a.start)
+    masked = _masked(memory, fixups)
     return Template(
         runtime=runtime,
         setup_script=setup,
@@ -370,7 +374,8 @@ def _compare(
         base=base,
         handles=boot_a.handles,
         fixups=tuple(fixups),
-        digest=_digest(runtime, memory, boot_a, fixups),
+        digest=_digest(runtime, masked, boot_a),
+        dictionary=_dictionary(masked, pages),
         forced=frozenset(i for f in fixups for i in _pages_of(f)),
     )
 
@@ -380,13 +385,27 @@ def _pages_of(fixup: bootstate.Fixup) -> range:
     return range(first, (fixup.offset + fixup.size - 1) // memimage.PAGE + 1)
 
 
-def _digest(
-    runtime: QuickJSRuntime, memory: bytearray, boot: _Boot, fixups: list[bootstate.Fixup]
-) -> bytes:
+def _masked(memory: bytearray, fixups: list[bootstate.Fixup]) -> bytearray:
+    # The memory with its clock- and entropy-derived bytes zeroed: the same in every process.
     masked = bytearray(memory)
     for fixup in fixups:
         masked[fixup.offset : fixup.offset + fixup.size] = bytes(fixup.size)
+    return masked
+
+
+def _digest(runtime: QuickJSRuntime, masked: bytearray, boot: _Boot) -> bytes:
     h = hashlib.sha256(runtime.build_id)
-    h.update(struct.pack("<8I", len(memory), *boot.start, *boot.handles))
+    h.update(struct.pack("<8I", len(masked), *boot.start, *boot.handles))
     h.update(masked)
     return h.digest()
+
+
+def _dictionary(masked: bytearray, pages: dict[int, bytes]) -> zstandard.ZstdCompressionDict:
+    # Snapshot pages are mostly template pages with a few changes: compressing them against
+    # the template's own (masked) pages finds those matches.
+    content = b"".join(
+        bytes(masked[i * memimage.PAGE : (i + 1) * memimage.PAGE]) for i in sorted(pages)
+    )
+    dictionary = zstandard.ZstdCompressionDict(content, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    dictionary.precompute_compress(level=1)
+    return dictionary
