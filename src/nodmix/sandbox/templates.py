@@ -33,20 +33,16 @@ import zstandard
 
 from nodmix.errors import SandboxError
 from nodmix.sandbox import bootstate, memimage
-from nodmix.sandbox.base import (
-    HostCallError,
-    HostHandler,
-    SandboxLimits,
-    SnapshotError,
-    TrustedScript,
-)
+from nodmix.sandbox.base import HostHandler, SandboxLimits, SnapshotError
+from nodmix.sandbox.crossings import Crossing, Replay, ask
 from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vm import VM, bytecode_compiles
 from nodmix.sandbox.vmstate import VMStart
 
 log = logging.getLogger("nodmix.sandbox")
 
-#: Templates kept per process (each holds its ~40-60 changed pages, ~0.2 MB).
+#: Templates kept per process (each holds its ~50 changed pages and a compression dictionary
+#: of them, well under 1 MB).
 MAX_TEMPLATES: Final = 16
 #: The second probe boot's clocks run this far ahead of the real ones (~3.4 hours, odd ns).
 _SHIFT_NS: Final = 12_345_678_901_234
@@ -54,81 +50,6 @@ _SHIFT_NS: Final = 12_345_678_901_234
 Handles = tuple[int, int, int]
 #: Boots a VM with the prelude and setup installed: (handler, probe) -> (vm, bridge handles).
 Booter = Callable[[HostHandler, bootstate.Probe], tuple[VM, Handles]]
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """A setup call that raised `HostCallError` (its message is part of the answer)."""
-
-    message: str
-
-
-Reply = str | TrustedScript | Failure | None
-
-
-@dataclass(frozen=True, slots=True)
-class Crossing:
-    """One synchronous call the setup made, with the handler's answer."""
-
-    op: str
-    payload: str
-    reply: Reply
-
-
-def ask(handler: HostHandler, op: str, payload: str) -> Reply:
-    """The handler's answer to a setup call."""
-    try:
-        return handler.on_call(op, payload)
-    except HostCallError as exc:
-        return Failure(exc.message)
-
-
-class Replay:
-    """A handler that answers the setup's calls from `known` first, then from `handler`.
-
-    While a template boots (`templating`), later answers are recorded, and a request or a call
-    that differs from `known` marks the boot `unfit` (the guest's call fails; the template is
-    then discarded). Otherwise (a cell booting without a template) it only saves asking
-    `handler` the questions already asked, and forwards everything else.
-    """
-
-    def __init__(
-        self, known: list[Crossing], handler: HostHandler | None, *, templating: bool = True
-    ) -> None:
-        self.crossings = list(known)
-        self.handler = handler
-        self.templating = templating
-        self.unfit = False
-        self.next = 0
-
-    def on_call(self, op: str, payload: str) -> str | TrustedScript | None:
-        reply: Reply
-        if self.next < len(self.crossings) and self._matches(op, payload):
-            reply = self.crossings[self.next].reply
-            self.next += 1
-        elif self.templating and (self.handler is None or self.next < len(self.crossings)):
-            self.unfit = True
-            raise HostCallError("the setup changed between boots")
-        else:
-            assert self.handler is not None
-            self.next = len(self.crossings) + 1  # no more replaying
-            reply = ask(self.handler, op, payload)
-            if self.templating:
-                self.crossings.append(Crossing(op, payload, reply))
-                self.next = len(self.crossings)
-        if isinstance(reply, Failure):
-            raise HostCallError(reply.message)
-        return reply
-
-    def _matches(self, op: str, payload: str) -> bool:
-        known = self.crossings[self.next]
-        return (known.op, known.payload) == (op, payload)
-
-    def on_request(self, request_id: int, op: str, payload_json: str) -> tuple[bool, str] | None:
-        if self.templating or self.handler is None:
-            self.unfit = True
-            raise HostCallError("requests are not allowed while a template boots")
-        return self.handler.on_request(request_id, op, payload_json)
 
 
 @dataclass(eq=False)
