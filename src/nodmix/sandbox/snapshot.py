@@ -27,7 +27,7 @@ offset  size  field
 With compression 2 the frame is compressed against a raw-content dictionary: the template's own
 pages with its clock- and entropy-derived bytes zeroed (`Template.dictionary`), identical in
 every process that rebuilds the template. A changed page is mostly its template page, so this
-roughly halves a small snapshot again.
+makes a small snapshot about 40% smaller again.
 
 Version 1 (a zstd frame of the whole memory after `extra`, no digest and no runs) still
 decodes. The dead stack below `__stack_pointer` is never stored (nothing lives there between
