@@ -41,9 +41,9 @@ from nodmix.sandbox.vmstate import VMStart
 
 log = logging.getLogger("nodmix.sandbox")
 
-#: Templates kept per process (each holds its ~50 changed pages and a compression dictionary
-#: of them, well under 1 MB).
-MAX_TEMPLATES: Final = 16
+#: Templates kept per process (each holds its ~50 changed pages, ~0.2 MB, and a compression
+#: dictionary of them, ~1 MB with zstd's precomputed tables).
+MAX_TEMPLATES: Final = 8
 #: The second probe boot's clocks run this far ahead of the real ones (~3.4 hours, odd ns).
 _SHIFT_NS: Final = 12_345_678_901_234
 
@@ -295,7 +295,7 @@ def _compare(
         base=base,
         handles=boot_a.handles,
         fixups=tuple(fixups),
-        digest=_digest(runtime, masked, boot_a),
+        digest=_digest(runtime, masked, pages, boot_a),
         dictionary=_dictionary(masked, pages),
         forced=frozenset(i for f in fixups for i in _pages_of(f)),
     )
@@ -314,10 +314,15 @@ def _masked(memory: bytearray, fixups: list[bootstate.Fixup]) -> bytearray:
     return masked
 
 
-def _digest(runtime: QuickJSRuntime, masked: bytearray, boot: _Boot) -> bytes:
+def _digest(
+    runtime: QuickJSRuntime, masked: bytearray, pages: dict[int, bytes], boot: _Boot
+) -> bytes:
+    # Every other page holds the fresh instance's content, which the build id pins.
     h = hashlib.sha256(runtime.build_id)
     h.update(struct.pack("<8I", len(masked), *boot.start, *boot.handles))
-    h.update(masked)
+    for index in sorted(pages):
+        h.update(struct.pack("<I", index))
+        h.update(masked[index * memimage.PAGE : (index + 1) * memimage.PAGE])
     return h.digest()
 
 
