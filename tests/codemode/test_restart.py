@@ -17,6 +17,7 @@ import pytest
 from nodmix.codemode import CodeModeEngine
 from nodmix.codemode.run_files import FileRunStore
 from nodmix.codemode.run_records import decode
+from nodmix.sandbox import templates
 from nodmix.sessions import SessionManager
 from nodmix.tools.base import FunctionTool, ToolContext, ToolResult
 
@@ -62,7 +63,9 @@ async def _harness(
 
 @contextlib.asynccontextmanager
 async def _process(runs: Path) -> AsyncIterator[CodeModeEngine]:
-    """One process's engine over the run files in `runs`; a restart is the next one."""
+    """One process's engine over the run files in `runs`; a restart is the next one (which
+    starts without the sandbox's boot templates, as a new process does)."""
+    templates.clear()
     engine = CodeModeEngine(FileRunStore(runs))
     async with engine.running():
         yield engine

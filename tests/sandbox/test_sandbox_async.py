@@ -16,6 +16,7 @@ from nodmix.sandbox import (
     Pending,
     QuickJSRuntime,
     SandboxLimits,
+    templates,
 )
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ async def test_an_async_cell_suspends_snapshots_and_resumes(
     outcome = await cell.run("const v = await host.request('slow', 1); return v + 1")
     assert isinstance(outcome, Pending)
     blob = await cell.snapshot()
-    resumed = await AsyncCell.restore(blob, recorder, runtime=runtime)
+    templates.clear()  # as in a new process: the boot template is rebuilt from the setup
+    resumed = await AsyncCell.restore(blob, recorder, runtime=runtime, setup_script=setup_script)
     await resumed.deliver(outcome.request_ids[0], True, "41")
     assert await resumed.pump() == Completed("42")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 import textwrap
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
+import zstandard
 
 from nodmix.errors import SandboxError
 from nodmix.sandbox import Cell, Completed, Pending, QuickJSRuntime, SandboxLimits, SnapshotError
@@ -147,19 +149,21 @@ def test_snapshot_header_records_the_build_and_memory_size(
     boot: Callable[..., Cell], runtime: QuickJSRuntime
 ) -> None:
     cell, _ = suspended(boot)
-    image, extra = snapshot_format.decode(cell.snapshot(), build_id=runtime.build_id)
-    assert len(image.memory) % 65536 == 0
-    assert image.runtime_ptr and image.context_ptr and image.stack_pointer
-    assert extra.endswith(b"cell.js")
+    decoded = snapshot_format.decode(cell.snapshot(), build_id=runtime.build_id)
+    assert decoded.size % 65536 == 0
+    assert decoded.runtime_ptr and decoded.context_ptr and decoded.stack_pointer
+    assert decoded.extra.endswith(b"cell.js")
 
 
-def test_a_snapshot_restores_in_another_process(boot: Callable[..., Cell], tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_snapshot_restores_in_another_process_onto_a_rebuilt_template(
+    boot: Callable[..., Cell], setup_script: str, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     cell, first_id = suspended(boot)
     path = tmp_path / "cell.snap"
     path.write_bytes(cell.snapshot())
     script = textwrap.dedent(
         f"""
-        from nodmix.sandbox import Cell
+        from nodmix.sandbox import Cell, SnapshotError
 
         class Handler:
             def on_call(self, op, payload):
@@ -167,7 +171,12 @@ def test_a_snapshot_restores_in_another_process(boot: Callable[..., Cell], tmp_p
             def on_request(self, request_id, op, payload):
                 return (False, "no page 2")
 
-        cell = Cell.restore(open({str(path)!r}, "rb").read(), Handler())
+        blob = open({str(path)!r}, "rb").read()
+        try:
+            Cell.restore(blob, Handler())
+        except SnapshotError as exc:
+            print("without setup:", exc)
+        cell = Cell.restore(blob, Handler(), setup_script={setup_script!r})
         cell.deliver({first_id}, True, '{{"items": []}}')
         print(cell.pump().value_json)
         """
@@ -176,5 +185,46 @@ def test_a_snapshot_restores_in_another_process(boot: Callable[..., Cell], tmp_p
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+    assert "without setup: the snapshot is stored relative to a boot template" in result.stdout
     assert '"failure":"no page 2"' in result.stdout
     assert '"counter":3' in result.stdout
+
+
+def test_a_snapshot_onto_a_template_whose_setup_changed_fails_clearly(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell, _ = suspended(boot)
+    decoded = snapshot_format.decode(cell.snapshot(), build_id=runtime.build_id)
+    blob = bytearray(cell.snapshot())
+    blob[52:84] = bytes(31) + b"\x01"  # a template this process never built
+    assert decoded.base_digest != bytes(blob[52:84])
+    with pytest.raises(SnapshotError, match="cannot be rebuilt"):
+        Cell.restore(bytes(blob), recorder, runtime=runtime, setup_script="(cap) => {}")
+
+
+def test_a_version_1_snapshot_still_restores(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell, first_id = suspended(boot)
+    with cell._vm.entry(1):
+        image = cell._vm.capture()
+        memory = bytes(image.memory)
+        head = (image.stack_pointer, image.runtime_ptr, image.context_ptr, image.scratch_ptr)
+    extra = snapshot_format.CellState(
+        cell._settle, cell._finish, cell._describe, cell._promise, (first_id,), "cell.js"
+    ).pack()
+    # The version 1 layout: header, extra, then a zstd frame of the whole memory.
+    header = struct.pack(
+        "<8sHH16sIIIIII", b"NDMXQJS\x00", 1, 1, runtime.build_id, len(memory), *head, len(extra)
+    )
+    blob = header + extra + zstandard.ZstdCompressor(level=1).compress(memory)
+    cell.close()
+
+    restored = Cell.restore(blob, recorder, runtime=runtime)
+    restored.deliver(first_id, True, '{"items": [1]}')
+    outcome = restored.pump()
+    assert isinstance(outcome, Pending)
+    restored.deliver(outcome.request_ids[0], False, "gone")
+    final = restored.pump()
+    assert isinstance(final, Completed)
+    assert final.value()["counter"] == 3

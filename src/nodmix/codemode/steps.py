@@ -181,6 +181,6 @@ def restore_and_pump(
 ) -> tuple[Any, Outcome]:
     from nodmix.sandbox import Cell
 
-    cell = Cell.restore(blob, handler, limits=limits)
+    cell = Cell.restore(blob, handler, limits=limits, setup_script=SETUP_SCRIPT)
     ref.attach(cell)
     return cell, deliver_and_drive(ref, cell, items)

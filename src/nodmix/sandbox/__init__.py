@@ -16,12 +16,16 @@ from nodmix.sandbox import Cell, SandboxLimits, Completed, Pending
 cell = Cell.boot(SETUP_JS, handler, limits=SandboxLimits(timeout=5))
 outcome = cell.run("const r = await api.fetch('x'); return r.length")
 if isinstance(outcome, Pending):
-    blob = cell.snapshot()              # keep in memory only; see nodmix.sandbox.snapshot
+    blob = cell.snapshot()              # keep it private; see nodmix.sandbox.snapshot
     ...
-    cell = Cell.restore(blob, handler)
+    cell = Cell.restore(blob, handler, setup_script=SETUP_JS)
     cell.deliver(outcome.request_ids[0], True, '"hello"')
     outcome = cell.pump()
 ```
+
+Cells are fresh wasm instances copied from a boot template (the prelude and setup script,
+booted once per process; see `templates.py`), and snapshots hold only what changed since; the
+setup script lets another process rebuild that template.
 
 The runtime (`quickjs.wasm`) is installed by `nodmix sandbox install` (or `firstuse.py` on
 code mode's first run); without it every entry point raises `RuntimeUnavailableError`.

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Final
 
 from nodmix.errors import SandboxError
-from nodmix.sandbox import outcomes
+from nodmix.sandbox import memimage, outcomes, templates
 from nodmix.sandbox import snapshot as snapshot_format
 from nodmix.sandbox.base import (
     Completed,
@@ -39,6 +39,7 @@ from nodmix.sandbox.base import (
     SandboxLimits,
     SnapshotError,
 )
+from nodmix.sandbox.bootstate import Probe
 from nodmix.sandbox.bridge import CALL_FUNCTION, REQUEST_FUNCTION, Bridge
 from nodmix.sandbox.prelude import PRELUDE, PRELUDE_FILENAME, strict_setup, wrap_async
 from nodmix.sandbox.runtime import QuickJSRuntime, get_runtime
@@ -65,6 +66,7 @@ class Cell:
         self._lock = threading.Lock()
         self._stdio = b""
         self._memory_bytes = 0
+        self._template: templates.Template | None = None
         bridge.attach(vm)
 
     # -- construction ------------------------------------------------------------------------
@@ -79,6 +81,10 @@ class Cell:
         runtime: QuickJSRuntime | None = None,
     ) -> Cell:
         """A fresh VM with the bridge installed and `setup_script` run.
+
+        The VM is a new wasm instance holding a copy of this setup's boot template (booted
+        once per process for each distinct set of answers the setup gets from `handler`, see
+        `templates.py`); a setup that cannot be templated runs in the new VM itself.
 
         Args:
             setup_script: JS source of a function expression, e.g.
@@ -95,7 +101,30 @@ class Cell:
             RuntimeUnavailableError: The QuickJS-WASI runtime is not installed.
             SandboxError: The VM could not start or the setup script failed.
         """
-        vm = VM(runtime or get_runtime(), limits or SandboxLimits())
+        runtime = runtime or get_runtime()
+        limits = limits or SandboxLimits()
+        template, boot_handler = templates.acquire(
+            runtime, setup_script, handler, cls._booter(setup_script, runtime, limits)
+        )
+        if template is not None and template.fits(limits):
+            cell = cls(template.new_vm(limits), Bridge(handler), "cell.js")
+            cell._settle, cell._finish, cell._describe = template.handles
+            cell._template = template
+            return cell
+        cell = cls._boot(setup_script, boot_handler, limits, runtime, None)
+        cell._bridge.handler = handler  # the setup's answers are replayed only while it runs
+        return cell
+
+    @classmethod
+    def _boot(
+        cls,
+        setup_script: str | None,
+        handler: HostHandler,
+        limits: SandboxLimits,
+        runtime: QuickJSRuntime,
+        probe: Probe | None,
+    ) -> Cell:
+        vm = VM(runtime, limits, probe=probe)
         cell = cls(vm, Bridge(handler), "cell.js")
         try:
             with cell._step():
@@ -108,6 +137,16 @@ class Cell:
         return cell
 
     @classmethod
+    def _booter(
+        cls, setup_script: str | None, runtime: QuickJSRuntime, limits: SandboxLimits
+    ) -> templates.Booter:
+        def boot(handler: HostHandler, probe: Probe) -> tuple[VM, templates.Handles]:
+            cell = cls._boot(setup_script, handler, limits, runtime, probe)
+            return cell._vm, (cell._settle, cell._finish, cell._describe)
+
+        return boot
+
+    @classmethod
     def restore(
         cls,
         blob: bytes,
@@ -115,6 +154,7 @@ class Cell:
         *,
         limits: SandboxLimits | None = None,
         runtime: QuickJSRuntime | None = None,
+        setup_script: str | None = None,
     ) -> Cell:
         """Rebuild a cell from `snapshot()` bytes in a fresh VM, with fresh limits.
 
@@ -122,22 +162,36 @@ class Cell:
         closures and globals are exactly as they were. Snapshots are trusted input: only
         restore bytes this process produced (see `nodmix.sandbox.snapshot`).
 
+        A snapshot holds only what differs from the boot template its cell was copied from.
+        When this process does not have that template (after a restart), it is booted again
+        from `setup_script`, asking `handler` what the setup asks, and must come out the same.
+
         Raises:
-            SnapshotError: Malformed, from another build, or larger than the memory limit.
+            SnapshotError: Malformed, from another build, larger than the memory limit, or its
+                boot template cannot be rebuilt here.
             RuntimeUnavailableError: The QuickJS-WASI runtime is not installed.
         """
         runtime = runtime or get_runtime()
         limits = limits or SandboxLimits()
         cap = limits.memory_bytes + limits.memory_headroom_bytes
-        image, extra = snapshot_format.decode(blob, build_id=runtime.build_id, max_memory=cap)
-        state = snapshot_format.CellState.unpack(extra)
+        decoded = snapshot_format.decode(blob, build_id=runtime.build_id, max_memory=cap)
+        state = snapshot_format.CellState.unpack(decoded.extra)
+        booter = cls._booter(setup_script, runtime, limits)
+        template = templates.for_snapshot(
+            decoded.base_digest, runtime, setup_script, handler, booter
+        )
         try:
-            vm = VM(runtime, limits, image)
+            if template is None:
+                start = decoded.start(memimage.fresh_base(runtime))
+            else:
+                start = decoded.start(template.base, template.dictionary)
+            vm = VM(runtime, limits, start)
         except SandboxError as exc:
             raise SnapshotError(str(exc)) from None
         cell = cls(vm, Bridge(handler, state.outstanding), state.filename)
         cell._settle, cell._finish, cell._describe = state.settle, state.finish, state.describe
         cell._promise = state.promise
+        cell._template = template
         return cell
 
     def _install_bridge(self, setup_script: str | None) -> None:
@@ -242,9 +296,22 @@ class Cell:
             self._filename,
         )
         extra = state.pack()
+        template = self._template
+        build_id = self._vm.runtime.build_id
         with self._step():
             image = self._vm.capture()
-            return snapshot_format.encode(image, build_id=self._vm.runtime.build_id, extra=extra)
+            if template is None:  # booted without a template: relative to a fresh instance
+                base = memimage.fresh_base(self._vm.runtime)
+                return snapshot_format.encode(image, build_id=build_id, base=base, extra=extra)
+            return snapshot_format.encode(
+                image,
+                build_id=build_id,
+                base=template.base,
+                base_digest=template.digest,
+                forced=template.forced,
+                dictionary=template.dictionary,
+                extra=extra,
+            )
 
     def interrupt(self) -> None:
         """Ask the running guest to stop (thread-safe); the step fails with kind ABORTED."""

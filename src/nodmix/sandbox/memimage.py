@@ -7,7 +7,9 @@ page fault of several microseconds: writing the whole image took ~0.7 ms, writin
 that differ ~0.12 ms. The result is byte for byte the image, because the pages left alone
 already hold exactly what the image holds.
 
-`PageRuns` is an image reduced to those runs of pages (a restored snapshot computes its own).
+`PageRuns` is an image reduced to those runs of pages. `PageBase` is what an image is compared
+against: a fresh instance's memory, or a boot template's (fresh memory with the template's own
+pages laid over it); a snapshot stores only the pages that differ from its base.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Final
 
 import wasmtime
@@ -77,6 +79,19 @@ class PageRuns:
                     runs.append((start, start + len(page)))
         return cls([(a, data[a:b]) for a, b in runs], size)
 
+    @classmethod
+    def from_pages(cls, pages: Mapping[int, bytes], size: int) -> PageRuns:
+        """Runs of whole pages given by index (consecutive pages are merged into one run)."""
+        runs: list[tuple[int, list[bytes]]] = []
+        last = -2
+        for index in sorted(pages):
+            if index == last + 1:
+                runs[-1][1].append(pages[index])
+            else:
+                runs.append((index * PAGE, [pages[index]]))
+            last = index
+        return cls([(offset, b"".join(chunks)) for offset, chunks in runs], size)
+
     @property
     def changed_bytes(self) -> int:
         """How many bytes a load writes."""
@@ -91,6 +106,53 @@ class PageRuns:
             if _populate is not None and len(chunk) >= _POPULATE_MIN:
                 _populate(base + offset, len(chunk), _MADV_POPULATE_WRITE)  # a hint only
             ctypes.memmove(base + offset, chunk, len(chunk))
+
+
+class PageBase:
+    """A fresh instance's memory with `pages` (index -> page bytes) laid over it."""
+
+    __slots__ = ("_fresh", "pages")
+
+    def __init__(self, fresh: bytes, pages: Mapping[int, bytes]) -> None:
+        self._fresh = fresh
+        self.pages = pages
+
+    def page(self, index: int) -> bytes:
+        """Page `index` of the base (zeros past the fresh memory's end)."""
+        found = self.pages.get(index)
+        if found is not None:
+            return found
+        start = index * PAGE
+        return self._fresh[start : start + PAGE] if start < len(self._fresh) else _ZERO_PAGE
+
+    def changed(
+        self,
+        memory: bytes | bytearray | memoryview,
+        *,
+        floor: int = 0,
+        forced: Collection[int] = (),
+    ) -> dict[int, bytes]:
+        """The pages of `memory` that differ from the base, plus every page in `forced`.
+        Pages that end at or below `floor` (a dead stack) are left out."""
+        data = bytes(memory)  # one copy; comparing bytes slices is ~3x faster than memoryviews
+        out: dict[int, bytes] = {}
+        for index in range(len(data) // PAGE):
+            start = index * PAGE
+            if start + PAGE <= floor and index not in forced:
+                continue
+            page = data[start : start + PAGE]
+            if index in forced or page != self.page(index):
+                out[index] = page
+        return out
+
+    def runs_with(self, pages: Mapping[int, bytes], size: int) -> PageRuns:
+        """The base's own pages overlaid with `pages`, as runs to load into a fresh instance."""
+        merged = {i: p for i, p in self.pages.items() if i * PAGE < size}
+        merged.update(pages)
+        return PageRuns.from_pages(merged, size)
+
+
+_ZERO_PAGE: Final = bytes(PAGE)
 
 
 def fresh_memory(runtime: QuickJSRuntime) -> bytes:
@@ -108,3 +170,8 @@ def fresh_memory(runtime: QuickJSRuntime) -> bytes:
             store.close()
         _fresh[id(runtime)] = (runtime, data)  # holds the runtime: its id is never reused
         return data
+
+
+def fresh_base(runtime: QuickJSRuntime) -> PageBase:
+    """A fresh instance's memory as a base (for cells booted without a template)."""
+    return PageBase(fresh_memory(runtime), {})

@@ -4,7 +4,9 @@
 implemented here in Python and give the guest no capability at all:
 
 - `fd_write` appends to a small per-VM buffer (fd 1/2 only); `fd_close`/`fd_seek` are ENOSYS.
-- `clock_time_get` serves the real and monotonic clocks; `random_get` uses `os.urandom`.
+- `clock_time_get` serves the real and monotonic clocks and `random_get` fills buffers from
+  `os.urandom`, both through the VM (`ImportTarget.clock_ns` / `random_bytes`), so a boot can
+  be probed with shifted clocks (see `bootstate.py`).
 - There is no filesystem, network, environment, process or socket import to begin with.
 - The module loader (`host_module_normalize`/`host_module_load`) refuses every specifier.
 - The timezone is always UTC.
@@ -17,10 +19,8 @@ The linker's callbacks are shared by every store, so they find "their" VM throug
 
 from __future__ import annotations
 
-import os
 import struct
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, cast
@@ -63,6 +63,14 @@ class ImportTarget(Protocol):
         """Free JSValue boxes the C layer handed to the host."""
         ...
 
+    def clock_ns(self, clock_id: int) -> int:
+        """Nanoseconds of the realtime (0) or monotonic (1) clock as this VM sees them."""
+        ...
+
+    def random_bytes(self, size: int) -> bytes:
+        """`size` bytes of entropy for this VM."""
+        ...
+
 
 def _target() -> ImportTarget | None:
     return cast("ImportTarget | None", wasm.current_owner())
@@ -72,14 +80,10 @@ def _clock_time_get(clock_id: int, _precision: int, result_ptr: int) -> int:
     vm = _target()
     if vm is None:
         return _ERRNO_BADF
-    if clock_id == _CLOCK_REALTIME:
-        now = time.time_ns()
-    elif clock_id == _CLOCK_MONOTONIC:
-        now = time.monotonic_ns()
-    else:
+    if clock_id != _CLOCK_REALTIME and clock_id != _CLOCK_MONOTONIC:
         return _ERRNO_NOSYS
     try:
-        vm.mem.write(result_ptr, _U64.pack(now))
+        vm.mem.write(result_ptr, _U64.pack(vm.clock_ns(clock_id)))
     except hostio.OutOfBounds:
         return _ERRNO_FAULT
     return _ERRNO_SUCCESS
@@ -125,7 +129,7 @@ def _random_get(buf: int, size: int) -> int:
     if vm is None:
         return _ERRNO_BADF
     try:
-        vm.mem.write(buf, os.urandom(size))
+        vm.mem.write(buf, vm.random_bytes(size))
     except hostio.OutOfBounds:
         return _ERRNO_FAULT
     return _ERRNO_SUCCESS

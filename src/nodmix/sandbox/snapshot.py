@@ -1,10 +1,15 @@
-"""Snapshot wire format: a fixed header, an opaque `extra` blob, then zstd-compressed memory.
+"""Snapshot wire format: a fixed header, an opaque `extra` blob, then the memory pages that
+differ from the snapshot's base, zstd-compressed.
+
+The base is the boot template the cell was copied from (named by its digest, see
+`templates.py`), or a fresh instance's memory (digest all zeros) for a cell booted without one.
+Restoring writes the base's pages, then these.
 
 ```
 offset  size  field
 0       8     magic b"NDMXQJS\\x00"
-8       2     format version (1)
-10      2     compression (1 = zstd)
+8       2     format version (2)
+10      2     compression (1 = zstd; 2 = zstd with the template's pages as a dictionary)
 12      16    build id: first 16 bytes of sha256(quickjs.wasm)
 28      4     raw linear-memory size in bytes (a multiple of 64 KiB)
 32      4     __stack_pointer
@@ -12,9 +17,21 @@ offset  size  field
 40      4     QuickJS context pointer
 44      4     host scratch pointer (a small buffer the host reuses)
 48      4     length of `extra`
-52      n     extra (the cell's bridge handles, pending request ids, filename)
-52+n    ...   zstd level-1 frame of the linear memory
+52      32    base digest (zeros: a fresh instance's memory)
+84      4     number of page runs r
+88      n     extra (the cell's bridge handles, pending request ids, filename)
+88+n    8r    runs: first page index, page count (4 KiB pages, ascending)
+...     ...   zstd level-1 frame of those pages, in order
 ```
+
+With compression 2 the frame is compressed against a raw-content dictionary: the template's own
+pages with its clock- and entropy-derived bytes zeroed (`Template.dictionary`), identical in
+every process that rebuilds the template. A changed page is mostly its template page, so this
+makes a small snapshot about 40% smaller again.
+
+Version 1 (a zstd frame of the whole memory after `extra`, no digest and no runs) still
+decodes. The dead stack below `__stack_pointer` is never stored (nothing lives there between
+calls into the VM).
 
 Snapshots are trusted input: a crafted image cannot escape wasm, but it can forge any guest
 state, and the pointers in it are handed straight back to the C layer. They are safe only
@@ -27,33 +44,58 @@ another `quickjs.wasm`; it is not an authenticity check.
 from __future__ import annotations
 
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
 import zstandard
 
 from nodmix.sandbox.base import SnapshotError
-from nodmix.sandbox.vmstate import VMImage
+from nodmix.sandbox.memimage import PAGE, PageBase
+from nodmix.sandbox.vmstate import VMImage, VMStart
 
 MAGIC: Final = b"NDMXQJS\x00"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 COMPRESSION_ZSTD: Final = 1
+COMPRESSION_ZSTD_TEMPLATE_DICT: Final = 2
 ZSTD_LEVEL: Final = 1  # ~5x faster than zlib-1 and smaller (pitfall 6)
-_HEADER: Final = struct.Struct("<8sHH16sIIIIII")
+#: A base digest of zeros: the pages are relative to a fresh instance's memory.
+FRESH_BASE: Final = bytes(32)
+_PREFIX: Final = struct.Struct("<8sHH16sIIIIII")
+_V2: Final = struct.Struct("<32sI")
+_RUN: Final = struct.Struct("<II")
 _CELL: Final = struct.Struct("<IIIIII")  # settle, finish, describe, promise, n_ids, name_len
 _ID: Final = struct.Struct("<Q")
 #: A wasm32 memory cannot exceed 4 GiB.
 _MAX_MEMORY: Final = 1 << 32
+_COMPRESSIONS: Final = (COMPRESSION_ZSTD, COMPRESSION_ZSTD_TEMPLATE_DICT)
 
 
-def encode(image: VMImage, *, build_id: bytes, extra: bytes = b"") -> bytes:
-    """Serialize `image` (compressed) with the cell's `extra` metadata."""
-    if len(build_id) != 16:
-        raise ValueError("build_id must be 16 bytes")
-    header = _HEADER.pack(
+def encode(
+    image: VMImage,
+    *,
+    build_id: bytes,
+    base: PageBase,
+    base_digest: bytes = FRESH_BASE,
+    forced: Collection[int] = (),
+    dictionary: zstandard.ZstdCompressionDict | None = None,
+    extra: bytes = b"",
+) -> bytes:
+    """Serialize the pages of `image` that differ from `base` (plus `forced` ones), compressed
+    (against `dictionary`, the base template's, when given), with the cell's `extra` metadata."""
+    if len(build_id) != 16 or len(base_digest) != 32:
+        raise ValueError("build_id must be 16 bytes and base_digest 32")
+    pages = base.changed(image.memory, floor=image.stack_pointer, forced=forced)
+    runs: list[list[int]] = []
+    for index in sorted(pages):
+        if runs and runs[-1][0] + runs[-1][1] == index:
+            runs[-1][1] += 1
+        else:
+            runs.append([index, 1])
+    header = _PREFIX.pack(
         MAGIC,
         FORMAT_VERSION,
-        COMPRESSION_ZSTD,
+        COMPRESSION_ZSTD if dictionary is None else COMPRESSION_ZSTD_TEMPLATE_DICT,
         build_id,
         len(image.memory),
         image.stack_pointer,
@@ -61,54 +103,147 @@ def encode(image: VMImage, *, build_id: bytes, extra: bytes = b"") -> bytes:
         image.context_ptr,
         image.scratch_ptr,
         len(extra),
-    )
-    body = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(image.memory)
-    return b"".join((header, extra, body))
+    ) + _V2.pack(base_digest, len(runs))
+    table = b"".join(_RUN.pack(first, count) for first, count in runs)
+    if dictionary is None:
+        compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    else:
+        compressor = zstandard.ZstdCompressor(dict_data=dictionary, level=ZSTD_LEVEL)
+    body = compressor.compress(b"".join(pages[i] for i in sorted(pages)))
+    return b"".join((header, extra, table, body))
 
 
-def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> tuple[VMImage, bytes]:
-    """Parse and decompress a snapshot made by `encode`.
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A parsed snapshot: the values outside memory, `extra`, and its (compressed) pages.
+
+    Attributes:
+        base_digest: The base template's digest, `FRESH_BASE`, or None for a version 1
+            snapshot (whose `memory` is then the whole image).
+        indices: The stored pages' indices, ascending (version 2).
+        needs_dictionary: The pages were compressed against the base template's dictionary.
+    """
+
+    size: int
+    stack_pointer: int
+    runtime_ptr: int
+    context_ptr: int
+    scratch_ptr: int
+    extra: bytes
+    base_digest: bytes | None
+    indices: tuple[int, ...] = ()
+    body: bytes = b""
+    needs_dictionary: bool = False
+    memory: bytes | None = None
+
+    def pages(self, dictionary: zstandard.ZstdCompressionDict | None = None) -> dict[int, bytes]:
+        """Page index -> bytes, relative to the base.
+
+        Raises:
+            SnapshotError: Corrupt, or compressed against a dictionary that was not given.
+        """
+        if self.needs_dictionary and dictionary is None:
+            raise SnapshotError("the snapshot needs its boot template to be read")
+        data = _decompress(
+            self.body, len(self.indices) * PAGE, dictionary if self.needs_dictionary else None
+        )
+        return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
+
+    def start(
+        self, base: PageBase, dictionary: zstandard.ZstdCompressionDict | None = None
+    ) -> VMStart | VMImage:
+        """What to load into a fresh VM, given the base this snapshot names."""
+        if self.memory is not None:
+            return VMImage(
+                self.memory,
+                self.stack_pointer,
+                self.runtime_ptr,
+                self.context_ptr,
+                self.scratch_ptr,
+            )
+        return VMStart(
+            base.runs_with(self.pages(dictionary), self.size),
+            self.stack_pointer,
+            self.runtime_ptr,
+            self.context_ptr,
+            self.scratch_ptr,
+        )
+
+
+def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> Decoded:
+    """Parse a snapshot made by `encode` (or by format version 1); version 2 pages are
+    decompressed later, by `Decoded.pages` (they may need the base template's dictionary).
 
     Args:
         blob: The snapshot bytes.
         build_id: The running runtime's build id; a different one is rejected.
         max_memory: Refuse images whose linear memory is larger than this.
 
-    Returns:
-        The VM image and the `extra` bytes.
-
     Raises:
         SnapshotError: Malformed, another format version or build, or too large.
     """
-    if len(blob) < _HEADER.size:
+    if len(blob) < _PREFIX.size:
         raise SnapshotError("not a sandbox snapshot (too short)")
     magic, version, compression, snap_build, size, sp, rt, ctx, scratch, extra_len = (
-        _HEADER.unpack_from(blob, 0)
+        _PREFIX.unpack_from(blob, 0)
     )
     if magic != MAGIC:
         raise SnapshotError("not a sandbox snapshot (bad magic)")
-    if version != FORMAT_VERSION or compression != COMPRESSION_ZSTD:
+    known = (COMPRESSION_ZSTD,) if version == 1 else _COMPRESSIONS
+    if version not in (1, FORMAT_VERSION) or compression not in known:
         raise SnapshotError(f"unsupported snapshot format {version}/{compression}")
     if snap_build != build_id:
         raise SnapshotError("snapshot was made by a different QuickJS-WASI build")
     if size > max_memory:
         raise SnapshotError("snapshot does not fit the memory limit")
-    start = _HEADER.size
-    if start + extra_len > len(blob):
+    if size % PAGE:
+        raise SnapshotError("corrupt snapshot image")
+    head = (size, sp, rt, ctx, scratch)
+    if version == 1:
+        extra, body = _split(blob, _PREFIX.size, extra_len, 0)
+        memory = _decompress(body, size, None)
+        return Decoded(*head, extra=extra, base_digest=None, memory=memory)
+    if len(blob) < _PREFIX.size + _V2.size:
         raise SnapshotError("truncated snapshot")
-    extra = bytes(blob[start : start + extra_len])
+    digest, n_runs = _V2.unpack_from(blob, _PREFIX.size)
+    extra, rest = _split(blob, _PREFIX.size + _V2.size, extra_len, n_runs * _RUN.size)
+    indices: list[int] = []
+    for i in range(n_runs):
+        first, count = _RUN.unpack_from(rest, i * _RUN.size)
+        if (indices and first <= indices[-1]) or (first + count) * PAGE > size:
+            raise SnapshotError("corrupt snapshot page table")
+        indices.extend(range(first, first + count))
+    needs = compression == COMPRESSION_ZSTD_TEMPLATE_DICT
+    if needs and digest == FRESH_BASE:
+        raise SnapshotError("corrupt snapshot header")
+    return Decoded(
+        *head,
+        extra=extra,
+        base_digest=digest,
+        indices=tuple(indices),
+        body=bytes(rest[n_runs * _RUN.size :]),
+        needs_dictionary=needs,
+    )
+
+
+def _split(blob: bytes, start: int, extra_len: int, table_len: int) -> tuple[bytes, bytes]:
+    if start + extra_len + table_len > len(blob):
+        raise SnapshotError("truncated snapshot")
+    return bytes(blob[start : start + extra_len]), blob[start + extra_len :]
+
+
+def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
     try:
-        memory = zstandard.ZstdDecompressor().decompress(
-            blob[start + extra_len :], max_output_size=size
-        )
+        if dictionary is None:
+            decompressor = zstandard.ZstdDecompressor()
+        else:
+            decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
+        data = decompressor.decompress(body, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise SnapshotError(f"corrupt snapshot body: {exc}") from None
-    if len(memory) != size:
+    if len(data) != size:
         raise SnapshotError("corrupt snapshot body (size mismatch)")
-    image = VMImage(
-        memory=memory, stack_pointer=sp, runtime_ptr=rt, context_ptr=ctx, scratch_ptr=scratch
-    )
-    return image, extra
+    return data
 
 
 @dataclass(frozen=True, slots=True)

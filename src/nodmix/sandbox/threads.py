@@ -150,11 +150,14 @@ class AsyncCell:
         *,
         limits: SandboxLimits | None = None,
         runtime: QuickJSRuntime | None = None,
+        setup_script: str | None = None,
     ) -> AsyncCell:
         """`Cell.restore` in a worker thread."""
 
         def restore() -> Cell:
-            return Cell.restore(blob, handler, limits=limits, runtime=runtime)
+            return Cell.restore(
+                blob, handler, limits=limits, runtime=runtime, setup_script=setup_script
+            )
 
         return cls(await run_in_worker(restore))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import struct
 import time
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ import wasmtime
 from nodmix.errors import SandboxError
 from nodmix.sandbox import hostio, memimage, wasm
 from nodmix.sandbox.base import SandboxLimits
+from nodmix.sandbox.bootstate import REALTIME, Probe
 from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vmstate import (
     BytecodeCache,
@@ -36,6 +38,7 @@ from nodmix.sandbox.vmstate import (
     HostFunction,
     VMImage,
     VMOutOfMemory,
+    VMStart,
     VMTrapped,
 )
 
@@ -77,16 +80,29 @@ _QUICK_EXPORTS: Final = frozenset(
 )
 
 
+def bytecode_compiles() -> int:
+    """How many scripts this process has compiled to bytecode so far (a boot that compiles
+    allocates differently from one that only loads cached bytecode)."""
+    return _bytecode.misses
+
+
 class VM:
-    """A QuickJS runtime+context in a fresh wasm instance (booted or restored from an image).
+    """A QuickJS runtime+context in a fresh wasm instance (booted, or loaded from an image or
+    a `VMStart`: a template's or a snapshot's pages).
 
     Thread rules: a VM may move between threads but must only be used by one at a time.
     """
 
     def __init__(
-        self, runtime: QuickJSRuntime, limits: SandboxLimits, image: VMImage | None = None
+        self,
+        runtime: QuickJSRuntime,
+        limits: SandboxLimits,
+        image: VMImage | VMStart | None = None,
+        *,
+        probe: Probe | None = None,
     ) -> None:
         self.runtime = runtime
+        self.probe = probe
         self.limits = limits
         self.dead = False
         self.abort_requested = False
@@ -116,7 +132,7 @@ class VM:
                 self.undefined = self.x.qjs_get_undefined()  # a box kept for the VM's life
                 self.mem.write(self.scratch + _SCRATCH_UNDEFINED, _U32.pack(self.undefined))
             else:
-                self._load_image(image)
+                self._load(image if isinstance(image, VMStart) else self._start_of(image))
                 self.scratch = image.scratch_ptr
                 self.undefined = _U32.unpack(self.mem.read(self.scratch + _SCRATCH_UNDEFINED, 4))[0]
             self.x.qjs_set_memory_limit(limits.memory_bytes)
@@ -160,6 +176,16 @@ class VM:
                 raise nested from None
             interrupt = wasm.trap_is_interrupt(exc)
             raise VMTrapped(wasm.trap_summary(exc), interrupt=interrupt) from None
+
+    def clock_ns(self, clock_id: int) -> int:
+        """Import callback: the realtime or monotonic clock (a probe's, while one is set)."""
+        if self.probe is not None:
+            return self.probe.clock_ns(clock_id)
+        return time.time_ns() if clock_id == REALTIME else time.monotonic_ns()
+
+    def random_bytes(self, size: int) -> bytes:
+        """Import callback: entropy for `random_get`."""
+        return self.probe.random_bytes(size) if self.probe is not None else os.urandom(size)
 
     def should_interrupt(self) -> bool:
         """Polled by QuickJS's interrupt hook: stop once past the deadline or aborted."""
@@ -417,18 +443,27 @@ class VM:
             scratch_ptr=self.scratch,
         )
 
-    def _load_image(self, image: VMImage) -> None:
-        # A fresh instance, deliberately not `_initialize`d: the image already holds the
-        # initialized libc and QuickJS state. Only the pages that differ from a fresh
-        # instance's memory are written (see `memimage`).
+    def _start_of(self, image: VMImage) -> VMStart:
+        # A full image: only the pages that differ from a fresh instance's memory are written.
         size = len(image.memory)
-        if size % _PAGE or image.scratch_ptr + _SCRATCH_SIZE > size:
+        if size % _PAGE:
+            raise SandboxError("corrupt snapshot image")
+        pages = memimage.PageRuns.diff(image.memory, memimage.fresh_memory(self.runtime))
+        return VMStart(
+            pages, image.stack_pointer, image.runtime_ptr, image.context_ptr, image.scratch_ptr
+        )
+
+    def _load(self, start: VMStart) -> None:
+        # A fresh instance, deliberately not `_initialize`d: the pages hold the initialized libc
+        # and QuickJS state, and every page they leave out already holds its content (see
+        # `memimage`).
+        size = start.pages.size
+        if size % _PAGE or start.scratch_ptr + _SCRATCH_SIZE > size:
             raise SandboxError("corrupt snapshot image")
         try:
             self.mem.grow_to(size)
         except wasmtime.WasmtimeError:
             raise SandboxError("snapshot does not fit the memory limit") from None
-        pages = memimage.PageRuns.diff(image.memory, memimage.fresh_memory(self.runtime))
-        pages.write(*self.mem.bounds())
-        self._stack_pointer.set_value(self.store, image.stack_pointer)
-        self.x.qjs_set_runtime_and_context(image.runtime_ptr, image.context_ptr)
+        start.pages.write(*self.mem.bounds())
+        self._stack_pointer.set_value(self.store, start.stack_pointer)
+        self.x.qjs_set_runtime_and_context(start.runtime_ptr, start.context_ptr)

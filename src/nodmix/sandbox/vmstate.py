@@ -7,6 +7,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nodmix.sandbox.memimage import PageRuns
+
 #: A host function: receives the borrowed argument handles, returns an owned handle (or 0
 #: after throwing into the guest with `VM.throw_string`).
 HostFunction = Callable[[list[int]], int]
@@ -57,10 +59,23 @@ class VMImage:
     scratch_ptr: int
 
 
+@dataclass(frozen=True, slots=True)
+class VMStart:
+    """A VM's starting state as the pages that differ from a fresh instance's memory (the
+    memory's size is `pages.size`), plus the values outside linear memory (see `VMImage`)."""
+
+    pages: PageRuns
+    stack_pointer: int
+    runtime_ptr: int
+    context_ptr: int
+    scratch_ptr: int
+
+
 class BytecodeCache:
     """A small thread-safe LRU of compiled QuickJS bytecode, keyed by (build, name, source)."""
 
     def __init__(self, size: int) -> None:
+        self.misses = 0
         self._size = size
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[bytes, str, str], bytes] = OrderedDict()
@@ -74,8 +89,9 @@ class BytecodeCache:
             return value
 
     def put(self, key: tuple[bytes, str, str], value: bytes) -> None:
-        """Remember `value`, evicting the least recently used entries."""
+        """Remember `value` (a compile that missed), evicting the least recently used entries."""
         with self._lock:
+            self.misses += 1
             self._items[key] = value
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
