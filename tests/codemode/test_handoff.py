@@ -33,9 +33,9 @@ def worker_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = nodmix.sandbox.run_in_worker
 
-    async def counting(fn: Callable[..., Any], *args: Any) -> Any:
+    async def counting(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         seen.append(getattr(fn, "__name__", repr(fn)))
-        return await real(fn, *args)
+        return await real(fn, *args, **kwargs)
 
     monkeypatch.setattr(nodmix.sandbox, "run_in_worker", counting)
     return seen

@@ -97,23 +97,57 @@ def cpu_released() -> Iterator[None]:
         _held.slot = True
 
 
-async def run_in_worker(fn: Callable[..., T], *args: object) -> T:
+async def run_in_worker(
+    fn: Callable[..., T], *args: object, on_cancel: Callable[[], object] | None = None
+) -> T:
     """Run a blocking sandbox function (a cell step, a TypeScript transform) off the loop.
 
     On asyncio (the gateway's loop) this uses a plain executor, about a third cheaper per hop
     than anyio's worker threads, which matters for cells making many quick tool calls. Either
     way a cancelled caller waits for the step to finish: a VM must never be used by two
-    threads, and the cell's deadline bounds the wait.
+    threads, and the cell's deadline bounds the wait. `on_cancel` (e.g. interrupting the cell)
+    runs on the loop as soon as the caller is cancelled, so that wait is short.
     """
     if sniffio.current_async_library() != "asyncio":
-        return await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter())
+        if on_cancel is None:
+            return await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter())
+        return await _watched(on_cancel, fn, *args)
     future = asyncio.get_running_loop().run_in_executor(_pool(), _in_slot, fn, *args)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel()
         with anyio.CancelScope(shield=True):
             await asyncio.wait([future])
         raise
+
+
+async def _watched(on_cancel: Callable[[], object], fn: Callable[..., T], *args: object) -> T:
+    # Other backends cannot see a cancellation while the thread runs: a watcher task can.
+    finished = False
+
+    async def watch() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                on_cancel()
+
+    result: list[T] = []
+    error: list[Exception] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        try:
+            result.append(await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter()))
+        except Exception as exc:  # re-raised below: a task group would wrap it in a group
+            error.append(exc)
+        finally:
+            finished = True
+            group.cancel_scope.cancel()
+    if error:
+        raise error[0]
+    return result[0]
 
 
 class AsyncCell:
