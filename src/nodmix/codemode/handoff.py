@@ -29,7 +29,7 @@ import sniffio
 
 from nodmix.codemode.runs import RunState, Settled
 from nodmix.sandbox import Outcome, Pending
-from nodmix.sandbox.threads import cpu_released
+from nodmix.sandbox.threads import Wakeup, cpu_released
 
 #: How long a worker waits for a nested call to settle before handing the run back to the
 #: loop. Long enough for in-process tools and warm MCP calls, short enough that a worker
@@ -64,7 +64,7 @@ class Handoff:
         # and its `offer()` then comes back in on the same thread (see `_dispatching`).
         self._lock = threading.RLock()
         self._dispatching = False
-        self._ready = threading.Event()
+        self._ready = Wakeup()
         self._items: list[Delivery] | None = None
         self._waiting = False
         self._closed = False

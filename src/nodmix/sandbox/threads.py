@@ -26,6 +26,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -54,8 +55,29 @@ def worker_limiter() -> anyio.CapacityLimiter:
         return limiter
 
 
+class CpuSlots:
+    """At most `count` holders at once: a semaphore made of tokens in a queue. Taking and
+    returning a token is one C call each, where `threading.Semaphore` runs a Python-level
+    condition (a worker waiting for quick tools does both on every call)."""
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self, count: int) -> None:
+        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(count):
+            self._tokens.put(None)
+
+    def acquire(self) -> None:
+        """Take a slot, waiting for one to be free."""
+        self._tokens.get()
+
+    def release(self) -> None:
+        """Give back a slot taken with `acquire`."""
+        self._tokens.put(None)
+
+
 _CPUS = max(os.cpu_count() or 1, 1)
-_SLOTS = threading.BoundedSemaphore(_CPUS)
+_SLOTS = CpuSlots(_CPUS)
 _held = threading.local()
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -95,6 +117,33 @@ def cpu_released() -> Iterator[None]:
     finally:
         _SLOTS.acquire()
         _held.slot = True
+
+
+class Wakeup:
+    """Wakes one waiting thread, like a `threading.Event` that `wait` consumes, on one raw
+    lock (a fraction of an Event's cost: no condition, no per-wait lock).
+
+    `set` and `clear` may be called from any thread; only one thread waits at a time.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()  # held = not set
+
+    def set(self) -> None:
+        """Wake the waiter (or the next `wait`); setting twice is the same as once."""
+        with contextlib.suppress(RuntimeError):  # already set
+            self._lock.release()
+
+    def clear(self) -> None:
+        """Forget an earlier `set` that no `wait` consumed."""
+        self._lock.acquire(blocking=False)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until set (True, consuming it) or until `timeout` seconds pass (False)."""
+        return self._lock.acquire(timeout=max(timeout, 0.0))
 
 
 async def run_in_worker(
