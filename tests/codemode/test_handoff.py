@@ -319,3 +319,47 @@ async def test_a_worker_waiting_for_a_tool_does_not_hold_up_other_guests(
         assert quick["value"] == 42 and not first  # the first cell is still waiting
         gate.release.set()
     assert first[0]["value"] == "released"
+
+
+@pytest.mark.anyio
+async def test_bookkeeping_after_the_hand_over_runs_once_and_its_error_is_kept() -> None:
+    loop, state = HeldLoop(), _state()
+    recorded: list[list[int]] = []
+
+    def deliveries(settled: list[NestedCall]) -> list[tuple[int, bool, str]]:
+        for call in settled:
+            state.calls.pop(call.request_id)
+        return [(c.request_id, True, '"done"') for c in settled]
+
+    def record(settled: list[Any]) -> None:
+        recorded.append([c.request_id for c in settled])
+        raise OSError("transcript disk is full")
+
+    handoff = Handoff(
+        loop,  # type: ignore[arg-type]
+        state,
+        lambda: None,
+        deliveries,
+        deadline=time.monotonic() + 60,
+        window=60.0,
+        after_hand_over=record,
+    )
+    _settled_call(state, 1)
+    pumped: list[list[tuple[int, bool, str]]] = []
+
+    def pump(cell: object, items: list[tuple[int, bool, str]]) -> object:
+        pumped.append(items)
+        return Pending((2,))  # the guest made another call
+
+    results: list[object] = []
+    thread = threading.Thread(
+        target=lambda: results.append(handoff.drive(object(), Pending((1,)), pump))
+    )  # type: ignore[arg-type]
+    thread.start()
+    await wait_until(lambda: bool(loop.callbacks), "the worker to ask the loop")
+    loop.run_pending()
+    await wait_until(lambda: bool(results), "the worker to finish")
+    thread.join()
+    # The worker had its result; the failed bookkeeping stops the lane for the engine to raise.
+    assert pumped == [[(1, True, '"done"')]] and recorded == [[1]]
+    assert results == [Pending((2,))] and isinstance(handoff.error, OSError)
