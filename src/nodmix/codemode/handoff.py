@@ -111,11 +111,14 @@ class Handoff:
                 return None
             self._waiting, self._items = True, None
             self._ready.clear()
-        try:
-            self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
-        except RuntimeError:  # the loop is closing: let the engine's normal path handle it
-            return None
-        with cpu_released():  # only waiting: another guest may run meanwhile
+        # Only waiting from here on: another guest may have the CPU slot meanwhile. It is given
+        # up before waking the loop, so that once the loop runs, this thread needs the GIL for
+        # as little as possible before it blocks.
+        with cpu_released():
+            try:
+                self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
+            except RuntimeError:  # the loop is closing: let the engine's normal path handle it
+                return None
             self._ready.wait(timeout)
         with self._lock:
             self._waiting = False
