@@ -340,15 +340,12 @@ class CodeModeEngine:
         """A `Handoff` for the next worker step (asyncio only), attached to `state`."""
         if sniffio.current_async_library() != "asyncio":
             return None
-        assert self._tasks is not None, "CodeModeEngine.running() is not active"
-        start = self._tasks.start
         handoff = Handoff(
             asyncio.get_running_loop(),
             state,
             lambda: self._dispatch(services, state),
-            lambda settled: fanout.deliveries(start, services, state, settled),
+            lambda settled: self._deliveries(services, state, settled),
             time.monotonic() + (deadline - anyio.current_time()),
-            after_hand_over=lambda settled: fanout.record(services, settled),
         )
         state.handoff = handoff
         return handoff
@@ -366,9 +363,7 @@ class CodeModeEngine:
         self, services: RunServices, state: RunState, settled: list[Settled]
     ) -> list[tuple[int, bool, str]]:
         assert self._tasks is not None, "CodeModeEngine.running() is not active"
-        items = fanout.deliveries(self._tasks.start, services, state, settled)
-        fanout.record(services, settled)
-        return items
+        return fanout.deliveries(self._tasks.start, services, state, settled)
 
     async def _suspend(self, state: RunState, ref: CellRef) -> Result:
         reason = "yield" if state.yield_request is not None else waiting_reason(state)

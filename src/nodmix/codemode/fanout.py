@@ -78,8 +78,7 @@ async def _run_then_refill(
 def deliveries(
     start: Start, services: RunServices, state: RunState, settled: list[Settled]
 ) -> list[Delivery]:
-    """What the guest receives this round (a pending yield first). The calls are written to
-    the transcript by `record`, which the fast lane runs once the worker has its results."""
+    """What the guest receives this round (a pending yield first), projecting each call."""
     items: list[Delivery] = []
     if state.yield_request is not None:
         request_id, reason = state.yield_request
@@ -96,12 +95,6 @@ def deliveries(
         if not ok:
             state.nested_errors.add(payload)
         items.append((item.request_id, ok, payload))
+        project(services, item)
     refill(start, services, state)
     return items
-
-
-def record(services: RunServices, settled: list[Settled]) -> None:
-    """Write the delivered calls of a round to the transcript, in order."""
-    for item in settled:
-        if not isinstance(item, Timer):
-            project(services, item)

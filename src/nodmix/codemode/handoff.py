@@ -50,19 +50,14 @@ class Handoff:
         deliveries: Callable[[list[Settled]], list[Delivery]],
         deadline: float,
         window: float | None = None,
-        *,
-        after_hand_over: Callable[[list[Settled]], None] | None = None,
     ) -> None:
         """`deadline` is the step's end on the `time.monotonic()` clock; `dispatch` and
         `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones);
-        `window` defaults to `FAST_WINDOW_SECONDS`. `after_hand_over` runs on the loop right
-        after the worker got its results (bookkeeping the guest does not wait for, such as
-        the transcript)."""
+        `window` defaults to `FAST_WINDOW_SECONDS`."""
         self._loop = loop
         self._state = state
         self._dispatch = dispatch
         self._deliveries = deliveries
-        self._after = after_hand_over
         self._deadline = deadline
         self._window = FAST_WINDOW_SECONDS if window is None else window
         # Reentrant: with an eager task factory a quick call can finish inside `dispatch`,
@@ -160,8 +155,6 @@ class Handoff:
         finally:
             self._dispatching = False
         self._ready.set()
-        if self._after is not None:  # meanwhile the worker runs the guest
-            self._after(settled)
 
     def _guarded(self, body: Callable[[], None]) -> None:
         # Never raise into a loop callback or a nested call's task: stop the fast lane and
