@@ -33,9 +33,9 @@ def worker_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = nodmix.sandbox.run_in_worker
 
-    async def counting(fn: Callable[..., Any], *args: Any) -> Any:
+    async def counting(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         seen.append(getattr(fn, "__name__", repr(fn)))
-        return await real(fn, *args)
+        return await real(fn, *args, **kwargs)
 
     monkeypatch.setattr(nodmix.sandbox, "run_in_worker", counting)
     return seen
@@ -301,7 +301,7 @@ async def test_a_worker_waiting_for_a_tool_does_not_hold_up_other_guests(
 
     # One CPU slot and a long window: if the waiting worker kept its slot, the second cell
     # could not run until the first one's tool answered.
-    monkeypatch.setattr(threads, "_SLOTS", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(threads, "_SLOTS", threads.CpuSlots(1))
     monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 30.0)
     gate = Gate()
     h = await build_harness(engine, sessions, workspace, extra_tools=[gate.tool])

@@ -377,6 +377,47 @@ async def test_aborting_a_turn_stuck_in_a_cpu_loop_returns_promptly(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("step", ["exec after a delivery", "wait"])
+async def test_cancelling_a_step_that_spins_after_resuming_returns_promptly(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, step: str
+) -> None:
+    gate = Gate()
+    marked = anyio.Event()
+
+    async def mark(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        marked.set()
+        return ToolResult.text("marked")
+
+    h = await harness_with(
+        engine, sessions, workspace, gate.tool, make_tool("mark", mark), timeout_ms=20_000
+    )
+    started = time.monotonic()
+    # The guest spins in a later worker step than the first: the one that delivers the slow
+    # result, or the one that restores the run.
+    if step == "wait":
+        parked = await h.exec("await yield_control('later'); await tools.mark({}); while (1) {}")
+        assert parked["status"] == "waiting"
+        running = h.wait(parked["runId"])
+    else:
+        running = h.exec("await tools.slow({}); await tools.mark({}); while (true) {}")
+    async with anyio.create_task_group() as group:
+
+        async def step_then_cancel() -> None:
+            await running
+            pytest.fail("the step should have been cancelled")
+
+        group.start_soon(step_then_cancel)
+        if step != "wait":
+            with anyio.fail_after(5):
+                await gate.entered.wait()
+            gate.release.set()
+        await wait_until(marked.is_set, "the guest to be spinning")
+        group.cancel_scope.cancel()
+    assert time.monotonic() - started < 5.0  # not the 20 s budget
+    assert await h.value("return 'still serving'") == "still serving"
+
+
+@pytest.mark.anyio
 async def test_calls_a_failed_program_left_behind_are_still_recorded(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:

@@ -33,6 +33,7 @@ async def test_a_failing_task_is_logged_and_the_others_keep_running(
             await wait_until(lambda: finished == ["fine"], "the healthy task")
             await wait_until(lambda: "nested tool call task failed" in caplog.text, "the log")
         assert not group.cancel_scope.cancel_called
+        await wait_until(lambda: len(tasks) == 0, "finished tasks to be forgotten")
 
 
 @pytest.mark.anyio
@@ -51,6 +52,7 @@ async def test_cancel_and_wait_end_every_running_task() -> None:
         tasks = NestedTasks(group)
         tasks.start(forever)
         await started.wait()
+        assert len(tasks) == 1
         tasks.cancel()
         await tasks.wait()
-        assert cancelled == [True]
+        assert cancelled == [True] and len(tasks) == 0

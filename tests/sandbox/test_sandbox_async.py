@@ -111,3 +111,51 @@ async def test_interrupt_stops_a_guest_awaited_on_the_loop(
         await anyio.sleep(0.1)
         cell.interrupt()
     assert outcome is not None and outcome.kind is FailureKind.ABORTED
+
+
+def test_a_wakeup_set_before_the_wait_is_not_lost_and_is_consumed_by_it() -> None:
+    from nodmix.sandbox.threads import Wakeup
+
+    wakeup = Wakeup()
+    assert not wakeup.wait(0.0)
+    wakeup.set()
+    wakeup.set()  # twice is the same as once
+    assert wakeup.wait(0.0)
+    assert not wakeup.wait(0.0)  # consumed
+    wakeup.set()
+    wakeup.clear()
+    assert not wakeup.wait(0.0)
+
+
+def test_a_wakeup_set_from_another_thread_wakes_the_waiter() -> None:
+    import threading
+
+    from nodmix.sandbox.threads import Wakeup
+
+    wakeup = Wakeup()
+    setter = threading.Thread(target=wakeup.set)
+    setter.start()
+    assert wakeup.wait(10.0)
+    setter.join()
+
+
+def test_cpu_slots_let_only_count_holders_in_at_once() -> None:
+    import threading
+
+    from nodmix.sandbox.threads import CpuSlots
+
+    slots = CpuSlots(1)
+    slots.acquire()
+    entered = threading.Event()
+
+    def second() -> None:
+        slots.acquire()
+        entered.set()
+        slots.release()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    assert not entered.wait(0.05)  # held: the second holder waits
+    slots.release()
+    assert entered.wait(10.0)
+    thread.join()

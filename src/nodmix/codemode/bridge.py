@@ -17,6 +17,9 @@ from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.sandbox import HostCallError, TrustedScript
 
 MAX_INPUT_BYTES = 1 << 20
+#: How much longer `json.dumps` of a parsed value can be than the guest's JSON of it: an
+#: astral character is one code point in the guest's text and 12 characters escaped.
+_DUMPS_GROWTH = 12
 _TEXT_ENVELOPE = len(json.dumps({"type": "text", "text": ""})) - 2 + 1  # + the separator
 
 
@@ -86,7 +89,7 @@ class StepHandler:
         if op == "describe":
             return self._describe(payload)
         if op == "call":
-            return self._call(request_id, payload)
+            return self._call(request_id, payload, len(payload_json))
         if op == "timer":
             return self._timer(request_id, payload)
         if op == "yield":
@@ -121,12 +124,16 @@ class StepHandler:
         self.state.catalog.counters.describe += 1
         return True, json.dumps(entry.with_schema(), ensure_ascii=False)
 
-    def _call(self, request_id: int, payload: dict[str, Any]) -> tuple[bool, str] | None:
+    def _call(
+        self, request_id: int, payload: dict[str, Any], payload_chars: int
+    ) -> tuple[bool, str] | None:
         try:
             entry = self.state.catalog.find(str(payload.get("ref", "")))
         except CatalogLookupError as exc:
             return False, str(exc)
-        return self._record(request_id, entry, payload.get("input"), kind="call")
+        # The input is part of the payload: a small payload needs no size check by encoding.
+        small = payload_chars * _DUMPS_GROWTH <= MAX_INPUT_BYTES
+        return self._record(request_id, entry, payload.get("input"), kind="call", small=small)
 
     def _timer(self, request_id: int, payload: Any) -> tuple[bool, str] | None:
         ms = payload.get("ms") if isinstance(payload, dict) else None
@@ -148,14 +155,14 @@ class StepHandler:
         return self._record(request_id, entry, tool_input, kind=kind)
 
     def _record(
-        self, request_id: int, entry: Any, tool_input: Any, *, kind: str
+        self, request_id: int, entry: Any, tool_input: Any, *, kind: str, small: bool = False
     ) -> tuple[bool, str] | None:
         state = self.state
         if tool_input is None:
             tool_input = {}
         if not isinstance(tool_input, dict):
             return False, f"{entry.name} takes one object argument, got {type(tool_input).__name__}"
-        if len(json.dumps(tool_input)) > MAX_INPUT_BYTES:
+        if not small and len(json.dumps(tool_input)) > MAX_INPUT_BYTES:
             return False, f"input for {entry.name} is larger than {MAX_INPUT_BYTES} bytes"
         settings = state.settings
         cap = settings.max_pending_tool_calls + settings.max_queued_tool_calls

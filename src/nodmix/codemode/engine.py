@@ -60,7 +60,6 @@ from nodmix.codemode.steps import (
     deliver_and_drive,
     guest_step,
     in_worker,
-    interruptible,
     limits_for,
     restore_and_pump,
     settled_by,
@@ -166,9 +165,7 @@ class CodeModeEngine:
         deadline = anyio.current_time() + settings.timeout_ms / 1000
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            cell, outcome = await guest_step(
-                ref, boot_and_run, ref, handler, limits, source, wrapped
-            )
+            outcome = await guest_step(ref, boot_and_run, ref, handler, limits, source, wrapped)
         except RuntimeUnavailableError as exc:
             return run_failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
@@ -178,7 +175,7 @@ class CodeModeEngine:
             raise
         finally:
             state.handoff = None
-        return await self._guarded_drive(services, state, cell, outcome, deadline, ref.handoff)
+        return await self._guarded_drive(services, state, ref, outcome, deadline)
 
     # ---- wait -----------------------------------------------------------------------------
 
@@ -255,7 +252,7 @@ class CodeModeEngine:
         items = self._deliveries(services, state, settled)
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            cell, outcome = await guest_step(
+            outcome = await guest_step(
                 ref,
                 restore_and_pump,
                 ref,
@@ -273,7 +270,7 @@ class CodeModeEngine:
             return run_failed(state, f"could not restore the code-mode run: {exc}", failure)
         finally:
             state.handoff = None
-        return await self._guarded_drive(services, state, cell, outcome, deadline, ref.handoff)
+        return await self._guarded_drive(services, state, ref, outcome, deadline)
 
     # ---- stepping -------------------------------------------------------------------------
 
@@ -281,36 +278,19 @@ class CodeModeEngine:
         self,
         services: RunServices,
         state: RunState,
-        cell: Any,
+        ref: CellRef,
         outcome: Outcome,
         deadline: float,
-        handoff: Handoff | None,
     ) -> Result:
         try:
-            _raise_step_error(handoff)
-            return await self._drive(services, state, cell, outcome, deadline)
+            _raise_step_error(ref.handoff)
+            return await self._drive(ref, services, state, outcome, deadline)
         except BaseException:
             # Aborted (the turn was cancelled) or broken: nothing of this run may keep running.
             cancel_all(state)
             raise
 
     async def _drive(
-        self,
-        services: RunServices,
-        state: RunState,
-        cell: Any,
-        outcome: Outcome,
-        deadline: float,
-    ) -> Result:
-        # One interrupt watcher for the whole drive (a task group per step would cost more than
-        # the step itself when a cell makes many quick calls).
-        ref = CellRef(cell)
-        result: Result = await interruptible(
-            ref, self._drive_steps, ref, services, state, outcome, deadline
-        )
-        return result
-
-    async def _drive_steps(
         self,
         ref: CellRef,
         services: RunServices,
@@ -347,11 +327,11 @@ class CodeModeEngine:
                 else await settled_by(state, deadline, stop_on_approval=True)
             )
             if not settled:
-                return await self._suspend(state, cell)
+                return await self._suspend(state, ref)
             items = self._deliveries(services, state, settled)
             ref.handoff = self._fast_lane(services, state, deadline)
             try:
-                outcome = await in_worker(deliver_and_drive, ref, cell, items)
+                outcome = await guest_step(ref, deliver_and_drive, ref, cell, items)
             finally:
                 state.handoff = None
             _raise_step_error(ref.handoff)
@@ -385,10 +365,10 @@ class CodeModeEngine:
         assert self._tasks is not None, "CodeModeEngine.running() is not active"
         return fanout.deliveries(self._tasks.start, services, state, settled)
 
-    async def _suspend(self, state: RunState, cell: Any) -> Result:
+    async def _suspend(self, state: RunState, ref: CellRef) -> Result:
         reason = "yield" if state.yield_request is not None else waiting_reason(state)
         try:
-            blob = await in_worker(cell.snapshot)
+            blob = await guest_step(ref, ref.cell.snapshot)
         except SandboxError as exc:
             return run_failed(state, f"could not suspend the program: {exc}", "internal_error")
         if len(blob) > state.settings.max_snapshot_bytes:

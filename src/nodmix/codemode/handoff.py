@@ -29,7 +29,7 @@ import sniffio
 
 from nodmix.codemode.runs import RunState, Settled
 from nodmix.sandbox import Outcome, Pending
-from nodmix.sandbox.threads import cpu_released
+from nodmix.sandbox.threads import Wakeup, cpu_released
 
 #: How long a worker waits for a nested call to settle before handing the run back to the
 #: loop. Long enough for in-process tools and warm MCP calls, short enough that a worker
@@ -64,7 +64,7 @@ class Handoff:
         # and its `offer()` then comes back in on the same thread (see `_dispatching`).
         self._lock = threading.RLock()
         self._dispatching = False
-        self._ready = threading.Event()
+        self._ready = Wakeup()
         self._items: list[Delivery] | None = None
         self._waiting = False
         self._closed = False
@@ -106,11 +106,14 @@ class Handoff:
                 return None
             self._waiting, self._items = True, None
             self._ready.clear()
-        try:
-            self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
-        except RuntimeError:  # the loop is closing: let the engine's normal path handle it
-            return None
-        with cpu_released():  # only waiting: another guest may run meanwhile
+        # Only waiting from here on: another guest may have the CPU slot meanwhile. It is given
+        # up before waking the loop, so that once the loop runs, this thread needs the GIL for
+        # as little as possible before it blocks.
+        with cpu_released():
+            try:
+                self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
+            except RuntimeError:  # the loop is closing: let the engine's normal path handle it
+                return None
             self._ready.wait(timeout)
         with self._lock:
             self._waiting = False

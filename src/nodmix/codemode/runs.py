@@ -11,6 +11,7 @@ each one to the state directory so `wait` can continue it after a restart. Both 
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -139,8 +140,7 @@ class RunState:
     def next_call_id(self, tool_name: str) -> str:
         """Id of a nested call: parent call, tool and a per-run sequence number."""
         self.seq += 1
-        parent = "".join(c if c.isalnum() or c in "_.:-" else "_" for c in self.parent_call_id)
-        return f"{parent[:120] or 'call'}:{tool_name}:{self.seq}"
+        return f"{_id_prefix(self.parent_call_id)}:{tool_name}:{self.seq}"
 
     def awaiting_approval(self) -> bool:
         """Some unsettled call waits for a person's approval."""
@@ -170,6 +170,13 @@ class RunState:
             self.handoff.offer()
         if self.on_settle is not None:
             self.on_settle()
+
+
+@functools.lru_cache(maxsize=256)
+def _id_prefix(parent_call_id: str) -> str:
+    # Every call of a step shares its parent: sanitise it once, not per call.
+    parent = "".join(c if c.isalnum() or c in "_.:-" else "_" for c in parent_call_id)
+    return parent[:120] or "call"
 
 
 @dataclass(slots=True, kw_only=True)

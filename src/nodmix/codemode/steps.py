@@ -1,8 +1,8 @@
 """Worker steps of the code-mode engine: running guest code off the event loop, interruptibly.
 
-Each step (boot and run, deliver and pump, restore and pump) runs in a sandbox worker thread.
-A worker thread cannot be abandoned, so an aborted turn interrupts the cell instead of waiting
-out the guest's budget.
+Each step (boot and run, deliver and pump, restore and pump, snapshot) runs in a sandbox worker
+thread. A worker thread cannot be abandoned, so an aborted turn interrupts the cell instead of
+waiting out the guest's budget.
 """
 
 from __future__ import annotations
@@ -110,51 +110,27 @@ class CellRef:
 
 
 async def guest_step(ref: CellRef, fn: Any, *args: Any) -> Any:
-    """Run one worker step (`fn(*args)` in a worker thread), interruptibly."""
-    return await interruptible(ref, in_worker, fn, *args)
-
-
-async def interruptible(ref: CellRef, body: Any, *args: Any) -> Any:
-    """Await `body(*args)`, whose worker steps execute guest code, interruptibly.
+    """Run one worker step (`fn(*args)` in a worker thread), interruptibly.
 
     A worker thread cannot be abandoned (the VM would be shared by two threads), so cancelling
     the awaiting task alone would wait until the guest used up its whole budget: an aborted turn
     stuck in `while (true) {}` would hang for `timeoutMs`. On cancellation the guest is
     interrupted instead, the worker returns at once and the cancellation proceeds.
     """
-    finished = False
+    from nodmix.sandbox import run_in_worker
 
-    async def interrupt_on_cancel() -> None:
-        try:
-            await anyio.sleep_forever()
-        finally:
-            if not finished:
-                ref.abort()
-
-    result: Any = None
-    error: Exception | None = None
-    async with anyio.create_task_group() as group:
-        group.start_soon(interrupt_on_cancel)
-        try:
-            result = await body(*args)
-        except Exception as exc:  # re-raised below: a task group would wrap it in a group
-            error = exc
-        finally:
-            finished = True
-            group.cancel_scope.cancel()
-    if error is not None:
-        raise error
-    return result
+    return await run_in_worker(fn, *args, on_cancel=ref.abort)
 
 
 def boot_and_run(
     ref: CellRef, handler: StepHandler, limits: SandboxLimits, source: str, wrapped: bool
-) -> tuple[Any, Outcome]:
+) -> Outcome:
+    """Boot a cell (it becomes `ref.cell`) and run the program."""
     from nodmix.sandbox import Cell
 
     cell = Cell.boot(SETUP_SCRIPT, handler, limits=limits)
     ref.attach(cell)
-    return cell, _fast(ref, cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped))
+    return _fast(ref, cell, cell.run(source, filename=CELL_FILENAME, wrapped=wrapped))
 
 
 def deliver_and_pump(cell: Any, items: list[Delivery]) -> Outcome:
@@ -178,9 +154,10 @@ def restore_and_pump(
     handler: StepHandler,
     limits: SandboxLimits,
     items: list[Delivery],
-) -> tuple[Any, Outcome]:
+) -> Outcome:
+    """Restore a cell (it becomes `ref.cell`) and deliver `items`."""
     from nodmix.sandbox import Cell
 
     cell = Cell.restore(blob, handler, limits=limits, setup_script=SETUP_SCRIPT)
     ref.attach(cell)
-    return cell, deliver_and_drive(ref, cell, items)
+    return deliver_and_drive(ref, cell, items)

@@ -33,19 +33,30 @@ class NestedTasks:
         )
         self._tasks: set[asyncio.Task[Any]] = set()
 
+    def __len__(self) -> int:
+        """Tasks started and not finished yet."""
+        return len(self._tasks)
+
     def start(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
         """Run `fn(*args)` as a new task (on the event loop thread)."""
         if self._loop is None:
             self._group.start_soon(fn, *args)
             return
-        task = self._loop.create_task(fn(*args))
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
+        task = self._loop.create_task(self._run(fn(*args)))
+        if not task.done():  # (an eager task may already have finished)
+            self._tasks.add(task)
 
-    def _finished(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("a nested tool call task failed", exc_info=task.exception())
+    async def _run(self, call: Coroutine[Any, Any, None]) -> None:
+        # Bookkeeping inside the task rather than in a done callback, which would cost the
+        # loop another round per call.
+        try:
+            await call
+        except Exception:
+            log.error("a nested tool call task failed", exc_info=True)
+        finally:
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.discard(task)
 
     def cancel(self) -> None:
         """Cancel every running task (shutdown); the task group's own are cancelled with it."""

@@ -20,6 +20,7 @@ re-entrant, from a handler) use raises `SandboxError`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -50,6 +51,9 @@ from nodmix.sandbox.vmstate import DeadlineExceeded, GuestThrow, VMOutOfMemory, 
 #: budget is spent (the error itself is what ended the step).
 _DESCRIBE_GRACE: Final = 0.1
 _VM_FAILURES: Final = (GuestThrow, VMTrapped, DeadlineExceeded, VMOutOfMemory)
+#: The same setup script boots every cell: build its strict form (the bytecode cache key) once,
+#: so each boot neither rebuilds nor re-hashes it.
+_strict_setup: Final = functools.lru_cache(maxsize=16)(strict_setup)
 
 
 class Cell:
@@ -202,7 +206,7 @@ class Cell:
         try:
             factory = vm.eval_cached(PRELUDE, PRELUDE_FILENAME)
             if setup_script:
-                setup = vm.eval_cached(strict_setup(setup_script), "<setup>")
+                setup = vm.eval_cached(_strict_setup(setup_script), "<setup>")
             bridge = vm.call(factory, call_fn, request_fn, setup or vm.undefined)
             self._settle, self._finish, self._describe = (vm.item(bridge, i) for i in range(3))
         finally:

@@ -26,9 +26,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -54,8 +55,29 @@ def worker_limiter() -> anyio.CapacityLimiter:
         return limiter
 
 
+class CpuSlots:
+    """At most `count` holders at once: a semaphore made of tokens in a queue. Taking and
+    returning a token is one C call each, where `threading.Semaphore` runs a Python-level
+    condition (a worker waiting for quick tools does both on every call)."""
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self, count: int) -> None:
+        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(count):
+            self._tokens.put(None)
+
+    def acquire(self) -> None:
+        """Take a slot, waiting for one to be free."""
+        self._tokens.get()
+
+    def release(self) -> None:
+        """Give back a slot taken with `acquire`."""
+        self._tokens.put(None)
+
+
 _CPUS = max(os.cpu_count() or 1, 1)
-_SLOTS = threading.BoundedSemaphore(_CPUS)
+_SLOTS = CpuSlots(_CPUS)
 _held = threading.local()
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -97,23 +119,121 @@ def cpu_released() -> Iterator[None]:
         _held.slot = True
 
 
-async def run_in_worker(fn: Callable[..., T], *args: object) -> T:
+class Wakeup:
+    """Wakes one waiting thread, like a `threading.Event` that `wait` consumes, on one raw
+    lock (a fraction of an Event's cost: no condition, no per-wait lock).
+
+    `set` and `clear` may be called from any thread; only one thread waits at a time.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()  # held = not set
+
+    def set(self) -> None:
+        """Wake the waiter (or the next `wait`); setting twice is the same as once."""
+        with contextlib.suppress(RuntimeError):  # already set
+            self._lock.release()
+
+    def clear(self) -> None:
+        """Forget an earlier `set` that no `wait` consumed."""
+        self._lock.acquire(blocking=False)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until set (True, consuming it) or until `timeout` seconds pass (False)."""
+        return self._lock.acquire(timeout=max(timeout, 0.0))
+
+
+async def run_in_worker(
+    fn: Callable[..., T], *args: object, on_cancel: Callable[[], object] | None = None
+) -> T:
     """Run a blocking sandbox function (a cell step, a TypeScript transform) off the loop.
 
-    On asyncio (the gateway's loop) this uses a plain executor, about a third cheaper per hop
-    than anyio's worker threads, which matters for cells making many quick tool calls. Either
-    way a cancelled caller waits for the step to finish: a VM must never be used by two
-    threads, and the cell's deadline bounds the wait.
+    On asyncio (the gateway's loop) this uses a plain thread pool whose worker reports back
+    with one loop callback (`_Hop`), cheaper per hop than anyio's worker threads or
+    `run_in_executor`'s chained futures. Either way a cancelled caller waits for the step to
+    finish: a VM must never be used by two threads, and the cell's deadline bounds the wait.
+    `on_cancel` (e.g. interrupting the cell) runs on the loop as soon as the caller is
+    cancelled, so that wait is short.
     """
     if sniffio.current_async_library() != "asyncio":
-        return await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter())
-    future = asyncio.get_running_loop().run_in_executor(_pool(), _in_slot, fn, *args)
+        if on_cancel is None:
+            return await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter())
+        return await _watched(on_cancel, fn, *args)
+    loop = asyncio.get_running_loop()
+    hop = _Hop(loop)
+    _pool().submit(hop.run, fn, args)
     try:
-        return await asyncio.shield(future)
+        await hop.future
     except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel()
         with anyio.CancelScope(shield=True):
-            await asyncio.wait([future])
+            while not hop.finished:  # the cancelled wait took its future: wait on a new one
+                hop.future = loop.create_future()
+                await hop.future
         raise
+    if hop.error is not None:
+        raise hop.error
+    return cast(T, hop.result)
+
+
+class _Hop:
+    """One worker operation awaited on the loop: the worker settles it with one callback."""
+
+    __slots__ = ("error", "finished", "future", "loop", "result")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[None] = loop.create_future()
+        self.finished = False
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def run(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
+        """In the worker thread: run `fn` in a CPU slot and report to the loop."""
+        result: object = None
+        error: BaseException | None = None
+        try:
+            result = _in_slot(fn, *args)
+        except BaseException as exc:  # handed to the awaiting task, which re-raises it
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            self.loop.call_soon_threadsafe(self._finish, result, error)
+
+    def _finish(self, result: object, error: BaseException | None) -> None:
+        self.finished, self.result, self.error = True, result, error
+        if not self.future.done():
+            self.future.set_result(None)
+
+
+async def _watched(on_cancel: Callable[[], object], fn: Callable[..., T], *args: object) -> T:
+    # Other backends cannot see a cancellation while the thread runs: a watcher task can.
+    finished = False
+
+    async def watch() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                on_cancel()
+
+    result: list[T] = []
+    error: list[Exception] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        try:
+            result.append(await anyio.to_thread.run_sync(fn, *args, limiter=worker_limiter()))
+        except Exception as exc:  # re-raised below: a task group would wrap it in a group
+            error.append(exc)
+        finally:
+            finished = True
+            group.cancel_scope.cancel()
+    if error:
+        raise error[0]
+    return result[0]
 
 
 class AsyncCell:
