@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from nodmix.config.schema import NodmixConfig
+from nodmix.skills.cache import FrontMatterCache, cache_path
 from nodmix.skills.discovery import SkillLocation, SkillScanner
 from nodmix.skills.gating import Gate, GateInputs
 from nodmix.skills.model import Skill, SkillStatus
@@ -53,10 +54,11 @@ class SkillBook:
         bundled_dir: Path = BUNDLED_DIR,
         scanner: SkillScanner | None = None,
     ) -> None:
-        """Create the book; `bundled_dir` is the skills shipped with Nodmix."""
+        """Create the book; `bundled_dir` is the skills shipped with Nodmix. The default
+        scanner keeps parsed front matter in `<state dir>/cache/` for later processes."""
         self.state_dir = state_dir
         self.bundled_dir = bundled_dir
-        self.scanner = scanner or SkillScanner()
+        self.scanner = scanner or SkillScanner(cache=FrontMatterCache(cache_path(state_dir)))
         self.last_scan_seconds = 1.0
         """How long the last per-turn scan took (the runtime decides from it whether the next
         one may run on the event loop); the first scan is never assumed cheap."""

@@ -15,8 +15,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nodmix.skills.model import Requirements, Skill, SkillSource
 
 MAX_FRONT_MATTER_BYTES = 64 * 1024
@@ -60,6 +58,8 @@ def read_front_matter(path: Path) -> dict[str, Any]:
         # The cut may have split a character; the front matter itself must be valid UTF-8.
         text = head.decode("utf-8", errors="ignore")
     front, _ = split_front_matter(text)
+    import yaml  # here, not at start-up: cached front matter needs no YAML (`cache.py`)
+
     try:
         data = yaml.safe_load(front)
     except yaml.YAMLError as exc:
