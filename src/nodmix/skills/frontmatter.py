@@ -2,8 +2,8 @@
 
 The format is the public Agent Skills one: `name` and `description` are required; Nodmix reads
 its own requirements from `metadata.nodmix` (`requires.bins`, `requires.anyBins`, `requires.env`,
-`requires.config`, `os`, `primaryEnv`). Anything else in the front matter is left alone, so a
-skill written for another tool still loads.
+`requires.config`, `requires.tools`, `os`, `primaryEnv`). Anything else in the front matter is
+left alone, so a skill written for another tool still loads.
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ def parse_skill(path: Path, source: SkillSource) -> Skill:
             env=_strings(requires, "env", "metadata.nodmix.requires.env"),
             config=_strings(requires, "config", "metadata.nodmix.requires.config"),
             os=_strings(own, "os", "metadata.nodmix.os"),
+            tools=_strings(requires, "tools", "metadata.nodmix.requires.tools"),
         ),
         primary_env=primary,
     )
