@@ -148,14 +148,13 @@ class MemoryIndex:
             self._stop_watching()
         self.watching = self._watch is not None and not self._watch.broken
         self._files_seen = len(current)
+        # Set differences of the two maps run in C: most of 10,000 stamps are equal.
         changed = [
-            self.roots.file(path, stamp)
-            for path, stamp in current.items()
-            if stamps.get(path) != stamp
+            self.roots.file(p, stamp) for p, stamp in sorted(current.items() - stamps.items())
         ]
         report = SyncReport(scanned=len(current))
         done = self._index_files(changed, report)
-        gone = [path for path in stamps if path not in current]
+        gone = sorted(stamps.keys() - current.keys())
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)
