@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nodmix.memory import watch as watch_module
 from nodmix.memory.index import MemoryIndex
 from nodmix.memory.watch import open_watch
 from tests.memory.support import make_index, write_notes
@@ -128,4 +129,41 @@ def test_a_memory_folder_made_after_the_first_scan_is_watched_from_then_on(
     assert _paths(index, "garlic") == ["memory/a.md"]
     (workspace / "memory" / "b.md").write_text("Plant the onion.\n")
     assert _paths(index, "onion") == ["memory/b.md"]
+    index.close()
+
+
+@pytest.mark.skipif(not HAVE_INOTIFY, reason="no inotify here")
+def test_when_the_watch_loses_events_the_next_search_scans_everything(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = isolated_state / "workspace"
+    write_notes(workspace)
+    index = make_index(isolated_state, workspace, scan_every_search_files=0, rescan_seconds=3600.0)
+    index.sync()
+    monkeypatch.setattr(watch_module, "MAX_EVENT_BYTES", 1)  # any event overflows
+    (workspace / "memory" / "2026-11-20.md").write_text("Trip to Porto instead.\n")
+    report = index.refresh()
+    assert report is not None and (report.scanned, report.indexed) == (4, 1)
+    monkeypatch.undo()
+    assert _paths(index, "porto") == ["memory/2026-11-20.md"]
+    (workspace / "MEMORY.md").write_text("Prefers mint tea.\n")
+    report = index.refresh()
+    assert report is not None and (report.scanned, report.indexed) == (1, 1)  # events again
+    index.close()
+
+
+@pytest.mark.skipif(not HAVE_INOTIFY, reason="no inotify here")
+def test_a_folder_that_cannot_be_watched_yet_means_scanning_until_it_can(
+    isolated_state: Path,
+) -> None:
+    workspace = isolated_state / "workspace"
+    write_notes(workspace)
+    index = make_index(isolated_state, workspace, sessions=True)
+    index.sync()
+    assert not index.watching  # no transcripts folder yet: it cannot be watched
+    assert index.roots.sessions_dir is not None
+    index.roots.sessions_dir.mkdir(parents=True)
+    (workspace / "memory" / "2026-11-20.md").write_text("Trip to Porto instead.\n")
+    assert _paths(index, "porto") == ["memory/2026-11-20.md"]  # found by the scan
+    assert index.watching
     index.close()

@@ -98,8 +98,11 @@ class FolderWatch:
         data = b""
         try:
             while len(data) < MAX_EVENT_BYTES:
-                data += os.read(fd, 65_536)
-        except BlockingIOError:
+                chunk = os.read(fd, 65_536)
+                if not chunk:
+                    break
+                data += chunk
+        except BlockingIOError:  # the queue is empty: every finished write has been read
             pass
         if len(data) >= MAX_EVENT_BYTES:
             return set(), True
