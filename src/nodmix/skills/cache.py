@@ -11,8 +11,8 @@ or of another version.
 
 from __future__ import annotations
 
+import functools
 import os
-import tempfile
 from pathlib import Path
 from typing import Final
 
@@ -63,8 +63,10 @@ def _dec_hook(kind: type, value: object) -> object:
     raise NotImplementedError(kind.__name__)
 
 
-_ENCODER: Final = msgspec.json.Encoder(enc_hook=_enc_hook)
-_DECODER: Final = msgspec.json.Decoder(_Document, dec_hook=_dec_hook)
+@functools.cache
+def _decoder() -> msgspec.json.Decoder[_Document]:
+    """Built on first use: a typed decoder costs imports a cached scan may not need."""
+    return msgspec.json.Decoder(_Document, dec_hook=_dec_hook)
 
 
 class FrontMatterCache:
@@ -126,10 +128,11 @@ class FrontMatterCache:
         )
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(prefix=".skills-", dir=self.path.parent)
+            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{id(self)}.tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             try:
                 with os.fdopen(fd, "wb") as handle:
-                    handle.write(_ENCODER.encode(document))
+                    handle.write(msgspec.json.encode(document, enc_hook=_enc_hook))
                 os.replace(temporary, self.path)
             except BaseException:
                 os.unlink(temporary)
@@ -153,7 +156,7 @@ def _read(path: Path) -> dict[Path, tuple[Stamp, SkillSource, Verdict]]:
     if len(data) > MAX_CACHE_BYTES:
         return {}
     try:
-        document = _DECODER.decode(data)
+        document = _decoder().decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
         return {}
     if document.version != VERSION:
