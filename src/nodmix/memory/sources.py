@@ -15,13 +15,15 @@ import operator
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from nodmix.errors import WorkspaceEscapeError
-from nodmix.memory.watch import Folder, FolderWatch
 from nodmix.tools import confined
+
+if TYPE_CHECKING:  # the watch loads with the index, not with the memory tools at start-up
+    from nodmix.memory.watch import FolderWatch
 
 MEMORY_FILE: Final = "MEMORY.md"
 MEMORY_DIR: Final = "memory"
@@ -64,6 +66,8 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
         relative to its open folder. With `watch`, each folder is watched before it is listed,
         so a change the listing misses is an event (a folder that cannot be watched, such as
         a sessions folder not made yet, leaves the watch `broken` until the next scan)."""
+        from nodmix.memory.watch import Folder
+
         out: dict[str, tuple[int, int]] = {}
         workspace = str(self.workspace)
         if watch is not None:
