@@ -72,6 +72,9 @@ class FolderWatch:
     def __init__(self, inotify: INotify) -> None:
         self._inotify = inotify
         self._folders: dict[int, Folder] = {}
+        self._watched: set[str] = set()
+        """Folder paths watched since the last `forget` (a folder that is replaced, moved or
+        deleted sends an event that makes the index `forget` and scan)."""
         self.exhausted = False
         """More folders than `MAX_WATCHES`: the index stops using this watch."""
         self.broken = False
@@ -79,8 +82,10 @@ class FolderWatch:
         missed, so the index must not trust this watch."""
 
     def add(self, directory: str, folder: Folder) -> bool:
-        """Watch a folder (again: the same folder keeps its watch). False when it cannot be
+        """Watch a folder (one already watched is left as it is). False when it cannot be
         watched (limit reached, gone, a symlink): the caller falls back to scanning."""
+        if directory in self._watched:
+            return True
         if len(self._folders) >= MAX_WATCHES:
             self.broken = self.exhausted = True
             return False
@@ -90,6 +95,7 @@ class FolderWatch:
             self.broken = True
             return False
         self._folders[wd] = folder
+        self._watched.add(directory)
         return True
 
     def drain(self) -> tuple[set[str], bool]:
@@ -134,6 +140,7 @@ class FolderWatch:
             except OSError:
                 pass
         self._folders.clear()
+        self._watched.clear()
         self.broken = False
         self.drain()  # the IGNORED events of the removed watches
 
