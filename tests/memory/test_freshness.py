@@ -82,6 +82,11 @@ def test_folders_of_notes_that_come_move_and_go_are_followed(index: MemoryIndex)
         note.unlink()
     (notes / "archive" / "garden").rmdir()
     assert _paths(index, "shallots raspberries") == []
+    # The same folder made again is a new folder: what is written into it is seen too.
+    (notes / "archive" / "garden").mkdir()
+    assert _paths(index, "shallots") == []
+    (notes / "archive" / "garden" / "again.md").write_text("Plant the shallots.\n")
+    assert _paths(index, "shallots") == ["memory/archive/garden/again.md"]
     index.close()
 
 

@@ -120,7 +120,9 @@ class MemoryIndex:
         now = time.monotonic()
         if self.watching and self._watch is not None:
             changed, rescan = self._watch.drain()
-            if not rescan and now - self._last_scan < self.verify_seconds:
+            if rescan:  # a folder came, went or moved: watch every folder afresh
+                self.watching = False
+            elif now - self._last_scan < self.verify_seconds:
                 changed |= self._changed
                 return self.sync_paths(sorted(changed)) if changed else None
             return self.sync()
