@@ -21,6 +21,8 @@ import msgspec
 from nodmix.skills.model import Skill, SkillSource
 
 VERSION: Final = 1
+"""Bump it whenever parsing changes what a verdict holds (a new requirement, another check):
+a cache of another version is dropped, so no file keeps the old reading."""
 MAX_ENTRIES: Final = 4_096
 """Files remembered at most (four full locations of `MAX_SKILLS_PER_LOCATION`)."""
 MAX_CACHE_BYTES: Final = 8 * 1024 * 1024

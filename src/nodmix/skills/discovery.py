@@ -6,8 +6,8 @@ mtime or size changed. Timestamps are coarse (a few milliseconds), so anything c
 `SETTLE_NS` of a scan is not trusted from the cache yet and is looked at again next time (the
 guard git uses against "racy" index entries). With a `FrontMatterCache`, settled verdicts
 are also kept on disk, so a new process parses (and imports YAML for) only what changed since
-any earlier one. A malformed `SKILL.md` is skipped and reported
-once (a warning naming the file); it stays in `Discovery.problems` for `nodmix skills check`.
+any earlier one. A malformed `SKILL.md` is skipped and reported once (a warning naming the
+file); it stays in `Discovery.problems` for `nodmix skills check`.
 """
 
 from __future__ import annotations
