@@ -79,8 +79,10 @@ def test_editing_a_note_is_reflected_in_the_next_search(
 def test_a_large_index_skips_the_scan_but_reindexes_files_marked_changed(
     isolated_state: Path, workspace: Path
 ) -> None:
-    # As if there were too many files to scan on every search.
-    index = make_index(isolated_state, workspace, scan_every_search_files=2, rescan_seconds=3600.0)
+    # As if there were too many files to scan on every search, and no inotify.
+    index = make_index(
+        isolated_state, workspace, scan_every_search_files=2, rescan_seconds=3600.0, use_watch=False
+    )
     index.sync()
     note = workspace / "memory/2026-11-20.md"
     note.write_text("# 2026-11-20\n\nTrip to Porto instead.\n")

@@ -21,7 +21,7 @@ def test_bundled_skills_are_offered_with_a_default_config(tmp_path: Path) -> Non
     )
     assert review.problems == ()
     names = {s.skill.name: s for s in review.statuses}
-    assert {"daily-note", "web-summary", "skill-creator"} <= set(names)
+    assert {"daily-note", "web-summary", "skill-creator", "reminders"} <= set(names)
     for status in names.values():
         assert status.eligible, status.reasons
         assert status.skill.folder.parent == BUNDLED_DIR

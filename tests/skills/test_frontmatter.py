@@ -27,6 +27,7 @@ def test_requirements_come_from_metadata_nodmix(tmp_path: Path) -> None:
             "      anyBins: [jq, python3]\n"
             "      env: GH_TOKEN\n"
             "      config: [tools.webFetch]\n"
+            "      tools: [cron, message]\n"
         ),
     )
     skill = parse_skill(path, "workspace")
@@ -38,6 +39,7 @@ def test_requirements_come_from_metadata_nodmix(tmp_path: Path) -> None:
     assert skill.requires.env == ("GH_TOKEN",)
     assert skill.requires.config == ("tools.webFetch",)
     assert skill.requires.os == ("linux", "darwin")
+    assert skill.requires.tools == ("cron", "message")
     assert skill.primary_env == "GH_TOKEN"
 
 
@@ -60,6 +62,10 @@ def test_multiline_description_becomes_one_line(tmp_path: Path) -> None:
         (
             "---\nname: ok\ndescription: d\nmetadata: {nodmix: {requires: {bins: 5}}}\n---\n",
             "'metadata.nodmix.requires.bins' must be a string or a list",
+        ),
+        (
+            "---\nname: ok\ndescription: d\nmetadata: {nodmix: {requires: {tools: [1]}}}\n---\n",
+            "'metadata.nodmix.requires.tools' must be a string or a list",
         ),
     ],
 )

@@ -111,6 +111,7 @@ def _info(args: argparse.Namespace) -> int:
         ("env", req.env),
         ("config", req.config),
         ("os", req.os),
+        ("tools", req.tools),
     ):
         if values:
             print(f"  requires {label}: {', '.join(values)}")

@@ -4,11 +4,20 @@ Re-indexing is incremental: a file whose mtime and size are unchanged is skipped
 read; one whose content hash is unchanged only gets its new mtime; only changed files are
 re-chunked, and only chunks whose content hash has no cached vector are embedded.
 
-Freshness: `refresh()` before each search re-indexes files named by `mark_changed` (Nodmix's
-own `write`/`edit` calls) at once, and scans every file's mtime when there are at most
-`SCAN_EVERY_SEARCH_FILES` files or the last scan is older than `RESCAN_SECONDS`; so a
-workspace of up to 2,000 notes sees an outside edit on the next search, and a larger one
-within a second (a scan of 10,000 files costs tens of milliseconds, too much for every search).
+Freshness: `refresh()` before each search re-indexes exactly the files that changed. Where
+inotify works (`watch.py`), the changes are the watch's queued events plus the files named by
+`mark_changed` (Nodmix's own `write`/`edit`), so an outside edit is seen by the next search at
+the cost of re-indexing that one file; a full mtime scan (`SourceRoots.stamps`) runs first,
+whenever the watch asks for one (a folder came or went, a lost queue) and every
+`VERIFY_SECONDS` as a safety net. Without a watch, every search scans when there are at most
+`SCAN_EVERY_SEARCH_FILES` files, and a larger memory at most every `RESCAN_SECONDS`. A scan
+compares against an in-memory map of what the index recorded, reloaded only when another
+process changed the index.
+
+Timestamps are coarse (a few milliseconds on Linux, two seconds on FAT), so two edits within
+one tick can leave the same mtime and size. A file read less than `RACY_NS` after its mtime is
+recorded with mtime 0: the next scan or event reads it again (a hash compare, no re-chunking)
+until its stamp can be trusted.
 
 Not thread-safe: callers serialise access (`service.MemoryService` does).
 """
@@ -19,7 +28,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-import msgspec
 import numpy as np
 
 from nodmix.memory.chunking import Chunk, chunk_markdown, content_hash
@@ -32,55 +40,25 @@ from nodmix.memory.ranking import (
     query_words_all,
     stems,
 )
+from nodmix.memory.results import SearchHit, SyncReport, snippet
 from nodmix.memory.settings import MemorySettings
 from nodmix.memory.sources import SourceFile, SourceRoots, read_text
 from nodmix.memory.store import FileRecord, MemoryStore
+from nodmix.memory.watch import FolderWatch, open_watch
 
 SCAN_EVERY_SEARCH_FILES: Final = 2_000
-"""Up to this many files, every search checks every file's mtime (a few milliseconds)."""
+"""Without a watch, up to this many files every search checks every file's mtime."""
 RESCAN_SECONDS: Final = 1.0
+VERIFY_SECONDS: Final = 300.0
+"""With a watch, a full scan at least this often anyway (edits inotify does not report, such
+as another machine's on a network file system)."""
+RACY_NS: Final = 2_000_000_000
+"""A file whose mtime is this close to when it was read may change again unseen by its stamp."""
 WRITE_BATCH_FILES: Final = 500
 """Files written per transaction when many change at once."""
 EMBEDDING_SLACK: Final = 1_000
 """Cached vectors no chunk uses that are kept; past this many, they are all dropped."""
 CANDIDATES_PER_RESULT: Final = 4
-SNIPPET_CHARS: Final = 700
-
-
-class SyncReport(msgspec.Struct, kw_only=True):
-    """What one re-index did."""
-
-    scanned: int = 0
-    indexed: int = 0
-    removed: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON shape for the CLI."""
-        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
-
-
-class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
-    """One ranked result."""
-
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    snippet: str
-    source: str = "memory"
-
-    def to_json(self) -> dict[str, Any]:
-        """The shape `memory_search` returns."""
-        return {
-            "path": self.path,
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "score": round(self.score, 4),
-            "snippet": self.snippet,
-            "source": self.source,
-        }
 
 
 class MemoryIndex:
@@ -95,10 +73,12 @@ class MemoryIndex:
         *,
         scan_every_search_files: int = SCAN_EVERY_SEARCH_FILES,
         rescan_seconds: float = RESCAN_SECONDS,
+        watch: bool = True,
     ) -> None:
         self.scan_every_search_files = scan_every_search_files
         self.embedding_slack = EMBEDDING_SLACK
         self.rescan_seconds = rescan_seconds
+        self.verify_seconds = VERIFY_SECONDS
         self.store = store
         self.roots = roots
         self.settings = settings
@@ -108,14 +88,26 @@ class MemoryIndex:
         self._files_seen: int | None = None
         self._stamps: tuple[int, dict[str, tuple[int, int]]] | None = None
         self._vectors: tuple[int, list[int], Vectors] | None = None
+        self._watch: FolderWatch | None = None
+        self.use_watch = watch
+        """Try inotify (`watch.py`) at the next full scan; off for good once it fails."""
+        self.watching = False
+        """The last full scan watched every folder: events alone keep the index fresh."""
         self.embedding_error: str | None = None
         """The last embeddings failure (search falls back to keywords), `None` once it works."""
 
     def close(self) -> None:
-        """Close the database and the embeddings client."""
+        """Close the database, the watch and the embeddings client."""
         self.store.close()
+        self._stop_watching()
         if self.embedder is not None:
             self.embedder.close()
+
+    def _stop_watching(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        self.use_watch = self.watching = False
 
     # ---- indexing ------------------------------------------------------------------------
 
@@ -126,6 +118,14 @@ class MemoryIndex:
     def refresh(self) -> SyncReport | None:
         """Bring the index up to date cheaply before a search (see the module docstring)."""
         now = time.monotonic()
+        if self.watching and self._watch is not None:
+            changed, rescan = self._watch.drain()
+            if rescan:  # a folder came, went or moved: watch every folder afresh
+                self.watching = False
+            elif now - self._last_scan < self.verify_seconds:
+                changed |= self._changed
+                return self.sync_paths(sorted(changed)) if changed else None
+            return self.sync()
         cheap = self._files_seen is not None and self._files_seen <= self.scan_every_search_files
         if cheap or now - self._last_scan >= self.rescan_seconds:
             return self.sync()
@@ -139,17 +139,28 @@ class MemoryIndex:
         if force:
             self.store.clear()
         self._changed.clear()
+        if self._watch is None and self.use_watch:
+            self._watch = open_watch()
+            self.use_watch = self._watch is not None
+        if self._watch is not None:  # folders are watched before each is listed
+            _, rescan = self._watch.drain()  # (changed files: this scan sees them anyway)
+            if rescan or not self.watching:
+                self._watch.forget()  # an intact watch keeps its folders: none came or went
         stamps = self._known_stamps()
-        current = self.roots.stamps()
+        current = self.roots.stamps(self._watch)
+        if self._watch is not None and self._watch.exhausted:
+            self._stop_watching()
+        self.watching = self._watch is not None and not self._watch.broken
         self._files_seen = len(current)
+        same = current == stamps  # compared in C: the usual answer of a periodic scan
         changed = [
             self.roots.file(path, stamp)
-            for path, stamp in current.items()
+            for path, stamp in ([] if same else current.items())
             if stamps.get(path) != stamp
         ]
         report = SyncReport(scanned=len(current))
         done = self._index_files(changed, report)
-        gone = [path for path in stamps if path not in current]
+        gone = [] if same else [path for path in stamps if path not in current]
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)
@@ -160,11 +171,8 @@ class MemoryIndex:
         self._last_scan = time.monotonic()
         if force:
             self._stamps = None
-        else:  # what this sync wrote is known: keep the cache, in step with the index
-            stamps.update((f.path, (f.mtime_ns, f.size)) for f in done)
-            for path in gone:
-                stamps.pop(path, None)
-            self._stamps = (self.store.generation(), stamps)
+        else:
+            self._keep_stamps(stamps, done, gone)
         return report
 
     def _known_stamps(self) -> dict[str, tuple[int, int]]:
@@ -174,6 +182,15 @@ class MemoryIndex:
         if self._stamps is None or self._stamps[0] != generation:
             self._stamps = (generation, self.store.stamps())
         return self._stamps[1]
+
+    def _keep_stamps(
+        self, stamps: dict[str, tuple[int, int]], done: dict[str, tuple[int, int]], gone: list[str]
+    ) -> None:
+        """What this process wrote is known: keep the cache in step with the index."""
+        stamps.update(done)
+        for path in gone:
+            stamps.pop(path, None)
+        self._stamps = (self.store.generation(), stamps)
 
     def sync_paths(self, paths: Sequence[str]) -> SyncReport:
         """Re-index only the named paths (added, changed or deleted)."""
@@ -194,36 +211,42 @@ class MemoryIndex:
                 continue  # full: a new note waits for a scan, which keeps the cap too
             if known is None or (known.mtime_ns, known.size) != (file.mtime_ns, file.size):
                 changed.append(file)
-        self._index_files(changed, report)
+        done = self._index_files(changed, report)
         if gone:
             self.store.remove_files(gone)
             report.removed = len(gone)
         report.embedded = self._embed_missing()
+        if self._stamps is not None and (done or gone):
+            self._keep_stamps(self._stamps[1], done, gone)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _index_files(self, files: Sequence[SourceFile], report: SyncReport) -> list[SourceFile]:
+    def _index_files(
+        self, files: Sequence[SourceFile], report: SyncReport
+    ) -> dict[str, tuple[int, int]]:
         """Read, hash and chunk files whose mtime or size changed; write them in batches.
-        Returns the files now recorded as they are on disk."""
-        done: list[SourceFile] = []
+        Returns the `(mtime, size)` now recorded for each file read."""
+        done: dict[str, tuple[int, int]] = {}
         if not files:
             return done
         known = self.store.files() if len(files) > 64 else None
         touched: list[FileRecord] = []
         batch: list[tuple[FileRecord, Sequence[Chunk]]] = []
         for file in files:
+            read_ns = time.time_ns()
             try:
                 text = read_text(file)
             except OSError:
                 continue
-            done.append(file)
+            racy = abs(read_ns - file.mtime_ns) <= RACY_NS  # see the module docstring
             record = FileRecord(
                 path=file.path,
                 source=file.source,
-                mtime_ns=file.mtime_ns,
+                mtime_ns=0 if racy else file.mtime_ns,
                 size=file.size,
                 hash=content_hash(text),
             )
+            done[file.path] = (record.mtime_ns, record.size)
             before = known.get(file.path) if known is not None else self.store.file(file.path)
             if before is not None and before.hash == record.hash:
                 touched.append(record)
@@ -297,7 +320,7 @@ class MemoryIndex:
                     start_line=chunk.start_line,
                     end_line=chunk.end_line,
                     score=score,
-                    snippet=_snippet(chunk.text),
+                    snippet=snippet(chunk.text),
                     source="sessions" if chunk.path.startswith("sessions/") else "memory",
                 )
             )
@@ -377,8 +400,3 @@ class MemoryIndex:
             "embeddingError": self.embedding_error,
             **self.store.counts(),
         }
-
-
-def _snippet(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rstrip() + "…"

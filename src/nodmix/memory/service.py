@@ -22,7 +22,8 @@ from nodmix.memory.settings import MemorySettings
 
 if TYPE_CHECKING:  # numpy and SQLite load with the first index, not at start-up
     from nodmix.memory.embeddings import Embedder
-    from nodmix.memory.index import MemoryIndex, SearchHit, SyncReport
+    from nodmix.memory.index import MemoryIndex
+    from nodmix.memory.results import SearchHit, SyncReport
 
 WRITING_TOOLS = frozenset({"write", "edit"})
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 import errno
 import itertools
 import json
+import operator
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from nodmix.errors import WorkspaceEscapeError
 from nodmix.tools import confined
+
+if TYPE_CHECKING:  # the watch loads with the index, not with the memory tools at start-up
+    from nodmix.memory.watch import FolderWatch
 
 MEMORY_FILE: Final = "MEMORY.md"
 MEMORY_DIR: Final = "memory"
@@ -30,6 +34,7 @@ MAX_FILES: Final = 50_000
 """Notes and transcripts indexed at most (each kind; the newest transcripts win). Together
 with `MAX_FILE_BYTES` this bounds the index and the work of one scan, whatever a session
 writes into `memory/`."""
+_FOLDER_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class SourceFile(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,37 +60,56 @@ class SourceRoots(msgspec.Struct, frozen=True, kw_only=True):
     """The agent's transcripts, when sessions are indexed."""
     max_files: int = MAX_FILES
 
-    def stamps(self) -> dict[str, tuple[int, int]]:
+    def stamps(self, watch: FolderWatch | None = None) -> dict[str, tuple[int, int]]:
         """`(mtime_ns, size)` of every memory file that exists now, by index path (symlinked
-        directories are not followed). The hot loop of re-indexing: one `stat` per file."""
+        directories are not followed). The hot loop of a full scan: one `fstatat` per file,
+        relative to its open folder. With `watch`, each folder is watched before it is listed,
+        so a change the listing misses is an event (a folder that cannot be watched, such as
+        a sessions folder not made yet, leaves the watch `broken` until the next scan)."""
+        from nodmix.memory.watch import Folder
+
         out: dict[str, tuple[int, int]] = {}
+        workspace = str(self.workspace)
+        if watch is not None:
+            watch.add(workspace, Folder("", ".md", top=True))
         top = _stat_file(self.workspace, PurePosixPath(MEMORY_FILE), MEMORY_FILE, "memory")
         if top is not None:
             out[MEMORY_FILE] = (top.mtime_ns, top.size)
-        base = os.path.join(self.workspace, "")
-        cut = len(base)
-        regular = stat.S_ISREG
         # A `memory` folder that is a symlink could point anywhere: it holds no notes.
-        stack = [] if os.path.islink(base + MEMORY_DIR) else [base + MEMORY_DIR]
+        stack = [(os.path.join(workspace, MEMORY_DIR), MEMORY_DIR + "/")]
         budget = self.max_files
+        regular = stat.S_ISREG
+        by_name = operator.attrgetter("name")
         while stack and budget > 0:
+            directory, prefix = stack.pop()
             try:
-                with os.scandir(stack.pop()) as listing:
-                    entries = list(itertools.islice(listing, budget))
+                fd = os.open(directory, _FOLDER_FLAGS)
+            except OSError:  # gone, or a symlink: the top watch sees `memory` come later
+                continue
+            try:
+                if watch is not None:
+                    watch.add(directory, Folder(prefix, ".md"))
+                with os.scandir(fd) as listing:
+                    entries = sorted(itertools.islice(listing, budget), key=by_name)
+                for entry in entries:
+                    budget -= 1  # every entry looked at counts: a huge folder cannot stall a scan
+                    name = entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((directory + os.sep + name, prefix + name + "/"))
+                    elif name.endswith(".md"):
+                        try:
+                            st = entry.stat(follow_symlinks=False)  # a link is not a note
+                        except OSError:
+                            continue
+                        if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
+                            out[prefix + name] = (st.st_mtime_ns, st.st_size)
             except OSError:
                 continue
-            for entry in sorted(entries, key=lambda e: e.name):
-                budget -= 1  # every entry looked at counts: a huge folder cannot stall a scan
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.name.endswith(".md"):
-                    try:
-                        st = entry.stat(follow_symlinks=False)  # a link is not a note
-                    except OSError:
-                        continue
-                    if regular(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
-                        out[entry.path[cut:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
+            finally:
+                os.close(fd)
         if self.sessions_dir is not None:
+            if watch is not None:
+                watch.add(str(self.sessions_dir), Folder(SESSIONS_PREFIX, ".jsonl"))
             transcripts = _transcript_stamps(self.sessions_dir)
             newest = sorted(transcripts.items(), key=lambda item: item[1][0], reverse=True)
             out.update(newest[: self.max_files])

@@ -7,13 +7,14 @@ and why not the others" in one call, `review`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from nodmix.config.schema import NodmixConfig
+from nodmix.skills.cache import FrontMatterCache, cache_path
 from nodmix.skills.discovery import SkillLocation, SkillScanner
 from nodmix.skills.gating import Gate, GateInputs
 from nodmix.skills.model import Skill, SkillStatus
@@ -53,10 +54,11 @@ class SkillBook:
         bundled_dir: Path = BUNDLED_DIR,
         scanner: SkillScanner | None = None,
     ) -> None:
-        """Create the book; `bundled_dir` is the skills shipped with Nodmix."""
+        """Create the book; `bundled_dir` is the skills shipped with Nodmix. The default
+        scanner keeps parsed front matter in `<state dir>/cache/` for later processes."""
         self.state_dir = state_dir
         self.bundled_dir = bundled_dir
-        self.scanner = scanner or SkillScanner()
+        self.scanner = scanner or SkillScanner(cache=FrontMatterCache(cache_path(state_dir)))
         self.last_scan_seconds = 1.0
         """How long the last per-turn scan took (the runtime decides from it whether the next
         one may run on the event loop); the first scan is never assumed cheap."""
@@ -89,7 +91,14 @@ class SkillBook:
         discovery = self.scanner.scan(
             self.locations(config, workspace=workspace, config_dir=config_dir)
         )
-        gate = Gate(GateInputs(env=env, raw_config=raw_config, entries=config.skills.entries))
+        gate = Gate(
+            GateInputs(
+                env=env,
+                raw_config=raw_config,
+                entries=config.skills.entries,
+                tool_allowed=_tool_policy(config, agent_id),
+            )
+        )
         allowlist = _allowlist(config, agent_id)
         statuses: list[SkillStatus] = []
         for name, skill in discovery.skills.items():
@@ -105,6 +114,24 @@ class SkillBook:
                 )
             )
         return SkillReview(statuses=tuple(statuses), problems=discovery.problems)
+
+
+def _tool_policy(config: NodmixConfig, agent_id: str) -> Callable[[str], bool]:
+    """Whether the agent's tool policy (`tools.allow`/`deny`, then the agent's own) allows a
+    built-in tool of that name, such as `cron`."""
+    from nodmix.tools.base import FunctionTool, ToolResult
+    from nodmix.tools.policy import ToolPolicy
+
+    entry = next((a for a in config.agents.entries if a.id == agent_id), None)
+    policy = ToolPolicy.from_config(config.tools).merged(entry.tools if entry else None)
+
+    async def never(args: object, ctx: object) -> ToolResult:
+        raise NotImplementedError  # only its name and origin are matched, never called
+
+    def allowed(name: str) -> bool:
+        return policy.allows(FunctionTool.create(never, name=name, description=name))
+
+    return allowed
 
 
 def _allowlist(config: NodmixConfig, agent_id: str) -> Sequence[str] | None:

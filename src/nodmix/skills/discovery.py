@@ -4,8 +4,10 @@ A scan runs before every turn, so it has to be cheap when nothing changed: each 
 of folders is cached by the location's mtime, and each `SKILL.md` is parsed again only when its
 mtime or size changed. Timestamps are coarse (a few milliseconds), so anything changed within
 `SETTLE_NS` of a scan is not trusted from the cache yet and is looked at again next time (the
-guard git uses against "racy" index entries). A malformed `SKILL.md` is skipped and reported
-once (a warning naming the file); it stays in `Discovery.problems` for `nodmix skills check`.
+guard git uses against "racy" index entries). With a `FrontMatterCache`, settled verdicts
+are also kept on disk, so a new process parses (and imports YAML for) only what changed since
+any earlier one. A malformed `SKILL.md` is skipped and reported once (a warning naming the
+file); it stays in `Discovery.problems` for `nodmix skills check`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from nodmix.skills.cache import FrontMatterCache
 from nodmix.skills.frontmatter import SkillFormatError, parse_skill
 from nodmix.skills.model import SKILL_FILE, Skill, SkillSource
 
@@ -59,9 +62,13 @@ _Parsed = Skill | str
 class SkillScanner:
     """Scans skill locations, re-reading only what changed since the previous scan."""
 
-    def __init__(self, warn: Callable[[str], None] | None = None) -> None:
-        """Create a scanner; `warn` receives a line for each newly broken `SKILL.md`."""
+    def __init__(
+        self, warn: Callable[[str], None] | None = None, *, cache: FrontMatterCache | None = None
+    ) -> None:
+        """Create a scanner; `warn` receives a line for each newly broken `SKILL.md`;
+        `cache` keeps parsed front matter for later processes."""
         self._warn = warn or log.warning
+        self._cache = cache
         self._listings: dict[Path, tuple[int, tuple[Path, ...]]] = {}
         self._files: dict[Path, tuple[_Stamp | None, SkillSource, _Parsed]] = {}
         self._warned: dict[Path, _Stamp] = {}
@@ -99,11 +106,15 @@ class SkillScanner:
             if cached is not None and cached[0] == stamp and cached[1] == source:
                 parsed.append(cached[2])
                 continue
-            result = _parse(skill_file, source)
+            trusted = stamp if _settled(stamp[0], now) else None
+            result = self._cached(skill_file, trusted, source)
+            if result is None:
+                result = _parse(skill_file, source)
+                if self._cache is not None and trusted is not None:
+                    self._cache.put(skill_file, trusted, source, result)
             if isinstance(result, str) and self._warned.get(skill_file) != stamp:
                 self._warned[skill_file] = stamp
                 self._warn(result)
-            trusted = stamp if _settled(stamp[0], now) else None
             self._files[skill_file] = (trusted, source, result)
             parsed.append(result)
         roots = {location.path for location in locations}
@@ -111,6 +122,9 @@ class SkillScanner:
         for stale in [p for p in covered if p not in seen]:
             del self._files[stale]  # gone from a location this scan covered
             self._warned.pop(stale, None)
+        if self._cache is not None:
+            self._cache.forget_missing(roots, seen)
+            self._cache.save()
         discovery = _merge(parsed)
         if settled:
             if len(self._last) >= MAX_CACHED_SCANS:
@@ -119,6 +133,11 @@ class SkillScanner:
         else:
             self._last.pop(key, None)
         return discovery
+
+    def _cached(self, file: Path, stamp: _Stamp | None, source: SkillSource) -> _Parsed | None:
+        if self._cache is None or stamp is None:
+            return None
+        return self._cache.get(file, stamp, source)
 
     def _skill_files(self, root: Path, now: int) -> tuple[list[Path], bool]:
         try:

@@ -2,8 +2,8 @@
 
 The format is the public Agent Skills one: `name` and `description` are required; Nodmix reads
 its own requirements from `metadata.nodmix` (`requires.bins`, `requires.anyBins`, `requires.env`,
-`requires.config`, `os`, `primaryEnv`). Anything else in the front matter is left alone, so a
-skill written for another tool still loads.
+`requires.config`, `requires.tools`, `os`, `primaryEnv`). Anything else in the front matter is
+left alone, so a skill written for another tool still loads.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import re
 import stat
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from nodmix.skills.model import Requirements, Skill, SkillSource
 
@@ -60,6 +58,8 @@ def read_front_matter(path: Path) -> dict[str, Any]:
         # The cut may have split a character; the front matter itself must be valid UTF-8.
         text = head.decode("utf-8", errors="ignore")
     front, _ = split_front_matter(text)
+    import yaml  # here, not at start-up: cached front matter needs no YAML (`cache.py`)
+
     try:
         data = yaml.safe_load(front)
     except yaml.YAMLError as exc:
@@ -113,6 +113,7 @@ def parse_skill(path: Path, source: SkillSource) -> Skill:
             env=_strings(requires, "env", "metadata.nodmix.requires.env"),
             config=_strings(requires, "config", "metadata.nodmix.requires.config"),
             os=_strings(own, "os", "metadata.nodmix.os"),
+            tools=_strings(requires, "tools", "metadata.nodmix.requires.tools"),
         ),
         primary_env=primary,
     )

@@ -25,6 +25,8 @@ class GateInputs(msgspec.Struct, frozen=True, kw_only=True):
     platform: str = sys.platform
     which: Callable[[str], str | None] | None = None
     """Finds a program; default: `shutil.which` over `env["PATH"]`."""
+    tool_allowed: Callable[[str], bool] | None = None
+    """Whether the agent's tool policy lets it use a tool by name; `None`: not checked."""
 
 
 class Gate:
@@ -54,6 +56,13 @@ class Gate:
             if not self._env_set(skill, entry, name)
         )
         out.extend(f"config key {key} is not set" for key in req.config if not _truthy(inputs, key))
+        allowed = inputs.tool_allowed
+        if allowed is not None:
+            out.extend(
+                f"tool {name} is not available to this agent (tools.allow / tools.deny)"
+                for name in req.tools
+                if not allowed(name)
+            )
         return tuple(out)
 
     def _has(self, program: str) -> bool:

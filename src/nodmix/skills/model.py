@@ -27,6 +27,8 @@ class Requirements(msgspec.Struct, frozen=True, kw_only=True):
     """Dotted `nodmix.json` keys that must be set to a true value."""
     os: tuple[str, ...] = ()
     """Operating systems the skill works on (`linux`, `darwin`, `win32`); empty means any."""
+    tools: tuple[str, ...] = ()
+    """Tools (by the name the model sees, e.g. `cron`) the agent's tool policy must allow."""
 
 
 class Skill(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,6 +75,7 @@ class SkillStatus(msgspec.Struct, frozen=True, kw_only=True):
                 "env": list(req.env),
                 "config": list(req.config),
                 "os": list(req.os),
+                "tools": list(req.tools),
             },
             "overrides": [str(p) for p in self.overrides],
         }
