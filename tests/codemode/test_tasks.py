@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import anyio
 import pytest
 
-from nodmix.codemode.tasks import NestedTasks
+from nodmix.codemode.tasks import CallCancel, NestedTasks
 
 from .support import wait_until
 
@@ -56,3 +57,54 @@ async def test_cancel_and_wait_end_every_running_task() -> None:
         tasks.cancel()
         await tasks.wait()
         assert cancelled == [True] and len(tasks) == 0
+
+
+async def _call_task(handle: CallCancel, started: anyio.Event) -> str:
+    """A nested call's task body: the tool waits until cancelled."""
+    handle.running_in(asyncio.current_task())
+    try:
+        started.set()
+        await anyio.sleep_forever()
+    except asyncio.CancelledError as exc:
+        if handle.caught(exc):
+            return "cancelled by its run"
+        raise
+    finally:
+        handle.running_in(None)
+    return "finished"
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_by_its_handle_ends_with_a_result_not_a_cancelled_task() -> None:
+    handle, started = CallCancel(), anyio.Event()
+    task = asyncio.get_running_loop().create_task(_call_task(handle, started))
+    await started.wait()
+    handle.cancel()
+    handle.cancel()  # idempotent
+    assert await task == "cancelled by its run"
+    assert not task.cancelled() and task.cancelling() == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("also_by_handle", [False, True])
+async def test_a_call_task_cancelled_from_outside_its_handle_stays_cancelled(
+    also_by_handle: bool,
+) -> None:
+    handle, started = CallCancel(), anyio.Event()
+    task = asyncio.get_running_loop().create_task(_call_task(handle, started))
+    await started.wait()
+    task.cancel()  # e.g. the engine shutting down
+    if also_by_handle:
+        handle.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+
+
+@pytest.mark.anyio
+async def test_a_handle_cancelled_before_its_call_runs_cancels_the_scope_it_hands_out() -> None:
+    handle = CallCancel()
+    handle.cancel()
+    with handle.scope() as scope:
+        await anyio.sleep_forever()
+    assert scope.cancelled_caught

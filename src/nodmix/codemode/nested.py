@@ -9,6 +9,7 @@ always on record).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -17,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import anyio
+import sniffio
 
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
+from nodmix.codemode.tasks import CallCancel
 from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
 from nodmix.messages import ToolResultMessage
 from nodmix.tools.base import APPROVAL_WAITING, ToolContext, ToolResult, ToolRunner
@@ -65,11 +67,11 @@ def dispatch(
 ) -> None:
     """Start a recorded call as a new task (`start(fn, *args)`, see `tasks.NestedTasks`).
 
-    Its cancel scope is created here rather than in the task, so `cancel_all` right after
+    Its `CallCancel` is created here rather than in the task, so `cancel_all` right after
     dispatch (an exec aborted at that moment) stops the call even if its task has not started
     yet; otherwise the tool would run anyway, after its run was gone.
     """
-    call.cancel = anyio.CancelScope()
+    call.cancel = CallCancel()
     call.services = services
     state.calls[call.request_id] = call
     start(run_nested, services, state, call)
@@ -77,9 +79,9 @@ def dispatch(
 
 async def run_nested(services: RunServices, state: RunState, call: NestedCall) -> None:
     """Run one nested call to completion or cancellation; always marks it done."""
-    scope = call.cancel if call.cancel is not None else anyio.CancelScope()
-    call.cancel, call.services = scope, services
-    if scope.cancel_called:  # the run ended before this task started: the tool never runs
+    handle = call.cancel if call.cancel is not None else CallCancel()
+    call.cancel, call.services = handle, services
+    if handle.cancel_called:  # the run ended before this task started: the tool never runs
         call.result = ToolResult.error(CANCELLED_TEXT)
         call.done.set()
         state.notify()
@@ -95,22 +97,18 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
             tool_id=call.entry.id,
         )
     )
-    result: ToolResult | None = None
-    with scope:
-        ctx = ToolContext(
-            agent_id=services.scope.agent_id,
-            session_key=services.scope.session_key,
-            session_id=services.scope.session_id,
-            run_id=services.scope.run_id,
-            call_id=call.call_id,
-            workspace=services.workspace,
-            parent_call_id=parent,
-            extra={APPROVAL_WAITING: _approval_flag(state, call)},
-            origin=services.scope.origin,
-        )
-        result = await services.executor.run(
-            call.entry.tool, dict(call.input), ctx, kind="code_mode_nested"
-        )
+    ctx = ToolContext(
+        agent_id=services.scope.agent_id,
+        session_key=services.scope.session_key,
+        session_id=services.scope.session_id,
+        run_id=services.scope.run_id,
+        call_id=call.call_id,
+        workspace=services.workspace,
+        parent_call_id=parent,
+        extra={APPROVAL_WAITING: _approval_flag(state, call)},
+        origin=services.scope.origin,
+    )
+    result = await _run_tool(services, call, ctx, handle)
     call.result = result or ToolResult.error(CANCELLED_TEXT)
     call.finished = time.perf_counter()
     call.done.set()
@@ -127,6 +125,27 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
+
+
+async def _run_tool(
+    services: RunServices, call: NestedCall, ctx: ToolContext, handle: CallCancel
+) -> ToolResult | None:
+    """The executor's result, or None when `handle` cancelled the call."""
+    run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")
+    task = asyncio.current_task() if sniffio.current_async_library() == "asyncio" else None
+    if task is None:
+        with handle.scope():
+            return await run
+        return None
+    handle.running_in(task)
+    try:
+        return await run
+    except asyncio.CancelledError as exc:
+        if handle.caught(exc):
+            return None
+        raise
+    finally:
+        handle.running_in(None)
 
 
 def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:

@@ -23,6 +23,7 @@ import anyio
 
 from nodmix.catalog import CatalogEntry, RunCatalog
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP, CodeModeSettings
+from nodmix.codemode.tasks import CallCancel
 from nodmix.codemode.timers import Timer, Timers
 from nodmix.origin import TurnOrigin
 from nodmix.tools.base import ToolResult
@@ -74,7 +75,7 @@ class NestedCall:
     """The `exec`/`wait` call during which the guest made this call."""
     result: ToolResult | None = None
     done: Flag = field(default_factory=lambda: Flag())
-    cancel: anyio.CancelScope | None = None
+    cancel: CallCancel | None = None
     """Created at dispatch, so the call can be cancelled even before its task starts."""
     started: float = field(default_factory=time.perf_counter)
     finished: float | None = None

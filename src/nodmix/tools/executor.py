@@ -100,12 +100,16 @@ class ToolExecutor:
             kind: What kind of call this is, reported to hooks.
             input_kind: For code-mode cells, the source language, reported to hooks.
         """
+        # Hook lists are read when they are due (hooks added later take effect); an empty one
+        # costs no coroutine and no record (a code-mode cell makes many calls in a row).
+        hooks = self._hooks
         info = _call_info(tool, args, ctx, kind, input_kind)
         blocked = False
         duration_ms = 0.0
         result = self._validate(tool, args)
         if result is None:
-            info, result = await self._before(tool, info)
+            if hooks.before_tool_call:
+                info, result = await self._before(tool, info)
             if result is None and self.gate is not None:
                 result = await self._gate(self.gate, tool, info.params, ctx)
             blocked = result is not None
@@ -113,6 +117,8 @@ class ToolExecutor:
             started = time.perf_counter()
             result = await self._call(tool, info.params, ctx)
             duration_ms = (time.perf_counter() - started) * 1000
+        if not hooks.after_tool_call:
+            return result
         await self._after(
             AfterToolCallInfo(
                 call=info,
