@@ -93,3 +93,19 @@ async def test_a_program_may_catch_the_too_deep_error_of_a_tool_call(
     catch (e) { return (await tools.lookup({depth: 'too deep'})).text; }"""
     )
     assert await h.value(code) == "ok"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "call", ["await tools.lookup({a})", "await tools.call('nodmix:core:lookup', {a})"]
+)
+async def test_a_tool_input_is_refused_when_its_call_would_nest_past_the_limit(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, call: str
+) -> None:
+    h = await _harness(engine, sessions, workspace)
+    # `{a}` nests `_deep(n)` n + 2 levels deep, and the call's payload one level more.
+    error = _stack_overflow(await h.exec(f"{_deep(MAX_VALUE_DEPTH - 2)}\n{call}; return 'sent'"))
+    assert LIMIT_TEXT in error and "cell.js:2" in error
+    assert h.started() == []
+    assert await h.value(f"{_deep(MAX_VALUE_DEPTH - 3)}\n{call}; return 'sent'") == "sent"
+    assert len(h.started()) == 1

@@ -3,7 +3,8 @@
 programs written for Node or browsers expect (`console`, timers, `sleep`, `URL`..., `habits.py`).
 
 It is the sandbox "setup script": a function expression that receives the sandbox's private
-capability `{call, request}` and closes over it, so guest code can never reach the bridge.
+capability (`call`, `request`, `requestJson`...) and closes over it, so guest code can never
+reach the bridge.
 Boot data (the compact catalog, safe names, virtual API files, namespace descriptors) comes from
 one synchronous `call("boot")`; everything then lives in the VM heap and survives snapshots.
 Intrinsics are captured before user code runs, so a guest that replaces `JSON` or `Promise`
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 
 from nodmix.codemode.habits import HABIT_GLOBALS, WEB_GLOBALS
+from nodmix.sandbox.prelude import MAX_VALUE_DEPTH
 
 HABIT_NAMES = json.dumps(list(HABIT_GLOBALS))
 WEB_NAMES = json.dumps(list(WEB_GLOBALS))
@@ -40,6 +42,11 @@ function (cap) {
     if (flushHook !== null) flushHook();
     return rawRequest(op, payload);
   };
+  const rawRequestJson = cap.requestJson;
+  const requestJson = function (op, json) {
+    if (flushHook !== null) flushHook();
+    return rawRequestJson(op, json);
+  };
   const boot = parse(call('boot', ''));
 
   function safe(v) {
@@ -51,6 +58,18 @@ function (cap) {
       if (e instanceof RE && e.message === tooDeep) throw e;
       if (v instanceof E) return { name: S(v.name), message: S(v.message) };
       try { return S(v); } catch (_) { return '[unserializable value]'; }
+    }
+  }
+  // `stringify(safe(v))`, serializing `v` only once.
+  function safeJson(v) {
+    if (v === undefined) return 'null';
+    try {
+      const s = stringify(v);
+      return s === undefined ? plainStringify(S(v)) : s;
+    } catch (e) {
+      if (e instanceof RE && e.message === tooDeep) throw e;
+      if (v instanceof E) return plainStringify({ name: S(v.name), message: S(v.message) });
+      try { return plainStringify(S(v)); } catch (_) { return '"[unserializable value]"'; }
     }
   }
   function frozenCopy(v) {
@@ -65,7 +84,16 @@ function (cap) {
   }
 
   const callTool = function (ref, input) {
-    return lift(request('call', { ref: S(ref), input: input === undefined ? {} : safe(input) }));
+    const id = S(ref);
+    const json = input === undefined ? '{}' : safeJson(input);
+    // The payload nests one level deeper than the input: only a text this long can reach the
+    // depth limit, so only then is the payload serialized (and checked) as a whole.
+    if (json.length >= """
+    + str(2 * MAX_VALUE_DEPTH)
+    + r""") {
+      return lift(request('call', { ref: id, input: parse(json) }));
+    }
+    return lift(requestJson('call', '{"ref":' + plainStringify(id) + ',"input":' + json + '}'));
   };
   const tools = create(null);
   tools.search = function (query, options) {

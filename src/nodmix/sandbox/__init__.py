@@ -6,7 +6,8 @@ suspended program and restore it later in a fresh VM. It knows nothing about too
 mode; an embedding supplies:
 
 - a *setup script*: JS source of a function expression that receives the private capability
-  `{call, request, stringify, tooDeep}` and installs the globals the guest should see;
+  `{call, request, requestJson, stringify, tooDeep}` and installs the globals the guest should
+  see;
 - a `HostHandler` that answers `call(op, payloadJson)` synchronously and `request(op,
   payload)` asynchronously (settled inline or later with `Cell.deliver`).
 

@@ -93,10 +93,11 @@ class Cell:
         Args:
             setup_script: JS source of a function expression, e.g.
                 `(cap) => { Object.defineProperty(globalThis, 'tools', {...}) }`. It receives
-                the frozen capability `{call, request, stringify, tooDeep}` and runs (in strict
-                mode) before any user code. Guest code can never reach the capability unless the
-                script exposes it. Keep it constant: it is compiled once per process and cached as
-                bytecode; pass per-run data through the handler instead.
+                the frozen capability `{call, request, requestJson, stringify, tooDeep}` and
+                runs (in strict mode) before any user code. Guest code can never reach the
+                capability unless the script exposes it. Keep it constant: it is compiled once
+                per process and cached as bytecode; pass per-run data through the handler
+                instead.
             handler: Receives the guest's calls and requests.
             limits: Resource limits (defaults: `SandboxLimits()`).
             runtime: The runtime to use (default: the process-wide `get_runtime()`).

@@ -6,7 +6,9 @@ called with the two raw host functions and the embedding's setup function. It:
 - captures every intrinsic it relies on (JSON, Promise, Map methods, String methods, Error)
   while they are still pristine, so guests that monkey-patch them cannot affect the bridge;
 - closes over the raw host functions: they are never stored on any reachable object;
-- hands the setup function one frozen capability object `{call, request, stringify, tooDeep}`;
+- hands the setup function one frozen capability object
+  `{call, request, requestJson, stringify, tooDeep}` (`requestJson` takes a payload the setup
+  serialized itself, with `stringify`);
 - disables `Error.prepareStackTrace`, whose call sites would expose private functions;
 - returns `[settle, finish, describe]` to the host, which keeps their handles (they are part
   of every snapshot, see `snapshot.CellState`, so they survive restore);
@@ -135,6 +137,15 @@ _PRELUDE: Final = r"""
   }
 
   function request(op, payload) {
+    return send(op, payload, false);
+  }
+
+  // The same for a payload the setup already serialized (one pass instead of two).
+  function requestJson(op, payloadJson) {
+    return send(op, payloadJson, true);
+  }
+
+  function send(op, payload, serialized) {
     let entry;
     const promise = new PromiseCtor(function (resolve, reject) {
       entry = { resolve: resolve, reject: reject };
@@ -142,8 +153,15 @@ _PRELUDE: Final = r"""
     let json;
     try {
       checkOp(op, 'request');
-      json = checkedStringify(payload === undefined ? null : payload, undefined);
-      if (json === undefined) json = 'null';
+      if (serialized) {
+        if (typeof payload !== 'string') {
+          throw new TypeErrorCtor('requestJson: payload must be a JSON string');
+        }
+        json = payload;
+      } else {
+        json = checkedStringify(payload === undefined ? null : payload, undefined);
+        if (json === undefined) json = 'null';
+      }
     } catch (e) {
       entry.reject(e);
       return promise;
@@ -215,7 +233,8 @@ _PRELUDE: Final = r"""
   const stringifyChecked = function (value) { return checkedStringify(value, undefined); };
   if (setup !== undefined) {
     setup(freeze({
-      call: call, request: request, stringify: stringifyChecked, tooDeep: __TOO_DEEP__,
+      call: call, request: request, requestJson: requestJson, stringify: stringifyChecked,
+      tooDeep: __TOO_DEEP__,
     }));
   }
   return [settle, finish, describe];
