@@ -378,3 +378,29 @@ async def test_abort_turn_drops_the_runs_a_cancelled_turn_left_parked(
     gate.release.set()
     assert (await turn_2.wait(parked_2["runId"]))["value"] == "released 2"
     assert engine.abort_turn("run_unknown") == 0
+
+
+@pytest.mark.anyio
+async def test_a_suspended_runs_vm_is_freed_by_the_worker_that_snapshots_it(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nodmix.codemode import engine as engine_module
+
+    snapshotted: list[Any] = []
+    real = engine_module.snapshot_and_close
+
+    def spy(cell: Any) -> bytes:
+        snapshotted.append(cell)
+        return real(cell)
+
+    monkeypatch.setattr(engine_module, "snapshot_and_close", spy)
+    gate = Gate()
+    h = await _harness(engine, sessions, workspace, gate)
+    first = await h.exec("const r = await tools.slow({}); return r.text")
+    assert first["status"] == "waiting"
+    assert len(snapshotted) == 1 and snapshotted[0]._vm.closed  # not left to the loop's GC
+    gate.release.set()
+    assert (await h.wait(first["runId"]))["status"] == "completed"

@@ -63,6 +63,7 @@ from nodmix.codemode.steps import (
     limits_for,
     restore_and_pump,
     settled_by,
+    snapshot_and_close,
 )
 from nodmix.codemode.tasks import NestedTasks
 from nodmix.codemode.wait_checks import wait_problem
@@ -368,7 +369,7 @@ class CodeModeEngine:
     async def _suspend(self, state: RunState, ref: CellRef) -> Result:
         reason = "yield" if state.yield_request is not None else waiting_reason(state)
         try:
-            blob = await guest_step(ref, ref.cell.snapshot)
+            blob = await guest_step(ref, snapshot_and_close, ref.cell)
         except SandboxError as exc:
             return run_failed(state, f"could not suspend the program: {exc}", "internal_error")
         if len(blob) > state.settings.max_snapshot_bytes:

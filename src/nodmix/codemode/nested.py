@@ -174,8 +174,12 @@ def delivery(call: NestedCall) -> tuple[bool, str]:
     return True, _dumps({"tool": call.entry.id, "text": text, "details": result.details})
 
 
+#: `json.dumps` with options builds a new encoder on every call; each delivery uses this one.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 def project(services: RunServices, call: NestedCall) -> None:
