@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import sniffio
-
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.tasks import CallCancel
@@ -108,7 +106,24 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
         extra={APPROVAL_WAITING: _approval_flag(state, call)},
         origin=services.scope.origin,
     )
-    result = await _run_tool(services, call, ctx, handle)
+    run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")
+    result: ToolResult | None = None
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # another backend (no asyncio loop): the call's own cancel scope
+        task = None
+    if task is None:
+        with handle.scope():
+            result = await run
+    else:
+        handle.running_in(task)
+        try:
+            result = await run
+        except asyncio.CancelledError as exc:
+            if not handle.caught(exc):
+                raise
+        finally:
+            handle.running_in(None)
     call.result = result or ToolResult.error(CANCELLED_TEXT)
     call.finished = time.perf_counter()
     call.done.set()
@@ -125,27 +140,6 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
-
-
-async def _run_tool(
-    services: RunServices, call: NestedCall, ctx: ToolContext, handle: CallCancel
-) -> ToolResult | None:
-    """The executor's result, or None when `handle` cancelled the call."""
-    run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")
-    task = asyncio.current_task() if sniffio.current_async_library() == "asyncio" else None
-    if task is None:
-        with handle.scope():
-            return await run
-        return None
-    handle.running_in(task)
-    try:
-        return await run
-    except asyncio.CancelledError as exc:
-        if handle.caught(exc):
-            return None
-        raise
-    finally:
-        handle.running_in(None)
 
 
 def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:

@@ -19,11 +19,10 @@ re-entrant, from a handler) use raises `SandboxError`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Final
 
@@ -54,6 +53,42 @@ _VM_FAILURES: Final = (GuestThrow, VMTrapped, DeadlineExceeded, VMOutOfMemory)
 #: The same setup script boots every cell: build its strict form (the bytecode cache key) once,
 #: so each boot neither rebuilds nor re-hashes it.
 _strict_setup: Final = functools.lru_cache(maxsize=16)(strict_setup)
+
+
+class _Step:
+    """One use of a cell's VM: the cell's lock, the remaining budget as the VM's deadline, and
+    the time used (a class rather than a generator-based context manager: a cell takes a step
+    for every guest tool call)."""
+
+    __slots__ = ("_cell", "_entry", "_start")
+
+    def __init__(self, cell: Cell, grace: float) -> None:
+        if not cell._lock.acquire(blocking=False):
+            raise SandboxError("cell is already in use (cells are not re-entrant)")
+        self._cell = cell
+        self._start = time.monotonic()
+        try:
+            vm = cell._vm
+            self._entry = vm.entry(max(vm.limits.timeout - cell._used, grace))
+        except BaseException:
+            self._end()
+            raise
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        try:
+            self._entry.__exit__(exc_type, exc, tb)
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        cell = self._cell
+        cell._used += time.monotonic() - self._start
+        cell._lock.release()
 
 
 class Cell:
@@ -377,17 +412,8 @@ class Cell:
         if self._vm.closed:
             raise SandboxError("the cell is closed")
 
-    @contextlib.contextmanager
-    def _step(self, *, grace: float = 0.0) -> Iterator[None]:
-        if not self._lock.acquire(blocking=False):
-            raise SandboxError("cell is already in use (cells are not re-entrant)")
-        start = time.monotonic()
-        try:
-            with self._vm.entry(max(self._vm.limits.timeout - self._used, grace)):
-                yield
-        finally:
-            self._used += time.monotonic() - start
-            self._lock.release()
+    def _step(self, *, grace: float = 0.0) -> _Step:
+        return _Step(self, grace)
 
     def _drive(self, body: Callable[[], Outcome | None]) -> Outcome:
         outcome: Outcome | None

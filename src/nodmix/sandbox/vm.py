@@ -86,6 +86,28 @@ def bytecode_compiles() -> int:
     return _bytecode.misses
 
 
+_TRAPS: Final = (wasmtime.Trap, wasmtime.WasmtimeError, hostio.OutOfBounds)
+
+
+class _Entry:
+    """`VM.entry`'s scope: turns a wasm trap into `VMTrapped` (a class rather than a
+    generator-based context manager: a cell enters its VM once per guest tool call)."""
+
+    __slots__ = ("_vm",)
+
+    def __init__(self, vm: VM) -> None:
+        self._vm = vm
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc is not None and isinstance(exc, _TRAPS):
+            raise self._vm.trapped(exc) from None
+
+
 class VM:
     """A QuickJS runtime+context in a fresh wasm instance (booted, or loaded from an image or
     a `VMStart`: a template's or a snapshot's pages).
@@ -155,9 +177,8 @@ class VM:
 
     # -- entries, deadlines, traps -----------------------------------------------------------
 
-    @contextlib.contextmanager
-    def entry(self, seconds: float) -> Iterator[None]:
-        """Scope for using the VM with a deadline `seconds` from now.
+    def entry(self, seconds: float) -> _Entry:
+        """Scope for using the VM with a deadline `seconds` from now (`with vm.entry(s):`).
 
         Raises:
             VMTrapped: A wasm trap happened inside the scope (or the VM was already dead).
@@ -167,15 +188,15 @@ class VM:
         seconds = max(seconds, 0.0)
         self.deadline = time.monotonic() + seconds
         self.store.set_epoch_deadline(wasm.epoch_ticks(seconds))
-        try:
-            yield
-        except (wasmtime.Trap, wasmtime.WasmtimeError, hostio.OutOfBounds) as exc:
-            self.dead = True
-            nested, self._nested_trap = self._nested_trap, None
-            if nested is not None:
-                raise nested from None
-            interrupt = wasm.trap_is_interrupt(exc)
-            raise VMTrapped(wasm.trap_summary(exc), interrupt=interrupt) from None
+        return _Entry(self)
+
+    def trapped(self, exc: BaseException) -> VMTrapped:
+        """The VM is dead after trap `exc` inside an entry: what to raise instead."""
+        self.dead = True
+        nested, self._nested_trap = self._nested_trap, None
+        if nested is not None:
+            return nested
+        return VMTrapped(wasm.trap_summary(exc), interrupt=wasm.trap_is_interrupt(exc))
 
     def clock_ns(self, clock_id: int) -> int:
         """Import callback: the realtime or monotonic clock (a probe's, while one is set)."""
