@@ -108,3 +108,12 @@ async def test_a_handle_cancelled_before_its_call_runs_cancels_the_scope_it_hand
     with handle.scope() as scope:
         await anyio.sleep_forever()
     assert scope.cancelled_caught
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_before_it_registers_its_task_stops_at_its_first_await() -> None:
+    handle, started = CallCancel(), anyio.Event()
+    handle.cancel()  # e.g. the run ended while the call emitted its start event
+    task = asyncio.get_running_loop().create_task(_call_task(handle, started))
+    assert await task == "cancelled by its run"
+    assert started.is_set()

@@ -46,8 +46,11 @@ class CallCancel:
             self._scope.cancel()
 
     def running_in(self, task: asyncio.Task[Any] | None) -> None:
-        """The call runs in `task` from now on (None once it no longer awaits anything)."""
+        """The call runs in `task` from now on (None once it no longer awaits anything); a
+        call cancelled just before is stopped at its first await, like in a cancelled scope."""
         self._task = task
+        if task is not None and self.cancel_called:
+            task.cancel()
 
     def scope(self) -> anyio.CancelScope:
         """A cancel scope for a call that runs outside an asyncio task (other backends)."""
