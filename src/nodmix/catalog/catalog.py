@@ -141,11 +141,10 @@ class RunCatalog:
     def find(self, ref: str) -> CatalogEntry:
         """Guest lookup: exact id, then exact name, among non-MCP entries."""
         ref = str(ref).strip()
-        visible = self.visible
-        for entry in visible:
-            if entry.id == ref:
-                return entry
-        named = [e for e in visible if e.name == ref]
+        entry = self._by_id.get(ref)  # ids are unique: no scan for the usual exact id
+        if entry is not None and entry.source != "mcp":
+            return entry
+        named = [e for e in self.visible if e.name == ref]
         if len(named) == 1:
             return named[0]
         if named:
