@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Final
@@ -44,7 +43,13 @@ from nodmix.sandbox.bridge import CALL_FUNCTION, REQUEST_FUNCTION, Bridge
 from nodmix.sandbox.prelude import PRELUDE, PRELUDE_FILENAME, strict_setup, wrap_async
 from nodmix.sandbox.runtime import QuickJSRuntime, get_runtime
 from nodmix.sandbox.vm import PROMISE_FULFILLED, PROMISE_PENDING, VM
-from nodmix.sandbox.vmstate import DeadlineExceeded, GuestThrow, VMOutOfMemory, VMTrapped
+from nodmix.sandbox.vmstate import (
+    DeadlineExceeded,
+    GuestThrow,
+    StepScope,
+    VMOutOfMemory,
+    VMTrapped,
+)
 
 #: Describing a guest error may run guest getters; it gets this much time even when the
 #: budget is spent (the error itself is what ended the step).
@@ -53,42 +58,6 @@ _VM_FAILURES: Final = (GuestThrow, VMTrapped, DeadlineExceeded, VMOutOfMemory)
 #: The same setup script boots every cell: build its strict form (the bytecode cache key) once,
 #: so each boot neither rebuilds nor re-hashes it.
 _strict_setup: Final = functools.lru_cache(maxsize=16)(strict_setup)
-
-
-class _Step:
-    """One use of a cell's VM: the cell's lock, the remaining budget as the VM's deadline, and
-    the time used (a class rather than a generator-based context manager: a cell takes a step
-    for every guest tool call)."""
-
-    __slots__ = ("_cell", "_entry", "_start")
-
-    def __init__(self, cell: Cell, grace: float) -> None:
-        if not cell._lock.acquire(blocking=False):
-            raise SandboxError("cell is already in use (cells are not re-entrant)")
-        self._cell = cell
-        self._start = time.monotonic()
-        try:
-            vm = cell._vm
-            self._entry = vm.entry(max(vm.limits.timeout - cell._used, grace))
-        except BaseException:
-            self._end()
-            raise
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> None:
-        try:
-            self._entry.__exit__(exc_type, exc, tb)
-        finally:
-            self._end()
-
-    def _end(self) -> None:
-        cell = self._cell
-        cell._used += time.monotonic() - self._start
-        cell._lock.release()
 
 
 class Cell:
@@ -412,8 +381,12 @@ class Cell:
         if self._vm.closed:
             raise SandboxError("the cell is closed")
 
-    def _step(self, *, grace: float = 0.0) -> _Step:
-        return _Step(self, grace)
+    def _step(self, *, grace: float = 0.0) -> StepScope:
+        vm = self._vm
+        return StepScope(self._lock, vm, max(vm.limits.timeout - self._used, grace), self._charge)
+
+    def _charge(self, seconds: float) -> None:
+        self._used += seconds
 
     def _drive(self, body: Callable[[], Outcome | None]) -> Outcome:
         outcome: Outcome | None

@@ -34,6 +34,7 @@ from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vmstate import (
     BytecodeCache,
     DeadlineExceeded,
+    EntryScope,
     GuestThrow,
     HostFunction,
     VMImage,
@@ -84,28 +85,6 @@ def bytecode_compiles() -> int:
     """How many scripts this process has compiled to bytecode so far (a boot that compiles
     allocates differently from one that only loads cached bytecode)."""
     return _bytecode.misses
-
-
-_TRAPS: Final = (wasmtime.Trap, wasmtime.WasmtimeError, hostio.OutOfBounds)
-
-
-class _Entry:
-    """`VM.entry`'s scope: turns a wasm trap into `VMTrapped` (a class rather than a
-    generator-based context manager: a cell enters its VM once per guest tool call)."""
-
-    __slots__ = ("_vm",)
-
-    def __init__(self, vm: VM) -> None:
-        self._vm = vm
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> None:
-        if exc is not None and isinstance(exc, _TRAPS):
-            raise self._vm.trapped(exc) from None
 
 
 class VM:
@@ -177,7 +156,7 @@ class VM:
 
     # -- entries, deadlines, traps -----------------------------------------------------------
 
-    def entry(self, seconds: float) -> _Entry:
+    def entry(self, seconds: float) -> EntryScope:
         """Scope for using the VM with a deadline `seconds` from now (`with vm.entry(s):`).
 
         Raises:
@@ -188,7 +167,7 @@ class VM:
         seconds = max(seconds, 0.0)
         self.deadline = time.monotonic() + seconds
         self.store.set_epoch_deadline(wasm.epoch_ticks(seconds))
-        return _Entry(self)
+        return EntryScope(self.trapped)
 
     def trapped(self, exc: BaseException) -> VMTrapped:
         """The VM is dead after trap `exc` inside an entry: what to raise instead."""

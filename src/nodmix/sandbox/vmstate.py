@@ -1,12 +1,19 @@
-"""Small value and signal types of the VM layer (kept apart so `vm.py` stays readable)."""
+"""Small value and signal types of the VM layer, and the scopes a step uses it in (kept apart
+so `vm.py` and `cell.py` stay readable)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final, Protocol
 
+import wasmtime
+
+from nodmix.errors import SandboxError
+from nodmix.sandbox import hostio
 from nodmix.sandbox.memimage import PageRuns
 
 #: A host function: receives the borrowed argument handles, returns an owned handle (or 0
@@ -95,3 +102,75 @@ class BytecodeCache:
             self._items[key] = value
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
+
+
+_TRAPS: Final = (wasmtime.Trap, wasmtime.WasmtimeError, hostio.OutOfBounds)
+
+
+class EntryScope:
+    """`VM.entry`'s scope: a wasm trap inside it becomes what `trapped` makes of it (a class
+    rather than a generator-based context manager: a cell enters its VM once per guest tool
+    call)."""
+
+    __slots__ = ("_trapped",)
+
+    def __init__(self, trapped: Callable[[BaseException], VMTrapped]) -> None:
+        self._trapped = trapped
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc is not None and isinstance(exc, _TRAPS):
+            raise self._trapped(exc) from None
+
+
+class Entering(Protocol):
+    """What `StepScope` needs of a VM."""
+
+    def entry(self, seconds: float) -> EntryScope: ...
+
+
+class StepScope:
+    """One use of a cell's VM: holds the cell's lock, enters the VM with `seconds` left, and
+    reports the time used to `charge` (a class for the same reason as `EntryScope`).
+
+    Raises (when created):
+        SandboxError: The lock is taken (cells are not re-entrant).
+    """
+
+    __slots__ = ("_charge", "_entry", "_lock", "_start")
+
+    def __init__(
+        self,
+        lock: threading.Lock,
+        vm: Entering,
+        seconds: float,
+        charge: Callable[[float], None],
+    ) -> None:
+        if not lock.acquire(blocking=False):
+            raise SandboxError("cell is already in use (cells are not re-entrant)")
+        self._lock, self._charge = lock, charge
+        self._start = time.monotonic()
+        try:
+            self._entry = vm.entry(seconds)
+        except BaseException:
+            self._end()
+            raise
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        try:
+            self._entry.__exit__(exc_type, exc, tb)
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        self._charge(time.monotonic() - self._start)
+        self._lock.release()
