@@ -144,10 +144,15 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 def _ask_on_terminal(runtime: Any) -> None:
-    """Approval requests of this process's turns are asked on the terminal (y/n/always)."""
-    from nodmix.cli.approval_prompt import TerminalPresenter
+    """Approval requests of this process's turns are asked on the terminal (y/n/always); the
+    prompt is set up when the security parts are built (a turn without `exec` never does)."""
 
-    runtime.security.broker.router.register("owner", TerminalPresenter())
+    def register(security: Any) -> None:
+        from nodmix.cli.approval_prompt import TerminalPresenter
+
+        security.broker.router.register("owner", TerminalPresenter())
+
+    runtime.when_security(register)
 
 
 class LocalChat:

@@ -52,10 +52,10 @@ from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
-from nodmix.runtime.skills import SKILLS_NAMESPACE, scan_for_turn
+from nodmix.runtime.security import LazySecurity
+from nodmix.runtime.skills import scan_for_turn, skills_namespace_entry
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
-from nodmix.security.gate import TurnHandle
-from nodmix.security.parts import CHAT_COMMANDS, open_security
+from nodmix.security.turns import CHAT_COMMANDS, TurnHandle
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.sessions.turn_lock import waiting_notice
@@ -67,6 +67,7 @@ from nodmix.tools.executor import ToolExecutor
 if TYPE_CHECKING:
     from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
+    from nodmix.security.parts import SecurityParts
 
 log = logging.getLogger("nodmix.runtime")
 
@@ -158,9 +159,8 @@ class Runtime:
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
-        self.security = open_security(state_dir, lambda: self.config)
-        """Exec policy, allowlist and approval requests (`nodmix.security`)."""
-        self.executor.gate = self.security.gate
+        self._security = LazySecurity(state_dir, lambda: self.config)
+        self.executor.gate = self._security
         self.retry = retry
         self._engines: dict[str, ContextEngine] = {}
         self.engine_failures: dict[str, str] = {}
@@ -242,7 +242,7 @@ class Runtime:
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
-            runtime.security.broker.attach(background)
+            runtime._security.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
@@ -250,6 +250,17 @@ class Runtime:
                 await runtime._dispose_engines()
                 if runtime._engine is not None:
                     runtime._engine.shutdown()
+
+    @property
+    def security(self) -> SecurityParts:
+        """Exec policy, allowlist and approval requests (`nodmix.security`), built on first
+        use: the first `exec` call, or the first part that asks for them."""
+        return self._security.parts
+
+    def when_security(self, setup: Callable[[SecurityParts], None]) -> None:
+        """Run `setup` on the security parts once they exist, without building them now (an
+        approval presenter for a run that may never ask for an approval)."""
+        self._security.when_built(setup)
 
     @property
     def channels(self) -> ChannelManager:
@@ -498,7 +509,7 @@ class Runtime:
             resume = None
             if client.results is not None:
                 resume = accept_client_results(session, self._engine, client.results)
-            self.security.turns.add(run_id, key, TurnHandle(origin, emit))
+            self._security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
                 skills = await scan_for_turn(self.skills, self.loaded, agent, self.env)
                 tools = await build_run_tools(
@@ -511,10 +522,8 @@ class Runtime:
                         executor=self.executor,
                         engine=lambda: self.engine,
                         sources=self.tool_sources,
-                        namespaces=[
-                            *((o.owner, o.value) for o in self.registry.namespaces.values()),
-                            SKILLS_NAMESPACE,
-                        ],
+                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        more_namespaces=lambda: [skills_namespace_entry()],
                         plugin_configs={
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
@@ -565,7 +574,7 @@ class Runtime:
                 emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
                 raise
             finally:
-                self.security.turns.remove(run_id)
+                self._security.turns.remove(run_id)
             last = result.last_message
             session.update_usage(
                 result.usage,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -18,8 +19,15 @@ from nodmix.skills.model import Skill
 from nodmix.skills.tools import SKILLS_OWNER, skill_tools, skills_namespace
 from nodmix.tools import Tool
 
-SKILLS_NAMESPACE = (SKILLS_OWNER, skills_namespace())
-"""`(owner, registration)` of the code-mode `skills` global, passed with the plugins' ones."""
+if TYPE_CHECKING:
+    from nodmix.codemode.namespaces import NamespaceRegistration
+
+
+@functools.cache
+def skills_namespace_entry() -> tuple[str, NamespaceRegistration]:
+    """`(owner, registration)` of the code-mode `skills` global, passed with the plugins' ones
+    (built on first use: only code-mode runs need the namespace machinery)."""
+    return (SKILLS_OWNER, skills_namespace())
 
 
 class TurnSkills(msgspec.Struct, frozen=True, kw_only=True):

@@ -55,6 +55,9 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     extra_tools: Sequence[Tool] = ()
     namespaces: Sequence[tuple[str, NamespaceRegistration]] = ()
     """Registered plugin namespaces as `(plugin id, registration)`."""
+    more_namespaces: Callable[[], Sequence[tuple[str, NamespaceRegistration]]] | None = None
+    """Further namespaces, asked for only when code mode is active (building them imports the
+    namespace machinery, which plain runs skip)."""
     plugin_configs: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
     mcp: MCPAccess | None = None
     disable_tools: bool = False
@@ -114,7 +117,10 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         workspace=inputs.agent.workspace,
         emit=inputs.emit,
         append=session.append_message,
-        namespaces=inputs.namespaces,
+        namespaces=[
+            *inputs.namespaces,
+            *(inputs.more_namespaces() if inputs.more_namespaces is not None else ()),
+        ],
         plugin_configs=inputs.plugin_configs,
         mcp=inputs.mcp,
     )
