@@ -47,6 +47,7 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.cache import ConfigCache
 from nodmix.runtime.channel_access import LazyChannels
 from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
@@ -159,6 +160,8 @@ class Runtime:
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
+        self._cache = ConfigCache(lambda: self.config)
+        """Agent profiles, core tools and skills prompts of the current config."""
         self._security = LazySecurity(state_dir, lambda: self.config)
         self.executor.gate = self._security
         self.retry = retry
@@ -295,8 +298,11 @@ class Runtime:
     # ---- agents, models, engines --------------------------------------------------------------
 
     def agent(self, agent_id: str | None = None) -> AgentProfile:
-        """A resolved agent profile (`main` by default)."""
-        return resolve_agent(self.config, agent_id or config_paths.DEFAULT_AGENT_ID, env=self.env)
+        """A resolved agent profile (`main` by default), resolved once per config."""
+        wanted = agent_id or config_paths.DEFAULT_AGENT_ID
+        return self._cache.get(
+            ("agent", wanted), lambda: resolve_agent(self.config, wanted, env=self.env)
+        )
 
     def agent_ids(self) -> list[str]:
         """Configured agent ids."""
@@ -535,6 +541,7 @@ class Runtime:
                         extra_tools=client.tools,
                         tool_choice=client.tool_choice,
                         origin=origin,
+                        cache=self._cache,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -561,7 +568,10 @@ class Runtime:
                     tools=tools,
                     model_refs=refs,
                     origin=origin,
-                    skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
+                    skills_prompt=self._cache.get(
+                        ("skills_prompt", agent.workspace, skills.skills, tools.code_mode),
+                        lambda: skills.prompt(agent, code_mode=tools.code_mode),
+                    ),
                     resume=resume or (),
                 )
                 result = await run_turn(deps, request, emit)

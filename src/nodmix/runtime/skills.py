@@ -62,16 +62,21 @@ async def scan_for_turn(
     book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
 ) -> TurnSkills:
     """`turn_skills`, in a worker thread only when the last scan was slow (many skills, a
-    changed SKILL.md to parse)."""
-    if book.last_scan_seconds < INLINE_SCAN_SECONDS:
+    changed SKILL.md to parse).
+
+    The time kept is the scan's own, also in the thread: counting the thread hop would keep
+    every later scan in a thread on a loaded machine, where the hop alone passes the limit.
+    """
+
+    def timed() -> TurnSkills:
         started = time.perf_counter()
         result = turn_skills(book, loaded, agent, env)
         book.last_scan_seconds = time.perf_counter() - started
         return result
-    started_thread = time.perf_counter()
-    result = await anyio.to_thread.run_sync(turn_skills, book, loaded, agent, env)
-    book.last_scan_seconds = time.perf_counter() - started_thread
-    return result
+
+    if book.last_scan_seconds < INLINE_SCAN_SECONDS:
+        return timed()
+    return await anyio.to_thread.run_sync(timed)
 
 
 def turn_skills(
