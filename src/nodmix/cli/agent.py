@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from nodmix.cli import collector
 from nodmix.cli.common import common_parent
 
 
@@ -86,6 +87,7 @@ async def _one_turn(args: argparse.Namespace) -> int:
 
     printer = EventPrinter(stream_text=not args.json)
     async with Runtime.open() as runtime:
+        collector.resume(args)
         _ask_on_terminal(runtime)
         outcome: Any = None
 
@@ -133,6 +135,7 @@ async def _chat(args: argparse.Namespace) -> int:
     from nodmix.runtime import Runtime
 
     async with Runtime.open() as runtime:
+        collector.resume(args)
         _ask_on_terminal(runtime)
         backend = LocalChat(runtime, args)
         return await run_chat(

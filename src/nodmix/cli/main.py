@@ -12,11 +12,10 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from nodmix import __version__
-from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_line
+from nodmix.cli import collector
 
 COMMAND_MODULES = (
     "agent",
@@ -72,8 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in arguments or "-v" in arguments
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    paused = argv is None and collector.pause(command)  # see nodmix.cli.collector
     try:
-        return _main(arguments)
+        return _main(arguments, command, collector_paused=paused)
     except BrokenPipeError:
         # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -81,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # every failure ends as one line; --verbose adds the traceback
         return _fail(exc, verbose)
     except BaseExceptionGroup as group:
+        from nodmix.cli.failure import is_interrupt
+
         if is_interrupt(group):
             print("nodmix: interrupted", file=sys.stderr)
             return 130
@@ -91,17 +94,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(exc: BaseException, verbose: bool) -> int:
+    # Imported here: only a failing run needs them (start-up time matters).
+    from nodmix.cli.failure import exhaustion_line, leaf_error, one_line
+
     if verbose:
+        import traceback
+
         traceback.print_exception(exc)
     exhausted = exhaustion_line(exc)  # out of files or disk: say so and what to do
     print(f"nodmix: error: {exhausted or one_line(leaf_error(exc))}", file=sys.stderr)
     return 1
 
 
-def _main(arguments: list[str]) -> int:
-    command = next((a for a in arguments if not a.startswith("-")), None)
+def _main(arguments: list[str], command: str | None, *, collector_paused: bool) -> int:
     parser = build_parser(command if command in COMMAND_MODULES else None)
     args = parser.parse_args(arguments)
+    args.collector_paused = collector_paused
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
