@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from nodmix.events import EventSink, discard
 from nodmix.origin import TurnOrigin
@@ -30,8 +31,7 @@ CHAT_COMMANDS: dict[str, Answer] = {
 """`/approve <id>`, `/always <id>` and `/deny <id>`: a chat's answers to approval requests."""
 
 
-@dataclass(frozen=True, slots=True)
-class TurnHandle:
+class TurnHandle(msgspec.Struct, frozen=True):
     """A running turn as the gate sees it: who is talking and where its events go."""
 
     origin: TurnOrigin | None
