@@ -20,7 +20,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
-from nodmix.automation.service import Automation
+from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
@@ -66,6 +66,7 @@ from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
+    from nodmix.automation.service import Automation
     from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
     from nodmix.security.parts import SecurityParts
@@ -190,11 +191,10 @@ class Runtime:
         self.tool_sources.append(MessageTools(self.channel_access))
         self.observer = TurnObserver()
         """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
-        self.automation = Automation(
-            lambda: self.config, state_dir=state_dir, channels=self.channel_access
+        self._automation: Automation | None = None
+        self.tool_sources.append(
+            CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
-        """Cron jobs, run history, heartbeat and webhook runs; the gateway runs the loops."""
-        self.tool_sources.append(self.automation.tools)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -253,6 +253,18 @@ class Runtime:
                 await runtime._dispose_engines()
                 if runtime._engine is not None:
                     runtime._engine.shutdown()
+
+    @property
+    def automation(self) -> Automation:
+        """Cron jobs, run history, heartbeat and webhook runs (the gateway runs the loops),
+        created on first use: the `cron` tool's first call or the gateway's start."""
+        if self._automation is None:
+            from nodmix.automation.service import Automation
+
+            self._automation = Automation(
+                lambda: self.config, state_dir=self.state_dir, channels=self.channel_access
+            )
+        return self._automation
 
     @property
     def security(self) -> SecurityParts:
