@@ -86,7 +86,7 @@ async def _one_turn(args: argparse.Namespace) -> int:
     from nodmix.runtime import Runtime
 
     printer = EventPrinter(stream_text=not args.json)
-    async with Runtime.open() as runtime:
+    async with Runtime.open(one_conversation=True) as runtime:
         collector.resume(args)
         _ask_on_terminal(runtime)
         outcome: Any = None
@@ -134,7 +134,7 @@ async def _chat(args: argparse.Namespace) -> int:
     from nodmix.cli.chat import chat_lines, run_chat
     from nodmix.runtime import Runtime
 
-    async with Runtime.open() as runtime:
+    async with Runtime.open(one_conversation=True) as runtime:
         collector.resume(args)
         _ask_on_terminal(runtime)
         backend = LocalChat(runtime, args)

@@ -12,10 +12,15 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from nodmix import __version__
 from nodmix.cli import collector
+
+# Imported up front, not when a command fails: a process out of file descriptors could not
+# load them then, and its one-line error would become a traceback.
+from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_line
 
 COMMAND_MODULES = (
     "agent",
@@ -82,8 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # every failure ends as one line; --verbose adds the traceback
         return _fail(exc, verbose)
     except BaseExceptionGroup as group:
-        from nodmix.cli.failure import is_interrupt
-
         if is_interrupt(group):
             print("nodmix: interrupted", file=sys.stderr)
             return 130
@@ -94,12 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(exc: BaseException, verbose: bool) -> int:
-    # Imported here: only a failing run needs them (start-up time matters).
-    from nodmix.cli.failure import exhaustion_line, leaf_error, one_line
-
     if verbose:
-        import traceback
-
         traceback.print_exception(exc)
     exhausted = exhaustion_line(exc)  # out of files or disk: say so and what to do
     print(f"nodmix: error: {exhausted or one_line(leaf_error(exc))}", file=sys.stderr)

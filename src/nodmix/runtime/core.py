@@ -192,6 +192,8 @@ class Runtime:
         self.observer = TurnObserver()
         """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
         self._automation: Automation | None = None
+        self.inline_skill_scans = False
+        """Scan skills on the event loop even when the last scan was slow (see `open`)."""
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
@@ -205,8 +207,11 @@ class Runtime:
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         extra_sources: Sequence[ToolProvider] = (),
+        one_conversation: bool = False,
     ) -> AsyncIterator[Runtime]:
-        """Build every part from config and close them all on exit."""
+        """Build every part from config and close them all on exit. `one_conversation`: the
+        process serves a single chat (the CLI), so nothing else waits on its event loop and
+        skill scans run there, starting no worker thread."""
         env = dict(os.environ if env is None else env)
         loaded = loaded or load_config(env=env)
         state_dir = config_paths.ensure_state_dir(config_paths.state_dir(env))
@@ -245,6 +250,7 @@ class Runtime:
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
+            runtime.inline_skill_scans = one_conversation
             runtime._security.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
@@ -529,7 +535,9 @@ class Runtime:
                 resume = accept_client_results(session, self._engine, client.results)
             self._security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
-                skills = await scan_for_turn(self.skills, self.loaded, agent, self.env)
+                skills = await scan_for_turn(
+                    self.skills, self.loaded, agent, self.env, inline=self.inline_skill_scans
+                )
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,

@@ -59,10 +59,15 @@ costs more than checking a few unchanged folders."""
 
 
 async def scan_for_turn(
-    book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
+    book: SkillBook,
+    loaded: LoadedConfig,
+    agent: AgentProfile,
+    env: Mapping[str, Any],
+    *,
+    inline: bool = False,
 ) -> TurnSkills:
     """`turn_skills`, in a worker thread only when the last scan was slow (many skills, a
-    changed SKILL.md to parse).
+    changed SKILL.md to parse) and other work may be waiting on the loop (not `inline`).
 
     The time kept is the scan's own, also in the thread: counting the thread hop would keep
     every later scan in a thread on a loaded machine, where the hop alone passes the limit.
@@ -74,7 +79,7 @@ async def scan_for_turn(
         book.last_scan_seconds = time.perf_counter() - started
         return result
 
-    if book.last_scan_seconds < INLINE_SCAN_SECONDS:
+    if inline or book.last_scan_seconds < INLINE_SCAN_SECONDS:
         return timed()
     return await anyio.to_thread.run_sync(timed)
 
