@@ -6,8 +6,6 @@ camelCase in the file and snake_case here. `None` means "not set": the code that
 resolves its default (and clamps it), which is what lets per-agent sections merge over globals.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 import msgspec
