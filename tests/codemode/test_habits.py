@@ -58,6 +58,42 @@ async def test_console_methods_become_text_output_in_order_with_text_and_json(
 
 
 @pytest.mark.anyio
+async def test_console_joins_strings_and_numbers_like_node_whatever_the_argument_count(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    h = await _harness(engine, sessions, workspace)
+    result = await h.exec(
+        """
+        for (const v of [1, 0, -0, 2.5, NaN, -Infinity, 'word']) console.log('v', v);
+        console.log('a', 'b', 3, -0, 0, 1e21, 'c');
+        console.log('100%', 5);
+        console.log('%d%%', 50, 'left');
+        console.log('v %d', 8);
+        console.log('v', 7);
+        console.log('x', { y: 1 }, 2);
+        console.log(3, 'three');
+        """
+    )
+    assert result["status"] == "completed", result
+    assert _texts(result) == [
+        "v 1",
+        "v 0",
+        "v -0",
+        "v 2.5",
+        "v NaN",
+        "v -Infinity",
+        "v word",
+        "a b 3 -0 0 1e+21 c",
+        "100% 5",
+        "50% left",
+        "v 8",
+        "v 7",
+        "x { y: 1 } 2",
+        "3 three",
+    ]
+
+
+@pytest.mark.anyio
 async def test_console_breaks_long_objects_over_lines_and_supports_groups_count_and_table(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:

@@ -28,8 +28,41 @@ function (cap) {
   const fmt = (/*INSPECT*/)();
   const format = fmt.format;
   let groupIndent = '';
+  // Strings and non-zero numbers are joined with spaces right here, so the common
+  // `console.log('label', n)` costs about as much as logging one string. Anything else
+  // (objects, -0, a %-specifier in the first of several arguments) goes to the inspector.
+  // `plainFirst` is the last first argument found to hold no '%': a loop logging the same
+  // label skips the search.
+  let plainFirst = '', plainSpaced = ' ';
+  function hasSpecifier(s) {
+    if (s.indexOf('%') !== -1) return true;
+    plainFirst = s;
+    plainSpaced = s + ' ';
+    return false;
+  }
   function out(args) {
-    let s = args.length === 1 && typeof args[0] === 'string' ? args[0] : format(args);
+    const n = args.length;
+    let s = args[0];
+    if (typeof s !== 'string') {
+      s = format(args);
+    } else if (n > 1) {
+      if (s !== plainFirst && hasSpecifier(s)) {
+        s = format(args);
+      } else if (n === 2) {
+        const a = args[1];
+        s = (typeof a === 'number' ? a !== 0 : typeof a === 'string') ? plainSpaced + a : format(args);
+      } else {
+        for (let i = 1; i < n; i++) {
+          const a = args[i];
+          if (typeof a === 'number' ? a !== 0 : typeof a === 'string') {
+            s += ' ' + a;
+          } else {
+            s = format(args);
+            break;
+          }
+        }
+      }
+    }
     if (groupIndent !== '') s = groupIndent + s.split('\n').join('\n' + groupIndent);
     emit(s);
   }
