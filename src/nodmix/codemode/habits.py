@@ -50,7 +50,22 @@ HABITS_SCRIPT: Final = (
 WEBAPI_SCRIPT: Final = _script("webapi.js")
 """A function expression returning a builder per web global (`call('source', 'webapi')`)."""
 
-SOURCES: Final = {"habits": HABITS_SCRIPT, "webapi": WEBAPI_SCRIPT}
+NAMESPACES_SCRIPT: Final = _script("namespaces.js")
+"""A function expression `({namespaces, mcp, safe, request, frozenCopy, resolved, rejected})`
+returning the plugin namespaces and `MCP`; the setup fetches it (`call('source',
+'namespaces')`) only in runs that have some."""
+
+API_SCRIPT: Final = _script("api.js")
+"""A function expression `({files, frozenCopy, resolved, rejected})` returning `{list, read}`
+over the run's API files; `API.list`/`API.read` fetch it (`call('source', 'api')`) on first
+use."""
+
+SOURCES: Final = {
+    "habits": HABITS_SCRIPT,
+    "webapi": WEBAPI_SCRIPT,
+    "namespaces": NAMESPACES_SCRIPT,
+    "api": API_SCRIPT,
+}
 
 HABIT_GLOBALS: Final = (
     "console",
