@@ -16,7 +16,8 @@ process, evaluated from bytecode) and replaces the accessor with a plain writabl
 cell that uses none of them pays for a few accessors, not for compiling and snapshotting ~600
 lines of JavaScript.
 `queueMicrotask`,
-`atob`/`btoa` and `performance` are QuickJS's own.
+`atob`/`btoa` and `performance` are QuickJS's own. `SOURCES` also serves the guest setup's other
+load-on-use scripts: the plugin/MCP namespace builder and `API.list`/`API.read` (`guest.py`).
 
 Console lines are batched: the first line of a synchronous run crosses to the host at once
 (so a program that logs and then spins until its timeout still shows it), later ones are sent
