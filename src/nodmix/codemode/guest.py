@@ -120,7 +120,8 @@ function (cap) {
   put('yield_control', function (reason) {
     return request('yield', { reason: reason === undefined ? null : S(reason) });
   });
-  // Node and web globals, built on first read (see habits.py).
+  // Node and web globals, built on first read (see habits.py). The host serves each web global
+  // the script of its group (`WEB_GLOBALS`), whose builders then serve the group's other names.
   let habits = null, web = null;
   function fromHabits(name) {
     if (habits === null) {
@@ -130,8 +131,12 @@ function (cap) {
     return habits[name];
   }
   function fromWeb(name) {
-    if (web === null) web = call('source', 'webapi')();
-    return web[name]();
+    if (web === null) web = create(null);
+    if (web[name] === undefined) {
+      const builders = call('source', 'web:' + name)();
+      for (const k of keys(builders)) web[k] = builders;
+    }
+    return web[name][name]();
   }
   function setGlobal(name, value) {
     define(g, name, { value: value, writable: true, configurable: true, enumerable: false });

@@ -10,7 +10,7 @@ cleared timer never keeps a run waiting. An exception thrown by a timer callback
 an `Uncaught ...` text entry (the program itself keeps running).
 
 All of these, and the web globals (`structuredClone`, `TextEncoder`/`TextDecoder`,
-`URL`/`URLSearchParams`, `js/webapi.js`), load on first read: the setup script only defines an
+`URL`/`URLSearchParams`, `js/web_*.js`), load on first read: the setup script only defines an
 accessor per name; the first read asks the host for a `TrustedScript` (compiled once per
 process, evaluated from bytecode) and replaces the accessor with a plain writable value. A fresh
 cell that uses none of them pays for a few accessors, not for compiling and snapshotting ~600
@@ -48,8 +48,18 @@ HABITS_SCRIPT: Final = (
 `console`, the timer functions and
 `sleep`; the guest fetches it (`call('source', 'habits')`) the first time a program reads one."""
 
-WEBAPI_SCRIPT: Final = _script("webapi.js")
-"""A function expression returning a builder per web global (`call('source', 'webapi')`)."""
+WEB_GLOBALS: Final = {
+    "structuredClone": "web_clone",
+    "TextEncoder": "web_text",
+    "TextDecoder": "web_text",
+    "URL": "web_url",
+    "URLSearchParams": "web_url",
+}
+"""Each web global and the script (a `WEB_SCRIPTS` key) that builds it."""
+
+WEB_SCRIPTS: Final = {name: _script(f"{name}.js") for name in ("web_clone", "web_text", "web_url")}
+"""Function expressions returning a builder per web global, one script per group of globals, so
+a program that reads `URL` carries none of the others."""
 
 NAMESPACES_SCRIPT: Final = _script("namespaces.js")
 """A function expression `({namespaces, mcp, safe, request, frozenCopy, resolved, rejected})`
@@ -63,7 +73,8 @@ use."""
 
 SOURCES: Final = {
     "habits": HABITS_SCRIPT,
-    "webapi": WEBAPI_SCRIPT,
+    # `call('source', 'web:URL')`: the script of the global's group.
+    **{f"web:{name}": WEB_SCRIPTS[group] for name, group in WEB_GLOBALS.items()},
     "namespaces": NAMESPACES_SCRIPT,
     "api": API_SCRIPT,
 }
@@ -76,4 +87,3 @@ HABIT_GLOBALS: Final = (
     "clearInterval",
     "sleep",
 )
-WEB_GLOBALS: Final = ("structuredClone", "TextEncoder", "TextDecoder", "URL", "URLSearchParams")
