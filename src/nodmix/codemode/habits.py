@@ -39,14 +39,15 @@ def _script(name: str) -> str:
     return resources.files("nodmix.codemode").joinpath("js", name).read_text(encoding="utf-8")
 
 
-HABITS_SCRIPT: Final = (
-    _script("habits.js")
-    .replace("/*INSPECT*/", _script("inspect.js"))
-    .replace("/*MAX_TIMERS*/", str(MAX_TIMERS))
-)
+HABITS_SCRIPT: Final = _script("habits.js").replace("/*MAX_TIMERS*/", str(MAX_TIMERS))
 """A function expression `({call, request, rawCall, defer, stringify, setFlush})` returning
 `console`, the timer functions and
 `sleep`; the guest fetches it (`call('source', 'habits')`) the first time a program reads one."""
+
+INSPECT_SCRIPT: Final = _script("inspect.js")
+"""A function expression returning `{format, inspect}` (Node's formatting of values); the
+console fetches it (`call('source', 'inspect')`) on the first value that is not a string or a
+number."""
 
 WEB_GLOBALS: Final = {
     "structuredClone": "web_clone",
@@ -73,6 +74,7 @@ use."""
 
 SOURCES: Final = {
     "habits": HABITS_SCRIPT,
+    "inspect": INSPECT_SCRIPT,
     # `call('source', 'web:URL')`: the script of the global's group.
     **{f"web:{name}": WEB_SCRIPTS[group] for name, group in WEB_GLOBALS.items()},
     "namespaces": NAMESPACES_SCRIPT,

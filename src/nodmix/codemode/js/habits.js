@@ -25,8 +25,14 @@ function (cap) {
     rawCall('text', s);
   }
   const clock = performance, now = function () { return clock.now(); };
-  const fmt = (/*INSPECT*/)();
-  const format = fmt.format;
+  // The inspector (`util.inspect`, %-specifiers) loads on the first value that needs it: a
+  // program that only logs strings and numbers never carries it.
+  let inspector = null;
+  function fmt() {
+    if (inspector === null) inspector = call('source', 'inspect')();
+    return inspector;
+  }
+  function format(args) { return fmt().format(args); }
   let groupIndent = '';
   // Strings and non-zero numbers are joined with spaces right here, so the common
   // `console.log('label', n)` costs about as much as logging one string. Anything else
@@ -78,9 +84,9 @@ function (cap) {
         for (const c of Object.keys(row)) {
           if (columns && columns.indexOf(c) === -1) continue;
           if (cols.indexOf(c) === -1) cols.push(c);
-          cells[c] = fmt.inspect(row[c], 1, [], '');
+          cells[c] = fmt().inspect(row[c], 1, [], '');
         }
-      } else { hasValues.v = true; cells['\0v'] = fmt.inspect(row, 1, [], ''); }
+      } else { hasValues.v = true; cells['\0v'] = fmt().inspect(row, 1, [], ''); }
       rows.push([rk, cells]);
     }
     const head = ['(index)'].concat(cols, hasValues.v ? ['Values'] : []);
@@ -109,7 +115,7 @@ function (cap) {
   }
   const con = {
     log: log, info: log, debug: log, warn: log, error: log, trace: log,
-    dir: function (v) { out([typeof v === 'string' ? fmt.inspect(v, 1, [], '') : v]); },
+    dir: function (v) { out([typeof v === 'string' ? fmt().inspect(v, 1, [], '') : v]); },
     table: table,
     assert: function (ok) {
       if (ok) return;
@@ -148,7 +154,7 @@ function (cap) {
   let nextId = 1, nextToken = 1;
   function report(e) {
     let s;
-    try { s = e instanceof Error ? fmt.format([e]) : fmt.inspect(e, 1, [], ''); } catch (_) {
+    try { s = e instanceof Error ? fmt().format([e]) : fmt().inspect(e, 1, [], ''); } catch (_) {
       s = 'exception';
     }
     try { emit('Uncaught ' + s); } catch (_) { /* the output limit: the run fails anyway */ }
