@@ -74,6 +74,19 @@ def test_a_small_suspended_cell_snapshot_is_compact(boot: Callable[..., Cell]) -
     assert len(cell.snapshot()) < 256 * 1024
 
 
+def test_a_snapshot_holds_no_source_text_of_the_prelude_or_the_setup_script(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime
+) -> None:
+    boot().close()  # the first cell of a process compiles the scripts; later ones load bytecode
+    cell, _ = suspended(boot)
+    image, _ = snapshot_format.decode(cell.snapshot(), build_id=runtime.build_id)
+    memory = bytes(image.memory)
+    assert b"function checkedStringify(value, transform)" not in memory  # the prelude
+    assert b"const parse = JSON.parse, stringify = JSON.stringify" not in memory  # the setup
+    shown = boot().run("return host.call.toString()")
+    assert isinstance(shown, Completed) and "[native code]" in str(shown.value())
+
+
 def test_a_snapshot_from_another_build_is_rejected(
     boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
 ) -> None:
