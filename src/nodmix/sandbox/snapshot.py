@@ -233,6 +233,14 @@ def _split(blob: bytes, start: int, extra_len: int, table_len: int) -> tuple[byt
 
 
 def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
+    # `max_output_size` bounds only frames that do not state their size: a frame that states
+    # one is inflated to it whatever it is, so a few bytes could claim gigabytes.
+    try:
+        stated = zstandard.get_frame_parameters(body).content_size
+    except zstandard.ZstdError as exc:
+        raise SnapshotError(f"corrupt snapshot body: {exc}") from None
+    if stated not in (size, zstandard.CONTENTSIZE_UNKNOWN):
+        raise SnapshotError("corrupt snapshot body (size mismatch)")
     try:
         if dictionary is None:
             decompressor = zstandard.ZstdDecompressor()
