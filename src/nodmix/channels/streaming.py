@@ -104,7 +104,9 @@ class EditStream:
         self._chat = (adapter.channel_id, chat_id)
         self._chat_id = chat_id
         self._thread_id = thread_id
-        self._text = ""
+        self._parts: list[str] = []
+        """The step's text so far, as deltas: joined when read, so that a reply arriving in
+        many small deltas costs linear time (appending to one string copied it each time)."""
         self._new_step = False
         self._shown: list[tuple[str, str]] = []
         """(message id, text) of each message showing the reply so far."""
@@ -116,8 +118,9 @@ class EditStream:
     def text(self, delta: str) -> None:
         """More text from the model."""
         if self._new_step:
-            self._text, self._new_step = "", False
-        self._text += delta
+            self._parts.clear()
+            self._new_step = False
+        self._parts.append(delta)
         self._changed.set()
 
     def step_end(self) -> None:
@@ -129,7 +132,9 @@ class EditStream:
     @property
     def streamed(self) -> str:
         """The text streamed so far (what a failed turn leaves in the chat)."""
-        return self._text
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     async def run(self) -> None:
         """Show the growing text until cancelled (or until an edit fails)."""
@@ -139,7 +144,7 @@ class EditStream:
             if self._shown:
                 await self._throttle.wait(self._chat)
             try:
-                await self._show(self._pieces(self._text))
+                await self._show(self._pieces(self.streamed))
             except Exception as exc:
                 self._give_up(exc)
 
