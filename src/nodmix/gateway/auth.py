@@ -13,8 +13,9 @@
    else.
 
 A `POST` to a channel's webhook path (Telegram's `channels.telegram.webhook`; exactly that
-path, any other method or path is checked as usual) skips the host and token checks: the platform knows neither, and the channel's adapter checks the secret the platform
-sends with every request before the update is parsed or handed on.
+path, any other method or path is checked as usual) skips the host and token checks: the
+platform knows neither, and the channel's adapter checks the secret the platform sends with
+every request before the body is read.
 
 `/health`, the web page and its static files need no token: they reveal nothing private.
 """
