@@ -91,3 +91,17 @@ def test_a_body_whose_frame_claims_a_terabyte_is_refused_as_corrupt(
     crafted = _with_body(_suspended_blob(boot), frame)
     with pytest.raises(SnapshotError, match="corrupt snapshot body"):
         Cell.restore(crafted, recorder, runtime=runtime)
+
+
+@pytest.mark.parametrize(
+    "offset",
+    [32, 36, 40, 88, 92, 96, 100],
+    ids=["stack", "runtime", "context", "settle", "finish", "describe", "promise"],
+)
+def test_a_pointer_past_the_snapshots_memory_is_refused_as_corrupt(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder, offset: int
+) -> None:
+    crafted = bytearray(_suspended_blob(boot))
+    struct.pack_into("<I", crafted, offset, 0x8000_0010)
+    with pytest.raises(SnapshotError, match="corrupt snapshot"):
+        Cell.restore(bytes(crafted), recorder, runtime=runtime)

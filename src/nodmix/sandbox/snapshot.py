@@ -198,6 +198,8 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
         raise SnapshotError("snapshot does not fit the memory limit")
     if size % PAGE:
         raise SnapshotError("corrupt snapshot image")
+    if max(sp, rt, ctx, scratch) > size:  # addresses in its memory (wasm takes them as i32)
+        raise SnapshotError("corrupt snapshot header")
     head = (size, sp, rt, ctx, scratch)
     if version == 1:
         extra, body = _split(blob, _PREFIX.size, extra_len, 0)
