@@ -8,9 +8,11 @@ import threading
 import tracemalloc
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from nodmix.codemode.run_files import FileRunStore
+from nodmix.codemode.run_records import decode, encode
 
 #: Long enough for a loaded machine; a store that blocks never finishes at all.
 _DEADLINE_S = 30.0
@@ -71,3 +73,40 @@ def test_a_file_larger_than_the_byte_cap_is_skipped_without_reading_it(tmp_path:
     assert len(store) == 0
     assert peak < 16 << 20
     assert not (runs / "cm_planted.run").exists()
+
+
+def _run_file_with(runs: Path, **changes: object) -> Path:
+    """A run parked by a store, its record then changed as a crafted file would be."""
+    from tests.codemode.test_run_files import _park
+
+    run_id = _park(FileRunStore(runs))
+    path = runs / f"{run_id}.run"
+    record, snapshot = decode(path.read_bytes())
+    path.write_bytes(encode(msgspec.structs.replace(record, **changes), snapshot))
+    return path
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"timeout_ms": 10**9},
+        {"memory_limit_bytes": 1 << 40},
+        {"max_pending_tool_calls": 10**6},
+        {"max_snapshot_bytes": 1 << 40},
+    ],
+)
+def test_a_run_file_with_limits_outside_their_ranges_is_skipped(
+    tmp_path: Path, settings: dict[str, int]
+) -> None:
+    runs = tmp_path / "runs"
+    record, _ = decode(_run_file_with(runs).read_bytes())
+    path = _run_file_with(runs, settings=msgspec.structs.replace(record.settings, **settings))
+    assert len(FileRunStore(runs)) == 1  # the first run only
+    assert not path.exists()
+
+
+def test_a_run_file_with_unknown_counters_is_skipped(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    path = _run_file_with(runs, counters={"search": 1, "planted": 2})
+    assert len(FileRunStore(runs)) == 0
+    assert not path.exists()
