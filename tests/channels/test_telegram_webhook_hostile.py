@@ -141,7 +141,19 @@ def test_a_query_string_or_percent_encoding_still_needs_the_secret(
     assert model.requests == []
 
 
-@pytest.mark.parametrize("body", [b"[]", b"123", b'"text"', b"null", b"\xff\xfe", b"{}"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[]",
+        b"123",
+        b'"text"',
+        b"null",
+        b"\xff\xfe",
+        b"{}",
+        b'{"update_id": "7"}',
+        b'{"update_id": 7, "message": 5}',
+    ],
+)
 def test_a_body_that_is_not_an_update_is_answered_400_and_the_channel_keeps_serving(
     gateway: tuple[BackgroundGateway, ScriptedModelServer], api: ScriptedBotAPI, body: bytes
 ) -> None:

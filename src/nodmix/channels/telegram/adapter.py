@@ -223,10 +223,10 @@ class TelegramAdapter:
             return 401
         try:
             data = json.loads(await body())
-            if not isinstance(data, dict):
-                raise TypeError(f"an update is a JSON object, not {type(data).__name__}")
+            if not isinstance(data, dict) or type(data.get("update_id")) is not int:
+                raise TypeError("an update is a JSON object with an integer update_id")
             update = Update.de_json(data, self.bot)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             status.count("ignore", "malformed webhook update")
             log.warning("telegram: malformed webhook update: %s", exc)
             return 400
