@@ -166,3 +166,22 @@ def test_a_body_that_is_not_an_update_is_answered_400_and_the_channel_keeps_serv
     api.hook.proxy = running.url
     api.inject_text(chat_id=OWNER, sender_id=OWNER, text="still here")
     api.wait_for(lambda: "still here" in api.sent_texts(OWNER))
+
+
+def test_a_body_past_the_gateways_limit_is_refused_even_with_the_secret(
+    gateway: tuple[BackgroundGateway, ScriptedModelServer],
+) -> None:
+    running, model = gateway
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit applies while reading
+        yield b'{"update_id": 9, "pad": "'
+        for _ in range(9):
+            yield b"x" * (1 << 20)
+        yield b'"}'
+
+    with httpx.Client(base_url=running.url, timeout=30) as client:
+        answer = client.post(
+            PATH, content=chunks(), headers={"x-telegram-bot-api-secret-token": SECRET}
+        )
+    assert answer.status_code == 413
+    assert model.requests == []
