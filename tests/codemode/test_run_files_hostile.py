@@ -110,3 +110,14 @@ def test_a_run_file_with_unknown_counters_is_skipped(tmp_path: Path) -> None:
     path = _run_file_with(runs, counters={"search": 1, "planted": 2})
     assert len(FileRunStore(runs)) == 0
     assert not path.exists()
+
+
+def test_a_directory_named_like_a_run_file_is_skipped_and_startup_goes_on(tmp_path: Path) -> None:
+    from tests.codemode.test_run_files import _park
+
+    runs = tmp_path / "runs"
+    run_id = _park(FileRunStore(runs))
+    (runs / "cm_planted.run").mkdir()
+    (runs / "cm_planted.run" / "inside").write_bytes(b"x")
+    store = _open_store(runs)
+    assert len(store) == 1 and store.get(run_id) is not None

@@ -248,7 +248,7 @@ class FileRunStore(RunStore):
         found: list[tuple[RunRecord, int]] = []
         for path in sorted(self.directory.iterdir()):
             if path.name.endswith(TEMP_SUFFIX):
-                path.unlink(missing_ok=True)  # a write the process did not finish
+                self._unlink(path)  # a write the process did not finish
                 continue
             if not path.name.endswith(SUFFIX):
                 continue
@@ -259,10 +259,10 @@ class FileRunStore(RunStore):
                     raise RunFileError("file name does not match the run id")
             except (OSError, RunFileError) as exc:
                 log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
-                path.unlink(missing_ok=True)
+                self._unlink(path)  # logs what it cannot remove (a planted directory)
                 continue
             if record.expires_at <= now:
-                path.unlink(missing_ok=True)
+                self._unlink(path)
                 continue
             found.append((record, len(data)))
         found.sort(key=lambda item: item[0].created_at, reverse=True)  # newest first
@@ -309,12 +309,16 @@ def read_run_file(path: Path, limit: int) -> bytes:
         if exc.errno == errno.ELOOP:  # a symbolic link
             raise RunFileError("not a regular file") from None
         raise
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise RunFileError("not a regular file")
         if info.st_size > limit:
             raise RunFileError(f"larger than the store's byte cap ({limit} bytes)")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as file:
         data = file.read(limit + 1)
     if len(data) > limit:
         raise RunFileError(f"larger than the store's byte cap ({limit} bytes)")
