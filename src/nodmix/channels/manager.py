@@ -140,8 +140,10 @@ class ChannelManager:
         """`{path: channel}` the gateway serves for channels in webhook mode."""
         return webhook_paths(self._config())
 
-    async def webhook(self, channel: str, headers: Mapping[str, str], body: bytes) -> int:
-        """A request to a channel's webhook path; the HTTP status to answer."""
+    async def webhook(
+        self, channel: str, headers: Mapping[str, str], body: Callable[[], Awaitable[bytes]]
+    ) -> int:
+        """A request to a channel's webhook path (`body` reads its body); the HTTP status."""
         adapter: object = self.adapters.get(channel)
         if not isinstance(adapter, WebhookReceiver):
             return 503  # not started (yet): the platform posts it again later

@@ -210,7 +210,9 @@ class TelegramAdapter:
         finally:
             self._inbound = None
 
-    async def receive_webhook(self, headers: Mapping[str, str], body: bytes) -> int:
+    async def receive_webhook(
+        self, headers: Mapping[str, str], body: Callable[[], Awaitable[bytes]]
+    ) -> int:
         """One update Telegram posted: secret checked first, redeliveries answered once."""
         webhook, inbound = self.settings.webhook, self._inbound
         if webhook is None or inbound is None:
@@ -220,8 +222,11 @@ class TelegramAdapter:
             status.count("refuse", "wrong webhook secret token")
             return 401
         try:
-            update = Update.de_json(json.loads(body), self.bot)
-        except (ValueError, TypeError, KeyError) as exc:
+            data = json.loads(await body())
+            if not isinstance(data, dict) or type(data.get("update_id")) is not int:
+                raise TypeError("an update is a JSON object with an integer update_id")
+            update = Update.de_json(data, self.bot)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             status.count("ignore", "malformed webhook update")
             log.warning("telegram: malformed webhook update: %s", exc)
             return 400
