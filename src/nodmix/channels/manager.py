@@ -33,6 +33,7 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for
 from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.status import ChannelStatus, write_status
+from nodmix.channels.tls import ClientTls
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
@@ -106,6 +107,7 @@ class ChannelManager:
         self._group: TaskGroup | None = None
         self._status_dirty = False
         self._pairing_told: dict[tuple[str, str], float] = {}
+        self._tls = ClientTls()
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -117,7 +119,7 @@ class ChannelManager:
         """The channel's adapter (built on first use, also outside the gateway)."""
         if channel not in self.adapters:
             self.adapters[channel] = create_adapter(
-                channel, self._config(), self._env, self.state_dir
+                channel, self._config(), self._env, self.state_dir, tls=self._tls
             )
         return self.adapters[channel]
 
