@@ -5,10 +5,10 @@ built. A platform client that accepts a context gets this one, so a gateway pays
 however many bots it runs, instead of once per HTTP client (the Telegram adapter has two per
 bot). The aiohttp-based libraries (Matrix, Discord, Slack) already share aiohttp's own.
 
-The context is the standard library's default: the system's CA store (or `SSL_CERT_FILE` /
-`SSL_CERT_DIR`), the trust aiohttp's own context and the gateway's model clients use. The
-HTTP/1.1 clients that use it set its ALPN list to `http/1.1` on each connection, so it is not
-meant for an HTTP/2 client.
+It is the context httpx builds by default, so it trusts what the Telegram channel's clients
+trusted on their own: certifi's CA bundle, or the file or directory named by `SSL_CERT_FILE` /
+`SSL_CERT_DIR`. The HTTP/1.1 clients that use it set its ALPN list to `http/1.1` on each
+connection, so it is not meant for an HTTP/2 client.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import ssl
 
 class ClientTls:
     """Builds the shared context on first use (a gateway without such a channel pays
-    nothing)."""
+    nothing, not even the import of httpx)."""
 
     def __init__(self) -> None:
         self._context: ssl.SSLContext | None = None
@@ -26,5 +26,7 @@ class ClientTls:
     def context(self) -> ssl.SSLContext:
         """The verifying client context, built once."""
         if self._context is None:
-            self._context = ssl.create_default_context()
+            import httpx
+
+            self._context = httpx.create_ssl_context()
         return self._context

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
+import httpx
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
@@ -99,7 +100,7 @@ class TelegramAdapter:
         api = settings.api_base_url
         # Left alone, each of the bot's two HTTP clients builds a context with its own copy of
         # the CA bundle (~0.8 MB each); one shared context makes a further bot cost ~0.1 MB.
-        shared = {"verify": tls if tls is not None else ssl.create_default_context()}
+        shared = {"verify": tls if tls is not None else httpx.create_ssl_context()}
         self.bot = Bot(
             settings.token,
             base_url=f"{api}/bot",
