@@ -16,7 +16,7 @@ from tests.support.process import rss_kb
 
 FURTHER_BOTS = 10
 CA_COPY_KB = 700
-"""A verifying context with the system CA store is ~800 KB; each bot built two before."""
+"""A verifying context (the parsed CA bundle) is ~800 KB; each bot used to build two."""
 
 
 def _config() -> NodmixConfig:
