@@ -18,7 +18,7 @@ from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
-if TYPE_CHECKING:  # the CLI's `pairing` and `cron` read this module without any HTTP client
+if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
 
 KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
@@ -84,9 +84,8 @@ def create_adapter(
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
-        context = tls.context() if tls is not None else None
         bot = telegram_settings(config.channels.telegram, env)
-        return TelegramAdapter(bot, state_dir, context)
+        return TelegramAdapter(bot, state_dir, tls.context() if tls is not None else None)
     if channel == "matrix" and config.channels.matrix is not None:
         from nodmix.channels.matrix.adapter import MatrixAdapter, matrix_settings
 
