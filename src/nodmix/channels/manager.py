@@ -34,6 +34,7 @@ from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.runner import RunHandle, TurnRunner
 from nodmix.channels.status import ChannelStatus, write_status
 from nodmix.channels.streaming import EditThrottle, edit_stream
+from nodmix.channels.tls import ClientTls
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
@@ -86,6 +87,7 @@ class ChannelManager:
         self._status_dirty = False
         self._pairing_told: dict[tuple[str, str], float] = {}
         self._edits = EditThrottle()
+        self._tls = ClientTls()
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ class ChannelManager:
         """The channel's adapter (built on first use, also outside the gateway)."""
         if channel not in self.adapters:
             self.adapters[channel] = create_adapter(
-                channel, self._config(), self._env, self.state_dir
+                channel, self._config(), self._env, self.state_dir, tls=self._tls
             )
         return self.adapters[channel]
 

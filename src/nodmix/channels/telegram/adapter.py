@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import ssl
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
+import httpx
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
@@ -106,17 +108,24 @@ class TelegramAdapter:
 
     text_limit = TEXT_LIMIT
 
-    def __init__(self, settings: TelegramSettings, state_dir: Path) -> None:
+    def __init__(
+        self, settings: TelegramSettings, state_dir: Path, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.settings = settings
         self.channel_id = settings.channel
         api = settings.api_base_url
+        # Left alone, each of the bot's two HTTP clients builds a context with its own copy of
+        # the CA bundle (~0.8 MB each); one shared context makes a further bot cost ~0.1 MB.
+        shared = {"verify": tls if tls is not None else httpx.create_ssl_context()}
         self.bot = Bot(
             settings.token,
             base_url=f"{api}/bot",
             base_file_url=f"{api}/file/bot",
-            request=HTTPXRequest(connection_pool_size=16, read_timeout=30.0),
+            request=HTTPXRequest(connection_pool_size=16, read_timeout=30.0, httpx_kwargs=shared),
             get_updates_request=HTTPXRequest(
-                read_timeout=settings.poll_timeout_seconds + 15.0, connect_timeout=10.0
+                read_timeout=settings.poll_timeout_seconds + 15.0,
+                connect_timeout=10.0,
+                httpx_kwargs=shared,
             ),
         )
         self._position = DeliveryLog(state_dir, settings.channel)
