@@ -19,6 +19,7 @@ from nodmix.events import EventSink
 from nodmix.loop import RunTools
 from nodmix.origin import TurnOrigin
 from nodmix.runtime.cache import ConfigCache
+from nodmix.security.workspace_guard import DEFAULT_ACCESS
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
@@ -134,6 +135,7 @@ def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
     """The core tools under the config, the skills' read roots and `exec` variables; reused
     from the cache while those stay the same (a sandboxed agent's are built per run)."""
     isolation = agent_isolation(inputs.agent)
+    access = inputs.agent.sandbox.workspace_access or DEFAULT_ACCESS
 
     def build() -> tuple[Tool, ...]:
         return tuple(
@@ -142,12 +144,18 @@ def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
                 read_roots=inputs.read_roots,
                 exec_env=inputs.exec_env,
                 isolation=isolation,
+                workspace_access=access,
             )
         )
 
     if inputs.cache is None or isolation is not None:
         return build()
-    key = ("core_tools", tuple(inputs.read_roots), tuple(sorted(inputs.exec_env.items())))
+    key = (
+        "core_tools",
+        tuple(inputs.read_roots),
+        tuple(sorted(inputs.exec_env.items())),
+        access,
+    )
     return inputs.cache.get(key, build)
 
 

@@ -16,6 +16,7 @@ from nodmix.config import paths
 from nodmix.security.network import guarded_transport
 from nodmix.security.sandbox.bwrap import bwrap_launch
 from nodmix.security.sandbox.policy import SandboxSettings, is_sandboxed
+from nodmix.security.workspace_guard import sandbox_readonly
 from nodmix.tools.base import ToolContext
 from nodmix.tools.isolation import Launch
 
@@ -55,8 +56,24 @@ class SessionSandbox:
         return is_sandboxed(self.settings.mode, ctx.agent_id, ctx.session_key)
 
     async def wrap(self, launch: Launch, ctx: ToolContext) -> Launch:
-        """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start)."""
-        return await bwrap_launch(launch, self.settings, hidden=self._hidden, bwrap=self._bwrap)
+        """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start).
+
+        A turn that does not speak for the owner sees the paths that feed the owner's
+        instructions read-only (`nodmix.security.workspace_guard`)."""
+        readonly = sandbox_readonly(
+            origin=ctx.origin,
+            agent_id=ctx.agent_id,
+            session_key=ctx.session_key,
+            access=self.settings.workspace_access,
+        )
+        return await bwrap_launch(
+            launch,
+            self.settings,
+            hidden=self._hidden,
+            bwrap=self._bwrap,
+            readonly=readonly,
+            also=(paths.config_path(),) if readonly else (),
+        )
 
     def web_transport(self) -> httpx2.AsyncBaseTransport:
         """A transport that connects only to public addresses (checked after resolving)."""

@@ -14,10 +14,12 @@ import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
+from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, require_str
 from nodmix.tools.core.textfiles import read_text, write_atomic
-from nodmix.tools.workspace import display_path, resolve_path
+from nodmix.tools.core.write import writable_path
+from nodmix.tools.workspace import display_path
 
 _DIFF_CONTEXT = 2
 _MAX_DIFF_LINES = 40
@@ -117,8 +119,9 @@ def apply_edit(path: Path, shown: str, old: str, new: str) -> EditOutcome:
 class EditTool(CoreTool):
     """Replaces one exact, unique piece of text in a file."""
 
-    def __init__(self) -> None:
-        """Create the tool."""
+    def __init__(self, *, access: WorkspaceAccess = DEFAULT_ACCESS) -> None:
+        """Create the tool; `access` is the agent's `sandbox.workspaceAccess`."""
+        self.access = access
         self._spec = ToolSpec(
             name="edit",
             label="Edit file",
@@ -148,7 +151,7 @@ class EditTool(CoreTool):
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Apply the edit and show the changed lines."""
-        path = resolve_path(ctx.workspace, require_str(args, "path"))
+        path = writable_path(ctx, require_str(args, "path"), self.access)
         old = require_str(args, "oldText", allow_empty=False)
         new = require_str(args, "newText")
         if old == new:
