@@ -572,6 +572,7 @@ class Runtime:
                     session=session,
                     refs=refs,
                     emit=emit,
+                    origin=origin,
                 )
                 deps = TurnDeps(
                     models=self.router,
