@@ -122,6 +122,16 @@ def refusal(
     return None
 
 
+def keep_inode(workspace: Path, path: Path) -> bool:
+    """Whether writing `path` (resolved) must rewrite the file in place rather than replace it:
+    a protected top-level file, which a running sandbox of another sender holds read-only by
+    a bind mount that a rename over it would lift (the kernel detaches mounts on a replaced
+    file in every namespace)."""
+    rel = _relative(workspace.resolve(), path)
+    folded = {name.casefold() for name in PROTECTED_FILES}
+    return rel is not None and len(rel.parts) == 1 and rel.parts[0].casefold() in folded
+
+
 def sandbox_readonly(
     *,
     origin: TurnOrigin | None,

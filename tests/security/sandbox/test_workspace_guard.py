@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
 from nodmix.errors import ToolError, WorkspaceEscapeError
@@ -238,3 +239,30 @@ async def test_a_symlinked_instruction_path_refuses_the_sandbox_with_the_fix(
     os.symlink(tmp_path / "elsewhere", workspace / "skills")
     with pytest.raises(ToolError, match="skills in the workspace is a symlink"):
         await ExecTool(isolation=sandbox).call({"command": "true"}, group_ctx(workspace))
+
+
+async def test_the_owner_rewriting_memory_md_keeps_it_read_only_for_a_running_command(
+    sandbox: SessionSandbox, seeded: Path
+) -> None:
+    # A rename over a bind-mounted file would lift the mount in the running sandbox; the
+    # owner's write keeps the file's inode instead, so the command still cannot write it.
+    command = (
+        "touch started; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; "
+        "done; echo evil >> MEMORY.md; echo rc=$?"
+    )
+    exec_tool = ExecTool(isolation=sandbox)
+    outcome: list[str] = []
+
+    async def attack() -> None:
+        result = await exec_tool.call({"command": command}, group_ctx(seeded))
+        outcome.append(result.text_content)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(attack)
+        with anyio.fail_after(20):
+            while not (seeded / "started").exists():
+                await anyio.sleep(0.02)
+        await tools()["write"].call({"path": "MEMORY.md", "content": "owner\n"}, context(seeded))
+        (seeded / "go").touch()
+    assert "rc=0" not in outcome[0]
+    assert (seeded / "MEMORY.md").read_text(encoding="utf-8") == "owner\n"

@@ -9,7 +9,12 @@ import anyio
 from nodmix.config.paths import config_path
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
-from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess, refusal
+from nodmix.security.workspace_guard import (
+    DEFAULT_ACCESS,
+    WorkspaceAccess,
+    keep_inode,
+    refusal,
+)
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, require_str
 from nodmix.tools.core.textfiles import write_atomic
@@ -73,7 +78,8 @@ class WriteTool(CoreTool):
         data = require_str(args, "content").encode("utf-8")
         shown = display_path(ctx.workspace, path)
         existed = path.exists()
-        await anyio.to_thread.run_sync(write_atomic, path, data, shown)
+        in_place = keep_inode(ctx.workspace, path)
+        await anyio.to_thread.run_sync(lambda: write_atomic(path, data, shown, in_place=in_place))
         verb = "Replaced" if existed else "Created"
         return ToolResult.text(
             f"{verb} {shown} ({len(data)} bytes).",
