@@ -27,9 +27,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from nodmix.origin import TurnOrigin, is_owner_turn
+
+if TYPE_CHECKING:
+    from nodmix.config.schema import NodmixConfig
 
 WorkspaceAccess: TypeAlias = Literal["protected", "ro", "rw"]
 DEFAULT_ACCESS: WorkspaceAccess = "protected"
@@ -42,6 +45,18 @@ PEERS_DIR = PurePosixPath("memory", "peers")
 """Where non-owner sessions keep their notes (not listed in or injected into any prompt)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def instruction_sources(config: NodmixConfig, config_file: Path) -> tuple[Path, ...]:
+    """Files and folders outside the fixed names that Nodmix loads as instructions or code,
+    absolute: the config file, `plugins.load.paths` and `skills.load.extraDirs` (relative to
+    the config file's folder). Those inside a workspace are protected like the fixed names."""
+    base = config_file.parent
+    found = [config_file]
+    for text in [*config.plugins.load.paths, *config.skills.load.extra_dirs]:
+        path = Path(text).expanduser()
+        found.append(path if path.is_absolute() else base / path)
+    return tuple(Path(os.path.abspath(p)) for p in found)
 
 
 def peer_notes(origin: TurnOrigin) -> PurePosixPath:

@@ -10,9 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from nodmix.config.loader import load_config
 from nodmix.errors import ToolError, WorkspaceEscapeError
 from nodmix.origin import TurnOrigin
 from nodmix.security.sandbox.session import SessionSandbox
+from nodmix.security.workspace_guard import instruction_sources
 from nodmix.tools.base import Tool, ToolContext
 from nodmix.tools.core import core_tools
 from nodmix.tools.core.exec import ExecTool
@@ -266,3 +268,38 @@ async def test_the_owner_rewriting_memory_md_keeps_it_read_only_for_a_running_co
         (seeded / "go").touch()
     assert "rc=0" not in outcome[0]
     assert (seeded / "MEMORY.md").read_text(encoding="utf-8") == "owner\n"
+
+
+async def test_plugin_and_skill_folders_configured_inside_the_workspace_are_protected(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path
+) -> None:
+    (isolated_state / "nodmix.json").write_text(
+        f"{{ plugins: {{ load: {{ paths: ['{seeded}/plugins/mine'] }} }}, "
+        f"skills: {{ load: {{ extraDirs: ['{seeded}/team-skills'] }} }} }}",
+        encoding="utf-8",
+    )
+    loaded = load_config()
+    protected = instruction_sources(loaded.config, loaded.path)
+    assert seeded / "plugins" / "mine" in protected and seeded / "team-skills" in protected
+    (seeded / "plugins" / "mine").mkdir(parents=True)
+    (seeded / "team-skills").mkdir()
+    file_tools = tools(protected=protected)
+    for path in ("plugins/mine/index.py", "team-skills/x/SKILL.md"):
+        with pytest.raises(ToolError, match="read it as instructions"):
+            await file_tools["write"].call({"path": path, "content": "x"}, group_ctx(seeded))
+    await file_tools["write"].call({"path": "plugins/other.py", "content": "x"}, group_ctx(seeded))
+    sandbox = SessionSandbox(
+        make_sandbox(isolated_state, home, bwrap, mode="all").settings,
+        state_dir=isolated_state,
+        home=home,
+        bwrap=bwrap,
+        protected=protected,
+    )
+    result = await ExecTool(isolation=sandbox).call(
+        {"command": "touch plugins/mine/evil.py || touch team-skills/evil; touch plugins/ok"},
+        group_ctx(seeded),
+    )
+    assert "Read-only file system" in result.text_content
+    assert list((seeded / "plugins" / "mine").iterdir()) == []
+    assert list((seeded / "team-skills").iterdir()) == []
+    assert (seeded / "plugins" / "ok").exists()

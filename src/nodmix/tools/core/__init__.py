@@ -33,6 +33,7 @@ def core_tools(
     exec_env: Mapping[str, str] | None = None,
     isolation: Isolation | None = None,
     workspace_access: WorkspaceAccess = DEFAULT_ACCESS,
+    protected: tuple[Path, ...] | None = None,
 ) -> list[Tool]:
     """Build the core tools, applying the `tools.exec` and `tools.webFetch` settings.
 
@@ -44,6 +45,8 @@ def core_tools(
             `web_fetch` refuses private addresses there (unless `allowPrivateNetwork`).
         workspace_access: What `write` and `edit` let turns that do not speak for the owner
             write (`agents.defaults.sandbox.workspaceAccess`).
+        protected: More paths such turns may not write when they lie in the workspace
+            (`workspace_guard.instruction_sources`; default: the config file).
     """
     exec_config = (config.exec if config else None) or ExecToolConfig()
     fetch_config = (config.web_fetch if config else None) or WebFetchToolConfig()
@@ -59,8 +62,8 @@ def core_tools(
             isolation=isolation,
         ),
         ReadTool(read_roots=read_roots),
-        WriteTool(access=workspace_access),
-        EditTool(access=workspace_access),
+        WriteTool(access=workspace_access, also=protected),
+        EditTool(access=workspace_access, also=protected),
         WebFetchTool(
             timeout_seconds=_positive(
                 fetch_config.timeout_seconds, web_fetch_module.DEFAULT_TIMEOUT_SECONDS

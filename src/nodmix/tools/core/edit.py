@@ -122,9 +122,12 @@ def apply_edit(
 class EditTool(CoreTool):
     """Replaces one exact, unique piece of text in a file."""
 
-    def __init__(self, *, access: WorkspaceAccess = DEFAULT_ACCESS) -> None:
-        """Create the tool; `access` is the agent's `sandbox.workspaceAccess`."""
+    def __init__(
+        self, *, access: WorkspaceAccess = DEFAULT_ACCESS, also: tuple[Path, ...] | None = None
+    ) -> None:
+        """Create the tool; `access` and `also` as for `WriteTool`."""
         self.access = access
+        self.also = also
         self._spec = ToolSpec(
             name="edit",
             label="Edit file",
@@ -154,7 +157,7 @@ class EditTool(CoreTool):
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Apply the edit and show the changed lines."""
-        path = writable_path(ctx, require_str(args, "path"), self.access)
+        path = writable_path(ctx, require_str(args, "path"), self.access, self.also)
         old = require_str(args, "oldText", allow_empty=False)
         new = require_str(args, "newText")
         if old == new:

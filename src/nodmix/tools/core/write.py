@@ -21,11 +21,17 @@ from nodmix.tools.core.textfiles import write_atomic
 from nodmix.tools.workspace import display_path, resolve_path
 
 
-def writable_path(ctx: ToolContext, path: str, access: WorkspaceAccess = DEFAULT_ACCESS) -> Path:
+def writable_path(
+    ctx: ToolContext,
+    path: str,
+    access: WorkspaceAccess = DEFAULT_ACCESS,
+    also: tuple[Path, ...] | None = None,
+) -> Path:
     """`path` resolved in the workspace, if this turn may write it: a turn that does not speak
     for the owner may not write what the owner's sessions read as instructions
-    (`nodmix.security.workspace_guard`). The check is on the resolved path the tool then
-    writes, so `..`, symlinks and letter case do not get around it.
+    (`nodmix.security.workspace_guard`), nor the paths of `also` (default: the config file).
+    The check is on the resolved path the tool then writes, so `..`, symlinks and letter case
+    do not get around it.
 
     Raises:
         ToolError: outside the workspace, or protected from this turn.
@@ -38,7 +44,7 @@ def writable_path(ctx: ToolContext, path: str, access: WorkspaceAccess = DEFAULT
         agent_id=ctx.agent_id,
         session_key=ctx.session_key,
         access=access,
-        also=(config_path(),),
+        also=(config_path(),) if also is None else also,
     )
     if why is not None:
         raise ToolError(why)
@@ -48,9 +54,13 @@ def writable_path(ctx: ToolContext, path: str, access: WorkspaceAccess = DEFAULT
 class WriteTool(CoreTool):
     """Writes whole files atomically, creating missing parent directories."""
 
-    def __init__(self, *, access: WorkspaceAccess = DEFAULT_ACCESS) -> None:
-        """Create the tool; `access` is the agent's `sandbox.workspaceAccess`."""
+    def __init__(
+        self, *, access: WorkspaceAccess = DEFAULT_ACCESS, also: tuple[Path, ...] | None = None
+    ) -> None:
+        """Create the tool; `access` is the agent's `sandbox.workspaceAccess`, `also` what
+        else is protected (`workspace_guard.instruction_sources`; default the config file)."""
         self.access = access
+        self.also = also
         self._spec = ToolSpec(
             name="write",
             label="Write file",
@@ -74,7 +84,7 @@ class WriteTool(CoreTool):
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Write the file and report how many bytes were written."""
-        path = writable_path(ctx, require_str(args, "path"), self.access)
+        path = writable_path(ctx, require_str(args, "path"), self.access, self.also)
         data = require_str(args, "content").encode("utf-8")
         shown = display_path(ctx.workspace, path)
         existed = path.exists()
