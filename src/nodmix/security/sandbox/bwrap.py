@@ -185,6 +185,8 @@ def readonly_paths(
         found.append(_bindable(workspace, path))
     for extra in also:
         path = Path(os.path.abspath(extra))
+        if not path.is_relative_to(workspace) and path.resolve().is_relative_to(workspace):
+            path = path.resolve()  # a link from outside into the workspace: hold its target
         if path.is_relative_to(workspace):
             if not os.path.lexists(path):
                 raise ToolError(
