@@ -85,3 +85,40 @@ async def test_a_group_chat_cannot_plant_instructions_for_the_owners_sessions(
     last = server.requests[-1].request
     assert last is not None and "owner likes coffee" in last.system
     assert all(PLANT not in (r.request.system if r.request else "") for r in server.requests)
+
+
+def code_mode_model(request: ModelRequest) -> ModelReply:
+    """`program <js>` runs one code-mode program; its result comes back as `tool said:`."""
+    last = request.messages[-1]
+    if isinstance(last, ToolResultMessage):
+        text = "\n".join(getattr(b, "text", "") for b in last.content)
+        return ModelReply.text(f"tool said: {text}")
+    text = getattr(last, "text", "")
+    if text.startswith("program "):
+        return ModelReply.tool_call("exec", {"code": text.removeprefix("program ")})
+    return ModelReply.text("ok")
+
+
+async def test_a_code_mode_program_of_a_group_chat_is_held_to_the_same_paths(
+    isolated_state: Path,
+) -> None:
+    workspace = isolated_state / "workspace"
+    workspace.mkdir()
+    (workspace / "MEMORY.md").write_text("- owner likes tea\n", encoding="utf-8")
+    program = (
+        "const out = [];"
+        f"for (const path of ['MEMORY.md', 'skills/evil/SKILL.md', 'ok.md']) {{"
+        f"  try {{ await tools.call('nodmix:core:write', {{ path, content: '{PLANT}' }});"
+        "    out.push(path + ': written'); }"
+        "  catch (e) { out.push(path + ': ' + String(e.message || e)); } }"
+        "return out.join('\\n');"
+    )
+    with ScriptedModelServer(code_mode_model) as server:
+        write_config(isolated_state, server.base_url, "tools: { codeMode: true }")
+        env = dict(os.environ)
+        async with Runtime.open(load_config(env=env), env=env, retry=NO_RETRY) as runtime:
+            reply = await _say(runtime, f"program {program}", GROUP, "telegram:group:g1")
+    assert "ok.md: written" in reply, reply
+    assert reply.count("not writable") == 2, reply
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == "- owner likes tea\n"
+    assert not (workspace / "skills").exists()
