@@ -57,6 +57,7 @@ from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.skills import scan_for_turn, skills_namespace_entry
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
 from nodmix.security.turns import CHAT_COMMANDS, TurnHandle
+from nodmix.security.workspace_guard import instruction_sources
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.sessions.turn_lock import waiting_notice
@@ -561,6 +562,12 @@ class Runtime:
                         extra_tools=client.tools,
                         tool_choice=client.tool_choice,
                         origin=origin,
+                        protected=self._cache.get(
+                            ("protected",),
+                            lambda: instruction_sources(
+                                self.config, config_paths.config_path(self.env)
+                            ),
+                        ),
                         cache=self._cache,
                     )
                 )
@@ -572,6 +579,7 @@ class Runtime:
                     session=session,
                     refs=refs,
                     emit=emit,
+                    origin=origin,
                 )
                 deps = TurnDeps(
                     models=self.router,

@@ -19,6 +19,7 @@ from nodmix.events import EventSink
 from nodmix.loop import RunTools
 from nodmix.origin import TurnOrigin
 from nodmix.runtime.cache import ConfigCache
+from nodmix.security.workspace_guard import DEFAULT_ACCESS
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
@@ -74,6 +75,9 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     in code mode a named tool is called from a program, so the choice becomes `exec`."""
     origin: TurnOrigin | None = None
     """The chat the turn answers; code-mode nested calls carry it like direct calls."""
+    protected: tuple[Path, ...] | None = None
+    """Config file, plugin and skill folders that turns which do not speak for the owner may
+    not write when they lie in the workspace (`workspace_guard.instruction_sources`)."""
     cache: ConfigCache | None = None
     """Where the core tools built for `tools_config` are kept between turns (the runtime's,
     valid until a config reload); without one they are built for this run alone."""
@@ -133,7 +137,8 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
 def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
     """The core tools under the config, the skills' read roots and `exec` variables; reused
     from the cache while those stay the same (a sandboxed agent's are built per run)."""
-    isolation = agent_isolation(inputs.agent)
+    isolation = agent_isolation(inputs.agent, inputs.protected)
+    access = inputs.agent.sandbox.workspace_access or DEFAULT_ACCESS
 
     def build() -> tuple[Tool, ...]:
         return tuple(
@@ -142,23 +147,33 @@ def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
                 read_roots=inputs.read_roots,
                 exec_env=inputs.exec_env,
                 isolation=isolation,
+                workspace_access=access,
+                protected=inputs.protected,
             )
         )
 
     if inputs.cache is None or isolation is not None:
         return build()
-    key = ("core_tools", tuple(inputs.read_roots), tuple(sorted(inputs.exec_env.items())))
+    key = (
+        "core_tools",
+        tuple(inputs.read_roots),
+        tuple(sorted(inputs.exec_env.items())),
+        access,
+        inputs.protected,
+    )
     return inputs.cache.get(key, build)
 
 
-def agent_isolation(agent: AgentProfile) -> Isolation | None:
+def agent_isolation(
+    agent: AgentProfile, protected: tuple[Path, ...] | None = None
+) -> Isolation | None:
     """The agent's sandbox, or None when its mode is off (then the sandbox's modules, and the
     guarded HTTP transport they bring, are never imported)."""
     if (agent.sandbox.mode or "off") == "off":
         return None
     from nodmix.security.sandbox.session import SessionSandbox
 
-    return SessionSandbox.for_agent(agent)
+    return SessionSandbox.for_agent(agent, protected)
 
 
 def _app_wins(tools: Sequence[Tool]) -> tuple[Tool, ...]:
