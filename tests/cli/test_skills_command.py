@@ -119,3 +119,19 @@ def test_install_and_remove_round_trip_and_broken_skill_fails_check(
         f"nodmix: error: no skill 'packed' is installed in {isolated_state / 'skills'}"
     )
     assert "Traceback" not in again.stderr
+
+
+def test_info_on_a_broken_skill_names_its_file_and_the_parse_error(isolated_state: Path) -> None:
+    broken = isolated_state / "workspace" / "skills" / "radar" / "SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname: radar\ndescription: [unclosed\n---\n", encoding="utf-8")
+    info = run_nodmix(isolated_state, "skills", "info", "radar")
+    assert info.returncode == 1
+    lines = info.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"nodmix: error: skill 'radar' is broken: skipped skill {broken}: ")
+    assert "not valid YAML" in lines[0]
+
+    unknown = run_nodmix(isolated_state, "skills", "info", "nosuch")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("nodmix: error: no skill named 'nosuch' (found: ")

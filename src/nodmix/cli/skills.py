@@ -92,6 +92,11 @@ def _info(args: argparse.Namespace) -> int:
     review = _review(args)
     status = review.find(args.name)
     if status is None:
+        # A SKILL.md that cannot be parsed has no name: its folder's name stands for it.
+        marker = f"/{args.name}/SKILL.md:"
+        broken = next((p for p in review.problems if marker in p.replace("\\", "/")), None)
+        if broken is not None:
+            raise SkillError(f"skill {args.name!r} is broken: {broken}")
         known = ", ".join(s.skill.name for s in review.statuses) or "none"
         raise SkillError(f"no skill named {args.name!r} (found: {known})")
     data = status.to_json()
