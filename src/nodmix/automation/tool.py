@@ -179,10 +179,23 @@ class CronTools:
             created_in=ctx.session_key,
         )
         await anyio.to_thread.run_sync(self._add_capped, job, owner)
-        where = f", result to {deliver}" if deliver else ""
         return ToolResult.text(
-            f"scheduled job {job.id} ({job.name}): {schedule.describe()}{where}",
+            f"scheduled job {job.id} ({job.name}): {schedule.describe()}"
+            + self._where(job.id, deliver, session),
             details={"jobId": job.id},
+        )
+
+    def _where(self, job_id: str, deliver: str | None, session: str) -> str:
+        """Where the job's reply goes, so the model can tell the user what to expect."""
+        if deliver is not None:
+            return f", result to {deliver}"
+        if session == "main":
+            return ", result in the main session"
+        channels = ", ".join(self._channels.configured()) or "none"
+        return (
+            ". This turn is not from a chat, so the result is sent nowhere: it is kept in the"
+            f" job's run history only (`nodmix cron runs {job_id}`). To have it sent, add the job"
+            f" with deliver: '<channel>:<chatId>' (configured channels: {channels})."
         )
 
     def _check_untrusted(self, ctx: ToolContext, session: str, every: float | None) -> None:
