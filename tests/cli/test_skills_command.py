@@ -135,3 +135,16 @@ def test_info_on_a_broken_skill_names_its_file_and_the_parse_error(isolated_stat
     unknown = run_nodmix(isolated_state, "skills", "info", "nosuch")
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("nodmix: error: no skill named 'nosuch' (found: ")
+
+
+def test_remove_on_a_bundled_or_workspace_skill_says_where_it_is_and_how_to_turn_it_off(
+    isolated_state: Path,
+) -> None:
+    folder = write_skill(isolated_state / "workspace" / "skills", "radar", "Rain radar.").parent
+    for name, where in (("radar", "is in the workspace"), ("reminders", "is bundled with Nodmix")):
+        done = run_nodmix(isolated_state, "skills", "remove", name)
+        assert done.returncode == 1
+        [line] = done.stderr.strip().splitlines()
+        assert f"'{name}' {where} (" in line
+        assert line.endswith(f"turn it off with skills.entries.{name}.enabled: false")
+    assert (folder / "SKILL.md").is_file()

@@ -153,9 +153,22 @@ def _install(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from nodmix.config import paths
+    from nodmix.errors import SkillError
     from nodmix.skills import managed_dir
     from nodmix.skills.install import remove_skill
 
-    folder = remove_skill(args.name, managed_dir(paths.state_dir()))
+    try:
+        folder = remove_skill(args.name, managed_dir(paths.state_dir()))
+    except SkillError as exc:
+        # A skill found elsewhere (bundled, a workspace folder) is not ours to delete: say where.
+        status = _review(argparse.Namespace(agent=None)).find(args.name)
+        if status is None or status.skill.source == "managed":
+            raise
+        where = {"bundled": "is bundled with Nodmix", "extra": "is in skills.load.extraDirs"}
+        raise SkillError(
+            f"{exc}; {args.name!r} {where.get(status.skill.source, 'is in the workspace')}"
+            f" ({status.skill.folder}): `remove` only deletes installed skills; turn it off"
+            f" with skills.entries.{args.name}.enabled: false"
+        ) from None
     print(f"removed skill {args.name!r} ({folder})")
     return 0
