@@ -100,6 +100,19 @@ async def test_a_reminder_added_outside_any_chat_says_its_result_stays_in_the_ru
     assert tea.endswith(", result in the main session")
 
 
+async def test_a_reminder_added_outside_any_chat_without_channels_says_none_can_take_it(
+    isolated_state: Path,
+) -> None:
+    script = CallsCron([{"action": "add", "in": "1h", "message": "Remind me to stretch"}])
+    async with ScriptedModelServer(script) as model:
+        config = write_config(isolated_state, model.base_url)
+        async with open_runner(isolated_state, config, SystemClock()) as (runtime, _):
+            await runtime.run_turn("remind me in an hour to stretch")
+    [(_, text)] = script.results
+    assert "result is sent nowhere" in text
+    assert text.endswith("No chat channel is configured to send it to.")
+
+
 async def test_a_group_chat_cannot_reach_the_main_session_or_the_owners_jobs_through_cron(
     isolated_state: Path, api: ScriptedBotAPI
 ) -> None:

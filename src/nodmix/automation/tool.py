@@ -191,11 +191,16 @@ class CronTools:
             return f", result to {deliver}"
         if session == "main":
             return ", result in the main session"
-        channels = ", ".join(self._channels.configured()) or "none"
-        return (
+        kept = (
             ". This turn is not from a chat, so the result is sent nowhere: it is kept in the"
-            f" job's run history only (`nodmix cron runs {job_id}`). To have it sent, add the job"
-            f" with deliver: '<channel>:<chatId>' (configured channels: {channels})."
+            f" job's run history only (`nodmix cron runs {job_id}`)."
+        )
+        channels = ", ".join(self._channels.configured())
+        if not channels:
+            return f"{kept} No chat channel is configured to send it to."
+        return (
+            f"{kept} To have it sent, add the job with deliver: '<channel>:<chatId>'"
+            f" (configured channels: {channels})."
         )
 
     def _check_untrusted(self, ctx: ToolContext, session: str, every: float | None) -> None:
