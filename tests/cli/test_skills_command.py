@@ -148,3 +148,13 @@ def test_remove_on_a_bundled_or_workspace_skill_says_where_it_is_and_how_to_turn
         assert f"'{name}' {where} (" in line
         assert line.endswith(f"turn it off with skills.entries.{name}.enabled: false")
     assert (folder / "SKILL.md").is_file()
+
+
+def test_check_names_a_skills_allowlist_entry_that_matches_no_skill(isolated_state: Path) -> None:
+    agents = "list: [{ id: 'work', skills: ['daily-note', 'daily-notes'] }]"
+    write_config(isolated_state, "http://127.0.0.1:9/v1", agents=agents)
+    check = run_nodmix(isolated_state, "skills", "check", "--agent", "work")
+    assert check.returncode == 0, check.stderr
+    lines = check.stdout.splitlines()
+    assert "daily-notes: named in the agent's skills allowlist, but no skill has that name" in lines
+    assert not any(line.startswith("daily-note:") for line in lines)  # the real one is offered

@@ -135,8 +135,21 @@ def _check(args: argparse.Namespace) -> int:
             print(f"  - {reason}")
     for problem in review.problems:
         print(problem)
+    for name in _unknown_allowlisted(args, review):
+        print(f"{name}: named in the agent's skills allowlist, but no skill has that name")
     print(f"{len(ready)} ready, {len(blocked)} blocked, {len(review.problems)} broken")
     return 1 if review.problems else 0
+
+
+def _unknown_allowlisted(args: argparse.Namespace, review: SkillReview) -> list[str]:
+    """Names in `agents.list[].skills` that no skill found has (a typo offers nothing)."""
+    from nodmix.config import paths
+    from nodmix.config.loader import load_config
+
+    agent_id = args.agent or paths.DEFAULT_AGENT_ID
+    entry = next((a for a in load_config().config.agents.entries if a.id == agent_id), None)
+    found = {status.skill.name for status in review.statuses}
+    return [name for name in (entry.skills or []) if name not in found] if entry else []
 
 
 def _install(args: argparse.Namespace) -> int:
