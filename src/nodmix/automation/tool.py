@@ -179,10 +179,28 @@ class CronTools:
             created_in=ctx.session_key,
         )
         await anyio.to_thread.run_sync(self._add_capped, job, owner)
-        where = f", result to {deliver}" if deliver else ""
         return ToolResult.text(
-            f"scheduled job {job.id} ({job.name}): {schedule.describe()}{where}",
+            f"scheduled job {job.id} ({job.name}): {schedule.describe()}"
+            + self._where(job.id, deliver, session),
             details={"jobId": job.id},
+        )
+
+    def _where(self, job_id: str, deliver: str | None, session: str) -> str:
+        """Where the job's reply goes, so the model can tell the user what to expect."""
+        if deliver is not None:
+            return f", result to {deliver}"
+        if session == "main":
+            return ", result in the main session"
+        kept = (
+            ". This turn is not from a chat, so the result is sent nowhere: it is kept in the"
+            f" job's run history only (`nodmix cron runs {job_id}`)."
+        )
+        channels = ", ".join(self._channels.configured())
+        if not channels:
+            return f"{kept} No chat channel is configured to send it to."
+        return (
+            f"{kept} To have it sent, add the job with deliver: '<channel>:<chatId>'"
+            f" (configured channels: {channels})."
         )
 
     def _check_untrusted(self, ctx: ToolContext, session: str, every: float | None) -> None:
