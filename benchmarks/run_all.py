@@ -152,7 +152,7 @@ BENCHMARKS = (
         "channels-memory",
         "Channels: memory per idle channel",
         "benchmarks.channels.bench_memory",
-        (),
+        ("--rounds", "1"),
         "channels",
     ),
     Benchmark(

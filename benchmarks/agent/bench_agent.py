@@ -7,7 +7,9 @@ Run from the repository root:
 Start-up: a scripted OpenAI-compatible model server runs in this process and records when each
 request arrives; `nodmix agent --local -m hi` is started as a fresh process and the time from
 `Popen` to the request's arrival is measured (interpreter start, imports, config, plugin
-discovery, session open and the HTTP request itself).
+discovery, session open and the HTTP request itself). Its target is stated for a CPU
+calibration of 110 ms (`benchmarks.report.cpu_calibration_ms`) and scales with the calibration
+measured around the runs.
 
 Loop overhead: one turn of N model steps, each calling a no-op tool, against an in-process
 model; the time spent inside the model and the tool is subtracted, leaving what the loop itself
@@ -30,13 +32,15 @@ from typing import Any
 
 import anyio
 
-from benchmarks.report import print_table, write_results
+from benchmarks.report import cpu_calibration_ms, print_table, write_results
 from nodmix.providers.base import ModelEvent, ModelRequest
 from nodmix.providers.fake import FunctionProvider, ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "agent.json"
-TARGET_STARTUP_MS = 300.0
+TARGET_STARTUP_MS = 150.0
+"""Start-up target at `TARGET_CALIBRATION_MS`; a slower or busier machine scales it."""
+TARGET_CALIBRATION_MS = 110.0
 TARGET_STEP_MS = 2.0
 
 
@@ -70,6 +74,7 @@ def bench_startup(runs: int) -> dict[str, Any]:
         return ModelReply.text("ok")
 
     samples: list[float] = []
+    calibrations = [cpu_calibration_ms()]
     with tempfile.TemporaryDirectory() as tmp, ScriptedModelServer(respond) as server:
         state = Path(tmp)
         _config(state, server.base_url)
@@ -91,8 +96,10 @@ def bench_startup(runs: int) -> dict[str, Any]:
                 raise RuntimeError(f"agent run failed: {done.stderr.strip()}")
             if i:  # the first run warms the OS file cache and compiles bytecode
                 samples.append((arrivals[-1] - start) * 1000)
+    calibrations.append(cpu_calibration_ms())
     return {
         "runs": runs,
+        "calibration_ms": statistics.mean(calibrations),
         "median_ms": statistics.median(samples),
         "p90_ms": sorted(samples)[int(len(samples) * 0.9) - 1],
         "min_ms": min(samples),
@@ -219,12 +226,16 @@ def main() -> int:
 
     startup = bench_startup(args.runs)
     loop = anyio.run(_loop_overhead, args.steps)
+    calibration = startup["calibration_ms"]
+    target = TARGET_STARTUP_MS * calibration / TARGET_CALIBRATION_MS
     rows = [
         (
             "`nodmix agent --local` start to first model request (median)",
-            f"{startup['median_ms']:.0f} ms (p90 {startup['p90_ms']:.0f})",
-            f"≤ {TARGET_STARTUP_MS:.0f} ms",
-            startup["median_ms"] <= TARGET_STARTUP_MS,
+            f"{startup['median_ms']:.0f} ms (p90 {startup['p90_ms']:.0f}; "
+            f"calibration {calibration:.0f} ms)",
+            f"≤ {TARGET_STARTUP_MS:.0f} ms at calibration {TARGET_CALIBRATION_MS:.0f} "
+            f"(≤ {target:.0f} ms here)",
+            startup["median_ms"] <= target,
         ),
         (
             f"loop overhead per step ({loop['steps']} steps, model and tool time excluded)",

@@ -9,7 +9,8 @@ server (`python -m nodmix.testing.model_server --script echo`), the gateway (`no
 in a fresh state directory), and this client.
 
 1. Overhead: the same chat completion sent straight to the model server and through the
-   gateway, interleaved, many times in sequence over keep-alive connections. Overhead is
+   gateway, interleaved, many times in sequence over keep-alive connections (with the CPU
+   calibration measured around them, `benchmarks.report.cpu_calibration_ms`). Overhead is
    the difference of the medians (and of the 95th percentiles), plain and streamed, for a
    fresh session per request (stateless clients) and for named sessions (`user`) of ten
    turns each (a chat client, whose history the gateway replays to the model).
@@ -42,7 +43,7 @@ import anyio
 import httpx2
 from tests.support.process import rss_kb
 
-from benchmarks.report import quantile, write_results
+from benchmarks.report import cpu_calibration_ms, quantile, write_results
 from nodmix.gateway.client import GatewayClient
 from nodmix.gateway.server import STOP_HINT
 
@@ -358,9 +359,11 @@ def _table(report: dict[str, Any]) -> str:
         "| measurement | result | target |",
         "|---|---:|---:|",
     ]
+    calibration = report["calibration_ms"]
     lines.extend(
         f"| overhead p50 / p95, {row['variant']} (direct p50 {row['direct_p50_ms']} ms; "
-        f"gateway CPU {row['gateway_cpu_ms_per_request']} ms/request) "
+        f"gateway CPU {row['gateway_cpu_ms_per_request']} ms/request; "
+        f"calibration {calibration:.0f} ms) "
         f"| {row['overhead_p50_ms']} / {row['overhead_p95_ms']} ms "
         f"| p50 ≤ {TARGET_OVERHEAD_P50_MS} ms |"
         for row in report["overhead"]
@@ -404,6 +407,7 @@ def main() -> None:
     global STATE_ROOT
     STATE_ROOT = args.state_root
     with model_server() as model_url, gateway(model_url) as (gateway_url, pid):
+        before = cpu_calibration_ms()
         report: dict[str, Any] = {
             "benchmark": "gateway",
             "python": platform.python_version(),
@@ -412,6 +416,7 @@ def main() -> None:
             "state_root": args.state_root or tempfile.gettempdir(),
             "overhead": overhead(model_url, gateway_url, pid, args.requests),
         }
+        report["calibration_ms"] = round(statistics.mean((before, cpu_calibration_ms())), 1)
         report["runtime_only"] = anyio.run(runtime_only, model_url, args.requests)
     with model_server() as model_url, gateway(model_url) as (gateway_url, pid):
         report["concurrency"] = anyio.run(concurrency, gateway_url, args.sessions, args.turns)

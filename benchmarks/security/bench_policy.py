@@ -27,8 +27,9 @@ from nodmix.config.schema import ExecToolConfig, NodmixConfig, ToolsConfig
 from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
 from nodmix.security.approvals import ApprovalBroker
-from nodmix.security.gate import ExecGate, TurnHandle, TurnRegistry
+from nodmix.security.gate import ExecGate
 from nodmix.security.parts import cached_rules
+from nodmix.security.turns import TurnHandle, TurnRegistry
 from nodmix.tools import core_tools
 from nodmix.tools.base import Tool, ToolContext
 

@@ -66,7 +66,7 @@ async def test_the_cron_tool_validates_like_the_cli_and_lists_and_removes(
     assert texts[1].startswith("unknown time zone 'Mars/Base'")
     assert texts[2].startswith("telegram chat 999 is not allowed")
     assert texts[3].startswith("channel 'sms' is not configured")
-    assert texts[4].startswith("scheduled job") and texts[4].endswith("(daily): every 1d")
+    assert texts[4].startswith("scheduled job") and "(daily): every 1d. " in texts[4]
     assert texts[5].endswith("result to telegram:4242")
     assert "daily" in texts[6] and "tea" in texts[6]
     assert texts[7].startswith("removed job")
@@ -74,6 +74,43 @@ async def test_the_cron_tool_validates_like_the_cli_and_lists_and_removes(
     [left] = runner.store.load()
     assert left.message == "tea" and left.created_by == "agent" and left.delete_after_run
     assert api.sent_texts() == []
+
+
+async def test_a_reminder_added_outside_any_chat_says_its_result_stays_in_the_run_history(
+    isolated_state: Path, api: ScriptedBotAPI
+) -> None:
+    # From the CLI, the web page or the API there is no chat to answer in: the model is told,
+    # so it does not promise a reminder that will never reach the user.
+    script = CallsCron(
+        [
+            {"action": "add", "in": "1h", "name": "stretch", "message": "Remind me to stretch"},
+            {"action": "add", "in": "1h", "name": "tea", "message": "x", "session": "main"},
+        ]
+    )
+    async with ScriptedModelServer(script) as model:
+        config = write_config(isolated_state, model.base_url, channels=telegram_section(api))
+        async with open_runner(isolated_state, config, SystemClock()) as (runtime, runner):
+            await runtime.run_turn("remind me in an hour to stretch")
+            jobs = {job.name: job for job in runner.store.load()}
+    stretch, tea = (text for _, text in script.results)
+    assert jobs["stretch"].deliver is None
+    assert f"nodmix cron runs {jobs['stretch'].id}" in stretch
+    assert "result is sent nowhere" in stretch
+    assert "configured channels: telegram" in stretch
+    assert tea.endswith(", result in the main session")
+
+
+async def test_a_reminder_added_outside_any_chat_without_channels_says_none_can_take_it(
+    isolated_state: Path,
+) -> None:
+    script = CallsCron([{"action": "add", "in": "1h", "message": "Remind me to stretch"}])
+    async with ScriptedModelServer(script) as model:
+        config = write_config(isolated_state, model.base_url)
+        async with open_runner(isolated_state, config, SystemClock()) as (runtime, _):
+            await runtime.run_turn("remind me in an hour to stretch")
+    [(_, text)] = script.results
+    assert "result is sent nowhere" in text
+    assert text.endswith("No chat channel is configured to send it to.")
 
 
 async def test_a_group_chat_cannot_reach_the_main_session_or_the_owners_jobs_through_cron(

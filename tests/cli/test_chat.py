@@ -185,7 +185,7 @@ def test_the_chat_history_is_readable_by_the_user_only(configured: Path) -> None
     assert "+my api key is sk-123" in fresh.read_text(encoding="utf-8")
 
 
-def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restart(
+def test_config_set_model_reaches_the_running_gateway_and_port_or_channels_ask_for_a_restart(
     configured: Path, server: ScriptedModelServer
 ) -> None:
     with GatewayProcess(configured) as gateway:
@@ -210,6 +210,8 @@ def test_config_set_model_reaches_the_running_gateway_and_port_asks_for_a_restar
         # Channels start with the gateway: a new section waits for a restart too.
         channel = run_nodmix(configured, "config", "set", "channels.telegram", "{enabled: false}")
         assert "needs a restart to apply channels.telegram" in channel.stdout, channel.stdout
+        removed = run_nodmix(configured, "config", "unset", "channels.telegram")
+        assert "needs a restart to apply channels.telegram" in removed.stdout, removed.stdout
         moved = run_nodmix(configured, "config", "set", "gateway.port", "1")
         assert f"the gateway running at {gateway.url} needs a restart" in moved.stdout
     assert json.loads(first.stdout)["model"] == "local/scripted"

@@ -56,6 +56,7 @@ def test_mistakes_are_one_line_with_a_non_zero_exit(isolated_state: Path) -> Non
             "channel 'sms' is not configured",
         ),
         (["show", "nope"], "no cron job 'nope'"),
+        (["runs", "nope"], "no cron job 'nope' and no runs recorded under that id"),
     ]
     for args, expected in cases:
         done = run_nodmix(isolated_state, "cron", *args)
@@ -85,3 +86,6 @@ def test_cron_run_runs_the_job_now_without_a_gateway(isolated_state: Path) -> No
         assert user_texts(model) == ["hello"]
         runs = json.loads(_ok(isolated_state, "runs", job["id"], "--json"))["runs"]
         assert [r["trigger"] for r in runs] == ["manual"]
+        _ok(isolated_state, "remove", job["id"])
+        kept = json.loads(_ok(isolated_state, "runs", job["id"], "--json"))["runs"]
+        assert kept == runs  # a removed job's history is still found by its id

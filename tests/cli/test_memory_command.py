@@ -52,6 +52,12 @@ def test_mistakes_get_one_line_and_a_non_zero_exit(isolated_state: Path) -> None
     assert unknown.returncode != 0
     assert "no agent 'nobody'" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+    wanted = {"--max-results": "a whole number of 1 or more", "--min-score": "a score from 0 to 1"}
+    for option, value in (("--max-results", "0"), ("--max-results", "-3"), ("--min-score", "2")):
+        bad = run_nodmix(isolated_state, "memory", "search", "x", option, value)
+        assert bad.returncode == 2
+        last = bad.stderr.strip().splitlines()[-1]
+        assert last.endswith(f"argument {option}: expected {wanted[option]}, got '{value}'")
     (isolated_state / "nodmix.json").write_text('{"memory": {"embedings": {}}}')
     typo = run_nodmix(isolated_state, "memory", "status")
     assert typo.returncode != 0

@@ -119,3 +119,42 @@ def test_install_and_remove_round_trip_and_broken_skill_fails_check(
         f"nodmix: error: no skill 'packed' is installed in {isolated_state / 'skills'}"
     )
     assert "Traceback" not in again.stderr
+
+
+def test_info_on_a_broken_skill_names_its_file_and_the_parse_error(isolated_state: Path) -> None:
+    broken = isolated_state / "workspace" / "skills" / "radar" / "SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname: radar\ndescription: [unclosed\n---\n", encoding="utf-8")
+    info = run_nodmix(isolated_state, "skills", "info", "radar")
+    assert info.returncode == 1
+    lines = info.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"nodmix: error: skill 'radar' is broken: skipped skill {broken}: ")
+    assert "not valid YAML" in lines[0]
+
+    unknown = run_nodmix(isolated_state, "skills", "info", "nosuch")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("nodmix: error: no skill named 'nosuch' (found: ")
+
+
+def test_remove_on_a_bundled_or_workspace_skill_says_where_it_is_and_how_to_turn_it_off(
+    isolated_state: Path,
+) -> None:
+    folder = write_skill(isolated_state / "workspace" / "skills", "radar", "Rain radar.").parent
+    for name, where in (("radar", "is in the workspace"), ("reminders", "is bundled with Nodmix")):
+        done = run_nodmix(isolated_state, "skills", "remove", name)
+        assert done.returncode == 1
+        [line] = done.stderr.strip().splitlines()
+        assert f"'{name}' {where} (" in line
+        assert line.endswith(f"turn it off with skills.entries.{name}.enabled: false")
+    assert (folder / "SKILL.md").is_file()
+
+
+def test_check_names_a_skills_allowlist_entry_that_matches_no_skill(isolated_state: Path) -> None:
+    agents = "list: [{ id: 'work', skills: ['daily-note', 'daily-notes'] }]"
+    write_config(isolated_state, "http://127.0.0.1:9/v1", agents=agents)
+    check = run_nodmix(isolated_state, "skills", "check", "--agent", "work")
+    assert check.returncode == 0, check.stderr
+    lines = check.stdout.splitlines()
+    assert "daily-notes: named in the agent's skills allowlist, but no skill has that name" in lines
+    assert not any(line.startswith("daily-note:") for line in lines)  # the real one is offered

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from nodmix.codemode import CodeModeEngine
 from nodmix.sessions import SessionManager
 
-from .support import Harness, build_harness, code_mode, text_tool
+from .support import Gate, Harness, build_harness, code_mode, text_tool
 
 
 async def _harness(
@@ -54,6 +55,42 @@ async def test_console_methods_become_text_output_in_order_with_text_and_json(
         "TypeError: bad thing",
         "{ 'a-b': 1, nested: { deep: { deeper: [Object] } } }",
         "[Function: named] [class Thing] it's",
+    ]
+
+
+@pytest.mark.anyio
+async def test_console_joins_strings_and_numbers_like_node_whatever_the_argument_count(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    h = await _harness(engine, sessions, workspace)
+    result = await h.exec(
+        """
+        for (const v of [1, 0, -0, 2.5, NaN, -Infinity, 'word']) console.log('v', v);
+        console.log('a', 'b', 3, -0, 0, 1e21, 'c');
+        console.log('100%', 5);
+        console.log('%d%%', 50, 'left');
+        console.log('v %d', 8);
+        console.log('v', 7);
+        console.log('x', { y: 1 }, 2);
+        console.log(3, 'three');
+        """
+    )
+    assert result["status"] == "completed", result
+    assert _texts(result) == [
+        "v 1",
+        "v 0",
+        "v -0",
+        "v 2.5",
+        "v NaN",
+        "v -Infinity",
+        "v word",
+        "a b 3 -0 0 1e+21 c",
+        "100% 5",
+        "50% left",
+        "v 8",
+        "v 7",
+        "x { y: 1 } 2",
+        "3 three",
     ]
 
 
@@ -301,3 +338,29 @@ async def test_console_lines_keep_their_order_around_calls_and_survive_a_timeout
     assert _texts(ordered) == [f"a{i}" for i in range(300)] + ["after found", "t", "last"]
     spun = await h.exec("console.log('progress: starting'); while (true) {}")
     assert spun["code"] == "timeout" and _texts(spun) == ["progress: starting"]
+
+
+@pytest.mark.anyio
+async def test_a_suspended_run_carries_only_the_guest_scripts_it_used(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    gate = Gate()
+    h = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=[gate.tool],
+        code_mode_config=code_mode(timeout_ms=500),
+    )
+    sizes = []
+    for prelude in ("", "console.log('x', 1); new URL('http://a/b'); await API.list(); "):
+        parked = await h.exec(prelude + "return (await tools.slow({})).text")
+        assert parked["status"] == "waiting", parked
+        stored = engine.store.get(parked["runId"])
+        assert stored is not None
+        sizes.append(len(stored.snapshot))
+        gate.release.set()
+        assert (await h.wait(parked["runId"]))["status"] == "completed"
+        gate.release = anyio.Event()
+    plain, used = sizes
+    assert used - plain > 8 * 1024, sizes  # console, the web globals and API.read/list

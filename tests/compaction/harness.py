@@ -20,6 +20,7 @@ from nodmix.events import RunEvent
 from nodmix.hooks import Hooks
 from nodmix.loop import RunTools, TurnDeps, TurnRequest, TurnResult, run_turn
 from nodmix.messages import user_message
+from nodmix.origin import TurnOrigin
 from nodmix.providers.base import ModelRequest, ModelSpec, Provider
 from nodmix.providers.fake import FunctionProvider, Respond
 from nodmix.providers.retry import RetryPolicy
@@ -67,6 +68,9 @@ class Harness:
     hooks: Hooks = field(default_factory=Hooks)
     engine: ContextEngine | None = None
     flush: bool = True
+    session_key: str = "agent:main:main"
+    origin: TurnOrigin | None = None
+    """The chat the turns answer (None: the owner)."""
 
     def __post_init__(self) -> None:
         self.provider = FunctionProvider(self.respond)
@@ -101,7 +105,7 @@ class Harness:
 
     @property
     def session(self) -> Session:
-        return self.manager.open("agent:main:main", workspace=self.agent.workspace)
+        return self.manager.open(self.session_key, workspace=self.agent.workspace)
 
     @property
     def chat_requests(self) -> list[ModelRequest]:
@@ -121,6 +125,7 @@ class Harness:
             session=session,
             refs=("p/m",),
             emit=self.events.append,
+            origin=self.origin,
         )
         deps = TurnDeps(
             models=self.models,
@@ -136,6 +141,7 @@ class Harness:
             run_id="run",
             tools=RunTools(visible=tuple(self.tools)),
             model_refs=("p/m",),
+            origin=self.origin,
         )
         return await run_turn(deps, request, self.events.append)
 

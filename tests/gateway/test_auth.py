@@ -135,9 +135,11 @@ async def test_a_channel_webhook_path_needs_neither_token_nor_loopback_host(
     async with httpx2.AsyncClient(transport=transport, base_url="http://bot.example.org") as client:
         hook = await client.post("/tg/hook")
         below = await client.post("/tg/hook/more")
+        read = await client.get("/tg/hook")
         models = await client.get("/v1/models")
         evil = await client.post("/tg/hook", headers={"origin": "https://evil.example"})
     assert hook.status_code == 200
     refused = 403 if token is None else 401  # the public Host, or no token
     assert below.status_code == refused and models.status_code == refused
+    assert read.status_code == refused  # only a POST is a platform's update
     assert evil.status_code == 403

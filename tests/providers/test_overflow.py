@@ -1,4 +1,4 @@
-"""Context-overflow recognition: every signature from the spec and the reference notes."""
+"""Context-overflow recognition: every error signature providers are known to send on overflow."""
 
 from __future__ import annotations
 

@@ -74,6 +74,20 @@ def test_a_small_suspended_cell_snapshot_is_compact(boot: Callable[..., Cell]) -
     assert len(cell.snapshot()) < 256 * 1024
 
 
+def test_a_snapshot_holds_no_source_text_of_the_prelude_or_the_setup_script(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime
+) -> None:
+    boot().close()  # the first cell of a process compiles the scripts; later ones load bytecode
+    cell, _ = suspended(boot)
+    # A snapshot stores only the pages that differ from the cell's boot template, so look at the
+    # whole linear memory the snapshot stands for: the live VM's.
+    memory = bytes(cell._vm.capture().memory)
+    assert b"function checkedStringify(value, transform)" not in memory  # the prelude
+    assert b"const parse = JSON.parse, stringify = JSON.stringify" not in memory  # the setup
+    shown = boot().run("return host.call.toString()")
+    assert isinstance(shown, Completed) and "[native code]" in str(shown.value())
+
+
 def test_a_snapshot_from_another_build_is_rejected(
     boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
 ) -> None:

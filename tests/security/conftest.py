@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nodmix.origin import TurnOrigin
 from nodmix.security.sandbox.policy import SandboxSettings
 from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.tools.base import ToolContext
@@ -52,8 +53,10 @@ def make_sandbox(
     )
 
 
-def context(workspace: Path, session: str = "work", agent: str = "main") -> ToolContext:
-    """A tool call in session `agent:<agent>:<session>`."""
+def context(
+    workspace: Path, session: str = "work", agent: str = "main", origin: TurnOrigin | None = None
+) -> ToolContext:
+    """A tool call in session `agent:<agent>:<session>` (the owner's, unless `origin`)."""
     return ToolContext(
         agent_id=agent,
         session_key=f"agent:{agent}:{session}",
@@ -61,4 +64,5 @@ def context(workspace: Path, session: str = "work", agent: str = "main") -> Tool
         run_id="r1",
         call_id="call-1",
         workspace=workspace,
+        origin=origin,
     )

@@ -289,3 +289,16 @@ def test_a_sandbox_with_the_network_and_a_gateway_without_a_token_is_high(
     monkeypatch.setenv("NODMIX_GATEWAY_TOKEN", "t" * 40)
     code, findings = _audit(capsys)
     assert "sandbox.network-reaches-gateway" not in findings
+
+
+def test_letting_other_senders_write_the_owners_instructions_is_reported(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _config(private_state, "{agents: {list: [{id: 'main', sandbox: {workspaceAccess: 'rw'}}]}}")
+    _, findings = _audit(capsys)
+    finding = findings["workspace.instructions-writable"]
+    assert finding["severity"] == "medium" and "MEMORY.md" in finding["detail"]
+
+    _config(private_state, "{agents: {defaults: {sandbox: {workspaceAccess: 'protected'}}}}")
+    _, findings = _audit(capsys)
+    assert "workspace.instructions-writable" not in findings

@@ -18,8 +18,9 @@ from nodmix.security.approvals import (
     ApprovalRequest,
     RecordingPresenter,
 )
-from nodmix.security.gate import ExecGate, TurnHandle, TurnRegistry
+from nodmix.security.gate import ExecGate
 from nodmix.security.parts import cached_rules
+from nodmix.security.turns import TurnHandle, TurnRegistry
 from nodmix.tools import core_tools
 from nodmix.tools.base import ToolContext
 from tests.gateway.support import poll_until

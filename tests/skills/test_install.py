@@ -36,6 +36,13 @@ def test_install_from_a_folder_copies_scripts_and_keeps_modes(tmp_path: Path) ->
     assert sorted(p.name for p in root.iterdir()) == ["hello"]  # no staging left behind
 
 
+def test_installing_a_skill_md_file_installs_its_whole_folder(tmp_path: Path) -> None:
+    root = tmp_path / "managed"
+    skill = install_skill(_source(tmp_path) / "SKILL.md", root)
+    assert skill.name == "hello"
+    assert (root / "hello" / "scripts" / "run.sh").is_file()
+
+
 @pytest.mark.parametrize("suffix", [".tar.gz", ".zip"])
 def test_install_from_an_archive_with_a_top_level_folder(tmp_path: Path, suffix: str) -> None:
     folder = _source(tmp_path)

@@ -107,3 +107,28 @@ def test_the_server_prints_the_config_lines_that_point_nodmix_at_it() -> None:
     assert "nodmix config set models.providers.scripted '{" in provider
     assert f'baseUrl: "{base_url}"' in provider and 'apiKey: "k1"' in provider
     assert primary.endswith("nodmix config set agents.defaults.model.primary scripted/scripted")
+
+
+def test_event_seconds_makes_the_server_stream_a_reply_slowly() -> None:
+    # With a long pause the first event arrives and the rest is still held back: a slow
+    # model, so a channel's streamed reply can be watched growing.
+    with running("--script", "echo", "--event-seconds", "60") as (_, base_url):
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        timeout = httpx2.Timeout(DEADLINE, read=1.0)
+        with httpx2.stream("POST", f"{base_url}/chat/completions", json=body, timeout=timeout) as r:
+            lines = r.iter_lines()
+            first = next(line for line in lines if line)
+            assert first.startswith("data: {")
+            with pytest.raises(httpx2.ReadTimeout):
+                next(line for line in lines if line)
+
+
+def test_a_negative_event_seconds_is_refused_in_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "nodmix.testing.model_server", "--event-seconds", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith("error: --event-seconds must be 0 or more")

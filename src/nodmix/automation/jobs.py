@@ -7,7 +7,6 @@ both build jobs through it, so they accept and refuse the same things.
 from __future__ import annotations
 
 import re
-import secrets
 from typing import Literal
 
 import msgspec
@@ -61,6 +60,8 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
 
 def new_job_id() -> str:
     """A short random job id."""
+    import secrets  # hmac and hashlib: only when a job is added
+
     return secrets.token_hex(4)
 
 

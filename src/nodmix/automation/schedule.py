@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
-from cronsim import CronSim, CronSimError
 
 from nodmix.errors import NodmixError
+
+if TYPE_CHECKING:  # both load when a cron schedule or a zone is used, not with the `cron` tool
+    from zoneinfo import ZoneInfo
 
 ScheduleKind = Literal["cron", "every", "at"]
 
@@ -88,6 +89,8 @@ def zone(name: str | None) -> ZoneInfo | None:
     """
     if not name:
         return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -102,6 +105,8 @@ def cron_schedule(expr: str, tz: str | None = None) -> Schedule:
     Raises:
         ScheduleError: bad expression or zone.
     """
+    from cronsim import CronSim, CronSimError
+
     expr = " ".join(expr.split())
     tzinfo = zone(tz)
     try:
@@ -163,6 +168,8 @@ def next_fire(schedule: Schedule, after: float, *, anchor: float) -> float | Non
             return anchor + step
         count = int((after - anchor) // step) + 1
         return anchor + count * step
+    from cronsim import CronSim
+
     tzinfo = zone(schedule.tz) or datetime.now().astimezone().tzinfo
     start = datetime.fromtimestamp(after, tzinfo)
     return next(iter(CronSim(schedule.expr or "", start))).timestamp()

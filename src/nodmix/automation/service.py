@@ -12,7 +12,7 @@ import anyio
 
 from nodmix.automation.history import DEFAULT_RUNS_KEPT, RunHistory
 from nodmix.automation.store import JobStore
-from nodmix.automation.tool import CronTools, OutboundRules
+from nodmix.automation.tool import OutboundRules
 from nodmix.config.schema import NodmixConfig
 
 if TYPE_CHECKING:  # the loops run only in the gateway: `agent --local` need not import them
@@ -55,7 +55,6 @@ class Automation:
         self.history = RunHistory(
             state_dir, kept=config().automation.runs_kept or DEFAULT_RUNS_KEPT
         )
-        self.tools = CronTools(self.store, channels)
         self.runner: JobRunner | None = None
         """The runner of the serving gateway (webhooks use it); None outside `serve`."""
         self.scheduler: Scheduler | None = None

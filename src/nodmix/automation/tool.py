@@ -18,16 +18,18 @@ or delete the owner's reminders.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from nodmix.automation.jobs import Job, JobError, build_schedule, new_job, parse_target
-from nodmix.automation.store import JobStore
 from nodmix.messages import JsonObject
 from nodmix.origin import TurnOrigin, is_automation, is_owner_turn
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:  # the job store and schedules load with the first call, not with the tool
+    from nodmix.automation.jobs import Job
+    from nodmix.automation.store import JobStore
 
 MAX_JOBS_PER_SESSION = 20
 """Jobs a turn outside the main session may have scheduled at once."""
@@ -86,10 +88,10 @@ def visible(jobs: list[Job], ctx: ToolContext) -> list[Job]:
 
 
 class CronTools:
-    """The `cron` tool as a tool source."""
+    """The `cron` tool as a tool source; `store` gives the job store when a call needs it."""
 
-    def __init__(self, store: JobStore, channels: OutboundRules) -> None:
-        self._store = store
+    def __init__(self, store: Callable[[], JobStore], channels: OutboundRules) -> None:
+        self._job_store = store
         self._channels = channels
         self._tool = FunctionTool.create(
             self._call,
@@ -104,7 +106,13 @@ class CronTools:
     async def list_tools(self) -> Sequence[Tool]:
         return [self._tool]
 
+    @property
+    def _store(self) -> JobStore:
+        return self._job_store()
+
     async def _call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        from nodmix.automation.jobs import JobError
+
         action = str(args.get("action") or "")
         try:
             if action == "add":
@@ -131,6 +139,8 @@ class CronTools:
         return ToolResult.error("action must be add, list or remove")
 
     async def _add(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
+        from nodmix.automation.jobs import JobError, build_schedule, new_job, parse_target
+
         def text(key: str) -> str | None:
             value = args.get(key)
             return str(value) if value not in (None, "") else None
@@ -169,13 +179,33 @@ class CronTools:
             created_in=ctx.session_key,
         )
         await anyio.to_thread.run_sync(self._add_capped, job, owner)
-        where = f", result to {deliver}" if deliver else ""
         return ToolResult.text(
-            f"scheduled job {job.id} ({job.name}): {schedule.describe()}{where}",
+            f"scheduled job {job.id} ({job.name}): {schedule.describe()}"
+            + self._where(job.id, deliver, session),
             details={"jobId": job.id},
         )
 
+    def _where(self, job_id: str, deliver: str | None, session: str) -> str:
+        """Where the job's reply goes, so the model can tell the user what to expect."""
+        if deliver is not None:
+            return f", result to {deliver}"
+        if session == "main":
+            return ", result in the main session"
+        kept = (
+            ". This turn is not from a chat, so the result is sent nowhere: it is kept in the"
+            f" job's run history only (`nodmix cron runs {job_id}`)."
+        )
+        channels = ", ".join(self._channels.configured())
+        if not channels:
+            return f"{kept} No chat channel is configured to send it to."
+        return (
+            f"{kept} To have it sent, add the job with deliver: '<channel>:<chatId>'"
+            f" (configured channels: {channels})."
+        )
+
     def _check_untrusted(self, ctx: ToolContext, session: str, every: float | None) -> None:
+        from nodmix.automation.jobs import JobError
+
         if session == "main":
             raise JobError("only the owner's main session can schedule jobs that run in it")
         if every is not None and every < MIN_AGENT_EVERY_SECONDS:
@@ -184,6 +214,8 @@ class CronTools:
             )
 
     def _add_capped(self, job: Job, owner: bool) -> None:
+        from nodmix.automation.jobs import JobError
+
         def change(jobs: list[Job]) -> None:
             if not owner and sum(j.created_in == job.created_in for j in jobs) >= (
                 MAX_JOBS_PER_SESSION

@@ -80,7 +80,11 @@ class MessageEditor(Protocol):
 class WebhookReceiver(Protocol):
     """An adapter that receives updates as HTTP requests to the gateway."""
 
-    async def receive_webhook(self, headers: Mapping[str, str], body: bytes) -> int:
+    async def receive_webhook(
+        self, headers: Mapping[str, str], body: Callable[[], Awaitable[bytes]]
+    ) -> int:
         """Check and hand on one posted update (to the sink `run` was given); the HTTP status
-        to answer (200 accepted, 401 wrong secret, 400 malformed, 503 not running yet)."""
+        to answer (200 accepted, 401 wrong secret, 400 malformed, 503 not running yet).
+        `body` reads the request's body: only once the headers authenticate it, so a
+        stranger's request is answered without waiting for (or buffering) its body."""
         ...

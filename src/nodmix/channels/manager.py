@@ -34,6 +34,7 @@ from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.runner import RunHandle, TurnRunner
 from nodmix.channels.status import ChannelStatus, write_status
 from nodmix.channels.streaming import EditThrottle, edit_stream
+from nodmix.channels.tls import ClientTls
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
@@ -86,6 +87,7 @@ class ChannelManager:
         self._status_dirty = False
         self._pairing_told: dict[tuple[str, str], float] = {}
         self._edits = EditThrottle()
+        self._tls = ClientTls()
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ class ChannelManager:
         """The channel's adapter (built on first use, also outside the gateway)."""
         if channel not in self.adapters:
             self.adapters[channel] = create_adapter(
-                channel, self._config(), self._env, self.state_dir
+                channel, self._config(), self._env, self.state_dir, tls=self._tls
             )
         return self.adapters[channel]
 
@@ -140,8 +142,10 @@ class ChannelManager:
         """`{path: channel}` the gateway serves for channels in webhook mode."""
         return webhook_paths(self._config())
 
-    async def webhook(self, channel: str, headers: Mapping[str, str], body: bytes) -> int:
-        """A request to a channel's webhook path; the HTTP status to answer."""
+    async def webhook(
+        self, channel: str, headers: Mapping[str, str], body: Callable[[], Awaitable[bytes]]
+    ) -> int:
+        """A request to a channel's webhook path (`body` reads its body); the HTTP status."""
         adapter: object = self.adapters.get(channel)
         if not isinstance(adapter, WebhookReceiver):
             return 503  # not started (yet): the platform posts it again later

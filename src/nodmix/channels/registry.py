@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
@@ -16,6 +17,9 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
+
+if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
+    from nodmix.channels.tls import ClientTls
 
 KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
 
@@ -76,9 +80,15 @@ def _invite_check(
 
 
 def create_adapter(
-    channel: str, config: NodmixConfig, env: Mapping[str, str], state_dir: Path
+    channel: str,
+    config: NodmixConfig,
+    env: Mapping[str, str],
+    state_dir: Path,
+    *,
+    tls: ClientTls | None = None,
 ) -> ChannelAdapter:
-    """Build (not connect) the adapter of a configured channel.
+    """Build (not connect) the adapter of a configured channel; `tls` is the gateway's shared
+    TLS client context, for the clients that take one.
 
     Raises:
         ConfigError: the channel is not configured or its credentials are missing.
@@ -86,7 +96,8 @@ def create_adapter(
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
-        return TelegramAdapter(telegram_settings(config.channels.telegram, env), state_dir)
+        bot = telegram_settings(config.channels.telegram, env)
+        return TelegramAdapter(bot, state_dir, tls.context() if tls is not None else None)
     if channel == "matrix" and config.channels.matrix is not None:
         from nodmix.channels.matrix.adapter import MatrixAdapter, matrix_settings
 

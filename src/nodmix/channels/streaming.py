@@ -9,7 +9,9 @@ the answer after it), so the last edit shows exactly the turn's reply, split as 
 delivered at the end would be.
 
 If an edit fails (the message is too old to edit, the platform asks to slow down), editing
-stops and the rest of the reply is sent as new messages when the turn ends.
+stops and the rest of the reply is sent as new messages when the turn ends. A message sent
+while streaming is waited for when the turn ends (its id must not be lost), but for at most
+`SEND_WAIT_SECONDS`: past that (flood control retrying) streaming stops the same way.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ log = logging.getLogger("nodmix.channels")
 
 EDIT_EVERY_SECONDS = 1.0
 """The shortest time between two edits (or further messages of a streamed reply) in a chat."""
+SEND_WAIT_SECONDS = 30.0
+"""How long sending one message of a streamed reply may hold up the end of the turn (the send
+finishes even when the turn ends, so its message id is not lost). A send the platform keeps
+refusing ("retry after") is given up then, and the reply is delivered when the turn ends."""
 _THROTTLE_KEPT = 256
 
 
@@ -96,15 +102,19 @@ class EditStream:
         *,
         chat_id: str,
         thread_id: str | None,
+        send_wait_seconds: float = SEND_WAIT_SECONDS,
     ) -> None:
         self._adapter = adapter
+        self._send_wait = send_wait_seconds
         self._status = status
         self._editor = editor
         self._throttle = throttle
         self._chat = (adapter.channel_id, chat_id)
         self._chat_id = chat_id
         self._thread_id = thread_id
-        self._text = ""
+        self._parts: list[str] = []
+        """The step's text so far, as deltas: joined when read, so that a reply arriving in
+        many small deltas costs linear time (appending to one string copied it each time)."""
         self._new_step = False
         self._shown: list[tuple[str, str]] = []
         """(message id, text) of each message showing the reply so far."""
@@ -116,8 +126,9 @@ class EditStream:
     def text(self, delta: str) -> None:
         """More text from the model."""
         if self._new_step:
-            self._text, self._new_step = "", False
-        self._text += delta
+            self._parts.clear()
+            self._new_step = False
+        self._parts.append(delta)
         self._changed.set()
 
     def step_end(self) -> None:
@@ -129,7 +140,9 @@ class EditStream:
     @property
     def streamed(self) -> str:
         """The text streamed so far (what a failed turn leaves in the chat)."""
-        return self._text
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     async def run(self) -> None:
         """Show the growing text until cancelled (or until an edit fails)."""
@@ -139,7 +152,7 @@ class EditStream:
             if self._shown:
                 await self._throttle.wait(self._chat)
             try:
-                await self._show(self._pieces(self._text))
+                await self._show(self._pieces(self.streamed))
             except Exception as exc:
                 self._give_up(exc)
 
@@ -183,8 +196,11 @@ class EditStream:
             if i >= len(self._shown):
                 if self._shown:  # the first words go at once; later messages keep the pace
                     await self._throttle.wait(self._chat)
-                with anyio.CancelScope(shield=True):  # the turn ending must not lose its id
+                # The turn ending must not lose its id, but must not wait on flood control.
+                with anyio.move_on_after(self._send_wait, shield=True) as sending:
                     ids = await self._adapter.send(self._message(piece))
+                if sending.cancelled_caught:
+                    raise TimeoutError(f"sending took longer than {self._send_wait:g} s")
                 self._throttle.mark(self._chat)  # a new message counts as an update too
                 self._shown.append((ids[0] if ids else "", piece))
                 continue

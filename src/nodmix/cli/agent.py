@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from nodmix.cli import collector
 from nodmix.cli.common import common_parent
 
 
@@ -85,7 +86,8 @@ async def _one_turn(args: argparse.Namespace) -> int:
     from nodmix.runtime import Runtime
 
     printer = EventPrinter(stream_text=not args.json)
-    async with Runtime.open() as runtime:
+    async with Runtime.open(one_conversation=True) as runtime:
+        collector.resume(args)
         _ask_on_terminal(runtime)
         outcome: Any = None
 
@@ -132,7 +134,8 @@ async def _chat(args: argparse.Namespace) -> int:
     from nodmix.cli.chat import chat_lines, run_chat
     from nodmix.runtime import Runtime
 
-    async with Runtime.open() as runtime:
+    async with Runtime.open(one_conversation=True) as runtime:
+        collector.resume(args)
         _ask_on_terminal(runtime)
         backend = LocalChat(runtime, args)
         return await run_chat(
@@ -144,10 +147,15 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 def _ask_on_terminal(runtime: Any) -> None:
-    """Approval requests of this process's turns are asked on the terminal (y/n/always)."""
-    from nodmix.cli.approval_prompt import TerminalPresenter
+    """Approval requests of this process's turns are asked on the terminal (y/n/always); the
+    prompt is set up when the security parts are built (a turn without `exec` never does)."""
 
-    runtime.security.broker.router.register("owner", TerminalPresenter())
+    def register(security: Any) -> None:
+        from nodmix.cli.approval_prompt import TerminalPresenter
+
+        security.broker.router.register("owner", TerminalPresenter())
+
+    runtime.when_security(register)
 
 
 class LocalChat:

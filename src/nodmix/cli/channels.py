@@ -63,9 +63,10 @@ def _list(args: argparse.Namespace) -> int:
         )
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
+        mention = "yes" if row["requireMention"] else "no"
         print(
             f"{row['channel']}  {state}  dm: {row['dmPolicy']}  groups: {row['groupPolicy']} "
-            f"({len(row['groups'])} listed)  mention required: {row['requireMention']}"
+            f"({len(row['groups'])} listed)  mention required: {mention}"
         )
     return 0
 

@@ -133,6 +133,11 @@ def _unset(args: argparse.Namespace) -> int:
     loaded = load_config()
     write_document(loaded.path, unset_value(loaded.raw, args.key))
     print(f"removed {args.key} from {loaded.path}")
+    from nodmix.cli.config_notice import running_gateway_notice
+
+    notice = running_gateway_notice(loaded.config, args.key)
+    if notice:
+        print(notice)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""What `nodmix config set` tells the user about a gateway that is already running."""
+"""What `nodmix config set` (and `unset`) tells the user about a gateway that is already running."""
 
 from __future__ import annotations
 

@@ -265,14 +265,25 @@ def _run(args: argparse.Namespace) -> int:
 
 def _runs(args: argparse.Namespace) -> int:
     from nodmix.automation.history import RunHistory
+    from nodmix.automation.jobs import JobError
     from nodmix.config import paths
 
     store = _store()
+    history = RunHistory(paths.state_dir(dict(os.environ)))
     try:
         job_id = store.get(args.id).id
-    except ValueError:
-        job_id = args.id  # a removed one-shot job keeps its history
-    runs = RunHistory(paths.state_dir(dict(os.environ))).runs(job_id)
+    except JobError:
+        # A removed job (a one-shot job removes itself after it ran) keeps its history under
+        # its id; a name that matches no job and no history must not read as "not run yet".
+        if any(job.name == args.id for job in store.load()):
+            raise  # several jobs have that name
+        if not history.runs(args.id):
+            raise JobError(
+                f"no cron job {args.id!r} and no runs recorded under that id (a removed job's"
+                " runs are found by its id, printed when it was added)"
+            ) from None
+        job_id = args.id
+    runs = history.runs(job_id)
     if args.json:
         print_json({"jobId": job_id, "runs": [r.to_json() for r in runs]})
         return 0

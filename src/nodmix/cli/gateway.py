@@ -7,6 +7,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING
 
+from nodmix.cli import collector
 from nodmix.cli.common import common_parent
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     presence = contextlib.ExitStack()
 
     def ready(bound: GatewaySettings, runtime: Runtime) -> None:
+        collector.resume(args)
         presence.enter_context(announce(runtime.state_dir, url=bound.url, version=__version__))
         print(banner(bound, runtime), flush=True)
 

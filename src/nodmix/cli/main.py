@@ -16,6 +16,10 @@ import traceback
 from collections.abc import Sequence
 
 from nodmix import __version__
+from nodmix.cli import collector
+
+# Imported up front, not when a command fails: a process out of file descriptors could not
+# load them then, and its one-line error would become a traceback.
 from nodmix.cli.failure import exhaustion_line, is_interrupt, leaf_error, one_line
 
 COMMAND_MODULES = (
@@ -72,8 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in arguments or "-v" in arguments
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    paused = argv is None and collector.pause(command)  # see nodmix.cli.collector
     try:
-        return _main(arguments)
+        return _main(arguments, command, collector_paused=paused)
     except BrokenPipeError:
         # stdout was closed early (`nodmix ... | head`): not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -98,10 +104,10 @@ def _fail(exc: BaseException, verbose: bool) -> int:
     return 1
 
 
-def _main(arguments: list[str]) -> int:
-    command = next((a for a in arguments if not a.startswith("-")), None)
+def _main(arguments: list[str], command: str | None, *, collector_paused: bool) -> int:
     parser = build_parser(command if command in COMMAND_MODULES else None)
     args = parser.parse_args(arguments)
+    args.collector_paused = collector_paused
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

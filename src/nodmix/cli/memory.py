@@ -35,10 +35,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = cmds.add_parser("search", parents=[parent], help="search memory like memory_search")
     agent_option(p)
     p.add_argument("query", help="what to look for")
-    p.add_argument("--max-results", type=int, metavar="N", help="results at most (default 6)")
-    p.add_argument("--min-score", type=float, metavar="S", help="lowest score shown (0..1)")
+    p.add_argument(
+        "--max-results", type=_at_least_one, metavar="N", help="results at most (default 6)"
+    )
+    p.add_argument("--min-score", type=_score, metavar="S", help="lowest score shown (0..1)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_search)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
+
+
+def _score(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a score from 0 to 1, got {text!r}")
+    return value
 
 
 def _open(args: argparse.Namespace) -> MemoryIndex:

@@ -71,11 +71,21 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known(channel: str, channels: list[str]) -> None:
+    """Refuse a channel that is neither configured nor has pairing records (a typo)."""
+    from nodmix.channels.pairing import PairingError
+
+    if channel not in channels:
+        known = ", ".join(channels) or "none configured"
+        raise PairingError(f"no channel {channel!r} (channels: {known})")
+
+
 def _approve(args: argparse.Namespace) -> int:
     from nodmix.channels.pairing import PairingStore
 
-    store, _ = _store()
+    store, channels = _store()
     assert isinstance(store, PairingStore)
+    _known(args.channel, channels)
     found = store.approve(args.channel, args.code)
     name = f" ({found.sender_name})" if found.sender_name else ""
     print(f"Approved {args.channel} sender {found.sender_id}{name}.")
@@ -85,8 +95,9 @@ def _approve(args: argparse.Namespace) -> int:
 def _revoke(args: argparse.Namespace) -> int:
     from nodmix.channels.pairing import PairingStore
 
-    store, _ = _store()
+    store, channels = _store()
     assert isinstance(store, PairingStore)
+    _known(args.channel, channels)
     store.revoke(args.channel, args.sender)
     print(f"Revoked {args.channel} sender {args.sender}; they must pair again.")
     return 0

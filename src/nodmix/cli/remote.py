@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from nodmix.cli import collector
 from nodmix.invocation import nodmix_command
 
 DEFAULT_PORT = 18789
@@ -37,6 +38,7 @@ def try_gateway(args: argparse.Namespace) -> int | None:
             file=sys.stderr,
         )
         return None
+    collector.resume(args)  # the gateway runs the turns; this process only talks to it
     if args.message is None:
         return _chat(args, url)
     from nodmix.gateway.client import run_remote

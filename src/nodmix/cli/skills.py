@@ -92,6 +92,11 @@ def _info(args: argparse.Namespace) -> int:
     review = _review(args)
     status = review.find(args.name)
     if status is None:
+        # A SKILL.md that cannot be parsed has no name: its folder's name stands for it.
+        marker = f"/{args.name}/SKILL.md:"
+        broken = next((p for p in review.problems if marker in p.replace("\\", "/")), None)
+        if broken is not None:
+            raise SkillError(f"skill {args.name!r} is broken: {broken}")
         known = ", ".join(s.skill.name for s in review.statuses) or "none"
         raise SkillError(f"no skill named {args.name!r} (found: {known})")
     data = status.to_json()
@@ -130,8 +135,21 @@ def _check(args: argparse.Namespace) -> int:
             print(f"  - {reason}")
     for problem in review.problems:
         print(problem)
+    for name in _unknown_allowlisted(args, review):
+        print(f"{name}: named in the agent's skills allowlist, but no skill has that name")
     print(f"{len(ready)} ready, {len(blocked)} blocked, {len(review.problems)} broken")
     return 1 if review.problems else 0
+
+
+def _unknown_allowlisted(args: argparse.Namespace, review: SkillReview) -> list[str]:
+    """Names in `agents.list[].skills` that no skill found has (a typo offers nothing)."""
+    from nodmix.config import paths
+    from nodmix.config.loader import load_config
+
+    agent_id = args.agent or paths.DEFAULT_AGENT_ID
+    entry = next((a for a in load_config().config.agents.entries if a.id == agent_id), None)
+    found = {status.skill.name for status in review.statuses}
+    return [name for name in (entry.skills or []) if name not in found] if entry else []
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -148,9 +166,22 @@ def _install(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from nodmix.config import paths
+    from nodmix.errors import SkillError
     from nodmix.skills import managed_dir
     from nodmix.skills.install import remove_skill
 
-    folder = remove_skill(args.name, managed_dir(paths.state_dir()))
+    try:
+        folder = remove_skill(args.name, managed_dir(paths.state_dir()))
+    except SkillError as exc:
+        # A skill found elsewhere (bundled, a workspace folder) is not ours to delete: say where.
+        status = _review(argparse.Namespace(agent=None)).find(args.name)
+        if status is None or status.skill.source == "managed":
+            raise
+        where = {"bundled": "is bundled with Nodmix", "extra": "is in skills.load.extraDirs"}
+        raise SkillError(
+            f"{exc}; {args.name!r} {where.get(status.skill.source, 'is in the workspace')}"
+            f" ({status.skill.folder}): `remove` only deletes installed skills; turn it off"
+            f" with skills.entries.{args.name}.enabled: false"
+        ) from None
     print(f"removed skill {args.name!r} ({folder})")
     return 0

@@ -9,6 +9,12 @@ Boot data (the compact catalog, safe names, virtual API files, namespace descrip
 one synchronous `call("boot")`; everything then lives in the VM heap and survives snapshots.
 Intrinsics are captured before user code runs, so a guest that replaces `JSON` or `Promise`
 cannot change how the bridge behaves.
+
+Code that only some runs use is not part of this script: the plugin and MCP namespace builder
+(`js/namespaces.js`) is evaluated at boot only when the run has namespaces, `API.list`/`API.read`
+(`js/api.js`) on their first call, and console, timers and web globals on first read
+(`habits.py`). Each comes from the host as a `TrustedScript`, so a small suspended run's heap,
+and its stored snapshot, holds only what the run touched.
 """
 
 from __future__ import annotations
@@ -78,10 +84,6 @@ function (cap) {
     for (const k of keys(v)) out[k] = frozenCopy(v[k]);
     return freeze(out);
   }
-  function lift(p) {
-    // A bridge promise settles with parsed JSON; errors are plain guest Errors.
-    return p;
-  }
 
   const callTool = function (ref, input) {
     const id = S(ref);
@@ -91,119 +93,43 @@ function (cap) {
     if (json.length >= """
     + str(2 * MAX_VALUE_DEPTH)
     + r""") {
-      return lift(request('call', { ref: id, input: parse(json) }));
+      return request('call', { ref: id, input: parse(json) });
     }
-    return lift(requestJson('call', '{"ref":' + plainStringify(id) + ',"input":' + json + '}'));
+    return requestJson('call', '{"ref":' + plainStringify(id) + ',"input":' + json + '}');
   };
   const tools = create(null);
   tools.search = function (query, options) {
     const limit = options !== null && typeof options === 'object' && options.limit !== undefined
       ? options.limit : null;
-    return lift(request('search', { query: query === undefined ? '' : S(query), limit: limit }));
+    return request('search', { query: query === undefined ? '' : S(query), limit: limit });
   };
-  tools.describe = function (id) { return lift(request('describe', { ref: S(id) })); };
+  tools.describe = function (id) { return request('describe', { ref: S(id) }); };
   tools.call = callTool;
   for (const name of keys(boot.safe)) {
     const id = boot.safe[name];
     tools[name] = function (input) { return callTool(id, input); };
   }
 
+  // `API.list`/`API.read` load their code on first use (see js/api.js).
   const files = boot.files;
-  function checkPath(path) {
-    const p = S(path);
-    const parts = p.split('/');
-    for (const part of parts) {
-      if (part === '' || part === '.' || part === '..') {
-        throw new E('API paths are relative file paths like "mcp/index.d.ts"; "." and ".." '
-          + 'segments are not allowed: ' + p);
-      }
+  let apiImpl = null;
+  function api() {
+    if (apiImpl === null) {
+      apiImpl = call('source', 'api')({ files: files, frozenCopy: frozenCopy,
+        resolved: resolved, rejected: rejected });
     }
-    return p;
+    return apiImpl;
   }
   const API = freeze({
-    list: function (prefix) {
-      const pre = prefix === undefined || prefix === null ? '' : S(prefix).replace(/\/+$/, '');
-      const out = [];
-      for (const f of files) {
-        if (pre === '' || f.path === pre || f.path.startsWith(pre + '/')) {
-          out.push({ path: f.path, description: f.description, bytes: f.bytes });
-        }
-      }
-      return resolved(frozenCopy({ files: out }));
-    },
-    read: function (path) {
-      try {
-        const p = checkPath(path);
-        for (const f of files) if (f.path === p) return resolved(frozenCopy(f));
-        return rejected(new E('Unknown API file: ' + p + '. Use API.list() to see the files.'));
-      } catch (e) { return rejected(e); }
-    },
+    list: function (prefix) { return api().list(prefix); },
+    read: function (path) { return api().read(path); },
   });
 
-  function makeNamespace(node, path) {
-    if (node === null || typeof node !== 'object') return node;
-    if (node.$fn !== undefined) {
-      const fnPath = node.$fn;
-      const fn = function () {
-        const args = [];
-        for (let i = 0; i < arguments.length; i++) args.push(safe(arguments[i]));
-        return lift(request('ns', { path: fnPath, args: args }));
-      };
-      return freeze(fn);
-    }
-    if (isArray(node)) return freeze(node.map(function (v) { return makeNamespace(v, path); }));
-    const out = create(null);
-    for (const k of keys(node)) out[k] = makeNamespace(node[k], path + '.' + k);
-    return freeze(out);
-  }
-  const namespaces = create(null);
-  for (const name of keys(boot.namespaces)) {
-    namespaces[name] = makeNamespace(boot.namespaces[name], name);
-  }
-
-  function mcpServer(ident, node, info) {
-    const out = create(null);
-    for (const k of keys(node)) out[k] = makeNamespace(node[k], 'MCP.' + ident + '.' + k);
-    out.$api = function (toolName, options) {
-      const wantSchema = options !== null && typeof options === 'object' && options.schema === true;
-      let tools = info.tools, scope = 'server', header = info.header;
-      if (toolName !== undefined && toolName !== null) {
-        const t = S(toolName);
-        tools = info.tools.filter(function (x) {
-          return x.method === t || x.path.join('.') === t || x.mcpTool === t;
-        });
-        if (tools.length === 0) {
-          return rejected(new E('Unknown MCP tool ' + t + ' on server ' + ident
-            + '; call MCP.' + ident + '.$api() to list its tools.'));
-        }
-        if (tools.length === 1) {
-          scope = 'tool';
-          header = info.toolHeaders[tools[0].path.join('.')];
-        }
-      }
-      const out2 = { kind: 'mcp_api', scope: scope, server: info.server, header: header,
-                     tools: tools, note: info.note };
-      if (wantSchema) {
-        const schemas = {};
-        for (const x of tools) schemas[x.path.join('.')] = info.schemas[x.path.join('.')];
-        out2.schemas = schemas;
-      }
-      return resolved(frozenCopy(out2));
-    };
-    return freeze(out);
-  }
-  if (boot.mcp) {
-    const api = boot.mcp.api;
-    const root = create(null);
-    root.$api = function () {
-      return resolved(frozenCopy({ kind: 'mcp_api', scope: 'root', header: api.$root.header,
-                                   servers: api.$root.servers, note: api.$root.note }));
-    };
-    for (const ident of keys(boot.mcp.descriptor)) {
-      root[ident] = mcpServer(ident, boot.mcp.descriptor[ident], api[ident]);
-    }
-    namespaces.MCP = freeze(root);
-  }
+  // Plugin and MCP namespaces: their builder is loaded only by runs that have some.
+  const namespaces = boot.mcp || keys(boot.namespaces).length > 0
+    ? call('source', 'namespaces')({ namespaces: boot.namespaces, mcp: boot.mcp, safe: safe,
+      request: request, frozenCopy: frozenCopy, resolved: resolved, rejected: rejected })
+    : create(null);
 
   const g = globalThis;
   const put = function (name, value) {
@@ -220,9 +146,10 @@ function (cap) {
   });
   put('json', function (v) { call('json', stringify(safe(v))); });
   put('yield_control', function (reason) {
-    return lift(request('yield', { reason: reason === undefined ? null : S(reason) }));
+    return request('yield', { reason: reason === undefined ? null : S(reason) });
   });
-  // Node and web globals, built on first read (see habits.py).
+  // Node and web globals, built on first read (see habits.py). The host serves each web global
+  // the script of its group (`WEB_GLOBALS`), whose builders then serve the group's other names.
   let habits = null, web = null;
   function fromHabits(name) {
     if (habits === null) {
@@ -232,8 +159,12 @@ function (cap) {
     return habits[name];
   }
   function fromWeb(name) {
-    if (web === null) web = call('source', 'webapi')();
-    return web[name]();
+    if (web === null) web = create(null);
+    if (web[name] === undefined) {
+      const builders = call('source', 'web:' + name)();
+      for (const k of keys(builders)) web[k] = builders;
+    }
+    return web[name][name]();
   }
   function setGlobal(name, value) {
     define(g, name, { value: value, writable: true, configurable: true, enumerable: false });

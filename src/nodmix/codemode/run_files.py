@@ -20,8 +20,10 @@ Completed, failed, aborted and expired runs are deleted from disk.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -123,7 +125,7 @@ class FileRunStore(RunStore):
         info = self._on_disk.pop(run_id)
         path = self._path(run_id)
         try:
-            record, snapshot = decode(path.read_bytes())
+            record, snapshot = decode(read_run_file(path, self.max_bytes))
         except (OSError, RunFileError) as exc:
             log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
             self._remove_file(run_id)
@@ -246,21 +248,21 @@ class FileRunStore(RunStore):
         found: list[tuple[RunRecord, int]] = []
         for path in sorted(self.directory.iterdir()):
             if path.name.endswith(TEMP_SUFFIX):
-                path.unlink(missing_ok=True)  # a write the process did not finish
+                self._unlink(path)  # a write the process did not finish
                 continue
             if not path.name.endswith(SUFFIX):
                 continue
             try:
-                data = path.read_bytes()
+                data = read_run_file(path, self.max_bytes)
                 record, _ = decode(data)
                 if f"{record.id}{SUFFIX}" != path.name:
                     raise RunFileError("file name does not match the run id")
             except (OSError, RunFileError) as exc:
                 log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
-                path.unlink(missing_ok=True)
+                self._unlink(path)  # logs what it cannot remove (a planted directory)
                 continue
             if record.expires_at <= now:
-                path.unlink(missing_ok=True)
+                self._unlink(path)
                 continue
             found.append((record, len(data)))
         found.sort(key=lambda item: item[0].created_at, reverse=True)  # newest first
@@ -289,6 +291,38 @@ class FileRunStore(RunStore):
             )
             self._sizes[record.id] = size
             kept_bytes += size
+
+
+def read_run_file(path: Path, limit: int) -> bytes:
+    """The bytes of a run file: a regular file (not a link) of at most `limit` bytes.
+
+    Anything else found under a run's name (a pipe, a link to a device, a huge file) is
+    refused before it is read, so it can neither block the reader nor fill its memory.
+
+    Raises:
+        RunFileError: Not a regular file, or larger than `limit`.
+        OSError: It cannot be opened or read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symbolic link
+            raise RunFileError("not a regular file") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunFileError("not a regular file")
+        if info.st_size > limit:
+            raise RunFileError(f"larger than the store's byte cap ({limit} bytes)")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise RunFileError(f"larger than the store's byte cap ({limit} bytes)")
+    return data
 
 
 def write_atomically(

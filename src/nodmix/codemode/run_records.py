@@ -35,8 +35,9 @@ from nodmix.catalog import RunCatalog
 from nodmix.catalog.catalog import CatalogCounters
 from nodmix.codemode.locations import SourceMap
 from nodmix.codemode.runs import NestedCall, RunScope, RunState, SuspendedRun
-from nodmix.codemode.settings import CodeModeSettings
+from nodmix.codemode.settings import CodeModeSettings, resolve_settings
 from nodmix.codemode.timers import Timer
+from nodmix.config.schema import CodeModeConfig
 from nodmix.tools.base import ToolResult
 
 MAGIC: Final = b"NDMXRUN\x00"
@@ -222,7 +223,34 @@ def decode(data: bytes) -> tuple[RunRecord, bytes]:
         record = _decoder.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RunFileError(f"unreadable run record: {exc}") from None
+    _check_bounds(record)
     return record, bytes(snapshot)
+
+
+#: The settings a run file carries that bound what its run may use.
+_BOUNDED: Final = (
+    "timeout_ms",
+    "memory_limit_bytes",
+    "max_output_bytes",
+    "max_snapshot_bytes",
+    "max_pending_tool_calls",
+    "max_queued_tool_calls",
+    "snapshot_ttl_seconds",
+    "search_default_limit",
+    "max_search_limit",
+    "max_source_bytes",
+)
+
+
+def _check_bounds(record: RunRecord) -> None:
+    # A resumed run keeps the settings it was parked with: they must be ones the config could
+    # have given (a crafted file must not buy a run a longer budget or more memory).
+    values = {name: getattr(record.settings, name) for name in _BOUNDED}
+    allowed = resolve_settings(CodeModeConfig(enabled=True, **values))
+    if any(getattr(allowed, name) != value for name, value in values.items()):
+        raise RunFileError("run settings outside their allowed ranges")
+    if not set(record.counters) <= set(_COUNTER_NAMES):
+        raise RunFileError("unknown run counters")
 
 
 def detached_run(record: RunRecord, snapshot: bytes, now: float | None = None) -> SuspendedRun:

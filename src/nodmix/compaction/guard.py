@@ -31,6 +31,7 @@ from nodmix.context.guard import RequestDraft, RequestPlan
 from nodmix.context.pruning import PruneSettings, prune_tool_results
 from nodmix.context.tokens import estimate_text_tokens, estimate_tokens, estimate_tool_tokens
 from nodmix.events import EventSink
+from nodmix.origin import TurnOrigin
 from nodmix.sessions.session import Session
 from nodmix.tools.base import ToolSpec
 
@@ -51,8 +52,10 @@ class TurnGuard:
         emit: EventSink,
         settings: CompactionSettings | None = None,
         prune: PruneSettings | None = None,
+        origin: TurnOrigin | None = None,
     ) -> None:
         self._service = service
+        self._origin = origin
         self._engine = engine
         self._agent = agent
         self._session = session
@@ -177,4 +180,6 @@ class TurnGuard:
         runner = self._service.flush_runner
         assert runner is not None
         log.info("memory flush before compaction on %s", self._session.key)
-        await runner.flush(self._session, self._agent, self._refs, self.settings.memory_flush)
+        await runner.flush(
+            self._session, self._agent, self._refs, self.settings.memory_flush, self._origin
+        )

@@ -12,6 +12,10 @@ The flush is invisible to the user and to the conversation:
   not a user turn, are not replayed to the model and never show up as a reply;
 - it only gets `read`, `write` and `edit`, and those only accept `MEMORY.md` and
   `memory/*.md` (any other path is an error result the model can read);
+- in a session that does not speak for the owner (a group chat, a per-peer DM, automation:
+  `nodmix.security.workspace_guard`) they accept only that chat's own notes file,
+  `memory/peers/<channel>-<chat>.md`, which is searchable but never put into a prompt, so
+  what such a chat said cannot become the owner's instructions;
 - what it did is recorded as one `custom` entry (`nodmix.memory-flush`: time, files written,
   outcome), which the model never sees and which marks the flush done until the next
   compaction.
@@ -36,6 +40,8 @@ from nodmix.events import discard
 from nodmix.loop import RunTools, TurnDeps, TurnRequest, run_turn
 from nodmix.loop.model_call import ModelResolver
 from nodmix.messages import JsonObject, Message, ToolResultMessage, user_message
+from nodmix.origin import TurnOrigin
+from nodmix.security.workspace_guard import peer_notes, speaks_for_owner
 from nodmix.sessions.session import Session
 from nodmix.tools.base import Tool, ToolContext, ToolOrigin, ToolResult, ToolRunner, ToolSpec
 from nodmix.tools.workspace import resolve_path
@@ -62,22 +68,43 @@ DEFAULT_FLUSH_SYSTEM: Final = (
 )
 
 
-def is_memory_path(workspace: Path, path: str) -> bool:
-    """Whether `path` (as a tool gets it) names `MEMORY.md` or a `memory/*.md` file."""
+DEFAULT_PEER_FLUSH_PROMPT: Final = (
+    "[Housekeeping, not from the user] The earlier part of this conversation will soon be "
+    "condensed to free context space. Before that happens, save anything worth keeping about "
+    "this chat beyond this conversation in {file} (read it first and update it rather than "
+    "repeating what is there). Only that file can be written. If there is nothing new worth "
+    "saving, write nothing. Reply with one short line saying what you saved; nobody will see "
+    "the reply."
+)
+
+
+def is_memory_path(workspace: Path, path: str, origin: TurnOrigin | None = None) -> bool:
+    """Whether `path` (as a tool gets it) names `MEMORY.md` or a `memory/*.md` file, or, with
+    the `origin` of a chat that does not speak for the owner, that chat's own notes file."""
     try:
         resolved = resolve_path(workspace, path)
     except Exception:
         return False
     relative = PurePosixPath(resolved.relative_to(workspace.resolve()).as_posix())
+    if origin is not None:
+        return relative == peer_notes(origin)
     if relative == PurePosixPath("MEMORY.md"):
         return True
     return len(relative.parts) == 2 and relative.parts[0] == "memory" and relative.suffix == ".md"
 
 
+DEFAULT_PEER_FLUSH_SYSTEM: Final = (
+    "You are doing private housekeeping between turns. Work only with this chat's notes "
+    "file; do not address the user or continue the conversation."
+)
+
+
 class MemoryOnlyTool(msgspec.Struct, frozen=True):
-    """A file tool that refuses every path except the memory files."""
+    """A file tool that refuses every path except the memory files (with `peer`, the origin of
+    a chat that does not speak for the owner: every path except that chat's notes file)."""
 
     inner: Tool
+    peer: TurnOrigin | None = None
 
     @property
     def spec(self) -> ToolSpec:
@@ -92,10 +119,10 @@ class MemoryOnlyTool(msgspec.Struct, frozen=True):
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Run the inner tool when the path is a memory file."""
         path = args.get("path")
-        if not isinstance(path, str) or not is_memory_path(ctx.workspace, path):
+        if not isinstance(path, str) or not is_memory_path(ctx.workspace, path, self.peer):
+            allowed = "MEMORY.md and memory/*.md" if self.peer is None else peer_notes(self.peer)
             return ToolResult.error(
-                f"During memory housekeeping only MEMORY.md and memory/*.md can be used, not "
-                f"{path!r}."
+                f"During memory housekeeping only {allowed} can be used, not {path!r}."
             )
         return await self.inner.call(args, ctx)
 
@@ -147,13 +174,23 @@ class FlushRunner(msgspec.Struct, frozen=True, kw_only=True):
         agent: AgentProfile,
         refs: Sequence[str],
         settings: MemoryFlushSettings,
+        origin: TurnOrigin | None = None,
     ) -> JsonObject:
-        """Run the silent turn and record it; returns the recorded data. Never raises."""
+        """Run the silent turn and record it; returns the recorded data. Never raises.
+
+        `origin` is the session's latest turn's: a chat that does not speak for the owner
+        saves to its own notes file only (`memory/peers/`)."""
         now = self.clock()
-        prompt = (settings.prompt or DEFAULT_FLUSH_PROMPT).replace("{date}", f"{now:%Y-%m-%d}")
-        system = settings.system_prompt or DEFAULT_FLUSH_SYSTEM
+        peer = None if speaks_for_owner(origin, agent.id, session.key) else origin
+        if peer is None:
+            text = settings.prompt or DEFAULT_FLUSH_PROMPT
+            system = settings.system_prompt or DEFAULT_FLUSH_SYSTEM
+        else:
+            text = DEFAULT_PEER_FLUSH_PROMPT.replace("{file}", str(peer_notes(peer)))
+            system = DEFAULT_PEER_FLUSH_SYSTEM
+        prompt = text.replace("{date}", f"{now:%Y-%m-%d}")
         shadow = ShadowSession(session)
-        tools = tuple(MemoryOnlyTool(t) for t in self.tools if t.spec.name in MEMORY_TOOLS)
+        tools = tuple(MemoryOnlyTool(t, peer) for t in self.tools if t.spec.name in MEMORY_TOOLS)
         instructions = "\n\n".join(p for p in (agent.instructions, system) if p)
         request = TurnRequest(
             agent=msgspec.structs.replace(
@@ -163,6 +200,7 @@ class FlushRunner(msgspec.Struct, frozen=True, kw_only=True):
             prompt=user_message(prompt),
             run_id=f"flush_{uuid.uuid4().hex[:12]}",
             tools=RunTools(visible=tools),
+            origin=origin,
             model_refs=(settings.model,) if settings.model else tuple(refs),
         )
         deps = TurnDeps(

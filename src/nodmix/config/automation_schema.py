@@ -5,8 +5,6 @@
 `HEARTBEAT.md` checklist on a rhythm. Unset keys take the defaults documented on each field.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec

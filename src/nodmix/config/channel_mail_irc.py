@@ -1,7 +1,5 @@
 """The `channels.irc` and `channels.email` sections of `nodmix.json`."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec

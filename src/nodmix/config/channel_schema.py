@@ -6,8 +6,6 @@ left unset resolve, in order, from the channel's section, `channels.defaults`, t
 built-in defaults (`nodmix.channels.access.resolve_rules`).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec
@@ -147,8 +145,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     defaults: ChannelDefaults = ChannelDefaults()
     telegram: TelegramConfig | None = None
     matrix: MatrixConfig | None = None
-    irc: IrcConfig | None = None
-    email: EmailConfig | None = None
+    irc: "IrcConfig | None" = None
+    email: "EmailConfig | None" = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
 

@@ -6,8 +6,6 @@ camelCase in the file and snake_case here. `None` means "not set": the code that
 resolves its default (and clamps it), which is what lets per-agent sections merge over globals.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -192,6 +190,10 @@ class SandboxConfig(Section, frozen=True):
     """Address space per process (RLIMIT_AS). Default 4 GiB."""
     file_size_bytes: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Largest file a command may write (RLIMIT_FSIZE). Default 1 GiB."""
+    workspace_access: Literal["protected", "ro", "rw"] | None = None
+    """What turns that do not speak for the owner (group chats, per-peer DMs, automation) may
+    write in the workspace, with the file tools and in the sandbox: `protected` (default:
+    everything but MEMORY.md, HEARTBEAT.md, memory/ and skills/), `ro` or `rw`."""
 
 
 class AgentDefaults(Section, frozen=True):

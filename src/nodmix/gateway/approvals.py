@@ -20,7 +20,7 @@ from nodmix.events import RunEvent
 from nodmix.gateway.errors import APIError, bad_request
 from nodmix.gateway.wire import event_json
 from nodmix.security.approvals import ANSWERS, ApprovalBroker
-from nodmix.security.gate import EXEC_TOOL_ID, TurnHandle
+from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle
 from nodmix.tools import Tool
 
 if TYPE_CHECKING:

@@ -12,9 +12,10 @@
    Webhook paths (`/hooks/...`) also accept the separate `hooks.token`, which opens nothing
    else.
 
-A channel's webhook path (Telegram's `channels.telegram.webhook`) skips the host and token
-checks: the platform knows neither, and the channel's adapter checks the secret the platform
-sends with every request before the update is parsed or handed on.
+A `POST` to a channel's webhook path (Telegram's `channels.telegram.webhook`; exactly that
+path, any other method or path is checked as usual) skips the host and token checks: the
+platform knows neither, and the channel's adapter checks the secret the platform sends with
+every request before the body is read.
 
 `/health`, the web page and its static files need no token: they reveal nothing private.
 """
@@ -156,7 +157,11 @@ class GuardMiddleware:
         browser_write = scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")
         if origin is not None and browser_write and not _same_origin(origin, host):
             return 403, "cross_origin", f"requests from origin {origin} are not accepted"
-        if scope["type"] == "http" and scope.get("path") in self.channel_paths:
+        if (
+            scope["type"] == "http"
+            and scope.get("method") == "POST"
+            and scope.get("path") in self.channel_paths
+        ):
             return None
         if self.token is None:
             if not is_loopback(_host_name(host)):

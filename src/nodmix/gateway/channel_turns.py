@@ -117,8 +117,9 @@ def channel_webhook_routes(gateway: Gateway, taken: list[BaseRoute]) -> list[Rou
 
 def _webhook_endpoint(gateway: Gateway, channel: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        body = await request.body()  # bounded by the gateway's body limit
-        status = await gateway.runtime.channels.webhook(channel, request.headers, body)
+        # The body (bounded by the gateway's body limit) is read only once the adapter has
+        # checked the headers' secret.
+        status = await gateway.runtime.channels.webhook(channel, request.headers, request.body)
         return JSONResponse({"ok": status == 200}, status_code=status)
 
     return endpoint

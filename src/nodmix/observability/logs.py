@@ -13,6 +13,7 @@ import json
 import logging
 import logging.handlers
 import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,11 +53,37 @@ class JsonLineFormatter(logging.Formatter):
 
 
 class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
-    """A rotating file handler whose files are readable by their owner only (0600)."""
+    """A rotating file handler whose files are readable by their owner only (0600).
+
+    Two records a turn reach it, so it does per record only what rotation needs: a record
+    is formatted once (the size check and the write share it), and whether the log is a
+    regular file (only those are rotated) is learned when it is opened, not by two `stat`
+    calls per record.
+    """
+
+    _regular = True
+    _formatted: tuple[logging.LogRecord, str] | None = None
 
     def _open(self) -> Any:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._regular = stat.S_ISREG(os.fstat(fd).st_mode)
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
+
+    def format(self, record: logging.LogRecord) -> str:
+        last = self._formatted
+        if last is not None and last[0] is record:
+            return last[1]
+        text = super().format(record)
+        self._formatted = (record, text)
+        return text
+
+    def shouldRollover(self, record: logging.LogRecord) -> bool:
+        if self.stream is None:
+            self.stream = self._open()
+        if not self._regular or self.maxBytes <= 0:
+            return False
+        self.stream.seek(0, 2)
+        return bool(self.stream.tell() + len(self.format(record)) + 1 >= self.maxBytes)
 
 
 @contextlib.contextmanager

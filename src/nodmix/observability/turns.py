@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from nodmix.events import (
     AssistantMessageEvent,
@@ -33,12 +34,11 @@ log = logging.getLogger("nodmix.turns")
 CODEMODE_STEPS = {"nodmix:codemode:exec": "exec", "nodmix:codemode:wait": "wait"}
 
 
-@dataclass(slots=True)
-class _TurnState:
+class _TurnState(msgspec.Struct, kw_only=True):
     agent_id: str
-    fields: dict[str, str] = field(default_factory=dict)
-    step_started: float = field(default_factory=time.monotonic)
-    calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
+    step_started: float = msgspec.field(default_factory=time.monotonic)
+    calls: dict[str, tuple[str, str | None]] = msgspec.field(default_factory=dict)
     """Running calls: call id → (tool name, tool id)."""
 
 

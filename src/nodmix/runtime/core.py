@@ -20,7 +20,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
-from nodmix.automation.service import Automation
+from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
 from nodmix.compaction.guard import TurnGuard
 from nodmix.compaction.service import (
@@ -47,15 +47,17 @@ from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.cache import ConfigCache
 from nodmix.runtime.channel_access import LazyChannels
 from nodmix.runtime.client_results import ClientTurn, accept_client_results
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
-from nodmix.runtime.skills import SKILLS_NAMESPACE, scan_for_turn
+from nodmix.runtime.security import LazySecurity
+from nodmix.runtime.skills import scan_for_turn, skills_namespace_entry
 from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
-from nodmix.security.gate import TurnHandle
-from nodmix.security.parts import CHAT_COMMANDS, open_security
+from nodmix.security.turns import CHAT_COMMANDS, TurnHandle
+from nodmix.security.workspace_guard import instruction_sources
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.sessions.turn_lock import waiting_notice
@@ -65,8 +67,10 @@ from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
+    from nodmix.automation.service import Automation
     from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
+    from nodmix.security.parts import SecurityParts
 
 log = logging.getLogger("nodmix.runtime")
 
@@ -158,9 +162,10 @@ class Runtime:
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
-        self.security = open_security(state_dir, lambda: self.config)
-        """Exec policy, allowlist and approval requests (`nodmix.security`)."""
-        self.executor.gate = self.security.gate
+        self._cache = ConfigCache(lambda: self.config)
+        """Agent profiles, core tools and skills prompts of the current config."""
+        self._security = LazySecurity(state_dir, lambda: self.config)
+        self.executor.gate = self._security
         self.retry = retry
         self._engines: dict[str, ContextEngine] = {}
         self.engine_failures: dict[str, str] = {}
@@ -187,11 +192,12 @@ class Runtime:
         self.tool_sources.append(MessageTools(self.channel_access))
         self.observer = TurnObserver()
         """Logs run events and keeps the metrics the gateway serves at `/metrics`."""
-        self.automation = Automation(
-            lambda: self.config, state_dir=state_dir, channels=self.channel_access
+        self._automation: Automation | None = None
+        self.inline_skill_scans = False
+        """Scan skills on the event loop even when the last scan was slow (see `open`)."""
+        self.tool_sources.append(
+            CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
-        """Cron jobs, run history, heartbeat and webhook runs; the gateway runs the loops."""
-        self.tool_sources.append(self.automation.tools)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -202,8 +208,11 @@ class Runtime:
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         extra_sources: Sequence[ToolProvider] = (),
+        one_conversation: bool = False,
     ) -> AsyncIterator[Runtime]:
-        """Build every part from config and close them all on exit."""
+        """Build every part from config and close them all on exit. `one_conversation`: the
+        process serves a single chat (the CLI), so nothing else waits on its event loop and
+        skill scans run there, starting no worker thread."""
         env = dict(os.environ if env is None else env)
         loaded = loaded or load_config(env=env)
         state_dir = config_paths.ensure_state_dir(config_paths.state_dir(env))
@@ -242,7 +251,8 @@ class Runtime:
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
-            runtime.security.broker.attach(background)
+            runtime.inline_skill_scans = one_conversation
+            runtime._security.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
             try:
                 yield runtime
@@ -250,6 +260,29 @@ class Runtime:
                 await runtime._dispose_engines()
                 if runtime._engine is not None:
                     runtime._engine.shutdown()
+
+    @property
+    def automation(self) -> Automation:
+        """Cron jobs, run history, heartbeat and webhook runs (the gateway runs the loops),
+        created on first use: the `cron` tool's first call or the gateway's start."""
+        if self._automation is None:
+            from nodmix.automation.service import Automation
+
+            self._automation = Automation(
+                lambda: self.config, state_dir=self.state_dir, channels=self.channel_access
+            )
+        return self._automation
+
+    @property
+    def security(self) -> SecurityParts:
+        """Exec policy, allowlist and approval requests (`nodmix.security`), built on first
+        use: the first `exec` call, or the first part that asks for them."""
+        return self._security.parts
+
+    def when_security(self, setup: Callable[[SecurityParts], None]) -> None:
+        """Run `setup` on the security parts once they exist, without building them now (an
+        approval presenter for a run that may never ask for an approval)."""
+        self._security.when_built(setup)
 
     @property
     def channels(self) -> ChannelManager:
@@ -284,8 +317,11 @@ class Runtime:
     # ---- agents, models, engines --------------------------------------------------------------
 
     def agent(self, agent_id: str | None = None) -> AgentProfile:
-        """A resolved agent profile (`main` by default)."""
-        return resolve_agent(self.config, agent_id or config_paths.DEFAULT_AGENT_ID, env=self.env)
+        """A resolved agent profile (`main` by default), resolved once per config."""
+        wanted = agent_id or config_paths.DEFAULT_AGENT_ID
+        return self._cache.get(
+            ("agent", wanted), lambda: resolve_agent(self.config, wanted, env=self.env)
+        )
 
     def agent_ids(self) -> list[str]:
         """Configured agent ids."""
@@ -498,9 +534,11 @@ class Runtime:
             resume = None
             if client.results is not None:
                 resume = accept_client_results(session, self._engine, client.results)
-            self.security.turns.add(run_id, key, TurnHandle(origin, emit))
+            self._security.turns.add(run_id, key, TurnHandle(origin, emit))
             try:
-                skills = await scan_for_turn(self.skills, self.loaded, agent, self.env)
+                skills = await scan_for_turn(
+                    self.skills, self.loaded, agent, self.env, inline=self.inline_skill_scans
+                )
                 tools = await build_run_tools(
                     ToolsetInputs(
                         tools_config=self.config.tools,
@@ -511,10 +549,8 @@ class Runtime:
                         executor=self.executor,
                         engine=lambda: self.engine,
                         sources=self.tool_sources,
-                        namespaces=[
-                            *((o.owner, o.value) for o in self.registry.namespaces.values()),
-                            SKILLS_NAMESPACE,
-                        ],
+                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
+                        more_namespaces=lambda: [skills_namespace_entry()],
                         plugin_configs={
                             k: dict(v.config) for k, v in self.config.plugins.entries.items()
                         },
@@ -526,6 +562,13 @@ class Runtime:
                         extra_tools=client.tools,
                         tool_choice=client.tool_choice,
                         origin=origin,
+                        protected=self._cache.get(
+                            ("protected",),
+                            lambda: instruction_sources(
+                                self.config, config_paths.config_path(self.env)
+                            ),
+                        ),
+                        cache=self._cache,
                     )
                 )
                 await self._bootstrapper.bootstrap(context, session)
@@ -536,6 +579,7 @@ class Runtime:
                     session=session,
                     refs=refs,
                     emit=emit,
+                    origin=origin,
                 )
                 deps = TurnDeps(
                     models=self.router,
@@ -552,7 +596,10 @@ class Runtime:
                     tools=tools,
                     model_refs=refs,
                     origin=origin,
-                    skills_prompt=skills.prompt(agent, code_mode=tools.code_mode),
+                    skills_prompt=self._cache.get(
+                        ("skills_prompt", agent.workspace, skills.skills, tools.code_mode),
+                        lambda: skills.prompt(agent, code_mode=tools.code_mode),
+                    ),
                     resume=resume or (),
                 )
                 result = await run_turn(deps, request, emit)
@@ -565,7 +612,7 @@ class Runtime:
                 emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
                 raise
             finally:
-                self.security.turns.remove(run_id)
+                self._security.turns.remove(run_id)
             last = result.last_message
             session.update_usage(
                 result.usage,

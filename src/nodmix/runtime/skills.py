@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -18,8 +19,15 @@ from nodmix.skills.model import Skill
 from nodmix.skills.tools import SKILLS_OWNER, skill_tools, skills_namespace
 from nodmix.tools import Tool
 
-SKILLS_NAMESPACE = (SKILLS_OWNER, skills_namespace())
-"""`(owner, registration)` of the code-mode `skills` global, passed with the plugins' ones."""
+if TYPE_CHECKING:
+    from nodmix.codemode.namespaces import NamespaceRegistration
+
+
+@functools.cache
+def skills_namespace_entry() -> tuple[str, NamespaceRegistration]:
+    """`(owner, registration)` of the code-mode `skills` global, passed with the plugins' ones
+    (built on first use: only code-mode runs need the namespace machinery)."""
+    return (SKILLS_OWNER, skills_namespace())
 
 
 class TurnSkills(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,19 +59,29 @@ costs more than checking a few unchanged folders."""
 
 
 async def scan_for_turn(
-    book: SkillBook, loaded: LoadedConfig, agent: AgentProfile, env: Mapping[str, Any]
+    book: SkillBook,
+    loaded: LoadedConfig,
+    agent: AgentProfile,
+    env: Mapping[str, Any],
+    *,
+    inline: bool = False,
 ) -> TurnSkills:
     """`turn_skills`, in a worker thread only when the last scan was slow (many skills, a
-    changed SKILL.md to parse)."""
-    if book.last_scan_seconds < INLINE_SCAN_SECONDS:
+    changed SKILL.md to parse) and other work may be waiting on the loop (not `inline`).
+
+    The time kept is the scan's own, also in the thread: counting the thread hop would keep
+    every later scan in a thread on a loaded machine, where the hop alone passes the limit.
+    """
+
+    def timed() -> TurnSkills:
         started = time.perf_counter()
         result = turn_skills(book, loaded, agent, env)
         book.last_scan_seconds = time.perf_counter() - started
         return result
-    started_thread = time.perf_counter()
-    result = await anyio.to_thread.run_sync(turn_skills, book, loaded, agent, env)
-    book.last_scan_seconds = time.perf_counter() - started_thread
-    return result
+
+    if inline or book.last_scan_seconds < INLINE_SCAN_SECONDS:
+        return timed()
+    return await anyio.to_thread.run_sync(timed)
 
 
 def turn_skills(

@@ -18,6 +18,8 @@ from nodmix.config.schema import ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
 from nodmix.origin import TurnOrigin
+from nodmix.runtime.cache import ConfigCache
+from nodmix.security.workspace_guard import DEFAULT_ACCESS
 from nodmix.sessions import Session
 from nodmix.tools import Tool, ToolPolicy, core_tools
 from nodmix.tools.base import ToolRunner
@@ -55,6 +57,9 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     extra_tools: Sequence[Tool] = ()
     namespaces: Sequence[tuple[str, NamespaceRegistration]] = ()
     """Registered plugin namespaces as `(plugin id, registration)`."""
+    more_namespaces: Callable[[], Sequence[tuple[str, NamespaceRegistration]]] | None = None
+    """Further namespaces, asked for only when code mode is active (building them imports the
+    namespace machinery, which plain runs skip)."""
     plugin_configs: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
     mcp: MCPAccess | None = None
     disable_tools: bool = False
@@ -70,6 +75,12 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     in code mode a named tool is called from a program, so the choice becomes `exec`."""
     origin: TurnOrigin | None = None
     """The chat the turn answers; code-mode nested calls carry it like direct calls."""
+    protected: tuple[Path, ...] | None = None
+    """Config file, plugin and skill folders that turns which do not speak for the owner may
+    not write when they lie in the workspace (`workspace_guard.instruction_sources`)."""
+    cache: ConfigCache | None = None
+    """Where the core tools built for `tools_config` are kept between turns (the runtime's,
+    valid until a config reload); without one they are built for this run alone."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -77,15 +88,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     policy = ToolPolicy.from_config(inputs.tools_config).merged(inputs.agent.tools)
     if inputs.disable_tools or policy.disables_tools:
         return RunTools(visible=())
-    isolation = agent_isolation(inputs.agent)
-    candidates: list[Tool] = list(
-        core_tools(
-            inputs.tools_config,
-            read_roots=inputs.read_roots,
-            exec_env=inputs.exec_env,
-            isolation=isolation,
-        )
-    )
+    candidates: list[Tool] = list(_core_tools(inputs))
     for source in inputs.sources:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)
@@ -114,7 +117,10 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         workspace=inputs.agent.workspace,
         emit=inputs.emit,
         append=session.append_message,
-        namespaces=inputs.namespaces,
+        namespaces=[
+            *inputs.namespaces,
+            *(inputs.more_namespaces() if inputs.more_namespaces is not None else ()),
+        ],
         plugin_configs=inputs.plugin_configs,
         mcp=inputs.mcp,
     )
@@ -128,14 +134,46 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
     )
 
 
-def agent_isolation(agent: AgentProfile) -> Isolation | None:
+def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
+    """The core tools under the config, the skills' read roots and `exec` variables; reused
+    from the cache while those stay the same (a sandboxed agent's are built per run)."""
+    isolation = agent_isolation(inputs.agent, inputs.protected)
+    access = inputs.agent.sandbox.workspace_access or DEFAULT_ACCESS
+
+    def build() -> tuple[Tool, ...]:
+        return tuple(
+            core_tools(
+                inputs.tools_config,
+                read_roots=inputs.read_roots,
+                exec_env=inputs.exec_env,
+                isolation=isolation,
+                workspace_access=access,
+                protected=inputs.protected,
+            )
+        )
+
+    if inputs.cache is None or isolation is not None:
+        return build()
+    key = (
+        "core_tools",
+        tuple(inputs.read_roots),
+        tuple(sorted(inputs.exec_env.items())),
+        access,
+        inputs.protected,
+    )
+    return inputs.cache.get(key, build)
+
+
+def agent_isolation(
+    agent: AgentProfile, protected: tuple[Path, ...] | None = None
+) -> Isolation | None:
     """The agent's sandbox, or None when its mode is off (then the sandbox's modules, and the
     guarded HTTP transport they bring, are never imported)."""
     if (agent.sandbox.mode or "off") == "off":
         return None
     from nodmix.security.sandbox.session import SessionSandbox
 
-    return SessionSandbox.for_agent(agent)
+    return SessionSandbox.for_agent(agent, protected)
 
 
 def _app_wins(tools: Sequence[Tool]) -> tuple[Tool, ...]:

@@ -185,6 +185,8 @@ class Cell:
         cap = limits.memory_bytes + limits.memory_headroom_bytes
         decoded = snapshot_format.decode(blob, build_id=runtime.build_id, max_memory=cap)
         state = snapshot_format.CellState.unpack(decoded.extra)
+        if max(state.settle, state.finish, state.describe, state.promise) >= decoded.size:
+            raise SnapshotError("corrupt snapshot metadata")  # handles are addresses in memory
         booter = cls._booter(setup_script, runtime, limits)
         template = templates.for_snapshot(
             decoded.base_digest, runtime, setup_script, handler, booter

@@ -17,6 +17,10 @@ called with the two raw host functions and the embedding's setup function. It:
   `MAX_VALUE_DEPTH` throws `RangeError: <TOO_DEEP>` instead of recursing in C until the wasm
   stack traps (and the host could not decode it anyway).
 
+Like every trusted script (`VM.eval_cached`), it is loaded as bytecode without debug information:
+its functions print as `[native code]`, its stack frames carry no location, and its source text
+never sits in the heap or in snapshots.
+
 Wire protocol between this prelude and `bridge.py`: one string per crossing, fields separated
 by NUL (ops may not contain NUL), because every extra argument costs host<->wasm calls.
 

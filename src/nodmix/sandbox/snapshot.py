@@ -198,6 +198,8 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
         raise SnapshotError("snapshot does not fit the memory limit")
     if size % PAGE:
         raise SnapshotError("corrupt snapshot image")
+    if max(sp, rt, ctx, scratch) > size:  # addresses in its memory (wasm takes them as i32)
+        raise SnapshotError("corrupt snapshot header")
     head = (size, sp, rt, ctx, scratch)
     if version == 1:
         extra, body = _split(blob, _PREFIX.size, extra_len, 0)
@@ -233,6 +235,14 @@ def _split(blob: bytes, start: int, extra_len: int, table_len: int) -> tuple[byt
 
 
 def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
+    # `max_output_size` bounds only frames that do not state their size: a frame that states
+    # one is inflated to it whatever it is, so a few bytes could claim gigabytes.
+    try:
+        stated = zstandard.get_frame_parameters(body).content_size
+    except zstandard.ZstdError as exc:
+        raise SnapshotError(f"corrupt snapshot body: {exc}") from None
+    if stated not in (size, zstandard.CONTENTSIZE_UNKNOWN):
+        raise SnapshotError("corrupt snapshot body (size mismatch)")
     try:
         if dictionary is None:
             decompressor = zstandard.ZstdDecompressor()

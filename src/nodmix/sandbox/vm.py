@@ -61,6 +61,12 @@ _SCRATCH_MAX_ARGS: Final = (_SCRATCH_TEXT - _SCRATCH_ARGV) // 4
 _SCRATCH_TEXT_MAX: Final = _SCRATCH_SIZE - _SCRATCH_TEXT - 1
 
 _bytecode = BytecodeCache(16)
+# QuickJS constants for `_compile_stripped`: JS_EVAL_FLAG_COMPILE_ONLY, the tag of
+# JS_EXCEPTION (a JSValue is NaN-boxed in 64 bits here), and JS_WRITE_OBJ_BYTECODE |
+# JS_WRITE_OBJ_STRIP_DEBUG (which drops the source text too).
+_COMPILE_ONLY: Final = 1 << 5
+_TAG_EXCEPTION: Final = 6
+_WRITE_STRIPPED: Final = 1 | 1 << 5
 #: Exports that only inspect, box, copy or free values: no guest code, no parsing, no GC run.
 #: They keep the GIL (see `wasm.Exports`); copies larger than `_QUICK_MAX_BYTES` release it.
 _QUICK_MAX_BYTES: Final = 64 << 10
@@ -325,7 +331,8 @@ class VM:
 
         The script is compiled to QuickJS bytecode once per process and build; later VMs only
         load the bytecode, which is ~4x cheaper than parsing. Bytecode is trusted input to
-        QuickJS, so only our own compiler output is ever loaded.
+        QuickJS, so only our own compiler output is ever loaded. It carries no debug
+        information, so the script's source text never sits in the heap or in snapshots.
 
         Raises:
             GuestThrow: Compilation or evaluation threw.
@@ -333,13 +340,7 @@ class VM:
         key = (self.runtime.build_id, filename, code)
         bytecode = _bytecode.get(key)
         if bytecode is None:
-            with self._source(code, filename) as (code_ptr, size, name_ptr):
-                len_ptr = self.scratch + _SCRATCH_LEN
-                buf = self.x.qjs_compile(code_ptr, size, name_ptr, EVAL_GLOBAL, 0, len_ptr)
-                if not buf:
-                    raise GuestThrow(self.x.qjs_get_exception())
-                bytecode = self.mem.read(buf, _U32.unpack(self.mem.read(len_ptr, 4))[0])
-                self.x.wasm_free(buf)
+            bytecode = self._compile_stripped(code, filename)
             _bytecode.put(key, bytecode)
         ptr = self._alloc_bytes(bytecode)
         try:
@@ -347,6 +348,26 @@ class VM:
         finally:
             if not self.dead:
                 self.x.wasm_free(ptr)
+
+    def _compile_stripped(self, code: str, filename: str) -> bytes:
+        # Bytecode without debug information: no source text (which every function would keep
+        # for `toString`, ~10 KB of each snapshot) and no line table. Frames of these trusted
+        # scripts then print no location; error locations only ever use the guest's own file.
+        ctx = self.x.qjs_get_context_ptr()
+        with self._source(code, filename) as (code_ptr, size, name_ptr):
+            value = self.x.JS_Eval(ctx, code_ptr, size, name_ptr, EVAL_GLOBAL | _COMPILE_ONLY)
+            if (value >> 32) & 0xFFFFFFFF == _TAG_EXCEPTION:
+                raise GuestThrow(self.x.qjs_get_exception())
+            len_ptr = self.scratch + _SCRATCH_LEN
+            try:
+                buf = self.x.JS_WriteObject(ctx, len_ptr, value, _WRITE_STRIPPED)
+            finally:
+                self.x.JS_FreeValue(ctx, value)
+            if not buf:
+                raise GuestThrow(self.x.qjs_get_exception())
+            bytecode = self.mem.read(buf, _U32.unpack(self.mem.read(len_ptr, 4))[0])
+            self.x.js_free(ctx, buf)
+        return bytecode
 
     @contextlib.contextmanager
     def _source(self, code: str, filename: str) -> Iterator[tuple[int, int, int]]:

@@ -12,69 +12,20 @@ starts and stops waiting for an answer, so the program can suspend with reason `
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from nodmix.events import EventSink, discard
 from nodmix.messages import JsonObject
 from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
 from nodmix.security.approvals import ApprovalBroker, ApprovalRequest, Outcome
 from nodmix.security.commands import parse_command, quote_pattern
 from nodmix.security.exec_policy import ExecRules, decide
+from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle, TurnRegistry
 from nodmix.tools.base import APPROVAL_WAITING, Tool, ToolContext, ToolResult
 
-EXEC_TOOL_ID = "nodmix:core:exec"
 UNKNOWN_ORIGIN = TurnOrigin(channel="unknown", chat_id="unknown")
 """Stands in for a call whose turn is not known: treated like a channel's (the cautious side)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnHandle:
-    """A running turn as the gate sees it: who is talking and where its events go."""
-
-    origin: TurnOrigin | None
-    """None for the owner's own turns."""
-    emit: EventSink = discard
-
-
-class TurnRegistry:
-    """Running turns by run id, and each session's latest turn."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, TurnHandle] = {}
-        self._sessions: dict[str, TurnHandle] = {}
-
-    def add(
-        self, run_id: str, session_key: str, handle: TurnHandle, *, latest: bool = True
-    ) -> None:
-        """A turn started; with `latest` it also becomes its session's latest turn (a single
-        `/tools/invoke` call does not, so it cannot lend its origin to a channel session)."""
-        self._runs[run_id] = handle
-        if latest:
-            self._sessions[session_key] = handle
-
-    def remove(self, run_id: str) -> None:
-        """A turn ended (the session keeps it as its latest: parked programs may still ask)."""
-        self._runs.pop(run_id, None)
-
-    @contextlib.contextmanager
-    def running(
-        self, run_id: str, session_key: str, handle: TurnHandle, *, latest: bool = True
-    ) -> Iterator[None]:
-        """Register a turn for the duration of the block."""
-        self.add(run_id, session_key, handle, latest=latest)
-        try:
-            yield
-        finally:
-            self.remove(run_id)
-
-    def find(self, run_id: str, session_key: str) -> TurnHandle | None:
-        """The turn of a call: by run id, else the session's latest turn."""
-        return self._runs.get(run_id) or self._sessions.get(session_key)
-
 
 RulesFor = Callable[[str, TurnOrigin | None], ExecRules]
 """`(agent_id, origin) -> rules`, resolved from the live config on every call."""

@@ -14,15 +14,10 @@ from pathlib import Path
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist
-from nodmix.security.approvals import Answer, ApprovalBroker
+from nodmix.security.approvals import ApprovalBroker
 from nodmix.security.exec_policy import ExecRules, resolve_rules
-from nodmix.security.gate import ExecGate, TurnRegistry
-
-CHAT_COMMANDS: dict[str, Answer] = {
-    "/approve": "allow-once",
-    "/always": "allow-always",
-    "/deny": "deny",
-}
+from nodmix.security.gate import ExecGate
+from nodmix.security.turns import CHAT_COMMANDS, TurnRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +72,15 @@ def cached_rules(
     return rules_for
 
 
-def open_security(state_dir: Path, config: Callable[[], NodmixConfig]) -> SecurityParts:
-    """Build the parts; `config` is read on every call, so a reload applies at once."""
+def open_security(
+    state_dir: Path, config: Callable[[], NodmixConfig], *, turns: TurnRegistry | None = None
+) -> SecurityParts:
+    """Build the parts; `config` is read on every call, so a reload applies at once. `turns`:
+    the registry the runtime has been recording its turns in (a new one by default)."""
     rules_for = cached_rules(config)
 
     broker = ApprovalBroker()
     allowlist = Allowlist(state_dir)
-    turns = TurnRegistry()
+    turns = turns if turns is not None else TurnRegistry()
     gate = ExecGate(rules_for=rules_for, allowlist=allowlist, broker=broker, turns=turns)
     return SecurityParts(broker=broker, allowlist=allowlist, turns=turns, gate=gate)

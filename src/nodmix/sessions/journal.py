@@ -18,7 +18,6 @@ line (an append in progress).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -39,8 +38,7 @@ _ENCODER = msgspec.json.Encoder()
 _LINE_DECODER = msgspec.json.Decoder(JournalLine)
 
 
-@dataclass(slots=True)
-class JournalState:
+class JournalState(msgspec.Struct):
     """How far a reader has applied the journal: the file's inode and the end of the last
     complete line."""
 

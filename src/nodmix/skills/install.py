@@ -26,7 +26,7 @@ ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 
 
 def install_skill(source: Path, root: Path, *, force: bool = False) -> Skill:
-    """Install the skill at `source` (folder or archive) as `<root>/<name>`.
+    """Install the skill at `source` (folder, its `SKILL.md`, or archive) as `<root>/<name>`.
 
     Raises:
         SkillError: the source is missing, unsafe, too large, not a skill, or the skill is
@@ -34,6 +34,8 @@ def install_skill(source: Path, root: Path, *, force: bool = False) -> Skill:
     """
     if not source.exists():
         raise SkillError(f"{source} does not exist")
+    if source.is_file() and source.name == SKILL_FILE:
+        source = source.parent  # the skill's own SKILL.md stands for its folder
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".install-", dir=root) as temp:
         staging = Path(temp) / "skill"

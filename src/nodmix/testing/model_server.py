@@ -312,7 +312,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--api-key", default=None, help="require this API key")
     parser.add_argument("--model", action="append", default=None, help="listed model id")
+    parser.add_argument(
+        "--event-seconds",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="pause between the events of a streamed reply (a slow model, to watch replies"
+        " stream); default 0",
+    )
     args = parser.parse_args(argv)
+    if args.event_seconds < 0:
+        parser.error("--event-seconds must be 0 or more")
     try:
         respond = load_script(args.script)
     except ValueError as exc:
@@ -324,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         api_key=args.api_key,
         models=args.model or ("scripted",),
+        event_seconds=args.event_seconds,
     )
     model = (args.model or ["scripted"])[0]
     anyio.run(_serve_until_signal, server, model, args.api_key)

@@ -30,7 +30,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.slack.backlog import Backlog
-from nodmix.channels.slack.http_events import serve_events
 from nodmix.channels.slack.mapping import TEXT_LIMIT, command_inbound, to_inbound, to_mrkdwn
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
@@ -190,6 +189,9 @@ class SlackAdapter:
                 )
                 status.account = f"@{me['user']} ({me['team']})"
                 if self.settings.mode == "http":
+                    # Bolt's Starlette handler and uvicorn: only an Events API app loads them.
+                    from nodmix.channels.slack.http_events import serve_events
+
                     status.connected = True
                     async with anyio.create_task_group() as group:
                         group.start_soon(self._catch_up)

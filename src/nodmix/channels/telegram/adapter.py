@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import ssl
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
+import httpx
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
@@ -106,17 +108,24 @@ class TelegramAdapter:
 
     text_limit = TEXT_LIMIT
 
-    def __init__(self, settings: TelegramSettings, state_dir: Path) -> None:
+    def __init__(
+        self, settings: TelegramSettings, state_dir: Path, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.settings = settings
         self.channel_id = settings.channel
         api = settings.api_base_url
+        # Left alone, each of the bot's two HTTP clients builds a context with its own copy of
+        # the CA bundle (~0.8 MB each); one shared context makes a further bot cost ~0.1 MB.
+        shared = {"verify": tls if tls is not None else httpx.create_ssl_context()}
         self.bot = Bot(
             settings.token,
             base_url=f"{api}/bot",
             base_file_url=f"{api}/file/bot",
-            request=HTTPXRequest(connection_pool_size=16, read_timeout=30.0),
+            request=HTTPXRequest(connection_pool_size=16, read_timeout=30.0, httpx_kwargs=shared),
             get_updates_request=HTTPXRequest(
-                read_timeout=settings.poll_timeout_seconds + 15.0, connect_timeout=10.0
+                read_timeout=settings.poll_timeout_seconds + 15.0,
+                connect_timeout=10.0,
+                httpx_kwargs=shared,
             ),
         )
         self._position = DeliveryLog(state_dir, settings.channel)
@@ -210,7 +219,9 @@ class TelegramAdapter:
         finally:
             self._inbound = None
 
-    async def receive_webhook(self, headers: Mapping[str, str], body: bytes) -> int:
+    async def receive_webhook(
+        self, headers: Mapping[str, str], body: Callable[[], Awaitable[bytes]]
+    ) -> int:
         """One update Telegram posted: secret checked first, redeliveries answered once."""
         webhook, inbound = self.settings.webhook, self._inbound
         if webhook is None or inbound is None:
@@ -220,8 +231,11 @@ class TelegramAdapter:
             status.count("refuse", "wrong webhook secret token")
             return 401
         try:
-            update = Update.de_json(json.loads(body), self.bot)
-        except (ValueError, TypeError, KeyError) as exc:
+            data = json.loads(await body())
+            if not isinstance(data, dict) or type(data.get("update_id")) is not int:
+                raise TypeError("an update is a JSON object with an integer update_id")
+            update = Update.de_json(data, self.bot)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             status.count("ignore", "malformed webhook update")
             log.warning("telegram: malformed webhook update: %s", exc)
             return 400

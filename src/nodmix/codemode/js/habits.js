@@ -25,11 +25,50 @@ function (cap) {
     rawCall('text', s);
   }
   const clock = performance, now = function () { return clock.now(); };
-  const fmt = (/*INSPECT*/)();
-  const format = fmt.format;
+  // The inspector (`util.inspect`, %-specifiers) loads on the first value that needs it: a
+  // program that only logs strings and numbers never carries it.
+  let inspector = null;
+  function fmt() {
+    if (inspector === null) inspector = call('source', 'inspect')();
+    return inspector;
+  }
+  function format(args) { return fmt().format(args); }
   let groupIndent = '';
+  // Strings and non-zero numbers are joined with spaces right here, so the common
+  // `console.log('label', n)` costs about as much as logging one string. Anything else
+  // (objects, -0, a %-specifier in the first of several arguments) goes to the inspector.
+  // `plainFirst` is the last first argument found to hold no '%': a loop logging the same
+  // label skips the search.
+  let plainFirst = '', plainSpaced = ' ';
+  function hasSpecifier(s) {
+    if (s.indexOf('%') !== -1) return true;
+    plainFirst = s;
+    plainSpaced = s + ' ';
+    return false;
+  }
   function out(args) {
-    let s = args.length === 1 && typeof args[0] === 'string' ? args[0] : format(args);
+    const n = args.length;
+    let s = args[0];
+    if (typeof s !== 'string') {
+      s = format(args);
+    } else if (n > 1) {
+      if (s !== plainFirst && hasSpecifier(s)) {
+        s = format(args);
+      } else if (n === 2) {
+        const a = args[1];
+        s = (typeof a === 'number' ? a !== 0 : typeof a === 'string') ? plainSpaced + a : format(args);
+      } else {
+        for (let i = 1; i < n; i++) {
+          const a = args[i];
+          if (typeof a === 'number' ? a !== 0 : typeof a === 'string') {
+            s += ' ' + a;
+          } else {
+            s = format(args);
+            break;
+          }
+        }
+      }
+    }
     if (groupIndent !== '') s = groupIndent + s.split('\n').join('\n' + groupIndent);
     emit(s);
   }
@@ -45,9 +84,9 @@ function (cap) {
         for (const c of Object.keys(row)) {
           if (columns && columns.indexOf(c) === -1) continue;
           if (cols.indexOf(c) === -1) cols.push(c);
-          cells[c] = fmt.inspect(row[c], 1, [], '');
+          cells[c] = fmt().inspect(row[c], 1, [], '');
         }
-      } else { hasValues.v = true; cells['\0v'] = fmt.inspect(row, 1, [], ''); }
+      } else { hasValues.v = true; cells['\0v'] = fmt().inspect(row, 1, [], ''); }
       rows.push([rk, cells]);
     }
     const head = ['(index)'].concat(cols, hasValues.v ? ['Values'] : []);
@@ -76,7 +115,7 @@ function (cap) {
   }
   const con = {
     log: log, info: log, debug: log, warn: log, error: log, trace: log,
-    dir: function (v) { out([typeof v === 'string' ? fmt.inspect(v, 1, [], '') : v]); },
+    dir: function (v) { out([typeof v === 'string' ? fmt().inspect(v, 1, [], '') : v]); },
     table: table,
     assert: function (ok) {
       if (ok) return;
@@ -115,7 +154,7 @@ function (cap) {
   let nextId = 1, nextToken = 1;
   function report(e) {
     let s;
-    try { s = e instanceof Error ? fmt.format([e]) : fmt.inspect(e, 1, [], ''); } catch (_) {
+    try { s = e instanceof Error ? fmt().format([e]) : fmt().inspect(e, 1, [], ''); } catch (_) {
       s = 'exception';
     }
     try { emit('Uncaught ' + s); } catch (_) { /* the output limit: the run fails anyway */ }

@@ -1,5 +1,7 @@
-// A small `util.inspect` for console output (Node's formatting of values and %-specifiers).
+// A small `util.inspect` for console output (Node's formatting of values and %-specifiers),
+// loaded by the console on the first value that is not a string or a number; see habits.py.
 function () {
+  'use strict';
   const S = String, isArray = Array.isArray, keys = Object.keys, getProto = Object.getPrototypeOf;
   const ident = /^[A-Za-z_$][\w$]*$/;
   const objectProto = Object.prototype;

@@ -24,6 +24,7 @@ import anyio
 
 from nodmix.errors import ToolError
 from nodmix.security.sandbox.policy import SandboxSettings
+from nodmix.security.workspace_guard import PROTECTED_DIRS
 from nodmix.tools.isolation import Launch
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -121,12 +122,20 @@ def sizes_tmpfs(bwrap: str) -> bool:
 
 
 def bwrap_argv(
-    bwrap: str, settings: SandboxSettings, workspace: Path, command: tuple[str, ...]
+    bwrap: str,
+    settings: SandboxSettings,
+    workspace: Path,
+    command: tuple[str, ...],
+    *,
+    readonly: tuple[Path, ...] = (),
 ) -> list[str]:
     """The full bubblewrap command line that runs `command` (an argv) in the sandbox.
 
     `/tmp` is memory: it is capped at `fileSizeBytes` in total when bubblewrap can do it
-    (`sizes_tmpfs`), so many files each under the per-file limit cannot fill the RAM."""
+    (`sizes_tmpfs`), so many files each under the per-file limit cannot fill the RAM.
+    `readonly` paths (in the workspace, existing, not symlinks: see `readonly_paths`) are bound
+    read-only over the read-write workspace; the workspace itself among them makes it all
+    read-only."""
     args = [bwrap, "--unshare-all"]
     if settings.network:
         args.append("--share-net")
@@ -138,7 +147,11 @@ def bwrap_argv(
         args += ["--size", str(max(settings.file_size_bytes, 4096))]
     args += ["--tmpfs", "/tmp"]
     ws = str(workspace)
-    args += ["--bind", ws, ws, "--chdir", ws, "--"]
+    args += ["--ro-bind" if workspace in readonly else "--bind", ws, ws]
+    for path in readonly:
+        if path != workspace:
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--chdir", ws, "--"]
     args += _limited(settings, command)
     return args
 
@@ -147,12 +160,62 @@ def _contains(outer: Path, inner: Path) -> bool:
     return inner == outer or inner.is_relative_to(outer)
 
 
+def readonly_paths(
+    workspace: Path, names: tuple[str, ...], also: tuple[Path, ...] = ()
+) -> tuple[Path, ...]:
+    """The paths to bind read-only for `names` (top-level names in the resolved `workspace`,
+    `""` for all of it) and `also` (files such as the config, when inside the workspace).
+
+    A name that does not exist yet gets an empty placeholder first (a folder for
+    `workspace_guard.PROTECTED_DIRS`, else an empty file, which Nodmix reads as no content),
+    since a missing path could be created through the read-write workspace. A symlink cannot
+    be held read-only (replacing it needs no write to its target), so it is refused.
+
+    Raises:
+        ToolError: a protected path is a symlink, or a protected file in `also` is missing.
+    """
+    found: list[Path] = []
+    for name in names:
+        path = workspace / name if name else workspace
+        if not os.path.lexists(path):
+            if name in PROTECTED_DIRS:
+                path.mkdir(exist_ok=True)
+            else:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
+        found.append(_bindable(workspace, path))
+    for extra in also:
+        path = Path(os.path.abspath(extra))
+        if not path.is_relative_to(workspace) and path.resolve().is_relative_to(workspace):
+            path = path.resolve()  # a link from outside into the workspace: hold its target
+        if path.is_relative_to(workspace):
+            if not os.path.lexists(path):
+                raise ToolError(
+                    f"exec is sandboxed for this sender, but {path} (in the workspace) does not "
+                    "exist yet, so the sandbox cannot keep it read-only; create it first or "
+                    "move it out of the workspace."
+                )
+            found.append(_bindable(workspace, path))
+    return tuple(found)
+
+
+def _bindable(workspace: Path, path: Path) -> Path:
+    if path.is_symlink():
+        raise ToolError(
+            f"exec is sandboxed for this sender, but {path.relative_to(workspace)} in the "
+            "workspace is a symlink, which the sandbox cannot keep read-only; replace it with "
+            "the file or folder itself."
+        )
+    return path
+
+
 async def bwrap_launch(
     launch: Launch,
     settings: SandboxSettings,
     *,
     hidden: tuple[Path, ...],
     bwrap: str | None = None,
+    readonly: tuple[str, ...] = (),
+    also: tuple[Path, ...] = (),
 ) -> Launch:
     """The bubblewrap launch of `launch` (its cwd is taken as the workspace).
 
@@ -162,11 +225,14 @@ async def bwrap_launch(
         hidden: Paths the sandbox must not show (the state dir, the home directory); a
             workspace that contains one is refused.
         bwrap: Path of the `bwrap` executable; found on PATH when None.
+        readonly: Top-level workspace names the command must not change (`""`: all of it).
+        also: More files it must not change when they lie in the workspace (the config).
 
     Raises:
         ToolError: The sandbox cannot start, with how to fix it.
     """
     workspace = launch.cwd.resolve()
+    ro = readonly_paths(workspace, readonly, also) if readonly else ()
     for private in hidden:
         if _contains(workspace, private.resolve()):
             raise ToolError(
@@ -182,7 +248,7 @@ async def bwrap_launch(
         )
     await anyio.to_thread.run_sync(sizes_tmpfs, bwrap)  # asked once, off the event loop
     await _probe(bwrap, settings, workspace)
-    argv = bwrap_argv(bwrap, settings, workspace, launch.argv)
+    argv = bwrap_argv(bwrap, settings, workspace, launch.argv, readonly=ro)
     return Launch(argv=tuple(argv), env=sandbox_env(launch.env, workspace), cwd=workspace)
 
 

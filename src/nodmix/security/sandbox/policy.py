@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from nodmix.config.schema import SandboxConfig
+from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess
 from nodmix.sessions.keys import DEFAULT_SESSION_NAME, KEY_PREFIX
 
 SandboxMode: TypeAlias = Literal["off", "non-main", "all"]
@@ -30,6 +31,7 @@ class SandboxSettings(msgspec.Struct, frozen=True, kw_only=True):
     cpu_seconds: int = DEFAULT_CPU_SECONDS
     memory_bytes: int = DEFAULT_MEMORY_BYTES
     file_size_bytes: int = DEFAULT_FILE_SIZE_BYTES
+    workspace_access: WorkspaceAccess = DEFAULT_ACCESS
 
     @classmethod
     def from_config(cls, config: SandboxConfig | None) -> SandboxSettings:
@@ -41,6 +43,7 @@ class SandboxSettings(msgspec.Struct, frozen=True, kw_only=True):
             cpu_seconds=config.cpu_seconds or DEFAULT_CPU_SECONDS,
             memory_bytes=config.memory_bytes or DEFAULT_MEMORY_BYTES,
             file_size_bytes=config.file_size_bytes or DEFAULT_FILE_SIZE_BYTES,
+            workspace_access=config.workspace_access or DEFAULT_ACCESS,
         )
 
 

@@ -16,6 +16,7 @@ from nodmix.config import paths
 from nodmix.security.network import guarded_transport
 from nodmix.security.sandbox.bwrap import bwrap_launch
 from nodmix.security.sandbox.policy import SandboxSettings, is_sandboxed
+from nodmix.security.workspace_guard import sandbox_readonly
 from nodmix.tools.base import ToolContext
 from nodmix.tools.isolation import Launch
 
@@ -28,6 +29,8 @@ class SessionSandbox:
         state_dir: The state dir, hidden from sandboxed commands.
         home: The home directory, hidden too (default: the current user's).
         bwrap: Path of the `bwrap` executable; found on PATH when None.
+        protected: More paths the commands of other senders see read-only when they lie in the
+            workspace (`workspace_guard.instruction_sources`; default: the config file).
     """
 
     def __init__(
@@ -37,26 +40,49 @@ class SessionSandbox:
         state_dir: Path,
         home: Path | None = None,
         bwrap: str | None = None,
+        protected: tuple[Path, ...] | None = None,
     ) -> None:
         self.settings = settings
+        self._protected = protected
         self._hidden = (state_dir, home or Path.home())
         self._bwrap = bwrap
 
     @classmethod
-    def for_agent(cls, agent: AgentProfile) -> SessionSandbox | None:
+    def for_agent(
+        cls, agent: AgentProfile, protected: tuple[Path, ...] | None = None
+    ) -> SessionSandbox | None:
         """The agent's sandbox, or None when its mode is `off`."""
         settings = SandboxSettings.from_config(agent.sandbox)
         if settings.mode == "off":
             return None
-        return cls(settings, state_dir=paths.state_dir())
+        return cls(settings, state_dir=paths.state_dir(), protected=protected)
 
     def applies(self, ctx: ToolContext) -> bool:
         """Whether the call's session is sandboxed under the agent's mode."""
         return is_sandboxed(self.settings.mode, ctx.agent_id, ctx.session_key)
 
     async def wrap(self, launch: Launch, ctx: ToolContext) -> Launch:
-        """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start)."""
-        return await bwrap_launch(launch, self.settings, hidden=self._hidden, bwrap=self._bwrap)
+        """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start).
+
+        A turn that does not speak for the owner sees the paths that feed the owner's
+        instructions read-only (`nodmix.security.workspace_guard`)."""
+        readonly = sandbox_readonly(
+            origin=ctx.origin,
+            agent_id=ctx.agent_id,
+            session_key=ctx.session_key,
+            access=self.settings.workspace_access,
+        )
+        return await bwrap_launch(
+            launch,
+            self.settings,
+            hidden=self._hidden,
+            bwrap=self._bwrap,
+            readonly=readonly,
+            also=self._also() if readonly else (),
+        )
+
+    def _also(self) -> tuple[Path, ...]:
+        return (paths.config_path(),) if self._protected is None else self._protected
 
     def web_transport(self) -> httpx2.AsyncBaseTransport:
         """A transport that connects only to public addresses (checked after resolving)."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nodmix.config.schema import ExecToolConfig, ToolsConfig, WebFetchToolConfig
+from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess
 from nodmix.tools.base import Tool
 from nodmix.tools.core import exec as exec_module
 from nodmix.tools.core import web_fetch as web_fetch_module
@@ -31,6 +32,8 @@ def core_tools(
     read_roots: Sequence[Path] = (),
     exec_env: Mapping[str, str] | None = None,
     isolation: Isolation | None = None,
+    workspace_access: WorkspaceAccess = DEFAULT_ACCESS,
+    protected: tuple[Path, ...] | None = None,
 ) -> list[Tool]:
     """Build the core tools, applying the `tools.exec` and `tools.webFetch` settings.
 
@@ -40,6 +43,10 @@ def core_tools(
         exec_env: Variables added to the environment of `exec` commands (skill settings).
         isolation: The agent's sandbox: `exec` of a sandboxed session runs inside it and
             `web_fetch` refuses private addresses there (unless `allowPrivateNetwork`).
+        workspace_access: What `write` and `edit` let turns that do not speak for the owner
+            write (`agents.defaults.sandbox.workspaceAccess`).
+        protected: More paths such turns may not write when they lie in the workspace
+            (`workspace_guard.instruction_sources`; default: the config file).
     """
     exec_config = (config.exec if config else None) or ExecToolConfig()
     fetch_config = (config.web_fetch if config else None) or WebFetchToolConfig()
@@ -55,8 +62,8 @@ def core_tools(
             isolation=isolation,
         ),
         ReadTool(read_roots=read_roots),
-        WriteTool(),
-        EditTool(),
+        WriteTool(access=workspace_access, also=protected),
+        EditTool(access=workspace_access, also=protected),
         WebFetchTool(
             timeout_seconds=_positive(
                 fetch_config.timeout_seconds, web_fetch_module.DEFAULT_TIMEOUT_SECONDS

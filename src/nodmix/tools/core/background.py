@@ -15,9 +15,10 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Final
+
+import msgspec
 
 from nodmix.errors import ToolError
 
@@ -32,8 +33,7 @@ _STOP_GRACE_SECONDS: Final = 2.0
 _CHUNK: Final = 64 * 1024
 
 
-@dataclass(slots=True)
-class Job:
+class Job(msgspec.Struct, kw_only=True):
     """One background command."""
 
     pid: int
@@ -41,7 +41,7 @@ class Job:
     log_path: Path
     process: subprocess.Popen[bytes]
     reader: threading.Thread | None = None
-    started: float = field(default_factory=time.monotonic)
+    started: float = msgspec.field(default_factory=time.monotonic)
 
     @property
     def running(self) -> bool:

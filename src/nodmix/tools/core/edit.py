@@ -14,10 +14,12 @@ import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
+from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess, keep_inode
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, require_str
 from nodmix.tools.core.textfiles import read_text, write_atomic
-from nodmix.tools.workspace import display_path, resolve_path
+from nodmix.tools.core.write import writable_path
+from nodmix.tools.workspace import display_path
 
 _DIFF_CONTEXT = 2
 _MAX_DIFF_LINES = 40
@@ -89,8 +91,11 @@ def _diff(before: str, after: str) -> str:
     return "\n".join(lines)
 
 
-def apply_edit(path: Path, shown: str, old: str, new: str) -> EditOutcome:
-    """Replace the single occurrence of `old` with `new` in the file (blocking).
+def apply_edit(
+    path: Path, shown: str, old: str, new: str, *, in_place: bool = False
+) -> EditOutcome:
+    """Replace the single occurrence of `old` with `new` in the file (blocking); `in_place`
+    rewrites it through its own inode (`write_atomic`).
 
     Raises:
         ToolError: No match, several matches, or the file cannot be read or written.
@@ -110,15 +115,19 @@ def apply_edit(path: Path, shown: str, old: str, new: str) -> EditOutcome:
     index = text.index(old)
     updated = text[:index] + new + text[index + len(old) :]
     data = (updated.replace("\n", "\r\n") if crlf else updated).encode("utf-8")
-    write_atomic(path, data, shown)
+    write_atomic(path, data, shown, in_place=in_place)
     return EditOutcome(first_line=text.count("\n", 0, index) + 1, diff=_diff(text, updated))
 
 
 class EditTool(CoreTool):
     """Replaces one exact, unique piece of text in a file."""
 
-    def __init__(self) -> None:
-        """Create the tool."""
+    def __init__(
+        self, *, access: WorkspaceAccess = DEFAULT_ACCESS, also: tuple[Path, ...] | None = None
+    ) -> None:
+        """Create the tool; `access` and `also` as for `WriteTool`."""
+        self.access = access
+        self.also = also
         self._spec = ToolSpec(
             name="edit",
             label="Edit file",
@@ -148,13 +157,16 @@ class EditTool(CoreTool):
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Apply the edit and show the changed lines."""
-        path = resolve_path(ctx.workspace, require_str(args, "path"))
+        path = writable_path(ctx, require_str(args, "path"), self.access, self.also)
         old = require_str(args, "oldText", allow_empty=False)
         new = require_str(args, "newText")
         if old == new:
             raise ToolError("oldText and newText are identical; nothing to change.")
         shown = display_path(ctx.workspace, path)
-        edit = await anyio.to_thread.run_sync(apply_edit, path, shown, old, new)
+        in_place = keep_inode(ctx.workspace, path)
+        edit = await anyio.to_thread.run_sync(
+            lambda: apply_edit(path, shown, old, new, in_place=in_place)
+        )
         return ToolResult.text(
             f"Edited {shown} at line {edit.first_line}.\n\n{edit.diff}",
             details={"path": shown, "firstChangedLine": edit.first_line, "diff": edit.diff},

@@ -165,11 +165,27 @@ def read_text(path: Path, shown: str) -> str:
         ) from None
 
 
-def write_atomic(path: Path, data: bytes, shown: str) -> None:
+def _rewrite(folder: int, name: str, data: bytes) -> None:
+    fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    with os.fdopen(fd, "wb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(f"{name} is not a regular file")
+        f.write(data)
+        f.truncate()
+        f.flush()
+        os.fsync(fd)
+
+
+def write_atomic(path: Path, data: bytes, shown: str, *, in_place: bool = False) -> None:
     """Write `data` to `path` via a temporary file and a rename, creating parent directories.
 
     Readers never see a half-written file. An existing file keeps its permission bits; a new
     one gets the usual `0o666 & ~umask`.
+
+    With `in_place`, an existing regular file is rewritten through its own inode instead (not
+    atomic for readers): a file a running sandbox holds read-only by a bind mount stays held,
+    where replacing it by a rename would lift that mount
+    (`nodmix.security.workspace_guard.keep_inode`).
 
     Raises:
         ToolError: The path is a directory or cannot be written.
@@ -184,6 +200,9 @@ def write_atomic(path: Path, data: bytes, shown: str) -> None:
                 info = None
             if info is not None and stat.S_ISDIR(info.st_mode):
                 raise ToolError(f"{shown} is a directory; give a file path.")
+            if in_place and info is not None and stat.S_ISREG(info.st_mode):
+                _rewrite(folder, name, data)
+                return
             # Created honouring the umask (mkstemp would force 0o600); never through a link.
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(tmp, flags, 0o666, dir_fd=folder)
