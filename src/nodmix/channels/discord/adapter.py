@@ -6,8 +6,10 @@ The REST base is `apiBaseUrl` (default Discord's v10 API) and the Gateway URL is
 `nodmix.testing.discord_server`. discord.py keeps both in class attributes, so a process runs
 one Discord account. A slash command is answered "thinking…" at once and its reply arrives as
 the interaction's follow-up (an embed); other replies are plain messages, at most 2000
-characters each. Network errors reconnect with backoff (discord.py resumes the Gateway
-session itself; a refused token is retried with a growing delay and reported in the status).
+characters each. Replies, typing and downloads run as their own asyncio task (`calls.py`), so
+a cancelled one leaves discord.py's rate limits intact. Network errors reconnect with backoff
+(discord.py resumes the Gateway session itself; a refused token is retried with a growing delay
+and reported in the status).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from nodmix.channels.base import InboundSink
 from nodmix.channels.discord.backlog import Backlog
+from nodmix.channels.discord.calls import cancelled_once
 from nodmix.channels.discord.mapping import TEXT_LIMIT, command_inbound, guild_of, to_inbound
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
@@ -343,6 +346,7 @@ class DiscordAdapter:
             return None
         return found[0]
 
+    @cancelled_once
     async def send(self, message: OutboundMessage) -> list[str]:
         """Post the text (a slash command's answer as its follow-up embed), then the files."""
         client = await self._connected()
@@ -367,11 +371,13 @@ class DiscordAdapter:
         ids.append(str(posted.id))
         return ids
 
+    @cancelled_once  # a turn ending cancels typing mid-request: see calls.py
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """`POST /channels/{id}/typing`."""
         target = await self._target(chat_id, thread_id)
         await (await self._connected()).http.send_typing(target)
 
+    @cancelled_once
     async def download(self, ref: str, target: Path) -> Path:
         """Fetch an attachment's URL."""
         data = await (await self._connected()).http.get_from_cdn(ref)
