@@ -6,6 +6,11 @@ clients. Real gateway, real scripted model, the real CLI; the scheduler runs on 
 
 from __future__ import annotations
 
+import os
+import queue
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -183,3 +188,89 @@ async def test_a_reminder_due_while_a_turn_runs_in_its_session_is_appended_after
 
 async def _collect(run: Any, into: list[Any]) -> None:
     into.append(await run)
+
+
+class ChatProcess:
+    """`nodmix agent --url URL` (the interactive chat) with piped stdin; stdout read by a
+    thread so the test can wait for lines under a deadline."""
+
+    def __init__(self, state: Path, url: str) -> None:
+        env = {**os.environ, "NODMIX_STATE_DIR": str(state), "PYTHONUNBUFFERED": "1"}
+        env["NODMIX_CONFIG_PATH"] = str(state / "nodmix.json")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "nodmix", "agent", "--chat", "--url", url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def say(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, part: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.seen:
+                if part in line:
+                    return line
+            left = deadline - time.monotonic()
+            if left <= 0:
+                ended = self.proc.poll()
+                errors = self.proc.stderr.read() if ended is not None and self.proc.stderr else ""
+                raise AssertionError(f"the chat never printed {part!r}: {self.seen} {errors}")
+            try:
+                self.seen.append(self.lines.get(timeout=left))
+            except queue.Empty:
+                continue
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=30)
+        self._reader.join(timeout=10)  # it ends at the end of the output
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return code
+
+
+def test_the_chat_prints_a_reminder_as_it_arrives_and_announces_it_when_reopened(
+    isolated_state: Path,
+) -> None:
+    clock = ManualClock(time.time())
+    with ScriptedModelServer(reminder) as model:
+        write_config(isolated_state, model.base_url)
+        store = JobStore(isolated_state)
+        with _gateway(clock) as gateway:
+            chat = ChatProcess(isolated_state, gateway.url)
+            try:
+                chat.say("remind me to call Anna")
+                chat.wait_for("I will remind you.")
+                [job] = store.load()
+                assert job.deliver == "session:agent:main:main"
+                gateway.call(clock.advance, HOUR)
+                line = chat.wait_for("Reminder: call Anna")
+                assert line.endswith(f"[from cron job 'anna' ({job.id})] Reminder: call Anna")
+            finally:
+                assert chat.close() == 0
+
+            reopened = ChatProcess(isolated_state, gateway.url)
+            try:
+                head = reopened.wait_for("new message")
+                assert head == f"1 new message from cron job {job.id}:"
+                assert reopened.wait_for("Reminder: call Anna") == "  Reminder: call Anna"
+            finally:
+                assert reopened.close() == 0
