@@ -84,7 +84,9 @@ def parse_target(target: str) -> tuple[str, str]:
 
 
 def session_target(deliver: str | None) -> str | None:
-    """The session key of a `session:<key>` target, else None."""
+    """The session key of a `session:<key>` target (`session` alone: `main`), else None."""
+    if deliver is not None and deliver.strip() == SESSION_TARGET:
+        return "main"
     if deliver is None or not deliver.startswith(f"{SESSION_TARGET}:"):
         return None
     return deliver[len(SESSION_TARGET) + 1 :]
