@@ -220,7 +220,7 @@ class ChatProcess:
         self.proc.stdin.write(text + "\n")
         self.proc.stdin.flush()
 
-    def wait_for(self, part: str, timeout: float = 20.0) -> str:
+    def wait_for(self, part: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
         while True:
             for line in self.seen:
