@@ -225,16 +225,16 @@ class CronTools:
         key = session_target(deliver)
         if key is not None:
             return (
-                f", result posted into session {key} (the user sees it there, also in the"
-                " web page and `nodmix chat` if open)"
+                f", result posted into session {key}: the user sees it there (live in the web"
+                " page or the `nodmix agent` chat if open, else when they next open it)"
             )
         if deliver is not None:
             return f", result to {deliver}"
         if session == "main":
             return ", result in the main session"
         kept = (
-            ". This turn is not from a chat or a conversation, so the result is sent nowhere:"
-            f" it is kept in the job's run history only (`nodmix cron runs {job_id}`)."
+            ". This turn was started by automation, not by the user, so the result is sent"
+            f" nowhere: it is kept in the job's run history only (`nodmix cron runs {job_id}`)."
         )
         channels = ", ".join(self._channels.configured())
         if not channels:
