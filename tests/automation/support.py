@@ -52,6 +52,7 @@ async def open_runner(
                 sender=runner.sender,
                 clock=clock,
                 limits=limits,
+                inbox=runner.inbox,
             )
         try:
             yield rt, runner

@@ -66,7 +66,8 @@ async def test_the_cron_tool_validates_like_the_cli_and_lists_and_removes(
     assert texts[1].startswith("unknown time zone 'Mars/Base'")
     assert texts[2].startswith("telegram chat 999 is not allowed")
     assert texts[3].startswith("channel 'sms' is not configured")
-    assert texts[4].startswith("scheduled job") and "(daily): every 1d. " in texts[4]
+    assert texts[4].startswith("scheduled job")
+    assert "(daily): every 1d, result posted into session agent:main:main" in texts[4]
     assert texts[5].endswith("result to telegram:4242")
     assert "daily" in texts[6] and "tea" in texts[6]
     assert texts[7].startswith("removed job")
@@ -76,15 +77,24 @@ async def test_the_cron_tool_validates_like_the_cli_and_lists_and_removes(
     assert api.sent_texts() == []
 
 
-async def test_a_reminder_added_outside_any_chat_says_its_result_stays_in_the_run_history(
+async def test_a_reminder_added_outside_any_chat_is_posted_into_the_turns_session(
     isolated_state: Path, api: ScriptedBotAPI
 ) -> None:
-    # From the CLI, the web page or the API there is no chat to answer in: the model is told,
-    # so it does not promise a reminder that will never reach the user.
+    # From the CLI, the web page or the API there is no chat to answer in: the reply goes into
+    # the conversation the reminder was asked in, and the model is told so.
     script = CallsCron(
         [
             {"action": "add", "in": "1h", "name": "stretch", "message": "Remind me to stretch"},
             {"action": "add", "in": "1h", "name": "tea", "message": "x", "session": "main"},
+            {
+                "action": "add",
+                "in": "1h",
+                "name": "work",
+                "message": "x",
+                "deliver": "session:work",
+            },
+            {"action": "add", "in": "1h", "message": "x", "deliver": "session:agent:ops:main"},
+            {"action": "add", "in": "1h", "message": "x", "deliver": "session:agent:"},
         ]
     )
     async with ScriptedModelServer(script) as model:
@@ -92,25 +102,40 @@ async def test_a_reminder_added_outside_any_chat_says_its_result_stays_in_the_ru
         async with open_runner(isolated_state, config, SystemClock()) as (runtime, runner):
             await runtime.run_turn("remind me in an hour to stretch")
             jobs = {job.name: job for job in runner.store.load()}
-    stretch, tea = (text for _, text in script.results)
-    assert jobs["stretch"].deliver is None
-    assert f"nodmix cron runs {jobs['stretch'].id}" in stretch
-    assert "result is sent nowhere" in stretch
-    assert "configured channels: telegram" in stretch
-    assert tea.endswith(", result in the main session")
+    stretch, tea, work, other_agent, malformed = (text for _, text in script.results)
+    assert jobs["stretch"].deliver == "session:agent:main:main"
+    assert "result posted into session agent:main:main" in stretch
+    assert tea.endswith(", result in the main session") and jobs["tea"].deliver is None
+    assert jobs["work"].deliver == "session:work" and "posted into session work" in work
+    assert other_agent.startswith("invalid delivery target 'session:agent:ops:main'")
+    assert "belongs to agent 'ops', not 'main'" in other_agent
+    assert malformed.startswith("invalid delivery target 'session:agent:'")
+    assert set(jobs) == {"stretch", "tea", "work"}
 
 
-async def test_a_reminder_added_outside_any_chat_without_channels_says_none_can_take_it(
+async def test_a_reminder_added_by_an_automation_turn_says_its_result_stays_in_the_run_history(
     isolated_state: Path,
 ) -> None:
-    script = CallsCron([{"action": "add", "in": "1h", "message": "Remind me to stretch"}])
+    script = CallsCron(
+        [
+            {"action": "add", "in": "1h", "message": "Remind me to stretch"},
+            {"action": "add", "in": "1h", "message": "x", "deliver": "session:main"},
+        ]
+    )
     async with ScriptedModelServer(script) as model:
         config = write_config(isolated_state, model.base_url)
-        async with open_runner(isolated_state, config, SystemClock()) as (runtime, _):
-            await runtime.run_turn("remind me in an hour to stretch")
-    [(_, text)] = script.results
-    assert "result is sent nowhere" in text
-    assert text.endswith("No chat channel is configured to send it to.")
+        async with open_runner(isolated_state, config, SystemClock()) as (runtime, runner):
+            await runtime.run_turn(
+                "a job's message",
+                session_key="cron:abc:run_1",
+                origin=TurnOrigin(channel="cron", chat_id="abc"),
+            )
+            [job] = runner.store.load()
+    kept, elsewhere = (text for _, text in script.results)
+    assert job.deliver is None
+    assert "result is sent nowhere" in kept and f"nodmix cron runs {job.id}" in kept
+    assert kept.endswith("(`nodmix cron runs " + job.id + "`).")
+    assert elsewhere == "a job from this chat can only post into this session"
 
 
 async def test_a_group_chat_cannot_reach_the_main_session_or_the_owners_jobs_through_cron(

@@ -55,6 +55,16 @@ def test_mistakes_are_one_line_with_a_non_zero_exit(isolated_state: Path) -> Non
             ["add", "--name", "x", "--every", "1h", "--message", "m", "--deliver", "sms:1"],
             "channel 'sms' is not configured",
         ),
+        (
+            ["add", "--name", "x", "--every", "1h", "--message", "m"]
+            + ["--deliver", "session:agent:"],
+            "invalid delivery target 'session:agent:'",
+        ),
+        (
+            ["add", "--name", "x", "--every", "1h", "--message", "m", "--agent", "main"]
+            + ["--deliver", "session:agent:ops:main"],
+            "the session belongs to agent 'ops', not 'main'",
+        ),
         (["show", "nope"], "no cron job 'nope'"),
         (["runs", "nope"], "no cron job 'nope' and no runs recorded under that id"),
     ]
@@ -89,3 +99,23 @@ def test_cron_run_runs_the_job_now_without_a_gateway(isolated_state: Path) -> No
         _ok(isolated_state, "remove", job["id"])
         kept = json.loads(_ok(isolated_state, "runs", job["id"], "--json"))["runs"]
         assert kept == runs  # a removed job's history is still found by its id
+
+
+def test_a_job_delivered_into_a_session_appends_its_reply_there_without_a_gateway(
+    isolated_state: Path,
+) -> None:
+    with ScriptedModelServer(echo) as model:
+        write_config(isolated_state, model.base_url)
+        added = _ok(
+            isolated_state,
+            *("add", "--name", "tea", "--every", "1d", "--message", "time for tea"),
+            *("--deliver", "session", "--json"),
+        )
+        job = json.loads(added)
+        assert job["deliver"] == "session:main"
+        assert "-> session:main" in _ok(isolated_state, "list")
+        _ok(isolated_state, "run", job["id"])
+        shown = run_nodmix(isolated_state, "sessions", "show", "main")
+        assert shown.returncode == 0, shown.stderr
+        assert f"cron:{job['id']}" in shown.stdout and "time for tea" in shown.stdout
+        assert user_texts(model) == ["time for tea"]  # no turn ran in the main session

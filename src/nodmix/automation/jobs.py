@@ -24,6 +24,8 @@ SessionMode = Literal["isolated", "main"]
 MAX_MESSAGE_CHARS = 20_000
 MAX_NAME_CHARS = 100
 _TARGET = re.compile(r"([a-z][a-z0-9_-]*):(\S+)")
+SESSION_TARGET = "session"
+"""The `deliver` prefix of a session target (`session:<key>`; `session` alone: `main`)."""
 
 
 class JobError(NodmixError, ValueError):
@@ -41,7 +43,8 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     agent_id: str | None = None
     session: SessionMode = "isolated"
     deliver: str | None = None
-    """`<channel>:<chatId>`; without it results stay in the run history."""
+    """`<channel>:<chatId>`, or `session:<key>` to append the reply to that session's
+    transcript; without it results stay in the run history."""
     model: str | None = None
     enabled: bool = True
     delete_after_run: bool = False
@@ -66,15 +69,59 @@ def new_job_id() -> str:
 
 
 def parse_target(target: str) -> tuple[str, str]:
-    """`telegram:4242` → `("telegram", "4242")`.
+    """`telegram:4242` → `("telegram", "4242")`; `session:agent:main:main` →
+    `("session", "agent:main:main")`.
 
     Raises:
         JobError: not `<channel>:<to>`.
     """
     match = _TARGET.fullmatch(target.strip())
     if match is None:
-        raise JobError(f"invalid delivery target {target!r}: use <channel>:<chatId>")
+        raise JobError(
+            f"invalid delivery target {target!r}: use <channel>:<chatId> or session:<key>"
+        )
     return match.group(1), match.group(2)
+
+
+def session_target(deliver: str | None) -> str | None:
+    """The session key of a `session:<key>` target (`session` alone: `main`), else None."""
+    if deliver is not None and deliver.strip() == SESSION_TARGET:
+        return "main"
+    if deliver is None or not deliver.startswith(f"{SESSION_TARGET}:"):
+        return None
+    return deliver[len(SESSION_TARGET) + 1 :]
+
+
+def normalize_target(deliver: str | None, agent_id: str | None) -> str | None:
+    """A valid `deliver` value: `session` becomes `session:main`; a session key must be
+    well formed and belong to the job's agent.
+
+    Raises:
+        JobError: a malformed target, or a session of another agent.
+    """
+    if not deliver:
+        return None
+    deliver = deliver.strip()
+    if deliver == SESSION_TARGET:
+        deliver = f"{SESSION_TARGET}:main"
+    parse_target(deliver)
+    key = session_target(deliver)
+    if key is None:
+        return deliver
+    from nodmix.config.paths import DEFAULT_AGENT_ID
+    from nodmix.errors import SessionError
+    from nodmix.sessions.keys import resolve_session_key
+
+    try:
+        resolved = resolve_session_key(key, default_agent_id=agent_id or DEFAULT_AGENT_ID)
+    except SessionError as exc:
+        raise JobError(f"invalid delivery target {deliver!r}: {exc}") from None
+    if agent_id and resolved.agent_id != agent_id:
+        raise JobError(
+            f"invalid delivery target {deliver!r}: the session belongs to agent "
+            f"{resolved.agent_id!r}, not {agent_id!r}"
+        )
+    return deliver
 
 
 def build_schedule(
@@ -127,8 +174,7 @@ def new_job(
         raise JobError(f"the job message is longer than {MAX_MESSAGE_CHARS} characters")
     if session not in ("isolated", "main"):
         raise JobError(f"invalid session {session!r}: use isolated or main")
-    if deliver:
-        parse_target(deliver)
+    deliver = normalize_target(deliver, agent_id)
     return Job(
         id=new_job_id(),
         name=name,

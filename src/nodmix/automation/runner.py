@@ -3,8 +3,9 @@
 Every run holds a slot of the global concurrency cap and runs under the per-run timeout; a
 job runs once at a time (an `flock` on `automation/locks/<jobId>.lock`, so `nodmix cron run`
 and the gateway's scheduler exclude each other too). The run is written to the history when
-it starts and when it ends. A reply goes to the job's delivery target through the channel
-layer; a failure is reported there once, and again only after the job succeeded in between
+it starts and when it ends. A reply goes to the job's delivery target: a chat through the
+channel layer, or a session (`session:<key>`) through the `SessionPoster`; a failure is
+reported there once, and again only after the job succeeded in between
 (a marker file under `automation/failed/` remembers it across processes).
 
 Turns started here are not the owner typing: they carry a `TurnOrigin` on one of the
@@ -28,7 +29,7 @@ import anyio
 from nodmix.assets.files import ensure_private_dir
 from nodmix.automation.clock import Clock
 from nodmix.automation.history import RunHistory, RunRecord, excerpt
-from nodmix.automation.jobs import Job, parse_target
+from nodmix.automation.jobs import Job, parse_target, session_target
 from nodmix.automation.store import JobStore
 from nodmix.channels.types import OutboundMessage
 from nodmix.origin import TurnOrigin
@@ -64,6 +65,12 @@ class Sender(Protocol):
     """Delivery through the channel layer (`ChannelManager`)."""
 
     async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
+
+
+class SessionPoster(Protocol):
+    """Delivery into a session's transcript (`automation.inbox.SessionInbox`)."""
+
+    async def post(self, job: Job, session_key: str, text: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +123,10 @@ class JobRunner:
         sender: Sender | None,
         clock: Clock,
         limits: RunLimits | None = None,
+        inbox: SessionPoster | None = None,
     ) -> None:
         self.store = store
+        self.inbox = inbox
         self.history = history
         self.turns = turns
         self.sender = sender
@@ -217,6 +226,9 @@ class JobRunner:
             marker.touch()
 
     async def _send(self, job: Job, text: str) -> bool:
+        key = session_target(job.deliver)
+        if key is not None:
+            return await self._post(job, key, text)
         if job.deliver is None or self.sender is None:
             return False
         channel, to = parse_target(job.deliver)
@@ -225,5 +237,15 @@ class JobRunner:
                 await self.sender.send(channel, OutboundMessage(chat_id=to, text=text))
         except Exception as exc:
             log.warning("job %s: cannot deliver to %s: %s", job.id, job.deliver, exc)
+            return False
+        return True
+
+    async def _post(self, job: Job, key: str, text: str) -> bool:
+        if self.inbox is None:
+            return False
+        try:  # the poster bounds its wait for a running turn
+            await self.inbox.post(job, key, text)
+        except Exception as exc:
+            log.warning("job %s: cannot deliver to session %s: %s", job.id, key, exc)
             return False
         return True

@@ -17,7 +17,7 @@ from nodmix.config.schema import NodmixConfig
 
 if TYPE_CHECKING:  # the loops run only in the gateway: `agent --local` need not import them
     from nodmix.automation.clock import Clock
-    from nodmix.automation.runner import JobRunner, RunLimits, TurnStarter
+    from nodmix.automation.runner import JobRunner, RunLimits, SessionPoster, TurnStarter
     from nodmix.automation.scheduler import Scheduler
     from nodmix.channels.types import OutboundMessage
 
@@ -47,10 +47,17 @@ class Automation:
     """Jobs, history and the automation loops of one runtime."""
 
     def __init__(
-        self, config: Callable[[], NodmixConfig], *, state_dir: Path, channels: Channels
+        self,
+        config: Callable[[], NodmixConfig],
+        *,
+        state_dir: Path,
+        channels: Channels,
+        inbox: SessionPoster | None = None,
     ) -> None:
         self._config = config
         self.channels = channels
+        self.inbox = inbox
+        """Where replies to `session:<key>` targets are appended."""
         self.store = JobStore(state_dir)
         self.history = RunHistory(
             state_dir, kept=config().automation.runs_kept or DEFAULT_RUNS_KEPT
@@ -71,6 +78,7 @@ class Automation:
             sender=self.channels,
             clock=clock or SystemClock(),
             limits=run_limits(self._config()),
+            inbox=self.inbox,
         )
 
     async def serve(

@@ -2,7 +2,10 @@
 call Anna"), with the same validation as `nodmix cron add`.
 
 A job the agent adds from a chat is delivered to that chat unless it names another target; a
-target must be a chat the agent may message (the `message` tool's rule). One-shot jobs
+target must be a chat the agent may message (the `message` tool's rule). A job added in a
+turn without a chat (the CLI, the web page, the API) is delivered into the session it was
+added in (`session:<key>`, the main session by default): its reply is appended there as an
+assistant message marked as the job's, and connected clients see it. One-shot jobs
 (`at`, `in`) remove themselves after they ran.
 
 Only a turn in the agent's main session (the owner's own conversation) or with no origin
@@ -17,6 +20,7 @@ or delete the owner's reminders.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -31,6 +35,8 @@ if TYPE_CHECKING:  # the job store and schedules load with the first call, not w
     from nodmix.automation.jobs import Job
     from nodmix.automation.store import JobStore
 
+_ONE_SHOT = re.compile(r"openai:[0-9a-f]{20}")
+"""The session name of a one-shot API request (`gateway/stateless.py`)."""
 MAX_JOBS_PER_SESSION = 20
 """Jobs a turn outside the main session may have scheduled at once."""
 MIN_AGENT_EVERY_SECONDS = 60.0
@@ -53,7 +59,9 @@ PARAMETERS: JsonObject = {
         "tz": {"type": "string", "description": "Time zone of cron/at, e.g. Europe/Paris."},
         "deliver": {
             "type": "string",
-            "description": "<channel>:<chatId> to send the result to. Default: this chat.",
+            "description": "<channel>:<chatId> to send the result to, or 'session' to post "
+            "it into this conversation. Default: this chat, or this conversation when the "
+            "user is not in a chat.",
         },
         "session": {
             "type": "string",
@@ -87,6 +95,17 @@ def visible(jobs: list[Job], ctx: ToolContext) -> list[Job]:
     return [job for job in jobs if job.created_in == ctx.session_key]
 
 
+def conversation(ctx: ToolContext) -> str:
+    """The session a reply for this turn goes to: the turn's own, or the agent's main session
+    for a one-shot API request (`agent:<id>:openai:<hex>`, archived after the request)."""
+    name = ctx.session_key.split(":", 2)[-1]
+    if _ONE_SHOT.fullmatch(name) is None:
+        return ctx.session_key
+    from nodmix.sessions.keys import format_session_key
+
+    return format_session_key(ctx.agent_id or "main")
+
+
 class CronTools:
     """The `cron` tool as a tool source; `store` gives the job store when a call needs it."""
 
@@ -98,7 +117,7 @@ class CronTools:
             name="cron",
             description="Schedule work for later: add a reminder or a repeating job, list "
             "jobs, remove one. When a job runs you get its message in a fresh session and "
-            "your reply is sent to the chat.",
+            "your reply is sent to the chat, or posted into this conversation.",
             parameters=PARAMETERS,
             label="Scheduled jobs",
         )
@@ -139,7 +158,13 @@ class CronTools:
         return ToolResult.error("action must be add, list or remove")
 
     async def _add(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
-        from nodmix.automation.jobs import JobError, build_schedule, new_job, parse_target
+        from nodmix.automation.jobs import (
+            JobError,
+            build_schedule,
+            new_job,
+            parse_target,
+            session_target,
+        )
 
         def text(key: str) -> str | None:
             value = args.get(key)
@@ -159,9 +184,17 @@ class CronTools:
             self._check_untrusted(ctx, session, schedule.every_seconds)
         origin = ctx.origin
         deliver = text("deliver")
+        here = f"session:{conversation(ctx)}"
         if deliver is None and origin is not None and not is_automation(origin):
             deliver = f"{origin.channel}:{origin.chat_id}"
-        if deliver is not None:
+        elif deliver is None and origin is None and session == "isolated":
+            deliver = here  # the CLI, the web page, the API: this conversation
+        elif deliver == "session":
+            deliver = here
+        if deliver is not None and session_target(deliver) is not None:
+            if not owner and deliver != here:
+                raise JobError("a job from this chat can only post into this session")
+        elif deliver is not None:
             channel, to = parse_target(deliver)
             if channel not in self._channels.configured():
                 raise JobError(f"channel {channel!r} is not configured")
@@ -187,17 +220,25 @@ class CronTools:
 
     def _where(self, job_id: str, deliver: str | None, session: str) -> str:
         """Where the job's reply goes, so the model can tell the user what to expect."""
+        from nodmix.automation.jobs import session_target
+
+        key = session_target(deliver)
+        if key is not None:
+            return (
+                f", result posted into session {key}: the user sees it there (live in the web"
+                " page or the `nodmix agent` chat if open, else when they next open it)"
+            )
         if deliver is not None:
             return f", result to {deliver}"
         if session == "main":
             return ", result in the main session"
         kept = (
-            ". This turn is not from a chat, so the result is sent nowhere: it is kept in the"
-            f" job's run history only (`nodmix cron runs {job_id}`)."
+            ". This turn was started by automation, not by the user, so the result is sent"
+            f" nowhere: it is kept in the job's run history only (`nodmix cron runs {job_id}`)."
         )
         channels = ", ".join(self._channels.configured())
         if not channels:
-            return f"{kept} No chat channel is configured to send it to."
+            return kept
         return (
             f"{kept} To have it sent, add the job with deliver: '<channel>:<chatId>'"
             f" (configured channels: {channels})."

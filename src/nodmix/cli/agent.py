@@ -172,6 +172,18 @@ class LocalChat:
             "/help lists commands, /exit or Ctrl-D quits."
         )
 
+    async def unseen(self) -> list[str]:
+        """Messages jobs posted into this chat's session since the user last wrote."""
+        from nodmix.cli.chat import new_job_messages
+        from nodmix.errors import SessionError
+        from nodmix.sessions.entries import entry_to_builtins
+
+        try:
+            session = self.runtime.sessions.open(self.key, create=False)
+        except SessionError:
+            return []
+        return new_job_messages([entry_to_builtins(e) for e in session.entries[-50:]])
+
     async def send(self, text: str, printer: EventPrinter) -> Any:
         """Run one message in process; Ctrl-C cancels the turn."""
         from nodmix.cli.chat import Answer

@@ -4,6 +4,10 @@ The loop reads lines (prompt_toolkit with history when stdin is a terminal, plai
 otherwise), handles the chat's own commands, and hands everything else to a `ChatBackend`:
 `LocalChat` in `cli/agent.py` runs turns in this process, `RemoteChat` in `gateway/client.py`
 runs them in a gateway. A failed turn prints one line and the prompt comes back.
+
+Messages scheduled jobs post into the chat's session (reminders, `docs/automation.md`) are
+announced when the chat opens ("1 new message from cron job X", those after the user's last
+message) and, through a gateway, printed as they arrive (above the prompt on a terminal).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -62,6 +66,10 @@ class ChatBackend(Protocol):
 
     async def status(self, model: str | None) -> dict[str, Any]:
         """The session's status with `model` as the override (raises when it is unknown)."""
+        ...
+
+    async def unseen(self) -> list[str]:
+        """Lines about messages jobs posted since the user last wrote (`new_job_messages`)."""
         ...
 
 
@@ -141,6 +149,55 @@ def chat_lines() -> AsyncIterator[str]:
     return plain_lines()
 
 
+# ---- messages from scheduled jobs ------------------------------------------------------------
+
+
+def _job_text(message: dict[str, Any]) -> str:
+    return "".join(
+        str(b.get("text", "")) for b in message.get("content", ()) if isinstance(b, dict)
+    )
+
+
+def new_job_messages(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines announcing the messages jobs posted into a session after its last user message
+    (entries as `sessions.history` returns them); none when there are none."""
+    posted: list[dict[str, Any]] = []
+    for entry in entries:
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if not isinstance(message, dict) or entry.get("parentToolCallId"):
+            continue
+        if message.get("role") == "user":
+            posted = []
+        elif message.get("role") == "assistant" and message.get("api") == "cron":
+            posted.append(message)
+    if not posted:
+        return []
+    jobs = ", ".join(sorted({str(m.get("model", "")).removeprefix("cron:") for m in posted}))
+    plural = "s" if len(posted) > 1 else ""
+    return [f"{len(posted)} new message{plural} from cron job {jobs}:"] + [
+        f"  {_job_text(m)}" for m in posted
+    ]
+
+
+def job_message_line(payload: dict[str, Any]) -> str:
+    """A `session` event's message as the chat prints it when it arrives."""
+    source = payload.get("source") or {}
+    message = (payload.get("entry") or {}).get("message") or {}
+    return f"[from cron job {source.get('jobName', '')!r} ({source.get('jobId', '')})] " + (
+        _job_text(message)
+    )
+
+
+def print_above_prompt(text: str) -> None:
+    """Print a line without garbling a prompt being typed (prompt_toolkit redraws it below)."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from prompt_toolkit import print_formatted_text
+
+        print_formatted_text(text)
+    else:
+        print(text, flush=True)
+
+
 # ---- the loop -------------------------------------------------------------------------------
 
 
@@ -160,6 +217,8 @@ async def run_chat(
 ) -> int:
     """Read lines and run them until `/exit` or end of input; returns the exit code (0)."""
     print(backend.banner)
+    for line in await backend.unseen():
+        print(line)
     async for raw in lines:
         text = raw.strip()
         if not text:

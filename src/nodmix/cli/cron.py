@@ -31,7 +31,11 @@ def _schedule_options(q: argparse.ArgumentParser, *, required: bool) -> None:
 def _job_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("--agent", help="agent id (default: main)")
     q.add_argument("--session", choices=["isolated", "main"], help="isolated (default) or main")
-    q.add_argument("--deliver", help="<channel>:<chatId> that gets the result")
+    q.add_argument(
+        "--deliver",
+        help="<channel>:<chatId> that gets the result, or session[:<key>] to append it to a "
+        "session's transcript (session alone: the main session)",
+    )
     q.add_argument("--model", help="provider/model for this job's turns")
 
 
@@ -99,6 +103,8 @@ def _check_target(target: str | None) -> None:
     from nodmix.channels.registry import enabled_channels
     from nodmix.config.loader import load_config
 
+    if target.strip() == "session" or target.startswith("session:"):
+        return  # a session target: `new_job` checks the key
     channel, _ = parse_target(target)
     configured = enabled_channels(load_config(env=dict(os.environ)).config)
     if channel not in configured:

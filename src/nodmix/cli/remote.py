@@ -102,6 +102,26 @@ class RemoteChat:
             f"nodmix chat with {status['agentName']} ({status['sessionKey']}) via the gateway "
             f"at {self.url}. /help lists commands, /exit or Ctrl-D quits."
         )
+        self.client.listen("session", self._on_session)
+
+    def _on_session(self, payload: dict[str, Any]) -> None:
+        """A job posted into a session: print it if it is this chat's."""
+        from nodmix.cli.chat import job_message_line, print_above_prompt
+
+        if payload.get("kind") == "message" and payload.get("sessionKey") == self.args.session_key:
+            print_above_prompt(job_message_line(payload))
+
+    async def unseen(self) -> list[str]:
+        """Messages jobs posted into this chat's session since the user last wrote."""
+        from nodmix.cli.chat import new_job_messages
+        from nodmix.gateway.client import GatewayError
+
+        params = {"agentId": self.args.agent_id, "sessionKey": self.args.session_key}
+        try:
+            history = await self.client.request("sessions.history", {**params, "limit": 50})
+        except GatewayError:
+            return []  # a session with no transcript yet
+        return new_job_messages(history.get("entries", []))
 
     async def send(self, text: str, printer: Any) -> Any:
         """Run one message in the gateway; Ctrl-C aborts the run there."""

@@ -14,8 +14,9 @@ from nodmix.config.section import Section
 Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$")]
 """`30s`, `20m`, `2h`, `1d`, `1h30m`."""
 TimeOfDay = Annotated[str, msgspec.Meta(pattern=r"^([01]?\d|2[0-3]):[0-5]\d$|^24:00$")]
-Target = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]*:\S+$")]
-"""`<channel>:<chatId>`."""
+Target = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]*:\S+$|^session$")]
+"""`<channel>:<chatId>`, or `session:<key>` (`session`: the main session) to append the reply
+to a session's transcript."""
 
 
 class ActiveHoursConfig(Section, frozen=True):

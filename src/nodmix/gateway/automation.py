@@ -1,6 +1,12 @@
 """The gateway side of automation: cron, heartbeat and webhook runs become turns through the
 same path as every other turn (`Gateway.start_turn`: the run tracker, the per-session turn
-lock, shutdown draining)."""
+lock, shutdown draining); a job's reply posted into a session reaches every WebSocket client
+as a `session` event:
+
+`{"type": "event", "event": "session", "payload": {"kind": "message", "agentId",
+"sessionKey", "source": {"kind": "cron", "jobId", "jobName"}, "entry": {...}}}` (the
+transcript entry as `sessions.history` returns it).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from nodmix.gateway.errors import APIError
 from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
+    from nodmix.automation.inbox import SessionPost
     from nodmix.gateway.app import Gateway
 
 
@@ -65,9 +72,41 @@ class GatewayAutomationTurns:
 
 async def serve_automation(gateway: Gateway) -> None:
     """The scheduler and the heartbeat for the gateway's lifespan."""
+    from nodmix.automation.inbox import SessionInbox
+
     runtime = gateway.runtime
-    await runtime.automation.serve(
-        GatewayAutomationTurns(gateway),
-        default_agent=lambda: runtime.agent(None).id,
-        workspace=lambda agent_id: runtime.agent(agent_id).workspace,
-    )
+    automation = runtime.automation
+    inbox = automation.inbox
+    listen = SessionFanout(gateway)
+    if isinstance(inbox, SessionInbox):
+        inbox.listeners.append(listen)
+    try:
+        await automation.serve(
+            GatewayAutomationTurns(gateway),
+            default_agent=lambda: runtime.agent(None).id,
+            workspace=lambda agent_id: runtime.agent(agent_id).workspace,
+            clock=gateway.settings.automation_clock,
+        )
+    finally:
+        if isinstance(inbox, SessionInbox) and listen in inbox.listeners:
+            inbox.listeners.remove(listen)
+
+
+class SessionFanout:
+    """Tells every WebSocket client about a message a job posted into a session."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+
+    def __call__(self, post: SessionPost) -> None:
+        from nodmix.sessions.entries import entry_to_builtins
+
+        payload = {
+            "kind": "message",
+            "agentId": post.agent_id,
+            "sessionKey": post.session_key,
+            "source": {"kind": "cron", "jobId": post.job_id, "jobName": post.job_name},
+            "entry": entry_to_builtins(post.entry),
+        }
+        for conn in list(self._gateway.approvals.connections):
+            conn.event("session", payload)

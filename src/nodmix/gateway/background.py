@@ -13,11 +13,11 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -29,6 +29,7 @@ from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
 
 START_TIMEOUT_S = 30.0
+T = TypeVar("T")
 
 
 class BackgroundGateway:
@@ -109,6 +110,12 @@ class BackgroundGateway:
             ready=ready,
             retry=self._retry,
         )
+
+    def call(self, fn: Callable[..., T], *args: object) -> T:
+        """Run a plain function on the gateway's event loop (a test's `ManualClock.advance`)."""
+        if self._portal is None:
+            raise RuntimeError("the gateway is not running")
+        return self._portal.call(fn, *args)
 
     def stop(self) -> None:
         """Shut down gracefully and wait for it."""

@@ -10,10 +10,14 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nodmix.config.loader import resolve_secret
 from nodmix.config.schema import GatewayConfig
 from nodmix.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nodmix.automation.clock import Clock
 
 DEFAULT_PORT = 18789
 DEFAULT_GRACE_SECONDS = 10.0
@@ -51,6 +55,8 @@ class GatewaySettings:
     """An idle keep-alive connection is closed after this long."""
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     """Connections beyond this many are refused at once with 503 (bounded file descriptors)."""
+    automation_clock: Clock | None = None
+    """The scheduler's clock; None is real time (tests pass a `ManualClock`)."""
 
     @property
     def loopback_only(self) -> bool:

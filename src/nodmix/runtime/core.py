@@ -266,10 +266,14 @@ class Runtime:
         """Cron jobs, run history, heartbeat and webhook runs (the gateway runs the loops),
         created on first use: the `cron` tool's first call or the gateway's start."""
         if self._automation is None:
+            from nodmix.automation.inbox import SessionInbox
             from nodmix.automation.service import Automation
 
             self._automation = Automation(
-                lambda: self.config, state_dir=self.state_dir, channels=self.channel_access
+                lambda: self.config,
+                state_dir=self.state_dir,
+                channels=self.channel_access,
+                inbox=SessionInbox(self),
             )
         return self._automation
 

@@ -59,6 +59,8 @@ class GatewaySocket {
   receive(frame) {
     if (frame.type === "event" && frame.event === "approval") {
       this.onApproval?.(frame.payload);
+    } else if (frame.type === "event" && frame.event === "session") {
+      this.onSession?.(frame.payload);
     } else if (frame.type === "event") {
       this.pending.get(String(frame.payload.reqId))?.onEvent?.(frame.payload);
     } else if (frame.type === "res") {
@@ -246,6 +248,15 @@ async function loadHistory() {
   conversation.scroll();
 }
 
+/** A message a scheduled job posted into a session (a reminder): shown if that session is open. */
+function onSessionMessage(payload) {
+  if (payload.kind !== "message") return;
+  if (payload.sessionKey === state.sessionKey && !state.viewing) {
+    conversation.jobMessage(payload.entry.message, payload.source?.jobName);
+  }
+  refreshSessions().catch(() => {});
+}
+
 async function switchSession(key) {
   showSession(key);
   if (!state.busy) setRunState("idle");
@@ -424,6 +435,7 @@ function openApp(token) {
     },
   });
   state.socket.onApproval = (payload) => approvals.onEvent(payload);
+  state.socket.onSession = onSessionMessage;
   state.socket.connect();
   setInterval(() => refreshHealth().catch(() => {}), 15000);
   channelsPanel.start();

@@ -157,6 +157,19 @@ export class Conversation {
     this.bubble = null;
   }
 
+  /** A message a scheduled job posted into the session (a `session` event, or history). */
+  jobMessage(message, jobName = "") {
+    const jobId = (message.model || "").replace(/^cron:/, "");
+    const raw = textOf(message.content);
+    const bubble = el("div", { class: "msg assistant from-job", "data-job": jobId });
+    this.place(bubble);
+    renderMarkdown(bubble, raw);
+    const from = jobName ? `From cron job "${jobName}" (${jobId})` : `From cron job ${jobId}`;
+    bubble.prepend(el("div", { class: "job-label" }, from));
+    bubble.append(el("div", { class: "msg-actions" }, copyButton(() => raw, "copy message")));
+    this.scroll();
+  }
+
   toolStarted({ callId, toolName, arguments: args, parentCallId }) {
     this.bubble = null;
     const view = isCodeCell(toolName, args) ? codeCell(toolName, args) : toolCard(toolName, args);
@@ -190,6 +203,8 @@ export class Conversation {
   replay(message, parentCallId) {
     if (message.role === "user" && !parentCallId) {
       this.addUser(textOf(message.content));
+    } else if (message.role === "assistant" && message.api === "cron" && !parentCallId) {
+      this.jobMessage(message);
     } else if (message.role === "assistant") {
       if (!parentCallId) this.endAssistant({ ...message, content: message.content.filter((b) => b.type === "text") });
       for (const block of message.content) {
