@@ -15,6 +15,7 @@ from typing import Final
 from nodmix.errors import SandboxError
 from nodmix.sandbox.base import HostCallError, HostHandler, TrustedScript
 from nodmix.sandbox.vm import VM
+from nodmix.sandbox.vmcode import eval_cached
 from nodmix.sandbox.vmstate import HostFunction
 
 CALL_FUNCTION: Final = "nodmix.call"
@@ -73,7 +74,7 @@ class Bridge:
         except HostCallError as exc:
             return vm.new_string(ERR + exc.message)
         if isinstance(reply, TrustedScript):
-            return vm.eval_cached(reply.source, reply.filename)
+            return eval_cached(vm, reply.source, reply.filename)
         return vm.new_undefined() if reply is None else vm.new_string(OK + reply)
 
     def _request(self, vm: VM, args: list[int]) -> int:

@@ -36,7 +36,8 @@ from nodmix.sandbox import bootstate, memimage
 from nodmix.sandbox.base import HostHandler, SandboxLimits, SnapshotError
 from nodmix.sandbox.crossings import Crossing, Replay, ask
 from nodmix.sandbox.runtime import QuickJSRuntime
-from nodmix.sandbox.vm import VM, bytecode_compiles
+from nodmix.sandbox.vm import VM
+from nodmix.sandbox.vmcode import bytecode_compiles
 from nodmix.sandbox.vmstate import VMStart
 
 log = logging.getLogger("nodmix.sandbox")

@@ -1,7 +1,7 @@
 """One QuickJS VM: a wasmtime Store plus one `quickjs.wasm` instance with its own linear memory.
 
 This layer speaks in JSValue "handles" (pointers to heap boxes allocated by quickjs-wasi's C
-interface layer) and knows nothing about the bridge protocol; `cell.py` builds on it.
+interface layer) and knows no bridge protocol; `vmcode.py` runs scripts, `cell.py` builds on it.
 
 Rules that keep it safe:
 
@@ -15,13 +15,11 @@ Rules that keep it safe:
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import os
 import struct
 import time
-from collections.abc import Iterator
 from typing import Final
 
 import wasmtime
@@ -32,7 +30,7 @@ from nodmix.sandbox.base import SandboxLimits
 from nodmix.sandbox.bootstate import REALTIME, Probe
 from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vmstate import (
-    BytecodeCache,
+    WASM_PAGE,
     DeadlineExceeded,
     EntryScope,
     GuestThrow,
@@ -45,28 +43,19 @@ from nodmix.sandbox.vmstate import (
 
 log = logging.getLogger("nodmix.sandbox")
 
-EVAL_GLOBAL: Final = 0
 PROMISE_PENDING: Final = 0
 PROMISE_FULFILLED: Final = 1
 PROMISE_REJECTED: Final = 2
-_PAGE: Final = 65536
 _STDIO_CAP: Final = 64 << 10
-_U32: Final = struct.Struct("<I")
+U32: Final = struct.Struct("<I")
 # Scratch block (allocated once per VM, kept in snapshots): a length out-parameter, the VM's
 # `undefined` box, an argv array for calls, and a buffer that saves a malloc/free pair for
 # every small string.
 _SCRATCH_SIZE: Final = 16 << 10
-_SCRATCH_LEN, _SCRATCH_UNDEFINED, _SCRATCH_ARGV, _SCRATCH_TEXT = 0, 4, 8, 32
+SCRATCH_LEN, _SCRATCH_UNDEFINED, _SCRATCH_ARGV, _SCRATCH_TEXT = 0, 4, 8, 32
 _SCRATCH_MAX_ARGS: Final = (_SCRATCH_TEXT - _SCRATCH_ARGV) // 4
 _SCRATCH_TEXT_MAX: Final = _SCRATCH_SIZE - _SCRATCH_TEXT - 1
 
-_bytecode = BytecodeCache(16)
-# QuickJS constants for `_compile_stripped`: JS_EVAL_FLAG_COMPILE_ONLY, the tag of
-# JS_EXCEPTION (a JSValue is NaN-boxed in 64 bits here), and JS_WRITE_OBJ_BYTECODE |
-# JS_WRITE_OBJ_STRIP_DEBUG (which drops the source text too).
-_COMPILE_ONLY: Final = 1 << 5
-_TAG_EXCEPTION: Final = 6
-_WRITE_STRIPPED: Final = 1 | 1 << 5
 #: Exports that only inspect, box, copy or free values: no guest code, no parsing, no GC run.
 #: They keep the GIL (see `wasm.Exports`); copies larger than `_QUICK_MAX_BYTES` release it.
 _QUICK_MAX_BYTES: Final = 64 << 10
@@ -85,12 +74,6 @@ _QUICK_EXPORTS: Final = frozenset(
         "wasm_free",
     }
 )
-
-
-def bytecode_compiles() -> int:
-    """How many scripts this process has compiled to bytecode so far (a boot that compiles
-    allocates differently from one that only loads cached bytecode)."""
-    return _bytecode.misses
 
 
 class VM:
@@ -137,11 +120,13 @@ class VM:
                     raise SandboxError("QuickJS failed to initialize")
                 self.scratch = self.x.wasm_malloc(_SCRATCH_SIZE)
                 self.undefined = self.x.qjs_get_undefined()  # a box kept for the VM's life
-                self.mem.write(self.scratch + _SCRATCH_UNDEFINED, _U32.pack(self.undefined))
+                self.mem.write(self.scratch + _SCRATCH_UNDEFINED, U32.pack(self.undefined))
             else:
-                self._load(image if isinstance(image, VMStart) else self._start_of(image))
+                if isinstance(image, VMImage):  # a full image: write only the pages that differ
+                    image = image.start(memimage.fresh_memory(runtime))
+                self._load(image)
                 self.scratch = image.scratch_ptr
-                self.undefined = _U32.unpack(self.mem.read(self.scratch + _SCRATCH_UNDEFINED, 4))[0]
+                self.undefined = U32.unpack(self.mem.read(self.scratch + _SCRATCH_UNDEFINED, 4))[0]
             self.x.qjs_set_memory_limit(limits.memory_bytes)
             self.x.qjs_set_max_stack_size(limits.stack_bytes)
             self.x.qjs_set_interrupt_handler(1)
@@ -255,7 +240,7 @@ class VM:
 
     # -- values ------------------------------------------------------------------------------
 
-    def _alloc_bytes(self, data: bytes) -> int:
+    def alloc_bytes(self, data: bytes) -> int:
         ptr = self.x.wasm_malloc(len(data) + 1)
         if not ptr:
             raise VMOutOfMemory()
@@ -269,7 +254,7 @@ class VM:
             ptr = self.scratch + _SCRATCH_TEXT
             self.mem.write(ptr, data)
             return self._new_string_checked(ptr, len(data))
-        ptr = self._alloc_bytes(data)
+        ptr = self.alloc_bytes(data)
         try:
             return self._new_string_checked(ptr, len(data))
         finally:
@@ -291,13 +276,13 @@ class VM:
 
     def to_str(self, handle: int) -> str:
         """The string value of a string handle (use only on values known to be strings)."""
-        len_ptr = self.scratch + _SCRATCH_LEN
+        len_ptr = self.scratch + SCRATCH_LEN
         cptr = self.x.qjs_get_string_len(handle, len_ptr)
         if not cptr:
             raise GuestThrow(self.x.qjs_get_exception())
         try:
             base, length = self.mem.bounds()
-            size = _U32.unpack(ctypes.string_at(base + len_ptr, 4))[0]
+            size = U32.unpack(ctypes.string_at(base + len_ptr, 4))[0]
             if cptr + size > length:
                 raise hostio.OutOfBounds(cptr, size)
             return ctypes.string_at(base + cptr, size).decode("utf-8", "surrogatepass")
@@ -311,76 +296,11 @@ class VM:
         self.x.qjs_free_value(handle)
         return 0
 
-    def _checked(self, handle: int) -> int:
+    def checked(self, handle: int) -> int:
         if self.x.qjs_is_exception(handle):
             self.x.qjs_free_value(handle)
             raise GuestThrow(self.x.qjs_get_exception())
         return handle
-
-    def eval(self, code: str, filename: str) -> int:
-        """Evaluate a global script; returns the completion value handle.
-
-        Raises:
-            GuestThrow: The script threw (including syntax errors).
-        """
-        with self._source(code, filename) as (code_ptr, size, name_ptr):
-            return self._checked(self.x.qjs_eval(code_ptr, size, name_ptr, EVAL_GLOBAL))
-
-    def eval_cached(self, code: str, filename: str) -> int:
-        """Like `eval`, for trusted scripts evaluated in every VM (the prelude, setup scripts).
-
-        The script is compiled to QuickJS bytecode once per process and build; later VMs only
-        load the bytecode, which is ~4x cheaper than parsing. Bytecode is trusted input to
-        QuickJS, so only our own compiler output is ever loaded. It carries no debug
-        information, so the script's source text never sits in the heap or in snapshots.
-
-        Raises:
-            GuestThrow: Compilation or evaluation threw.
-        """
-        key = (self.runtime.build_id, filename, code)
-        bytecode = _bytecode.get(key)
-        if bytecode is None:
-            bytecode = self._compile_stripped(code, filename)
-            _bytecode.put(key, bytecode)
-        ptr = self._alloc_bytes(bytecode)
-        try:
-            return self._checked(self.x.qjs_eval_bytecode(ptr, len(bytecode)))
-        finally:
-            if not self.dead:
-                self.x.wasm_free(ptr)
-
-    def _compile_stripped(self, code: str, filename: str) -> bytes:
-        # Bytecode without debug information: no source text (which every function would keep
-        # for `toString`, ~10 KB of each snapshot) and no line table. Frames of these trusted
-        # scripts then print no location; error locations only ever use the guest's own file.
-        ctx = self.x.qjs_get_context_ptr()
-        with self._source(code, filename) as (code_ptr, size, name_ptr):
-            value = self.x.JS_Eval(ctx, code_ptr, size, name_ptr, EVAL_GLOBAL | _COMPILE_ONLY)
-            if (value >> 32) & 0xFFFFFFFF == _TAG_EXCEPTION:
-                raise GuestThrow(self.x.qjs_get_exception())
-            len_ptr = self.scratch + _SCRATCH_LEN
-            try:
-                buf = self.x.JS_WriteObject(ctx, len_ptr, value, _WRITE_STRIPPED)
-            finally:
-                self.x.JS_FreeValue(ctx, value)
-            if not buf:
-                raise GuestThrow(self.x.qjs_get_exception())
-            bytecode = self.mem.read(buf, _U32.unpack(self.mem.read(len_ptr, 4))[0])
-            self.x.js_free(ctx, buf)
-        return bytecode
-
-    @contextlib.contextmanager
-    def _source(self, code: str, filename: str) -> Iterator[tuple[int, int, int]]:
-        # Source text and filename as NUL-terminated strings in wasm memory, freed afterwards.
-        source = code.encode("utf-8", "surrogatepass")
-        code_ptr = self._alloc_bytes(source)
-        name_ptr = self._alloc_bytes(filename.encode("utf-8", "surrogatepass"))
-        try:
-            yield code_ptr, len(source), name_ptr
-        finally:
-            if not self.dead:
-                self.x.wasm_free(code_ptr)
-                self.x.wasm_free(name_ptr)
 
     def call(self, fn: int, *args: int) -> int:
         """Call `fn(...args)` with `this` undefined.
@@ -391,18 +311,18 @@ class VM:
         packed = struct.pack(f"<{len(args)}I", *args)
         # The scratch argv is only safe when no other call is in flight on this VM.
         shared = self._host_depth == 0 and len(args) <= _SCRATCH_MAX_ARGS
-        argv = self.scratch + _SCRATCH_ARGV if shared else self._alloc_bytes(packed)
+        argv = self.scratch + _SCRATCH_ARGV if shared else self.alloc_bytes(packed)
         self.mem.write(argv, packed)
         try:
             handle = self.x.qjs_call(fn, self.undefined, len(args), argv)
         finally:
             if not shared and not self.dead:
                 self.x.wasm_free(argv)
-        return self._checked(handle)
+        return self.checked(handle)
 
     def item(self, array: int, index: int) -> int:
         """`array[index]` (a new handle)."""
-        return self._checked(self.x.qjs_get_prop_uint32(array, index))
+        return self.checked(self.x.qjs_get_prop_uint32(array, index))
 
     def free(self, *handles: int) -> None:
         """Free handles (0 is ignored)."""
@@ -412,7 +332,7 @@ class VM:
 
     def new_host_function(self, name: str) -> int:
         """A JS function that calls `host_functions[name]`; the name survives snapshots."""
-        ptr = self._alloc_bytes(name.encode())
+        ptr = self.alloc_bytes(name.encode())
         handle = self.x.qjs_new_host_function(ptr, len(name.encode()), 0)
         self.x.wasm_free(ptr)
         return handle
@@ -464,22 +384,12 @@ class VM:
             scratch_ptr=self.scratch,
         )
 
-    def _start_of(self, image: VMImage) -> VMStart:
-        # A full image: only the pages that differ from a fresh instance's memory are written.
-        size = len(image.memory)
-        if size % _PAGE:
-            raise SandboxError("corrupt snapshot image")
-        pages = memimage.PageRuns.diff(image.memory, memimage.fresh_memory(self.runtime))
-        return VMStart(
-            pages, image.stack_pointer, image.runtime_ptr, image.context_ptr, image.scratch_ptr
-        )
-
     def _load(self, start: VMStart) -> None:
         # A fresh instance, deliberately not `_initialize`d: the pages hold the initialized libc
         # and QuickJS state, and every page they leave out already holds its content (see
         # `memimage`).
         size = start.pages.size
-        if size % _PAGE or start.scratch_ptr + _SCRATCH_SIZE > size:
+        if size % WASM_PAGE or start.scratch_ptr + _SCRATCH_SIZE > size:
             raise SandboxError("corrupt snapshot image")
         try:
             self.mem.grow_to(size)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -19,6 +18,7 @@ from nodmix.sandbox.memimage import PageRuns
 #: A host function: receives the borrowed argument handles, returns an owned handle (or 0
 #: after throwing into the guest with `VM.throw_string`).
 HostFunction = Callable[[list[int]], int]
+WASM_PAGE: Final = 65536
 
 
 class GuestThrow(Exception):
@@ -65,6 +65,16 @@ class VMImage:
     context_ptr: int
     scratch_ptr: int
 
+    def start(self, fresh: bytes) -> VMStart:
+        """This image as a `VMStart`: only the pages that differ from `fresh` (a fresh
+        instance's memory) are kept, the rest already holds its content."""
+        if len(self.memory) % WASM_PAGE:
+            raise SandboxError("corrupt snapshot image")
+        pages = PageRuns.diff(self.memory, fresh)
+        return VMStart(
+            pages, self.stack_pointer, self.runtime_ptr, self.context_ptr, self.scratch_ptr
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class VMStart:
@@ -76,32 +86,6 @@ class VMStart:
     runtime_ptr: int
     context_ptr: int
     scratch_ptr: int
-
-
-class BytecodeCache:
-    """A small thread-safe LRU of compiled QuickJS bytecode, keyed by (build, name, source)."""
-
-    def __init__(self, size: int) -> None:
-        self.misses = 0
-        self._size = size
-        self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[bytes, str, str], bytes] = OrderedDict()
-
-    def get(self, key: tuple[bytes, str, str]) -> bytes | None:
-        """The cached bytecode, or None."""
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: tuple[bytes, str, str], value: bytes) -> None:
-        """Remember `value` (a compile that missed), evicting the least recently used entries."""
-        with self._lock:
-            self.misses += 1
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 _TRAPS: Final = (wasmtime.Trap, wasmtime.WasmtimeError, hostio.OutOfBounds)
