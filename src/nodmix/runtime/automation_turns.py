@@ -1,10 +1,30 @@
-"""Automation runs straight on a runtime (no gateway): `nodmix cron run`, and tests that
-drive the scheduler under an injected clock."""
+"""The runtime's automation: building its `Automation`, and automation turns run straight on
+a runtime (no gateway): `nodmix cron run`, and tests that drive the scheduler under an
+injected clock."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from nodmix.origin import TurnOrigin
-from nodmix.runtime.core import Runtime
+
+if TYPE_CHECKING:
+    from nodmix.automation.service import Automation
+    from nodmix.runtime.core import Runtime
+
+
+def open_automation(runtime: Runtime) -> Automation:
+    """Cron jobs, run history, heartbeat and webhook runs of `runtime` (imported on first use:
+    the `cron` tool's first call or the gateway's start)."""
+    from nodmix.automation.inbox import SessionInbox
+    from nodmix.automation.service import Automation
+
+    return Automation(
+        lambda: runtime.config,
+        state_dir=runtime.state_dir,
+        channels=runtime.channel_access,
+        inbox=SessionInbox(runtime),
+    )
 
 
 class RuntimeTurns:

@@ -7,7 +7,8 @@ without channels (most `nodmix agent --local` runs) never needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodmix.agents import channels_configured
@@ -17,6 +18,7 @@ from nodmix.origin import TurnOrigin
 if TYPE_CHECKING:
     from nodmix.channels.manager import ChannelManager
     from nodmix.channels.types import OutboundMessage
+    from nodmix.security.parts import SecurityParts
 
 
 class LazyChannels:
@@ -42,3 +44,21 @@ class LazyChannels:
     async def send(self, channel: str, message: OutboundMessage) -> list[str]:
         """Send through the channel's adapter."""
         return await self._manager().send(channel, message)
+
+
+def open_channels(
+    config: Callable[[], NodmixConfig],
+    *,
+    env: Mapping[str, str],
+    state_dir: Path,
+    security: SecurityParts,
+) -> ChannelManager:
+    """The channel manager. Approval requests of channel turns are posted to their chat, and
+    `/approve` answers there."""
+    from nodmix.channels.approvals import ChannelApprovalPresenter, register_approval_commands
+    from nodmix.channels.manager import ChannelManager
+
+    manager = ChannelManager(config, env=env, state_dir=state_dir)
+    security.broker.router.register("channel", ChannelApprovalPresenter(manager))
+    register_approval_commands(security.answer_command)
+    return manager

@@ -10,59 +10,49 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
 from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
-from nodmix.compaction.guard import TurnGuard
-from nodmix.compaction.service import (
-    CompactionService,
-    SessionCompaction,
-    compaction_message,
-    flush_runner,
-)
+from nodmix.compaction.service import CompactionService, SessionCompaction, flush_runner
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
-from nodmix.context.base import ContextEngine, EngineContext
-from nodmix.context.checked import create_engine
+from nodmix.context.base import ContextEngine
 from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
 from nodmix.context.lifecycle import Bootstrapper
 from nodmix.context.sdk import COMPACT_SERVICE
-from nodmix.errors import PluginError, SessionError
-from nodmix.events import EventSink, Notice, TurnFailed, discard
-from nodmix.loop import TurnDeps, TurnRequest, TurnResult, run_turn
+from nodmix.errors import SessionError
+from nodmix.events import EventSink, discard
 from nodmix.memory.tools import MemoryTools
-from nodmix.messages import user_message
 from nodmix.observability import TurnObserver, open_log_file
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
 from nodmix.plugins.registry import CORE_OWNER
 from nodmix.providers.retry import RetryPolicy
 from nodmix.providers.router import ProviderRouter, default_model_ref
+from nodmix.runtime.automation_turns import open_automation
 from nodmix.runtime.cache import ConfigCache
-from nodmix.runtime.channel_access import LazyChannels
-from nodmix.runtime.client_results import ClientTurn, accept_client_results
+from nodmix.runtime.channel_access import LazyChannels, open_channels
+from nodmix.runtime.client_results import ClientTurn
+from nodmix.runtime.commands import chat_command
+from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.memory import open_memory
+from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
-from nodmix.runtime.skills import scan_for_turn, skills_namespace_entry
-from nodmix.runtime.toolset import ToolProvider, ToolsetInputs, build_run_tools
-from nodmix.security.turns import CHAT_COMMANDS, TurnHandle
-from nodmix.security.workspace_guard import instruction_sources
+from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
+from nodmix.runtime.turns import run_agent_turn
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
-from nodmix.sessions.turn_lock import waiting_notice
 from nodmix.skills import SkillBook
-from nodmix.tools import Tool, core_tools
+from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
 
@@ -73,64 +63,6 @@ if TYPE_CHECKING:
     from nodmix.security.parts import SecurityParts
 
 log = logging.getLogger("nodmix.runtime")
-
-
-class TurnOutcome(msgspec.Struct, kw_only=True):
-    """A finished turn and where it was recorded."""
-
-    result: TurnResult
-    agent_id: str
-    session_key: str
-    session_id: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON shape of a finished turn (`nodmix agent --json`, the gateway's RPC)."""
-        result = self.result
-        return {
-            "reply": result.reply,
-            "sessionId": self.session_id,
-            "sessionKey": self.session_key,
-            "agentId": self.agent_id,
-            "model": result.model,
-            "usage": msgspec.to_builtins(result.usage),
-            "stopReason": result.stop_reason,
-            "steps": result.steps,
-            "toolCalls": [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
-            ],
-        }
-
-
-class CommandOutcome(msgspec.Struct, kw_only=True):
-    """A chat command (`/new`, `/compact`) that ran instead of a turn."""
-
-    command: str
-    message: str
-    session_key: str
-    session_id: str
-    data: dict[str, Any] = msgspec.field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON shape of a chat command's result."""
-        out: dict[str, Any] = {
-            "command": self.command,
-            "message": self.message,
-            "sessionKey": self.session_key,
-            "sessionId": self.session_id,
-        }
-        if self.data:
-            out["data"] = msgspec.to_builtins(self.data, enc_hook=str)
-        return out
-
-
-class PluginTools:
-    """The plugin registry's tools as a tool source."""
-
-    def __init__(self, registry: PluginRegistry) -> None:
-        self._registry = registry
-
-    async def list_tools(self) -> Sequence[Tool]:
-        return self._registry.plugin_tools()
 
 
 class Runtime:
@@ -167,9 +99,6 @@ class Runtime:
         self._security = LazySecurity(state_dir, lambda: self.config)
         self.executor.gate = self._security
         self.retry = retry
-        self._engines: dict[str, ContextEngine] = {}
-        self.engine_failures: dict[str, str] = {}
-        """Latest failure per context engine id (for `nodmix doctor`)."""
         self._bootstrapper = Bootstrapper()
         self.compaction = CompactionService(
             models=router,
@@ -181,6 +110,9 @@ class Runtime:
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
+        self._context_engines = ContextEngines(
+            lambda: self.config, lambda: self.registry, state_dir=state_dir, services=self.services
+        )
         self.mcp_holder: McpHolder | None = None
         self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
@@ -257,7 +189,7 @@ class Runtime:
             try:
                 yield runtime
             finally:
-                await runtime._dispose_engines()
+                await runtime._context_engines.dispose()
                 if runtime._engine is not None:
                     runtime._engine.shutdown()
 
@@ -266,15 +198,7 @@ class Runtime:
         """Cron jobs, run history, heartbeat and webhook runs (the gateway runs the loops),
         created on first use: the `cron` tool's first call or the gateway's start."""
         if self._automation is None:
-            from nodmix.automation.inbox import SessionInbox
-            from nodmix.automation.service import Automation
-
-            self._automation = Automation(
-                lambda: self.config,
-                state_dir=self.state_dir,
-                channels=self.channel_access,
-                inbox=SessionInbox(self),
-            )
+            self._automation = open_automation(self)
         return self._automation
 
     @property
@@ -293,29 +217,16 @@ class Runtime:
         """Chat channels (`channels.*`), created on first use; the gateway runs them. Approval
         requests of channel turns are posted to their chat, and `/approve` answers there."""
         if self._channels is None:
-            from nodmix.channels.approvals import (
-                ChannelApprovalPresenter,
-                register_approval_commands,
+            self._channels = open_channels(
+                lambda: self.config, env=self._env, state_dir=self.state_dir, security=self.security
             )
-            from nodmix.channels.manager import ChannelManager
-
-            manager = ChannelManager(lambda: self.config, env=self._env, state_dir=self.state_dir)
-            self.security.broker.router.register("channel", ChannelApprovalPresenter(manager))
-            register_approval_commands(self.security.answer_command)
-            self._channels = manager
         return self._channels
 
     @property
     def engine(self) -> CodeModeEngine:
         """The code-mode engine, created on first use (plain runs never import it)."""
         if self._engine is None:
-            from nodmix.codemode.engine import CodeModeEngine
-            from nodmix.codemode.run_files import open_run_store
-
-            code_mode = self.config.tools.code_mode
-            kind = getattr(code_mode, "run_store", None) or "file"
-            store = open_run_store(kind, self.state_dir)
-            self._engine = CodeModeEngine(store, group=self.background)
+            self._engine = open_code_mode_engine(self.config, self.state_dir, self.background)
         return self._engine
 
     # ---- agents, models, engines --------------------------------------------------------------
@@ -341,43 +252,16 @@ class Runtime:
 
     def context_engine(self) -> ContextEngine:
         """The engine `plugins.slots.contextEngine` selects (`legacy` by default)."""
-        engine_id = self.config.plugins.slots.context_engine or LEGACY_ENGINE_ID
-        if engine_id in self._engines:
-            return self._engines[engine_id]
-        owned = self.registry.context_engines.get(engine_id)
-        if owned is None:
-            known = ", ".join(sorted(self.registry.context_engines)) or "none"
-            message = (
-                f"context engine {engine_id!r} (plugins.slots.contextEngine) is not registered "
-                f"(registered: {known}); enable the plugin that provides it or set the slot back "
-                "to 'legacy'"
-            )
-            self.engine_failures[engine_id] = message
-            raise PluginError(message)
-        entry = self.config.plugins.entries.get(owned.owner)
-        ctx = EngineContext(
-            config=dict(entry.config) if entry else {},
-            agent_dir=self.state_dir / "agents",
-            services=self.services,
-        )
-        engine = create_engine(
-            owned.value,
-            ctx,
-            engine_id=engine_id,
-            owner=owned.owner,
-            trusted=owned.owner == CORE_OWNER,
-            on_failure=self._engine_failed,
-        )
-        self._engines[engine_id] = engine
-        return engine
+        return self._context_engines.selected()
+
+    @property
+    def engine_failures(self) -> dict[str, str]:
+        """Latest failure per context engine id (for `nodmix doctor`)."""
+        return self._context_engines.failures
 
     def retire_engines(self) -> None:
         """Drop cached context engines (a reload changed plugins); dispose them at shutdown."""
-        engines, self._engines = dict(self._engines), {}
-        for engine in engines.values():
-            dispose = getattr(engine, "dispose", None)
-            if dispose is not None:
-                self.retired.append(dispose)
+        self._context_engines.retire(self.retired)
 
     async def _close_replaceable(self) -> None:
         if self.mcp_holder is not None:
@@ -386,17 +270,6 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await close()
         self.retired.clear()
-
-    def _engine_failed(self, engine_id: str, message: str) -> None:
-        self.engine_failures[engine_id] = message
-
-    async def _dispose_engines(self) -> None:
-        for engine in self._engines.values():
-            dispose = getattr(engine, "dispose", None)
-            if dispose is not None:
-                with contextlib.suppress(Exception):
-                    await dispose()
-        self._engines.clear()
 
     # ---- sessions ------------------------------------------------------------------------------
 
@@ -431,26 +304,9 @@ class Runtime:
         """A chat message: a `/command` or a turn (`client`: tools and results of the
         application that sent it; with results, `text` is ignored and the turn continues)."""
         stripped = text.strip() if client is None or client.results is None else ""
-        command, _, rest = stripped.partition(" ")
-        if command in CHAT_COMMANDS:
-            key = self.session_key(self.agent(agent_id), session_key)
-            reply = self.security.answer_command(command, rest, key)
-            return CommandOutcome(
-                command=command[1:], message=reply, session_key=key, session_id=""
-            )
-        if command == "/new":
-            return self.new_session(agent_id=agent_id, session_key=session_key)
-        if command == "/compact":
-            done = await self.compact_session(
-                agent_id, session_key, instructions=rest.strip() or None, emit=emit
-            )
-            return CommandOutcome(
-                command="compact",
-                message=compaction_message(done),
-                session_key=done.session_key,
-                session_id=done.session_id,
-                data=done.to_json(),
-            )
+        done = await chat_command(self, stripped, agent_id, session_key, emit)
+        if done is not None:
+            return done
         return await self.run_turn(
             text,
             agent_id=agent_id,
@@ -524,108 +380,18 @@ class Runtime:
         `disable_tools` runs the turn with no tools at all (the model just answers); code mode
         then stays off too.
         """
-        agent = self.agent(agent_id)
-        emit = self.observer.wrap(emit, agent_id=agent.id)
-        key = self.session_key(agent, session_key)
-        refs = self.model_refs(agent, model)
-        context = self.context_engine()
-        async with self.sessions.hold_turn(
-            key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
-        ):
-            session = self.open_session(agent, key)
-            run_id = f"run_{uuid.uuid4().hex[:16]}"
-            client = client or ClientTurn()
-            resume = None
-            if client.results is not None:
-                resume = accept_client_results(session, self._engine, client.results)
-            self._security.turns.add(run_id, key, TurnHandle(origin, emit))
-            try:
-                skills = await scan_for_turn(
-                    self.skills, self.loaded, agent, self.env, inline=self.inline_skill_scans
-                )
-                tools = await build_run_tools(
-                    ToolsetInputs(
-                        tools_config=self.config.tools,
-                        agent=agent,
-                        session=session,
-                        run_id=run_id,
-                        emit=emit,
-                        executor=self.executor,
-                        engine=lambda: self.engine,
-                        sources=self.tool_sources,
-                        namespaces=[(o.owner, o.value) for o in self.registry.namespaces.values()],
-                        more_namespaces=lambda: [skills_namespace_entry()],
-                        plugin_configs={
-                            k: dict(v.config) for k, v in self.config.plugins.entries.items()
-                        },
-                        mcp=self.services.get("mcp"),
-                        disable_tools=disable_tools,
-                        code_mode_tools=skills.code_mode_tools(),
-                        read_roots=skills.read_roots,
-                        exec_env=skills.exec_env,
-                        extra_tools=client.tools,
-                        tool_choice=client.tool_choice,
-                        origin=origin,
-                        protected=self._cache.get(
-                            ("protected",),
-                            lambda: instruction_sources(
-                                self.config, config_paths.config_path(self.env)
-                            ),
-                        ),
-                        cache=self._cache,
-                    )
-                )
-                await self._bootstrapper.bootstrap(context, session)
-                guard = TurnGuard(
-                    service=self.compaction,
-                    engine=context,
-                    agent=agent,
-                    session=session,
-                    refs=refs,
-                    emit=emit,
-                    origin=origin,
-                )
-                deps = TurnDeps(
-                    models=self.router,
-                    executor=self.executor,
-                    context=context,
-                    retry=self.retry,
-                    guard=guard,
-                )
-                request = TurnRequest(
-                    agent=agent,
-                    session=session,
-                    prompt=user_message(text) if resume is None else None,
-                    run_id=run_id,
-                    tools=tools,
-                    model_refs=refs,
-                    origin=origin,
-                    skills_prompt=self._cache.get(
-                        ("skills_prompt", agent.workspace, skills.skills, tools.code_mode),
-                        lambda: skills.prompt(agent, code_mode=tools.code_mode),
-                    ),
-                    resume=resume or (),
-                )
-                result = await run_turn(deps, request, emit)
-            except anyio.get_cancelled_exc_class():
-                # Runs this turn parked between steps must not keep their tools running.
-                if self._engine is not None:
-                    self._engine.abort_turn(run_id)
-                raise
-            except Exception as exc:
-                emit(TurnFailed(error=str(exc), error_kind=type(exc).__name__))
-                raise
-            finally:
-                self._security.turns.remove(run_id)
-            last = result.last_message
-            session.update_usage(
-                result.usage,
-                context_tokens=last.usage.context_tokens if last else None,
-                model=result.model,
-            )
-            self.sessions.flush_due()
-            if result.stop_reason == "max_steps":
-                emit(Notice(level="warning", text=f"stopped after {result.steps} steps"))
-        return TurnOutcome(
-            result=result, agent_id=agent.id, session_key=key, session_id=session.session_id
+        return await run_agent_turn(
+            self,
+            text,
+            agent_id=agent_id,
+            session_key=session_key,
+            emit=emit,
+            model=model,
+            disable_tools=disable_tools,
+            origin=origin,
+            client=client,
+            turns=self._security.turns,
+            engine=lambda: self._engine,
+            cache=self._cache,
+            bootstrapper=self._bootstrapper,
         )

@@ -104,7 +104,7 @@ def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
     from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
     from nodmix.plugins import PluginRegistry, load_plugins
     from nodmix.plugins.registry import CORE_OWNER
-    from nodmix.runtime.core import PluginTools
+    from nodmix.runtime.toolset import PluginTools
     from nodmix.tools.executor import ToolExecutor
 
     registry = PluginRegistry()

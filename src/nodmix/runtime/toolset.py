@@ -14,7 +14,7 @@ import msgspec
 
 from nodmix.agents import AgentProfile
 from nodmix.codemode.settings import is_active, resolve_settings
-from nodmix.config.schema import ToolsConfig
+from nodmix.config.schema import NodmixConfig, ToolsConfig
 from nodmix.events import EventSink
 from nodmix.loop import RunTools
 from nodmix.origin import TurnOrigin
@@ -27,9 +27,12 @@ from nodmix.tools.deferred import is_deferred
 from nodmix.tools.isolation import Isolation
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from nodmix.codemode.engine import CodeModeEngine
     from nodmix.codemode.mcp_namespace import MCPAccess
     from nodmix.codemode.namespaces import NamespaceRegistration
+    from nodmix.plugins import PluginRegistry
 
 VISIBLE_CODE_MODE_TOOLS = frozenset({"exec", "wait"})
 
@@ -40,6 +43,16 @@ class ToolProvider(Protocol):
     async def list_tools(self) -> Sequence[Tool]:
         """The tools it offers right now."""
         ...
+
+
+class PluginTools:
+    """The plugin registry's tools as a tool source."""
+
+    def __init__(self, registry: PluginRegistry) -> None:
+        self._registry = registry
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return self._registry.plugin_tools()
 
 
 class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -182,3 +195,15 @@ def _app_wins(tools: Sequence[Tool]) -> tuple[Tool, ...]:
     different catalog ids."""
     app_names = {t.spec.name for t in tools if is_deferred(t)}
     return tuple(t for t in tools if is_deferred(t) or t.spec.name not in app_names)
+
+
+def open_code_mode_engine(
+    config: NodmixConfig, state_dir: Path, group: TaskGroup
+) -> CodeModeEngine:
+    """The code-mode engine with the run store `tools.codeMode.runStore` names (imported only
+    when a run uses code mode)."""
+    from nodmix.codemode.engine import CodeModeEngine
+    from nodmix.codemode.run_files import open_run_store
+
+    kind = getattr(config.tools.code_mode, "run_store", None) or "file"
+    return CodeModeEngine(open_run_store(kind, state_dir), group=group)

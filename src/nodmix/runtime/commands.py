@@ -1,0 +1,43 @@
+"""Chat commands a message can be instead of a turn: `/new`, `/compact`, and the approval
+commands (`/approve`, ...) that the security parts answer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nodmix.compaction.service import compaction_message
+from nodmix.events import EventSink
+from nodmix.runtime.outcomes import CommandOutcome
+from nodmix.security.turns import CHAT_COMMANDS
+
+if TYPE_CHECKING:
+    from nodmix.runtime.core import Runtime
+
+
+async def chat_command(
+    runtime: Runtime,
+    text: str,
+    agent_id: str | None,
+    session_key: str | None,
+    emit: EventSink,
+) -> CommandOutcome | None:
+    """Run `text` (stripped) if it is a chat command; None when it is not one."""
+    command, _, rest = text.partition(" ")
+    if command in CHAT_COMMANDS:
+        key = runtime.session_key(runtime.agent(agent_id), session_key)
+        reply = runtime.security.answer_command(command, rest, key)
+        return CommandOutcome(command=command[1:], message=reply, session_key=key, session_id="")
+    if command == "/new":
+        return runtime.new_session(agent_id=agent_id, session_key=session_key)
+    if command == "/compact":
+        done = await runtime.compact_session(
+            agent_id, session_key, instructions=rest.strip() or None, emit=emit
+        )
+        return CommandOutcome(
+            command="compact",
+            message=compaction_message(done),
+            session_key=done.session_key,
+            session_id=done.session_id,
+            data=done.to_json(),
+        )
+    return None
