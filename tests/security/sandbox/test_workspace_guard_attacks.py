@@ -1,0 +1,101 @@
+"""Attacks on the workspace guard by a sender who is not the owner, with the real sandbox:
+each one once got through, and must not again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodmix.config.loader import load_config
+from nodmix.errors import ToolError
+from nodmix.origin import TurnOrigin
+from nodmix.security.sandbox.session import SessionSandbox
+from nodmix.security.workspace_guard import instruction_sources
+from nodmix.tools.core.exec import ExecTool
+from tests.security.conftest import context, make_sandbox
+
+pytestmark = pytest.mark.anyio
+
+GROUP = TurnOrigin(channel="telegram", chat_id="g1", chat_type="group", sender_id="mallory")
+HEARTBEAT = TurnOrigin(channel="heartbeat", chat_id="main")
+CRON = TurnOrigin(channel="cron", chat_id="job1")
+ORIGINAL = "- the owner prefers short answers\n"
+
+
+@pytest.fixture
+def seeded(workspace: Path) -> Path:
+    (workspace / "MEMORY.md").write_text(ORIGINAL, encoding="utf-8")
+    return workspace
+
+
+async def test_renaming_the_folder_above_a_protected_plugin_cannot_replace_the_plugin(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path
+) -> None:
+    plugin = seeded / "tools" / "plugins" / "mine"
+    plugin.mkdir(parents=True)
+    (plugin / "index.py").write_text("OWNER = 1\n", encoding="utf-8")
+    (isolated_state / "nodmix.json").write_text(
+        f"{{ plugins: {{ load: {{ paths: ['{plugin}'] }} }} }}", encoding="utf-8"
+    )
+    loaded = load_config()
+    sandbox = SessionSandbox(
+        make_sandbox(isolated_state, home, bwrap, mode="all").settings,
+        state_dir=isolated_state,
+        home=home,
+        bwrap=bwrap,
+        protected=instruction_sources(loaded.config, loaded.path),
+    )
+    for moved in ("tools", "tools/plugins"):
+        command = (
+            f"mv {moved} moved && mkdir -p tools/plugins/mine "
+            "&& echo 'import os' > tools/plugins/mine/index.py"
+        )
+        context_ = context(seeded, "telegram:group:g1", origin=GROUP)
+        result = await ExecTool(isolation=sandbox).call({"command": command}, context_)
+        assert result.details["exitCode"] != 0, command
+        assert (plugin / "index.py").read_text(encoding="utf-8") == "OWNER = 1\n"
+    ordinary = await ExecTool(isolation=sandbox).call(
+        {"command": "echo ok > tools/notes.txt && mkdir tools/other && mv tools/other tools/o2"},
+        context(seeded, "telegram:group:g1", origin=GROUP),
+    )
+    assert ordinary.details["exitCode"] == 0, ordinary.text_content
+
+
+@pytest.mark.parametrize("origin", [HEARTBEAT, CRON], ids=["heartbeat", "cron"])
+async def test_an_automation_run_in_the_main_session_runs_its_commands_in_the_sandbox(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path, origin: TurnOrigin
+) -> None:
+    sandbox = make_sandbox(isolated_state, home, bwrap, mode="non-main")
+    result = await ExecTool(isolation=sandbox).call(
+        {"command": "echo evil >> MEMORY.md"}, context(seeded, "main", origin=origin)
+    )
+    assert result.details["sandboxed"] is True
+    assert result.details["exitCode"] != 0
+    assert (seeded / "MEMORY.md").read_text(encoding="utf-8") == ORIGINAL
+    owner = await ExecTool(isolation=sandbox).call(
+        {"command": "echo owner >> MEMORY.md"}, context(seeded, "main")
+    )
+    assert owner.details["sandboxed"] is False
+    assert (seeded / "MEMORY.md").read_text(encoding="utf-8") == ORIGINAL + "owner\n"
+
+
+async def test_a_symlink_above_a_protected_plugin_refuses_the_sandbox(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path
+) -> None:
+    (seeded / "real" / "plugins" / "mine").mkdir(parents=True)
+    (seeded / "tools").symlink_to("real")
+    plugin = seeded / "tools" / "plugins" / "mine"
+    sandbox = SessionSandbox(
+        make_sandbox(isolated_state, home, bwrap, mode="all").settings,
+        state_dir=isolated_state,
+        home=home,
+        bwrap=bwrap,
+        protected=(plugin,),
+    )
+    with pytest.raises(ToolError, match="tools in the workspace is a symlink"):
+        await ExecTool(isolation=sandbox).call(
+            {"command": "ln -sfn elsewhere tools"},
+            context(seeded, "telegram:group:g1", origin=GROUP),
+        )
+    assert (seeded / "tools").resolve() == seeded / "real"
