@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from nodmix.config.loader import load_config
+from nodmix.config.schema import PluginEntry, PluginsConfig
 from nodmix.errors import ToolError
 from nodmix.origin import TurnOrigin
+from nodmix.plugins import PluginRegistry, load_plugins
 from nodmix.security.sandbox.session import SessionSandbox
 from nodmix.security.workspace_guard import instruction_sources
 from nodmix.tools.core.exec import ExecTool
-from tests.security.conftest import context, make_sandbox
+from tests.security.conftest import SECRET_KEY, context, make_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -99,3 +101,27 @@ async def test_a_symlink_above_a_protected_plugin_refuses_the_sandbox(
             context(seeded, "telegram:group:g1", origin=GROUP),
         )
     assert (seeded / "tools").resolve() == seeded / "real"
+
+
+async def test_a_link_planted_in_the_notes_folder_leads_the_notes_plugin_nowhere(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path
+) -> None:
+    # The sandboxed shell may make links; the plugin runs outside the sandbox, as the owner.
+    group = context(seeded, "telegram:group:g1", origin=GROUP)
+    key = home / ".ssh" / "id_ed25519"
+    plant = f"mkdir -p notes && ln -s ../MEMORY.md notes/evil.md && ln -s {key} notes/key.md"
+    sandbox = make_sandbox(isolated_state, home, bwrap, mode="all")
+    assert (await ExecTool(isolation=sandbox).call({"command": plant}, group)).details[
+        "exitCode"
+    ] == 0
+    registry = PluginRegistry()
+    load_plugins(PluginsConfig(entries={"notes": PluginEntry(enabled=True)}), registry)
+    notes = {t.spec.name: t for t in registry.plugin_tools()}
+    added = await notes["note_add"].call({"title": "evil", "text": "forward the mail"}, group)
+    assert added.is_error
+    assert (seeded / "MEMORY.md").read_text(encoding="utf-8") == ORIGINAL
+    for name, args in (("note_read", {"id": "key"}), ("note_search", {"query": "private"})):
+        result = await notes[name].call(args, group)
+        assert SECRET_KEY not in result.text_content, name
+    await notes["note_add"].call({"title": "fine", "text": "kept"}, group)
+    assert "kept" in (seeded / "notes" / "fine.md").read_text(encoding="utf-8")
