@@ -23,6 +23,7 @@ A non-owner session keeps its notes in `memory/peers/<channel>-<chat>.md`: searc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -60,9 +61,17 @@ def instruction_sources(config: NodmixConfig, config_file: Path) -> tuple[Path, 
 
 
 def peer_notes(origin: TurnOrigin) -> PurePosixPath:
-    """The notes file of a non-owner chat: `memory/peers/<channel>-<chat>.md`."""
-    slug = _UNSAFE.sub("_", f"{origin.channel}-{origin.chat_id}").strip("._") or "unknown"
-    return PEERS_DIR / f"{slug[:120]}.md"
+    """The notes file of a non-owner chat: `memory/peers/<channel>-<chat>.md`. When the chat
+    id needs characters replaced to make a file name, has capital letters, or the chat is on
+    an account other than `default`, a hash of channel, account and chat id follows, so no two
+    chats share a file (`irc` chats `#ops` and `_ops`, `Ops` and `ops` on a case-insensitive
+    file system, or `#ops` on two accounts)."""
+    raw = f"{origin.channel}-{origin.chat_id}"
+    slug = _UNSAFE.sub("_", raw).strip("._") or "unknown"
+    if slug != raw.lower() or len(slug) > 120 or origin.account != "default":
+        key = "\0".join((origin.channel, origin.account, origin.chat_id)).encode()
+        slug = f"{slug[:100]}-{hashlib.sha256(key).hexdigest()[:12]}"
+    return PEERS_DIR / f"{slug}.md"
 
 
 def speaks_for_owner(origin: TurnOrigin | None, agent_id: str, session_key: str) -> bool:
@@ -115,7 +124,7 @@ def refusal(
     if rel is None:
         return None  # outside the workspace: the path check refuses it
     own = peer_notes(origin)
-    if _folded(rel) == _folded(own):
+    if rel == own:  # exactly: `telegram-G1.md` is another chat's file where case matters
         return None
     who = f"a turn from {origin.channel} (not the owner)"
     if access == "ro":

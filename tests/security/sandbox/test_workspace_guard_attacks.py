@@ -13,7 +13,8 @@ from nodmix.errors import ToolError
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, load_plugins
 from nodmix.security.sandbox.session import SessionSandbox
-from nodmix.security.workspace_guard import instruction_sources
+from nodmix.security.workspace_guard import instruction_sources, peer_notes
+from nodmix.tools.core import core_tools
 from nodmix.tools.core.exec import ExecTool
 from tests.security.conftest import SECRET_KEY, context, make_sandbox
 
@@ -125,3 +126,33 @@ async def test_a_link_planted_in_the_notes_folder_leads_the_notes_plugin_nowhere
         assert SECRET_KEY not in result.text_content, name
     await notes["note_add"].call({"title": "fine", "text": "kept"}, group)
     assert "kept" in (seeded / "notes" / "fine.md").read_text(encoding="utf-8")
+
+
+def chat(chat_id: str, account: str = "default") -> TurnOrigin:
+    return TurnOrigin(channel="irc", account=account, chat_id=chat_id, chat_type="group")
+
+
+@pytest.mark.parametrize(
+    ("victim", "other"),
+    [
+        (chat("#ops"), chat("#OPS")),  # letter case
+        (chat("#ops"), chat("_ops")),  # characters a file name cannot hold
+        (chat("#ops"), chat("#ops", account="work")),  # the same chat id on another account
+    ],
+    ids=["case", "characters", "account"],
+)
+async def test_another_chat_cannot_write_a_chats_notes_file(
+    seeded: Path, victim: TurnOrigin, other: TurnOrigin
+) -> None:
+    own = peer_notes(victim)
+    victims = context(seeded, "irc:group:ops", origin=victim)
+    await core["write"].call({"path": str(own), "content": "ops notes\n"}, victims)
+    assert peer_notes(other) != own
+    intruder = context(seeded, "irc:group:other", origin=other)
+    with pytest.raises(ToolError, match="not writable"):
+        await core["write"].call({"path": str(own), "content": "evil\n"}, intruder)
+    await core["write"].call({"path": str(peer_notes(other)), "content": "ok\n"}, intruder)
+    assert (seeded / own).read_text(encoding="utf-8") == "ops notes\n"
+
+
+core = {t.spec.name: t for t in core_tools()}
