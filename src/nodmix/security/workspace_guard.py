@@ -45,6 +45,9 @@ PROTECTED_DIRS = ("memory", "skills")
 PEERS_DIR = PurePosixPath("memory", "peers")
 """Where non-owner sessions keep their notes (not listed in or injected into any prompt)."""
 
+MAX_LINK_SCAN = 10_000
+"""Entries looked at under the protected folders for links out of them (`linked_targets`)."""
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -81,15 +84,49 @@ def speaks_for_owner(origin: TurnOrigin | None, agent_id: str, session_key: str)
 
 def protected_paths(workspace: Path, also: Sequence[Path] = ()) -> list[Path]:
     """The protected paths of `workspace`, resolved: each top-level name, where it leads when
-    it is a symlink to somewhere else in the workspace, and the paths of `also` (the config
-    file) that lie inside the workspace."""
+    it is a symlink to somewhere else in the workspace, the paths of `also` (the config
+    file) that lie inside the workspace, and where links inside `memory/` and `skills/` lead
+    (`linked_targets`)."""
     root = workspace.resolve()
     found: list[Path] = []
-    for path in [*(root / name for name in PROTECTED_FILES + PROTECTED_DIRS), *also]:
+    for path in [*_fixed(root), *also]:
         path = Path(os.path.abspath(path))
         target = path.resolve()
         found += [p for p in (path, target) if p.is_relative_to(root) and p != root]
+    return found + linked_targets(root)
+
+
+def linked_targets(workspace: Path) -> list[Path]:
+    """Where the symlinks under `memory/` and `skills/` lead when that is elsewhere in the
+    workspace (a skill folder the owner keeps in `projects/` and links in), resolved, and
+    where links under those places lead in turn: Nodmix follows them, so they are read as
+    the owner's instructions too. At most `MAX_LINK_SCAN` entries are looked at."""
+    root = workspace.resolve()
+    todo = [root / name for name in PROTECTED_DIRS]
+    found: list[Path] = []
+    seen = 0
+    while todo:
+        top = todo.pop()
+        if top.is_symlink() or not top.is_dir():
+            continue
+        for folder, dirs, files in os.walk(top):
+            for name in [*dirs, *files]:
+                seen += 1
+                if seen > MAX_LINK_SCAN:
+                    return found
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    continue
+                target = path.resolve()
+                inside = target.is_relative_to(root) and target != root
+                if inside and not any(target.is_relative_to(p) for p in [*found, *_fixed(root)]):
+                    found.append(target)
+                    todo.append(target)
     return found
+
+
+def _fixed(root: Path) -> list[Path]:
+    return [root / name for name in PROTECTED_FILES + PROTECTED_DIRS]
 
 
 def _relative(root: Path, path: Path) -> PurePosixPath | None:

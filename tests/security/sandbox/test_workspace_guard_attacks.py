@@ -156,3 +156,42 @@ async def test_another_chat_cannot_write_a_chats_notes_file(
 
 
 core = {t.spec.name: t for t in core_tools()}
+
+
+async def test_a_file_a_link_in_skills_or_memory_leads_to_is_protected_like_them(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path
+) -> None:
+    # The owner keeps a skill and a note elsewhere in the workspace and links them in.
+    (seeded / "projects" / "dev").mkdir(parents=True)
+    (seeded / "projects" / "dev" / "SKILL.md").write_text("---\nname: dev\n", encoding="utf-8")
+    (seeded / "journal").mkdir()
+    (seeded / "journal" / "today.md").write_text("- owner note\n", encoding="utf-8")
+    (seeded / "skills").mkdir()
+    (seeded / "skills" / "dev").symlink_to("../projects/dev")
+    (seeded / "memory").mkdir()
+    (seeded / "memory" / "today.md").symlink_to("../journal/today.md")
+    group = context(seeded, "telegram:group:g1", origin=GROUP)
+    for path in ("projects/dev/SKILL.md", "journal/today.md", "projects/dev/evil/SKILL.md"):
+        with pytest.raises(ToolError, match="read it as instructions"):
+            await core["write"].call({"path": path, "content": "evil"}, group)
+    sandbox = make_sandbox(isolated_state, home, bwrap, mode="all")
+    for command in ("echo evil >> projects/dev/SKILL.md", "echo evil >> journal/today.md"):
+        result = await ExecTool(isolation=sandbox).call({"command": command}, group)
+        assert result.details["exitCode"] != 0, command
+    assert (seeded / "projects" / "dev" / "SKILL.md").read_text(encoding="utf-8").endswith("dev\n")
+    assert (seeded / "journal" / "today.md").read_text(encoding="utf-8") == "- owner note\n"
+    await core["write"].call({"path": "projects/readme.md", "content": "fine"}, group)
+
+
+async def test_a_dangling_link_in_skills_refuses_the_sandbox_with_the_fix(
+    isolated_state: Path, home: Path, bwrap: str, seeded: Path
+) -> None:
+    (seeded / "skills").mkdir()
+    (seeded / "skills" / "dev").symlink_to("../projects/dev")
+    sandbox = make_sandbox(isolated_state, home, bwrap, mode="all")
+    with pytest.raises(ToolError, match="projects/dev, which does not exist"):
+        await ExecTool(isolation=sandbox).call(
+            {"command": "mkdir -p projects/dev"},
+            context(seeded, "telegram:group:g1", origin=GROUP),
+        )
+    assert not (seeded / "projects").exists()

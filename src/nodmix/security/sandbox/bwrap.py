@@ -24,7 +24,7 @@ import anyio
 
 from nodmix.errors import ToolError
 from nodmix.security.sandbox.policy import SandboxSettings
-from nodmix.security.workspace_guard import PROTECTED_DIRS
+from nodmix.security.workspace_guard import PROTECTED_DIRS, linked_targets
 from nodmix.tools.isolation import Launch
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -185,7 +185,9 @@ def readonly_paths(
 
     A name that does not exist yet gets an empty placeholder first (a folder for
     `workspace_guard.PROTECTED_DIRS`, else an empty file, which Nodmix reads as no content),
-    since a missing path could be created through the read-write workspace. A symlink cannot
+    since a missing path could be created through the read-write workspace. Where links in
+    the protected folders lead elsewhere in the workspace is held too
+    (`workspace_guard.linked_targets`). A symlink cannot
     be held read-only (replacing it needs no write to its target), so it is refused, and so
     is a symlinked folder above a protected path.
 
@@ -201,6 +203,15 @@ def readonly_paths(
             else:
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
         found.append(_bindable(workspace, path))
+    if any(name in PROTECTED_DIRS for name in names):
+        for target in linked_targets(workspace):
+            if not os.path.lexists(target):
+                raise ToolError(
+                    f"exec is sandboxed for this sender, but a link in memory/ or skills/ leads "
+                    f"to {target.relative_to(workspace)}, which does not exist, so the sandbox "
+                    "cannot keep it read-only; create it or remove the link."
+                )
+            found.append(_bindable(workspace, target))
     for extra in also:
         path = Path(os.path.abspath(extra))
         if not path.is_relative_to(workspace) and path.resolve().is_relative_to(workspace):
