@@ -316,6 +316,7 @@ def test_an_mcp_server_run_from_an_agents_workspace_is_reported(
         "script": f"{{command: 'python3', args: ['{workspace}/tools/server.py']}}",
         "relative": f"{{command: 'python3', args: ['tools/server.py'], cwd: '{workspace}'}}",
         "cwd": f"{{command: 'npx', args: ['some-server'], cwd: '{workspace}/tools'}}",
+        "files": f"{{command: 'npx', args: ['server-filesystem', '{workspace}']}}",
     }
     for name, server in servers.items():
         _config(

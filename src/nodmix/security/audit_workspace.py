@@ -82,7 +82,8 @@ def check_mcp_in_workspace(inputs: AuditInputs) -> list[Finding]:
                 detail="group chats, per-peer DMs and automation runs may write ordinary "
                 "workspace files; what they put there (the script, or a module or package the "
                 "server loads from its working directory) runs with your rights when the "
-                "server next starts.",
+                "server next starts. A server given the workspace to work on (a file server) "
+                "writes there for every sender, past the workspace guard.",
                 fix=f"move mcp.servers.{name}'s files and cwd out of the agent workspace",
             )
         )
