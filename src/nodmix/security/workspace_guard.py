@@ -106,8 +106,8 @@ def linked_targets(workspace: Path) -> list[Path]:
     found: list[Path] = []
     seen = 0
     while todo:
-        top = todo.pop()
-        if top.is_symlink() or not top.is_dir():
+        top = todo.pop().resolve()  # a linked top-level folder: the folder it leads to
+        if not top.is_relative_to(root) or not top.is_dir():
             continue
         for folder, dirs, files in os.walk(top):
             for name in [*dirs, *files]:
