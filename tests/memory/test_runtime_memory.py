@@ -203,3 +203,20 @@ async def test_a_group_chat_cannot_search_or_read_the_owners_past_sessions(
     assert "past sessions are only readable from the owner's own chat" in outcome.result.reply
     assert '"results": []' in outcome.result.reply
     assert "4711" in owner.result.reply  # an owner's turn (no origin) still finds it
+
+
+async def test_the_memory_search_script_searches_through_an_exec_program_in_code_mode(
+    isolated_state: Path,
+) -> None:
+    from nodmix.testing.scripts import memory_search
+
+    write_notes(isolated_state / "workspace")
+    async with ScriptedModelServer(memory_search.respond) as server:
+        write_config(isolated_state, server.base_url, tools={"codeMode": True})
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(60):
+                outcome = await runtime.run_turn("when am I seeing the dentist?")
+        offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert offered == {"exec", "wait"}
+    assert [call.name for call in outcome.result.tool_calls] == ["exec"]
+    assert outcome.result.reply.startswith("memory/2026-11-18.md:1-5 (")
