@@ -233,3 +233,20 @@ async def test_a_chat_does_not_find_or_read_another_chats_notes(isolated_state: 
     assert "swordfish" in searched and "1234" not in searched
     assert "1234" not in got and "another chat's notes" in got
     assert owner.result.reply.count("1234") == 2  # the owner finds and reads every chat's notes
+
+
+async def test_the_memory_search_script_searches_through_an_exec_program_in_code_mode(
+    isolated_state: Path,
+) -> None:
+    from nodmix.testing.scripts import memory_search
+
+    write_notes(isolated_state / "workspace")
+    async with ScriptedModelServer(memory_search.respond) as server:
+        write_config(isolated_state, server.base_url, tools={"codeMode": True})
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(60):
+                outcome = await runtime.run_turn("when am I seeing the dentist?")
+        offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert offered == {"exec", "wait"}
+    assert [call.name for call in outcome.result.tool_calls] == ["exec"]
+    assert outcome.result.reply.startswith("memory/2026-11-18.md:1-5 (")
