@@ -54,6 +54,7 @@ def test_a_parked_run_is_written_to_a_private_file_that_a_new_store_loads(tmp_pa
     path = runs / f"{run_id}.run"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(runs.stat().st_mode) == 0o700
+    assert stat.S_IMODE(runs.parent.stat().st_mode) == 0o700  # `codemode/` too
     assert [p.name for p in runs.iterdir()] == [path.name]  # no temp file left behind
 
     reopened = FileRunStore(runs)

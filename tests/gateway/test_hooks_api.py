@@ -94,6 +94,19 @@ def test_a_gateway_without_a_token_refuses_webhooks(
     assert model.requests == []
 
 
+def test_a_hooks_token_without_a_gateway_token_is_refused_with_a_line_saying_so(
+    isolated_state: Path, model: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model.base_url, hooks={**HOOKS, "token": "hook-secret-1"})
+    hook_auth = {"authorization": "Bearer hook-secret-1"}
+    with BackgroundGateway(GatewaySettings(port=0, token=None), retry=NO_RETRY) as running:
+        refused = _post(running, "mail", {"subject": "x"}, headers=hook_auth)
+    assert refused.status_code == 403
+    message = refused.json()["error"]["message"]
+    assert "NODMIX_GATEWAY_TOKEN" in message and "hooks.token alone is not enough" in message
+    assert model.requests == []
+
+
 def test_the_hooks_token_opens_the_webhook_paths_and_nothing_else(
     isolated_state: Path, model: ScriptedModelServer
 ) -> None:

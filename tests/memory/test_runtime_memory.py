@@ -203,3 +203,50 @@ async def test_a_group_chat_cannot_search_or_read_the_owners_past_sessions(
     assert "past sessions are only readable from the owner's own chat" in outcome.result.reply
     assert '"results": []' in outcome.result.reply
     assert "4711" in owner.result.reply  # an owner's turn (no origin) still finds it
+
+
+async def test_a_chat_does_not_find_or_read_another_chats_notes(isolated_state: Path) -> None:
+    peers = isolated_state / "workspace" / "memory" / "peers"
+    peers.mkdir(parents=True)
+    (peers / "telegram-g1.md").write_text("- the launch code is 1234\n", encoding="utf-8")
+    (peers / "telegram-g2.md").write_text("- our launch code phrase is swordfish\n", "utf-8")
+    g2 = TurnOrigin(channel="telegram", chat_id="g2", chat_type="group", sender_id="7")
+
+    def respond(request: ModelRequest) -> ModelReply:
+        asked = max(i for i, m in enumerate(request.messages) if isinstance(m, UserMessage))
+        done = [m.text for m in request.messages[asked:] if isinstance(m, ToolResultMessage)]
+        if not done:
+            return ModelReply.tool_call("memory_search", {"query": "launch code"})
+        if len(done) == 1:
+            return ModelReply.tool_call("memory_get", {"path": "memory/peers/telegram-g1.md"})
+        return ModelReply.text("\n---\n".join(done))
+
+    async with ScriptedModelServer(respond) as server:
+        write_config(isolated_state, server.base_url)
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(20):
+                chat = await runtime.run_turn(
+                    "what is the launch code?", session_key="telegram:group:g2", origin=g2
+                )
+                owner = await runtime.run_turn("what is the launch code?", session_key="notes")
+    searched, got = chat.result.reply.split("\n---\n")
+    assert "swordfish" in searched and "1234" not in searched
+    assert "1234" not in got and "another chat's notes" in got
+    assert owner.result.reply.count("1234") == 2  # the owner finds and reads every chat's notes
+
+
+async def test_the_memory_search_script_searches_through_an_exec_program_in_code_mode(
+    isolated_state: Path,
+) -> None:
+    from nodmix.testing.scripts import memory_search
+
+    write_notes(isolated_state / "workspace")
+    async with ScriptedModelServer(memory_search.respond) as server:
+        write_config(isolated_state, server.base_url, tools={"codeMode": True})
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(60):
+                outcome = await runtime.run_turn("when am I seeing the dentist?")
+        offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert offered == {"exec", "wait"}
+    assert [call.name for call in outcome.result.tool_calls] == ["exec"]
+    assert outcome.result.reply.startswith("memory/2026-11-18.md:1-5 (")

@@ -302,3 +302,35 @@ def test_letting_other_senders_write_the_owners_instructions_is_reported(
     _config(private_state, "{agents: {defaults: {sandbox: {workspaceAccess: 'protected'}}}}")
     _, findings = _audit(capsys)
     assert "workspace.instructions-writable" not in findings
+
+
+def test_an_mcp_server_run_from_an_agents_workspace_is_reported(
+    private_state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Other senders may write ordinary workspace files; a server started from there runs
+    # what they wrote with the owner's rights at the next start.
+    workspace = tmp_path / "ws"
+    (workspace / "tools").mkdir(parents=True)
+    (workspace / "tools" / "server.py").write_text("print()\n", encoding="utf-8")
+    servers = {
+        "script": f"{{command: 'python3', args: ['{workspace}/tools/server.py']}}",
+        "relative": f"{{command: 'python3', args: ['tools/server.py'], cwd: '{workspace}'}}",
+        "cwd": f"{{command: 'npx', args: ['some-server'], cwd: '{workspace}/tools'}}",
+        "files": f"{{command: 'npx', args: ['server-filesystem', '{workspace}']}}",
+    }
+    for name, server in servers.items():
+        _config(
+            private_state,
+            f"{{agents: {{defaults: {{workspace: '{workspace}'}}}}, "
+            f"mcp: {{servers: {{{name}: {server}}}}}}}",
+        )
+        _, findings = _audit(capsys)
+        finding = findings["mcp.server-in-workspace"]
+        assert finding["severity"] == "medium" and f"mcp.servers.{name}" in finding["title"]
+    _config(
+        private_state,
+        f"{{agents: {{defaults: {{workspace: '{workspace}'}}}}, mcp: {{servers: {{"
+        f"files: {{command: 'npx', args: ['server-filesystem', '{tmp_path}/elsewhere']}}}}}}}}",
+    )
+    _, findings = _audit(capsys)
+    assert "mcp.server-in-workspace" not in findings

@@ -122,3 +122,54 @@ async def test_a_code_mode_program_of_a_group_chat_is_held_to_the_same_paths(
     assert reply.count("not writable") == 2, reply
     assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == "- owner likes tea\n"
     assert not (workspace / "skills").exists()
+
+
+async def test_a_heartbeat_in_the_main_session_cannot_rewrite_the_owners_memory_by_shell(
+    isolated_state: Path,
+) -> None:
+    workspace = isolated_state / "workspace"
+    workspace.mkdir()
+    (workspace / "MEMORY.md").write_text("- owner likes tea\n", encoding="utf-8")
+    heartbeat = TurnOrigin(channel="heartbeat", chat_id="main")
+    attack = {"command": f"echo '{PLANT}' >> MEMORY.md"}
+    with ScriptedModelServer(tool_model) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            "tools: { exec: { security: 'full', ask: 'off' } }",
+            agents="list: [{ id: 'main', sandbox: { mode: 'non-main' } }]",
+        )
+        env = dict(os.environ)
+        async with Runtime.open(load_config(env=env), env=env, retry=NO_RETRY) as runtime:
+            reply = await _say(runtime, f"call exec {json.dumps(attack)}", heartbeat, "main")
+            assert "Read-only file system" in reply, reply
+            owner = {"command": "echo '- owner likes coffee' >> MEMORY.md && echo done"}
+            assert "done" in await _say(runtime, f"call exec {json.dumps(owner)}", None, "main")
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == (
+        "- owner likes tea\n- owner likes coffee\n"
+    )
+
+
+async def test_a_code_mode_program_of_a_group_chat_runs_nested_shell_calls_in_the_sandbox(
+    isolated_state: Path,
+) -> None:
+    workspace = isolated_state / "workspace"
+    workspace.mkdir()
+    (workspace / "MEMORY.md").write_text("- owner likes tea\n", encoding="utf-8")
+    program = (
+        "const r = await tools.call('nodmix:core:exec', "
+        f"{{ command: \"echo '{PLANT}' >> MEMORY.md; echo rc=$?\" }});"
+        "return JSON.stringify(r);"
+    )
+    with ScriptedModelServer(code_mode_model) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            "tools: { codeMode: true, exec: { security: 'full', ask: 'off' } }",
+            agents="list: [{ id: 'main', sandbox: { mode: 'non-main' } }]",
+        )
+        env = dict(os.environ)
+        async with Runtime.open(load_config(env=env), env=env, retry=NO_RETRY) as runtime:
+            reply = await _say(runtime, f"program {program}", GROUP, "telegram:group:g1")
+    assert "Read-only file system" in reply and "rc=0" not in reply, reply
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == "- owner likes tea\n"

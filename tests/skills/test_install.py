@@ -36,6 +36,30 @@ def test_install_from_a_folder_copies_scripts_and_keeps_modes(tmp_path: Path) ->
     assert sorted(p.name for p in root.iterdir()) == ["hello"]  # no staging left behind
 
 
+def test_installed_skills_are_readable_by_the_user_only_whatever_the_source_modes(
+    tmp_path: Path,
+) -> None:
+    source = _source(tmp_path)
+    (source / "SKILL.md").chmod(0o644)
+    previous = os.umask(0o022)
+    try:
+        install_skill(source, tmp_path / "state" / "skills")
+    finally:
+        os.umask(previous)
+    installed = tmp_path / "state" / "skills"
+    modes = {
+        p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
+        for p in [installed, *installed.rglob("*")]
+    }
+    assert modes == {
+        "state/skills": 0o700,
+        "state/skills/hello": 0o700,
+        "state/skills/hello/SKILL.md": 0o600,
+        "state/skills/hello/scripts": 0o700,
+        "state/skills/hello/scripts/run.sh": 0o700,
+    }
+
+
 def test_installing_a_skill_md_file_installs_its_whole_folder(tmp_path: Path) -> None:
     root = tmp_path / "managed"
     skill = install_skill(_source(tmp_path) / "SKILL.md", root)

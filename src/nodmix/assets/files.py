@@ -9,8 +9,16 @@ from pathlib import Path
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) with mode 0700 and refuse directories other users control."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create `path` and its missing parents with mode 0700, and refuse directories other users
+    control. Parents that exist keep their mode (`Path.mkdir(parents=True)` would give the
+    missing ones the umask's mode, 0755 with the usual umask)."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
     st = path.stat()
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         raise PermissionError(f"{path} is not owned by the current user")

@@ -7,11 +7,12 @@ import contextlib
 import fcntl
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nodmix.assets.files import atomic_write
+from nodmix.assets.files import atomic_write, ensure_private_dir
 
 log = logging.getLogger("nodmix.channels")
 
@@ -34,16 +35,17 @@ def read_json(path: Path, default: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Replace `path` atomically with `data` (survives a crash mid-write)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace `path` atomically with `data` (survives a crash mid-write); folders are 0700."""
+    ensure_private_dir(path.parent)
     atomic_write(path, json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8"))
 
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on `<path>.lock` (other processes wait)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a+b") as handle:
+    ensure_private_dir(path.parent)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "r+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from nodmix.assets.files import ensure_private_dir
 from nodmix.codemode.run_records import RunFileError, RunRecord, decode, detached_run, encode
 from nodmix.codemode.run_records import record_of as capture
 from nodmix.codemode.runs import (
@@ -85,7 +86,7 @@ class FileRunStore(RunStore):
         self._generation: dict[str, int] = {}
         self._lock = threading.Lock()
         self._writer: ThreadPoolExecutor | None = None
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(directory)  # and `codemode/` above it, when missing
         self._scan()
 
     def __len__(self) -> int:

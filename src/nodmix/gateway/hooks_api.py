@@ -80,9 +80,11 @@ async def post_hook(request: Request) -> Response:
     """Start the mapped turn and answer 202 `{runId, status}`."""
     gateway = gateway_of(request)
     if not gateway.settings.token:
+        also = "; hooks.token alone is not enough" if hook_token(gateway) else ""
         raise APIError(
             status=403,
-            message="webhooks need a gateway token (gateway.auth.token)",
+            message="webhooks need a gateway token (gateway.auth.token or NODMIX_GATEWAY_TOKEN)"
+            + also,
             kind="permission_error",
             code="token_required",
         )

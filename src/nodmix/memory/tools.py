@@ -2,7 +2,9 @@
 
 With `memory.sessions`, past transcripts are searchable, but only from the owner's turns
 (`nodmix.origin.is_owner_turn`): a group chat, a per-peer DM or an automation run searches
-and reads the memory files alone, never the owner's conversations.
+and reads the memory files alone, never the owner's conversations, and of the chats' notes
+under `memory/peers/` only its own (`nodmix.security.workspace_guard.peer_notes`), so what
+one chat noted does not turn up in another.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import PurePosixPath
 from nodmix.memory.service import MemoryService
 from nodmix.memory.sources import SESSIONS_PREFIX
 from nodmix.messages import JsonObject
-from nodmix.origin import is_owner_turn
+from nodmix.origin import TurnOrigin, is_owner_turn
+from nodmix.security.workspace_guard import PEERS_DIR, peer_notes
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
 MAX_GET_LINES = 400
@@ -52,6 +55,14 @@ GET_PARAMETERS: JsonObject = {
 }
 
 
+def _another_chats(path: str, origin: TurnOrigin | None) -> bool:
+    """Whether `path` (an index path) is a chat's notes file under `memory/peers/` that is
+    not the notes file of `origin`'s chat."""
+    pure = PurePosixPath(path.replace("\\", "/"))
+    own = None if origin is None else peer_notes(origin)
+    return pure.parts[: len(PEERS_DIR.parts)] == PEERS_DIR.parts and pure != own
+
+
 def memory_tools(service: MemoryService) -> list[Tool]:
     """`memory_search` and `memory_get` over the calling agent's memory."""
 
@@ -71,7 +82,11 @@ def memory_tools(service: MemoryService) -> list[Tool]:
             min_score=float(min_score) if isinstance(min_score, int | float) else None,
         )
         if not owner:
-            hits = [hit for hit in hits if hit.source != "sessions"][:wanted]
+            hits = [
+                hit
+                for hit in hits
+                if hit.source != "sessions" and not _another_chats(hit.path, ctx.origin)
+            ][:wanted]
         payload: JsonObject = {
             "results": [hit.to_json() for hit in hits],
             "mode": index.settings.mode if index.embedding_error is None else "keyword",
@@ -89,6 +104,12 @@ def memory_tools(service: MemoryService) -> list[Tool]:
         owner = is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
         if not owner and PurePosixPath(path.replace("\\", "/")).parts[:1] == (SESSIONS_DIR,):
             return ToolResult.error("past sessions are only readable from the owner's own chat.")
+        if not owner and _another_chats(path, ctx.origin):
+            return ToolResult.error(
+                f"{path!r} is another chat's notes; only {peer_notes(ctx.origin)} is yours."
+                if ctx.origin is not None
+                else f"{path!r} is another chat's notes."
+            )
         try:
             text, first, last = await service.read(ctx.agent_id, path, first, lines)
         except FileNotFoundError:

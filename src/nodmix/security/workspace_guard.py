@@ -23,6 +23,7 @@ A non-owner session keeps its notes in `memory/peers/<channel>-<chat>.md`: searc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -44,6 +45,9 @@ PROTECTED_DIRS = ("memory", "skills")
 PEERS_DIR = PurePosixPath("memory", "peers")
 """Where non-owner sessions keep their notes (not listed in or injected into any prompt)."""
 
+MAX_LINK_SCAN = 10_000
+"""Entries looked at under the protected folders for links out of them (`linked_targets`)."""
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -60,9 +64,17 @@ def instruction_sources(config: NodmixConfig, config_file: Path) -> tuple[Path, 
 
 
 def peer_notes(origin: TurnOrigin) -> PurePosixPath:
-    """The notes file of a non-owner chat: `memory/peers/<channel>-<chat>.md`."""
-    slug = _UNSAFE.sub("_", f"{origin.channel}-{origin.chat_id}").strip("._") or "unknown"
-    return PEERS_DIR / f"{slug[:120]}.md"
+    """The notes file of a non-owner chat: `memory/peers/<channel>-<chat>.md`. When the chat
+    id needs characters replaced to make a file name, has capital letters, or the chat is on
+    an account other than `default`, a hash of channel, account and chat id follows, so no two
+    chats share a file (`irc` chats `#ops` and `_ops`, `Ops` and `ops` on a case-insensitive
+    file system, or `#ops` on two accounts)."""
+    raw = f"{origin.channel}-{origin.chat_id}"
+    slug = _UNSAFE.sub("_", raw).strip("._") or "unknown"
+    if slug != raw.lower() or len(slug) > 120 or origin.account != "default":
+        key = "\0".join((origin.channel, origin.account, origin.chat_id)).encode()
+        slug = f"{slug[:100]}-{hashlib.sha256(key).hexdigest()[:12]}"
+    return PEERS_DIR / f"{slug}.md"
 
 
 def speaks_for_owner(origin: TurnOrigin | None, agent_id: str, session_key: str) -> bool:
@@ -72,15 +84,49 @@ def speaks_for_owner(origin: TurnOrigin | None, agent_id: str, session_key: str)
 
 def protected_paths(workspace: Path, also: Sequence[Path] = ()) -> list[Path]:
     """The protected paths of `workspace`, resolved: each top-level name, where it leads when
-    it is a symlink to somewhere else in the workspace, and the paths of `also` (the config
-    file) that lie inside the workspace."""
+    it is a symlink to somewhere else in the workspace, the paths of `also` (the config
+    file) that lie inside the workspace, and where links inside `memory/` and `skills/` lead
+    (`linked_targets`)."""
     root = workspace.resolve()
     found: list[Path] = []
-    for path in [*(root / name for name in PROTECTED_FILES + PROTECTED_DIRS), *also]:
+    for path in [*_fixed(root), *also]:
         path = Path(os.path.abspath(path))
         target = path.resolve()
         found += [p for p in (path, target) if p.is_relative_to(root) and p != root]
+    return found + linked_targets(root)
+
+
+def linked_targets(workspace: Path) -> list[Path]:
+    """Where the symlinks under `memory/` and `skills/` lead when that is elsewhere in the
+    workspace (a skill folder the owner keeps in `projects/` and links in), resolved, and
+    where links under those places lead in turn: Nodmix follows them, so they are read as
+    the owner's instructions too. At most `MAX_LINK_SCAN` entries are looked at."""
+    root = workspace.resolve()
+    todo = [root / name for name in PROTECTED_DIRS]
+    found: list[Path] = []
+    seen = 0
+    while todo:
+        top = todo.pop().resolve()  # a linked top-level folder: the folder it leads to
+        if not top.is_relative_to(root) or not top.is_dir():
+            continue
+        for folder, dirs, files in os.walk(top):
+            for name in [*dirs, *files]:
+                seen += 1
+                if seen > MAX_LINK_SCAN:
+                    return found
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    continue
+                target = path.resolve()
+                inside = target.is_relative_to(root) and target != root
+                if inside and not any(target.is_relative_to(p) for p in [*found, *_fixed(root)]):
+                    found.append(target)
+                    todo.append(target)
     return found
+
+
+def _fixed(root: Path) -> list[Path]:
+    return [root / name for name in PROTECTED_FILES + PROTECTED_DIRS]
 
 
 def _relative(root: Path, path: Path) -> PurePosixPath | None:
@@ -115,7 +161,7 @@ def refusal(
     if rel is None:
         return None  # outside the workspace: the path check refuses it
     own = peer_notes(origin)
-    if _folded(rel) == _folded(own):
+    if rel == own:  # exactly: `telegram-G1.md` is another chat's file where case matters
         return None
     who = f"a turn from {origin.channel} (not the owner)"
     if access == "ro":

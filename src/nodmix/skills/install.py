@@ -4,18 +4,20 @@ A skill comes from a folder or a `.zip` / `.tar.gz` / `.tgz` / `.tar` archive ho
 at its top or in its single top-level folder. Nothing may land outside the destination: archive
 members with absolute paths, `..` segments, links or device files are refused, symlinks in a
 folder must stay inside it (they are copied as the files they point to), and the size and file
-count are capped. The new folder is assembled next to the destination and renamed into place, so
-a crash never leaves half a skill installed.
+count are capped. Installed files are readable by the user only. The new folder is assembled
+next to the destination and renamed into place, so a crash never leaves half a skill installed.
 """
 
 from __future__ import annotations
 
 import shutil
+import stat
 import tarfile
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from nodmix.assets.files import ensure_private_dir
 from nodmix.errors import SkillError
 from nodmix.skills.frontmatter import NAME_PATTERN, SkillFormatError, parse_skill
 from nodmix.skills.model import SKILL_FILE, Skill
@@ -36,7 +38,7 @@ def install_skill(source: Path, root: Path, *, force: bool = False) -> Skill:
         raise SkillError(f"{source} does not exist")
     if source.is_file() and source.name == SKILL_FILE:
         source = source.parent  # the skill's own SKILL.md stands for its folder
-    root.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(root)
     with tempfile.TemporaryDirectory(prefix=".install-", dir=root) as temp:
         staging = Path(temp) / "skill"
         if source.is_dir():
@@ -62,6 +64,7 @@ def install_skill(source: Path, root: Path, *, force: bool = False) -> Skill:
             )
         if target.exists():
             target.rename(Path(temp) / "previous")  # removed with the temporary folder
+        _owner_only(staging)
         staging.rename(target)
     return parse_skill(target / SKILL_FILE, "managed")
 
@@ -80,6 +83,14 @@ def remove_skill(name: str, root: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix=".remove-", dir=root) as temp:
         target.rename(Path(temp) / name)  # gone at once; the files are deleted after
     return target
+
+
+def _owner_only(folder: Path) -> None:
+    """Drop group and other permissions below `folder` (the user's own bits, such as a
+    script's execute bit, stay), like everything else in the state dir."""
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(stat.S_IMODE(path.stat().st_mode) & 0o700)
 
 
 def _copy_folder(source: Path, staging: Path) -> None:

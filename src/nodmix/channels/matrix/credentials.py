@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodmix.assets.files import atomic_write
+from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.channels.files import channels_dir, read_json
 from nodmix.config.channel_schema import MatrixConfig
 from nodmix.config.loader import resolve_secret
@@ -96,7 +96,7 @@ def load_login(state_dir: Path, settings: MatrixSettings) -> StoredLogin | None:
 def save_login(state_dir: Path, settings: MatrixSettings, login: StoredLogin) -> None:
     """Keep a login (atomically, readable by the owner only)."""
     path = session_path(state_dir, settings.channel)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     body = {
         "homeserver": settings.homeserver,
         "userId": login.user_id,

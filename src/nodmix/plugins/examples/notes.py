@@ -6,6 +6,10 @@ from rewriting notes behind the plugin's back (config `protect`, default true). 
 plugin also offers the `Notes` namespace: `Notes.add(title, text)`, `Notes.list()`,
 `Notes.read(id)`, `Notes.search(query)`.
 
+The plugin runs outside any sandbox, and the folder may hold links a sandboxed command made:
+every note is resolved and held to the workspace like the `read` and `write` tools' paths, and
+written only where `write` would write for the turn (`nodmix.security.workspace_guard`).
+
 Enable it with `nodmix plugins enable notes`.
 """
 
@@ -15,9 +19,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodmix.errors import ToolError
 from nodmix.hooks import BeforeToolCallResult, ToolCallInfo
 from nodmix.plugins.api import Plugin, PluginAPI
 from nodmix.tools.base import ToolContext, ToolResult
+from nodmix.tools.core.textfiles import read_text, write_atomic
+from nodmix.tools.core.write import writable_path
+from nodmix.tools.workspace import resolve_path
 
 if TYPE_CHECKING:
     from nodmix.codemode.namespaces import NamespaceContext
@@ -37,8 +45,17 @@ def _notes_dir(ctx: ToolContext) -> Path:
     return path
 
 
-def _title_of(path: Path) -> str:
-    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+def _text(ctx: ToolContext, path: Path) -> str | None:
+    """A note's text, or None when it leads out of the workspace or is not a text file."""
+    rel = f"{NOTES_DIR}/{path.name}"
+    try:
+        return read_text(resolve_path(ctx.workspace, rel), rel)
+    except ToolError:
+        return None
+
+
+def _title_of(path: Path, text: str) -> str:
+    first = text.split("\n", 1)[0]
     return first.removeprefix("# ").strip() or path.stem
 
 
@@ -48,17 +65,23 @@ async def note_add(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     text = str(args.get("text", ""))
     if not title:
         return ToolResult.error("note_add needs a non-empty title")
-    path = _notes_dir(ctx) / f"{_slug(title)}.md"
-    existed = path.exists()
-    path.write_text(f"# {title}\n\n{text.rstrip()}\n", encoding="utf-8")
+    _notes_dir(ctx)
+    shown = f"{NOTES_DIR}/{_slug(title)}.md"
+    try:
+        path = writable_path(ctx, shown)
+        existed = path.exists()
+        write_atomic(path, f"# {title}\n\n{text.rstrip()}\n".encode(), shown)
+    except ToolError as exc:
+        return ToolResult.error(str(exc))
     verb = "updated" if existed else "added"
     return ToolResult.text(f"{verb} note {path.stem!r}", details={"id": path.stem, "title": title})
 
 
 async def note_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """List notes, newest first."""
-    files = sorted(_notes_dir(ctx).glob("*.md"), key=lambda p: p.stat().st_mtime, reverse=True)
-    notes = [{"id": p.stem, "title": _title_of(p)} for p in files]
+    files = sorted(_notes_dir(ctx).glob("*.md"), key=lambda p: p.lstat().st_mtime, reverse=True)
+    texts = [(p, _text(ctx, p)) for p in files]
+    notes = [{"id": p.stem, "title": _title_of(p, t)} for p, t in texts if t is not None]
     lines = [f"- {n['id']}: {n['title']}" for n in notes] or ["(no notes yet)"]
     return ToolResult.text("\n".join(lines), details={"notes": notes})
 
@@ -67,10 +90,11 @@ async def note_read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """Read one note by id."""
     note_id = _slug(str(args.get("id", "")))
     path = _notes_dir(ctx) / f"{note_id}.md"
-    if not path.is_file():
+    text = _text(ctx, path)
+    if text is None:
         return ToolResult.error(f"no note {note_id!r}; use note_list to see the ids")
-    text = path.read_text(encoding="utf-8")
-    return ToolResult.text(text, details={"id": note_id, "title": _title_of(path), "text": text})
+    title = _title_of(path, text)
+    return ToolResult.text(text, details={"id": note_id, "title": title, "text": text})
 
 
 async def note_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -78,9 +102,9 @@ async def note_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     words = [w for w in str(args.get("query", "")).lower().split() if w]
     hits = []
     for path in sorted(_notes_dir(ctx).glob("*.md")):
-        text = path.read_text(encoding="utf-8")
-        if all(w in text.lower() for w in words):
-            hits.append({"id": path.stem, "title": _title_of(path)})
+        text = _text(ctx, path)
+        if text is not None and all(w in text.lower() for w in words):
+            hits.append({"id": path.stem, "title": _title_of(path, text)})
     lines = [f"- {h['id']}: {h['title']}" for h in hits] or ["(no matching notes)"]
     return ToolResult.text("\n".join(lines), details={"notes": hits})
 

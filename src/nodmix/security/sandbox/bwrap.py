@@ -24,7 +24,7 @@ import anyio
 
 from nodmix.errors import ToolError
 from nodmix.security.sandbox.policy import SandboxSettings
-from nodmix.security.workspace_guard import PROTECTED_DIRS
+from nodmix.security.workspace_guard import PROTECTED_DIRS, linked_targets
 from nodmix.tools.isolation import Launch
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -148,12 +148,29 @@ def bwrap_argv(
     args += ["--tmpfs", "/tmp"]
     ws = str(workspace)
     args += ["--ro-bind" if workspace in readonly else "--bind", ws, ws]
+    for folder in _pinned(workspace, readonly):
+        args += ["--bind", str(folder), str(folder)]
     for path in readonly:
         if path != workspace:
             args += ["--ro-bind", str(path), str(path)]
     args += ["--chdir", ws, "--"]
     args += _limited(settings, command)
     return args
+
+
+def _pinned(workspace: Path, readonly: tuple[Path, ...]) -> list[Path]:
+    """The folders between the workspace and each read-only path, outermost first, that are
+    not read-only themselves. They are bound onto themselves (still writable) so that each is
+    a mount point, which cannot be renamed or removed: otherwise `mv tools old && mkdir -p
+    tools/plugins/x` would put a new folder where a protected `tools/plugins/x` was."""
+    found: set[Path] = set()
+    for path in readonly:
+        for folder in path.parents:
+            if folder == workspace or not folder.is_relative_to(workspace):
+                break
+            if not any(_contains(ro, folder) for ro in readonly):
+                found.add(folder)
+    return sorted(found, key=lambda p: len(p.parts))
 
 
 def _contains(outer: Path, inner: Path) -> bool:
@@ -168,8 +185,11 @@ def readonly_paths(
 
     A name that does not exist yet gets an empty placeholder first (a folder for
     `workspace_guard.PROTECTED_DIRS`, else an empty file, which Nodmix reads as no content),
-    since a missing path could be created through the read-write workspace. A symlink cannot
-    be held read-only (replacing it needs no write to its target), so it is refused.
+    since a missing path could be created through the read-write workspace. Where links in
+    the protected folders lead elsewhere in the workspace is held too
+    (`workspace_guard.linked_targets`). A symlink cannot
+    be held read-only (replacing it needs no write to its target), so it is refused, and so
+    is a symlinked folder above a protected path.
 
     Raises:
         ToolError: a protected path is a symlink, or a protected file in `also` is missing.
@@ -183,6 +203,15 @@ def readonly_paths(
             else:
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
         found.append(_bindable(workspace, path))
+    if any(name in PROTECTED_DIRS for name in names):
+        for target in linked_targets(workspace):
+            if not os.path.lexists(target):
+                raise ToolError(
+                    f"exec is sandboxed for this sender, but a link in memory/ or skills/ leads "
+                    f"to {target.relative_to(workspace)}, which does not exist, so the sandbox "
+                    "cannot keep it read-only; create it or remove the link."
+                )
+            found.append(_bindable(workspace, target))
     for extra in also:
         path = Path(os.path.abspath(extra))
         if not path.is_relative_to(workspace) and path.resolve().is_relative_to(workspace):
@@ -199,12 +228,16 @@ def readonly_paths(
 
 
 def _bindable(workspace: Path, path: Path) -> Path:
-    if path.is_symlink():
-        raise ToolError(
-            f"exec is sandboxed for this sender, but {path.relative_to(workspace)} in the "
-            "workspace is a symlink, which the sandbox cannot keep read-only; replace it with "
-            "the file or folder itself."
-        )
+    # The folders above it too: a link there could be pointed elsewhere from the sandbox.
+    for link in (path, *path.parents):
+        if link == workspace or not link.is_relative_to(workspace):
+            break
+        if link.is_symlink():
+            raise ToolError(
+                f"exec is sandboxed for this sender, but {link.relative_to(workspace)} in the "
+                "workspace is a symlink, which the sandbox cannot keep read-only; replace it "
+                "with the file or folder itself."
+            )
     return path
 
 

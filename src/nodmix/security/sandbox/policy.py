@@ -2,7 +2,10 @@
 
 `agents.defaults.sandbox.mode` (merged per agent) is `off`, `non-main` or `all`. With `non-main`,
 every session of an agent except its `main` one (`agent:<id>:main`, the owner's own CLI and web
-page) is sandboxed: sessions opened by name, through the API, or later by chat channels.
+page) is sandboxed: sessions opened by name, through the API, or later by chat channels. A turn
+in the main session that does not speak for the owner (a heartbeat, a cron job or webhook run
+targeting it; `nodmix.origin.is_owner_turn`) is sandboxed too, or its commands could change
+what the sandbox keeps read-only for such turns (`nodmix.security.workspace_guard`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from nodmix.config.schema import SandboxConfig
+from nodmix.origin import TurnOrigin, is_owner_turn
 from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess
 from nodmix.sessions.keys import DEFAULT_SESSION_NAME, KEY_PREFIX
 
@@ -47,10 +51,15 @@ class SandboxSettings(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def is_sandboxed(mode: SandboxMode, agent_id: str, session_key: str) -> bool:
-    """Whether a session of `agent_id` runs its commands in the sandbox under `mode`."""
+def is_sandboxed(
+    mode: SandboxMode, agent_id: str, session_key: str, origin: TurnOrigin | None = None
+) -> bool:
+    """Whether a turn (`origin`) in a session of `agent_id` runs its commands in the sandbox
+    under `mode`: with `non-main`, the main session's own turns are not, unless they come
+    from an automation run."""
     if mode == "all":
         return True
     if mode == "non-main":
-        return session_key != f"{KEY_PREFIX}:{agent_id}:{DEFAULT_SESSION_NAME}"
+        main = session_key == f"{KEY_PREFIX}:{agent_id}:{DEFAULT_SESSION_NAME}"
+        return not main or not is_owner_turn(origin, agent_id, session_key)
     return False

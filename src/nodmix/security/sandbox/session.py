@@ -58,8 +58,8 @@ class SessionSandbox:
         return cls(settings, state_dir=paths.state_dir(), protected=protected)
 
     def applies(self, ctx: ToolContext) -> bool:
-        """Whether the call's session is sandboxed under the agent's mode."""
-        return is_sandboxed(self.settings.mode, ctx.agent_id, ctx.session_key)
+        """Whether the call's turn is sandboxed under the agent's mode."""
+        return is_sandboxed(self.settings.mode, ctx.agent_id, ctx.session_key, ctx.origin)
 
     async def wrap(self, launch: Launch, ctx: ToolContext) -> Launch:
         """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start).
