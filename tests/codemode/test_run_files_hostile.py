@@ -44,16 +44,21 @@ def test_a_pipe_named_like_a_run_file_is_skipped_without_blocking_startup(tmp_pa
     assert not (runs / "cm_planted.run").exists()
 
 
+def _open_store_traced(runs: Path) -> tuple[FileRunStore, int]:
+    """The store opened over `runs` with a 1 MiB byte cap, and the peak traced allocation."""
+    tracemalloc.start()
+    try:
+        store = _open_store(runs, max_bytes=1 << 20)
+        return store, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_link_to_an_endless_device_is_skipped_without_reading_it(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "cm_planted.run").symlink_to("/dev/zero")
-    tracemalloc.start()
-    try:
-        store = _open_store(runs, max_bytes=1 << 20)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    store, peak = _open_store_traced(runs)
     assert len(store) == 0
     assert peak < 16 << 20
     assert not (runs / "cm_planted.run").is_symlink()
@@ -64,12 +69,7 @@ def test_a_file_larger_than_the_byte_cap_is_skipped_without_reading_it(tmp_path:
     runs.mkdir()
     with (runs / "cm_planted.run").open("wb") as planted:
         planted.truncate(64 << 20)  # sparse: costs no disk
-    tracemalloc.start()
-    try:
-        store = _open_store(runs, max_bytes=1 << 20)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    store, peak = _open_store_traced(runs)
     assert len(store) == 0
     assert peak < 16 << 20
     assert not (runs / "cm_planted.run").exists()

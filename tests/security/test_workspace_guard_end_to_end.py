@@ -35,6 +35,17 @@ def _workspace(state: Path) -> Path:
     return workspace
 
 
+def _chats_run_the_shell(state: Path, base_url: str, tools: str = "") -> None:
+    """The owner lets every chat run shell commands without asking; sessions other than the
+    main one are sandboxed."""
+    write_config(
+        state,
+        base_url,
+        f"tools: {{ {tools}exec: {{ security: 'full', ask: 'off' }} }}",
+        agents="list: [{ id: 'main', sandbox: { mode: 'non-main' } }]",
+    )
+
+
 @contextlib.asynccontextmanager
 async def _runtime() -> AsyncIterator[Runtime]:
     env = dict(os.environ)
@@ -71,12 +82,7 @@ async def test_a_group_chat_cannot_plant_instructions_for_the_owners_sessions(
     workspace = _workspace(isolated_state)
     with ScriptedModelServer(tool_model) as server:
         # The owner let chats run shell commands without asking: the sandbox still holds.
-        write_config(
-            isolated_state,
-            server.base_url,
-            "tools: { exec: { security: 'full', ask: 'off' } }",
-            agents="list: [{ id: 'main', sandbox: { mode: 'non-main' } }]",
-        )
+        _chats_run_the_shell(isolated_state, server.base_url)
         async with _runtime() as runtime:
             chat = "telegram:group:g1"
             plants = [
@@ -145,12 +151,7 @@ async def test_a_heartbeat_in_the_main_session_cannot_rewrite_the_owners_memory_
     heartbeat = TurnOrigin(channel="heartbeat", chat_id="main")
     attack = {"command": f"echo '{PLANT}' >> MEMORY.md"}
     with ScriptedModelServer(tool_model) as server:
-        write_config(
-            isolated_state,
-            server.base_url,
-            "tools: { exec: { security: 'full', ask: 'off' } }",
-            agents="list: [{ id: 'main', sandbox: { mode: 'non-main' } }]",
-        )
+        _chats_run_the_shell(isolated_state, server.base_url)
         async with _runtime() as runtime:
             reply = await _say(runtime, f"call exec {json.dumps(attack)}", heartbeat, "main")
             assert "Read-only file system" in reply, reply
@@ -171,12 +172,7 @@ async def test_a_code_mode_program_of_a_group_chat_runs_nested_shell_calls_in_th
         "return JSON.stringify(r);"
     )
     with ScriptedModelServer(code_mode_model) as server:
-        write_config(
-            isolated_state,
-            server.base_url,
-            "tools: { codeMode: true, exec: { security: 'full', ask: 'off' } }",
-            agents="list: [{ id: 'main', sandbox: { mode: 'non-main' } }]",
-        )
+        _chats_run_the_shell(isolated_state, server.base_url, "codeMode: true, ")
         async with _runtime() as runtime:
             reply = await _say(runtime, f"program {program}", GROUP, "telegram:group:g1")
     assert "Read-only file system" in reply and "rc=0" not in reply, reply
