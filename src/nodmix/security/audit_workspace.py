@@ -6,22 +6,28 @@ they could replace."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-from nodmix.agents import agent_ids, channels_configured, resolve_agent
+from nodmix.agents import AgentProfile, agent_ids, channels_configured, resolve_agent
 from nodmix.config.schema import MCPServerConfig
 from nodmix.errors import ConfigError
 from nodmix.security.audit import AuditInputs, Finding
 
 
+def _agents(inputs: AuditInputs) -> Iterator[tuple[str, AgentProfile]]:
+    """Every agent that resolves (one that does not is another check's finding)."""
+    for agent_id in agent_ids(inputs.config):
+        try:
+            yield agent_id, resolve_agent(inputs.config, agent_id, env=inputs.env)
+        except ConfigError:
+            continue
+
+
 def check_workspace_access(inputs: AuditInputs) -> list[Finding]:
     """`workspaceAccess: rw` on an agent that chat channels or automation can reach."""
     found: list[Finding] = []
-    for agent_id in agent_ids(inputs.config):
-        try:
-            agent = resolve_agent(inputs.config, agent_id, env=inputs.env)
-        except ConfigError:
-            continue
+    for agent_id, agent in _agents(inputs):
         if agent.sandbox.workspace_access != "rw":
             continue
         found.append(
@@ -60,13 +66,7 @@ def check_mcp_in_workspace(inputs: AuditInputs) -> list[Finding]:
     """A stdio MCP server whose working directory, command or script lies in an agent
     workspace: chats and automation runs may write ordinary workspace files, so they could
     change what the server runs, with the owner's rights, at its next start."""
-    workspaces: list[Path] = []
-    for agent_id in agent_ids(inputs.config):
-        try:
-            workspaces.append(resolve_agent(inputs.config, agent_id, env=inputs.env).workspace)
-        except ConfigError:
-            continue
-    roots = [Path(os.path.abspath(w.expanduser())) for w in workspaces]
+    roots = [Path(os.path.abspath(agent.workspace.expanduser())) for _, agent in _agents(inputs)]
     found: list[Finding] = []
     for name, server in inputs.config.mcp.servers.items():
         if not server.enabled or server.command is None:
