@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from nodmix.gateway.stateless import fresh_session_name, is_stateless_key
+from nodmix.sessions.keys import fresh_session_name, is_stateless_key
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import asgi_client, write_config
 

@@ -20,7 +20,6 @@ or delete the owner's reminders.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -35,8 +34,6 @@ if TYPE_CHECKING:  # the job store and schedules load with the first call, not w
     from nodmix.automation.jobs import Job
     from nodmix.automation.store import JobStore
 
-_ONE_SHOT = re.compile(r"openai:[0-9a-f]{20}")
-"""The session name of a one-shot API request (`gateway/stateless.py`)."""
 MAX_JOBS_PER_SESSION = 20
 """Jobs a turn outside the main session may have scheduled at once."""
 MIN_AGENT_EVERY_SECONDS = 60.0
@@ -98,10 +95,10 @@ def visible(jobs: list[Job], ctx: ToolContext) -> list[Job]:
 def conversation(ctx: ToolContext) -> str:
     """The session a reply for this turn goes to: the turn's own, or the agent's main session
     for a one-shot API request (`agent:<id>:openai:<hex>`, archived after the request)."""
-    name = ctx.session_key.split(":", 2)[-1]
-    if _ONE_SHOT.fullmatch(name) is None:
+    from nodmix.sessions.keys import format_session_key, is_stateless_key
+
+    if not is_stateless_key(ctx.session_key):
         return ctx.session_key
-    from nodmix.sessions.keys import format_session_key
 
     return format_session_key(ctx.agent_id or "main")
 

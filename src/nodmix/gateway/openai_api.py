@@ -41,10 +41,10 @@ from nodmix.gateway.openai_mapping import (
     seed,
 )
 from nodmix.gateway.runs import ActiveRun
-from nodmix.gateway.stateless import fresh_session_name
 from nodmix.messages import ToolCallBlock, ToolResultMessage, Usage
 from nodmix.runtime import CommandOutcome, TurnOutcome
 from nodmix.runtime.client_results import ClientTurn
+from nodmix.sessions.keys import fresh_session_name
 
 SESSION_HEADER = "x-nodmix-session-key"
 

@@ -37,9 +37,9 @@ from nodmix.gateway.openai_api import (
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_TYPE
 from nodmix.gateway.responses_mapping import ResponseObject, parse_request, turn_input
 from nodmix.gateway.runs import ActiveRun
-from nodmix.gateway.stateless import fresh_session_name
 from nodmix.messages import ToolCallBlock
 from nodmix.runtime.client_results import ClientTurn
+from nodmix.sessions.keys import fresh_session_name
 
 
 async def create_response(request: Request) -> Response:

@@ -23,10 +23,10 @@ from nodmix.gateway import channel_turns, rpc_sessions, rpc_skills
 from nodmix.gateway.approvals import approvals_list, approvals_resolve
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
 from nodmix.gateway.runs import ActiveRun
-from nodmix.gateway.stateless import is_stateless_key
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
+from nodmix.sessions.keys import is_stateless_key
 from nodmix.sessions.locate import Located
 from nodmix.sessions.transcript import Transcript
 

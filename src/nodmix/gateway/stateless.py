@@ -12,8 +12,6 @@ once every `keep / 10` one-shot requests.
 from __future__ import annotations
 
 import logging
-import re
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -22,29 +20,12 @@ import anyio.to_thread
 
 from nodmix.errors import NodmixError
 from nodmix.runtime import Runtime
+from nodmix.sessions.keys import is_stateless_key
 from nodmix.sessions.transcript import move_to_archive
 
 log = logging.getLogger("nodmix.gateway")
 
 DEFAULT_KEPT: Final = 500
-_PREFIX: Final = "openai:"
-_NAME: Final = re.compile(r"openai:[0-9a-f]{20}")
-
-
-def fresh_session_name() -> str:
-    """The session name of a request that named none."""
-    return f"{_PREFIX}{uuid.uuid4().hex[:20]}"
-
-
-def is_stateless_key(key: str, agent_id: str | None = None) -> bool:
-    """Whether `key` is a one-shot session (`agent:<id>:openai:<20 hex>`), of `agent_id` if
-    given."""
-    parts = key.split(":", 2)
-    if len(parts) != 3 or parts[0] != "agent":
-        return False
-    if agent_id is not None and parts[1] != agent_id:
-        return False
-    return _NAME.fullmatch(parts[2]) is not None
 
 
 class StatelessSessions:

@@ -9,6 +9,7 @@ compaction starts a successor transcript. The name may itself contain `:` segmen
 from __future__ import annotations
 
 import re
+import uuid
 
 import msgspec
 
@@ -135,3 +136,23 @@ def resolve_session_key(
         return SessionKey(agent_id=default_agent_id, name=text)
     except SessionError as exc:
         raise SessionError(f"invalid session name {text!r}: {exc}") from None
+
+
+_ONE_SHOT_PREFIX = "openai:"
+_ONE_SHOT_NAME = re.compile(r"openai:[0-9a-f]{20}")
+
+
+def fresh_session_name() -> str:
+    """The session name of a request that named none."""
+    return f"{_ONE_SHOT_PREFIX}{uuid.uuid4().hex[:20]}"
+
+
+def is_stateless_key(key: str, agent_id: str | None = None) -> bool:
+    """Whether `key` is a one-shot session (`agent:<id>:openai:<20 hex>`), of `agent_id` if
+    given."""
+    parts = key.split(":", 2)
+    if len(parts) != 3 or parts[0] != "agent":
+        return False
+    if agent_id is not None and parts[1] != agent_id:
+        return False
+    return _ONE_SHOT_NAME.fullmatch(parts[2]) is not None
