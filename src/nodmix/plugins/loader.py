@@ -12,6 +12,7 @@ import msgspec
 
 from nodmix.config.schema import PluginsConfig
 from nodmix.plugins.api import Plugin, PluginAPI
+from nodmix.plugins.entry_cache import cache_path, cached_scan, scan
 from nodmix.plugins.registry import PluginRegistry, PluginStatus
 
 ENTRY_POINT_GROUP = "nodmix.plugins"
@@ -27,9 +28,13 @@ class Candidate(msgspec.Struct, frozen=True):
     id_hint: str = ""
 
 
-def discover(config: PluginsConfig, *, base_dir: Path | None = None) -> list[Candidate]:
-    """Every plugin visible to this process, in a stable order (entry points, then paths)."""
-    found = list(_from_entry_points())
+def discover(
+    config: PluginsConfig, *, base_dir: Path | None = None, state_dir: Path | None = None
+) -> list[Candidate]:
+    """Every plugin visible to this process, in a stable order (entry points, then paths).
+    With `state_dir`, the installed distributions' entry points are kept in its cache
+    between processes (`nodmix.plugins.entry_cache`) instead of scanned each time."""
+    found = list(_from_entry_points(state_dir))
     for text in config.load.paths:
         path = Path(text).expanduser()
         if not path.is_absolute() and base_dir is not None:
@@ -38,12 +43,16 @@ def discover(config: PluginsConfig, *, base_dir: Path | None = None) -> list[Can
     return found
 
 
-def _from_entry_points() -> Iterator[Candidate]:
-    from importlib.metadata import entry_points
+def _from_entry_points(state_dir: Path | None) -> Iterator[Candidate]:
+    from importlib.metadata import EntryPoint
 
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        dist = getattr(ep.dist, "name", "?")
-        source = f"entry point {ep.name} ({dist})"
+    if state_dir is None:
+        found = scan(ENTRY_POINT_GROUP)
+    else:
+        found = cached_scan(ENTRY_POINT_GROUP, cache_path(state_dir))
+    for row in found:
+        ep = EntryPoint(row.name, row.value, ENTRY_POINT_GROUP)
+        source = f"entry point {ep.name} ({row.dist})"
         try:
             obj = ep.load()
         except Exception as exc:  # a broken third-party plugin must not stop Nodmix
@@ -85,11 +94,16 @@ def is_enabled(config: PluginsConfig, plugin: Plugin) -> bool:
 
 
 def load_plugins(
-    config: PluginsConfig, registry: PluginRegistry, *, base_dir: Path | None = None
+    config: PluginsConfig,
+    registry: PluginRegistry,
+    *,
+    base_dir: Path | None = None,
+    state_dir: Path | None = None,
 ) -> list[PluginStatus]:
-    """Register every enabled plugin; failures are recorded in its status, never raised."""
+    """Register every enabled plugin; failures are recorded in its status, never raised.
+    `state_dir`: keep the installed entry points in its cache (see `discover`)."""
     statuses: list[PluginStatus] = []
-    for cand in discover(config, base_dir=base_dir):
+    for cand in discover(config, base_dir=base_dir, state_dir=state_dir):
         plugin = cand.plugin
         if plugin is None:
             status = PluginStatus(

@@ -151,7 +151,9 @@ class Runtime:
         raise_open_file_limit()
         registry = PluginRegistry()
         registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
-        statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
+        statuses = load_plugins(
+            loaded.config.plugins, registry, base_dir=loaded.path.parent, state_dir=state_dir
+        )
         async with contextlib.AsyncExitStack() as stack:
             stack.enter_context(open_log_file(state_dir))
             router = ProviderRouter(loaded.config.models, env)

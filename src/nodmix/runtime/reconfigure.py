@@ -109,7 +109,9 @@ def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
 
     registry = PluginRegistry()
     registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
-    statuses = load_plugins(loaded.config.plugins, registry, base_dir=loaded.path.parent)
+    statuses = load_plugins(
+        loaded.config.plugins, registry, base_dir=loaded.path.parent, state_dir=runtime.state_dir
+    )
     old_tools = next(s for s in runtime.tool_sources if isinstance(s, PluginTools))
     runtime.tool_sources[runtime.tool_sources.index(old_tools)] = PluginTools(registry)
     runtime.registry = registry
