@@ -104,11 +104,8 @@ def test_an_unchanged_import_path_is_answered_from_the_cache(site: Site, tmp_pat
     # The file is the answer while the stamps match: one naming an entry point that no
     # installed distribution has is believed.
     stamps = path_stamps(sys.path)
-    document = {
-        "version": 1,
-        "paths": stamps,
-        "entry_points": [["remembered", "somewhere:plugin", "gone-dist"]],
-    }
+    remembered = [["remembered", "somewhere:plugin", "gone-dist"]]
+    document = {"version": 1, "scans": [{"paths": stamps, "entry_points": remembered}]}
     cache.write_bytes(msgspec.json.encode(document))
 
     assert cached_scan(ENTRY_POINT_GROUP, cache) == [
@@ -118,7 +115,7 @@ def test_an_unchanged_import_path_is_answered_from_the_cache(site: Site, tmp_pat
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"{not json", b'{"version": 1}', b'{"version": 99, "paths": [], "entry_points": []}'],
+    [b"", b"{not json", b'{"version": 1}', b'{"version": 99, "scans": []}'],
     ids=["empty", "not-json", "incomplete", "other-version"],
 )
 def test_a_corrupt_or_outdated_cache_is_ignored_and_rewritten(
@@ -132,7 +129,7 @@ def test_a_corrupt_or_outdated_cache_is_ignored_and_rewritten(
 
     assert _names(cached_scan(ENTRY_POINT_GROUP, cache)) == ["demo"]
     rewritten = msgspec.json.decode(cache.read_bytes())
-    assert rewritten["entry_points"][0][:1] == ["demo"]
+    assert rewritten["scans"][0]["entry_points"][0][:1] == ["demo"]
 
 
 def test_the_cache_is_replaced_by_a_rename_not_rewritten_in_place(
@@ -184,3 +181,42 @@ def test_plugins_load_the_same_from_a_scan_and_from_the_cache(site: Site, tmp_pa
     (status,) = runs[1]
     assert status.loaded
     assert status.source == "entry point demo (demo-plugin)"
+
+
+def test_each_import_path_keeps_its_own_scan(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m nodmix` (the current directory first) and the `nodmix` command alternate
+    without rescanning each time."""
+    cache = cache_path(tmp_path / "state")
+    site.install("demo-plugin", "demo")
+    site.settle()
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    past = time.time_ns() - 300 * 1_000_000_000
+    os.utime(elsewhere, ns=(past, past))
+    command_path = list(sys.path)
+    module_path = [str(elsewhere), *command_path]
+    for path in (command_path, module_path):
+        monkeypatch.setattr(sys, "path", path)
+        assert _names(cached_scan(ENTRY_POINT_GROUP, cache)) == ["demo"]
+
+    stored = msgspec.json.decode(cache.read_bytes())["scans"]
+    assert [[p for p, _ in kept["paths"]] for kept in stored] == [command_path, module_path]
+    for path in (command_path, module_path):  # both answered from the file, which stays
+        monkeypatch.setattr(sys, "path", path)
+        before = os.stat(cache).st_ino
+        assert _names(cached_scan(ENTRY_POINT_GROUP, cache)) == ["demo"]
+        assert os.stat(cache).st_ino == before
+
+
+def test_a_changed_import_path_replaces_its_old_scan(site: Site, tmp_path: Path) -> None:
+    cache = cache_path(tmp_path / "state")
+    site.settle()
+    cached_scan(ENTRY_POINT_GROUP, cache)
+    site.install("demo-plugin", "demo")
+    site.settle()
+    cached_scan(ENTRY_POINT_GROUP, cache)
+
+    (stored,) = msgspec.json.decode(cache.read_bytes())["scans"]
+    assert [row[0] for row in stored["entry_points"]] == ["demo"]

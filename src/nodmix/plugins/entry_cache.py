@@ -7,6 +7,10 @@ them), on every start of `nodmix agent --local` or the gateway. What was found i
 its metadata folder in one of those directories and so changes the directory's mtime: a cache
 whose stamps differ from the current ones is stale, and a fresh scan replaces it.
 
+The file keeps the last `MAX_SCANS` scans, each for its own import path: `python -m nodmix`
+(whose path starts with the current directory), the `nodmix` command and a service's
+interpreter each find theirs instead of replacing one another's.
+
 A scan is only stored when every stamped directory was last modified more than `SETTLE_NS`
 ago, so a change made within the same timestamp tick as the scan cannot hide behind an equal
 mtime (the guard git uses against "racy" index entries). The file is written atomically, and
@@ -30,6 +34,8 @@ from nodmix.assets.files import atomic_write
 VERSION: Final = 1
 CACHE_FILE: Final = "plugin-entry-points.json"
 MAX_CACHE_BYTES: Final = 1024 * 1024
+MAX_SCANS: Final = 8
+"""Scans kept (one per import path seen most recently)."""
 SETTLE_NS: Final = 2_000_000_000
 """A directory modified this recently may change again within the same timestamp tick."""
 MISSING: Final = -1
@@ -45,10 +51,17 @@ class FoundEntryPoint(msgspec.Struct, array_like=True, frozen=True):
     dist: str
 
 
+Stamps = list[tuple[str, int]]
+
+
+class _Scan(msgspec.Struct, frozen=True):
+    paths: Stamps
+    entry_points: list[FoundEntryPoint]
+
+
 class _Document(msgspec.Struct, frozen=True):
     version: int
-    paths: list[tuple[str, int]]
-    entry_points: list[FoundEntryPoint]
+    scans: list[_Scan]
 
 
 def cache_path(state_dir: Path) -> Path:
@@ -56,7 +69,7 @@ def cache_path(state_dir: Path) -> Path:
     return state_dir / "cache" / CACHE_FILE
 
 
-def path_stamps(paths: Sequence[str]) -> list[tuple[str, int]]:
+def path_stamps(paths: Sequence[str]) -> Stamps:
     """Each import path entry as an absolute path, with its mtime (`MISSING` if absent)."""
     stamps = []
     for entry in paths:
@@ -82,40 +95,42 @@ def scan(group: str) -> list[FoundEntryPoint]:
 def cached_scan(group: str, cache: Path) -> list[FoundEntryPoint]:
     """`scan(group)`, answered from the cache file `cache` while `sys.path` is unchanged."""
     stamps = path_stamps(sys.path)
-    found = _read(cache, stamps)
-    if found is not None:
-        return found
+    scans = _read(cache)
+    for kept in scans:
+        if kept.paths == stamps:
+            return kept.entry_points
     found = scan(group)
     if _settled(stamps, time.time_ns()):
-        _write(cache, stamps, found)
+        names = [path for path, _ in stamps]
+        others = [kept for kept in scans if [path for path, _ in kept.paths] != names]
+        _write(cache, [*others, _Scan(stamps, found)][-MAX_SCANS:])
     return found
 
 
-def _settled(stamps: list[tuple[str, int]], now_ns: int) -> bool:
+def _settled(stamps: Stamps, now_ns: int) -> bool:
     return all(mtime == MISSING or now_ns - mtime > SETTLE_NS for _, mtime in stamps)
 
 
-def _read(path: Path, stamps: list[tuple[str, int]]) -> list[FoundEntryPoint] | None:
-    """The cached entry points if the file is sound and was written for these stamps."""
+def _read(path: Path) -> list[_Scan]:
+    """The stored scans; none when the file is missing, unreadable, too large, corrupt or of
+    another version."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_CACHE_BYTES + 1)
     except OSError:
-        return None
+        return []
     if len(data) > MAX_CACHE_BYTES:
-        return None
+        return []
     try:
         document = msgspec.json.decode(data, type=_Document)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    if document.version != VERSION or document.paths != stamps:
-        return None
-    return document.entry_points
+        return []
+    return document.scans if document.version == VERSION else []
 
 
-def _write(path: Path, stamps: list[tuple[str, int]], found: list[FoundEntryPoint]) -> None:
-    """Store a scan; a failure (read-only state dir, full disk) only costs the next scan."""
-    document = _Document(version=VERSION, paths=stamps, entry_points=found)
+def _write(path: Path, scans: list[_Scan]) -> None:
+    """Store the scans; a failure (read-only state dir, full disk) only costs a later scan."""
+    document = _Document(version=VERSION, scans=scans)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomic_write(path, msgspec.json.encode(document))
