@@ -29,7 +29,7 @@ MIN_PROMPT_BUDGET: Final = 8_000
 MAX_HISTORY_SHARE: Final = 0.5
 """The kept tail may fill at most this share of the prompt budget."""
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
+_SIZE = r"(?i)^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b?|b)?\s*$"
 _UNITS: Final = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -152,7 +152,7 @@ def parse_size(value: int | str | None) -> int | None:
         return None
     if isinstance(value, int):
         return value if value > 0 else None
-    match = _SIZE.match(value)
+    match = re.match(_SIZE, value)
     if match is None:
         raise ConfigError(
             f"expected a size such as 20mb, got {value!r}",

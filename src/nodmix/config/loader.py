@@ -22,8 +22,8 @@ from nodmix.config.channel_schema import check_channel_rules
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
-_ERROR_RE = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
-_UNKNOWN_RE = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
+_ERROR_RE = r"(?s)^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
+_UNKNOWN_RE = r"Object contains unknown field `(?P<field>[^`]*)`"
 _ENV_RE = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
@@ -114,7 +114,7 @@ def _syntax_error(exc: ValueError) -> str:
 
 def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
     """Turn a msgspec validation error into `(dotted key, readable message)`."""
-    match = _ERROR_RE.match(error)
+    match = re.match(_ERROR_RE, error)
     message = match.group("msg") if match else error
     path = match.group("path") if match and match.group("path") else ""
     segments = _split_path(path)
@@ -123,7 +123,7 @@ def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
         if refined is not None:
             return refined
     key = _join(segments)
-    unknown = _UNKNOWN_RE.match(message)
+    unknown = re.match(_UNKNOWN_RE, message)
     if unknown:
         field = unknown.group("field")
         allowed = _allowed_keys(root, segments)

@@ -30,14 +30,12 @@ OVERFLOW_USER_MESSAGE: Final = (
     "it, or /new to start a fresh session; the full history stays saved either way."
 )
 
-_COMPACTION_FAILURE = re.compile(
-    r"\b(?:summari[sz]ation|(?:auto[- ])?compaction)\s+failed\b", re.IGNORECASE
-)
+_COMPACTION_FAILURE = r"(?i)\b(?:summari[sz]ation|(?:auto[- ])?compaction)\s+failed\b"
 
 
 def is_compaction_failure(text: str | None) -> bool:
     """Whether a provider error says a summarisation or compaction step itself failed."""
-    return bool(text) and bool(_COMPACTION_FAILURE.search(text or ""))
+    return bool(text) and bool(re.search(_COMPACTION_FAILURE, text or ""))
 
 
 class ContextOverflowUnrecoveredError(TurnError):

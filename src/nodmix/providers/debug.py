@@ -43,7 +43,7 @@ _SECRET_SUFFIXES = (
     "credentials",
     "key",
 )
-_SECRET_VALUE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[^\s\"']+")
+_SECRET_VALUE = r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[^\s\"']+"
 _SECRET_QUERY = re.compile(r"([?&](?:key|api[_-]?key|token|access_token|secret)=)[^&#]*", re.I)
 _SSE_DATA_CAP = 2048
 
@@ -81,7 +81,7 @@ def redact_text(text: str, *, secrets: Sequence[str] = ()) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
-    text = _SECRET_VALUE.sub(REDACTED, text)
+    text = re.sub(_SECRET_VALUE, REDACTED, text)
     return _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
 
 

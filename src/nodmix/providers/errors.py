@@ -43,7 +43,7 @@ _REASONS = {
     529: "overloaded",
 }
 
-_RATE_LIMIT_TEXT = re.compile(r"rate[ _-]?limit|too many requests", re.IGNORECASE)
+_RATE_LIMIT_TEXT = r"(?i)rate[ _-]?limit|too many requests"
 
 
 def short_reason(status: int) -> str:
@@ -121,7 +121,7 @@ def classify_error(
     kind: type[ProviderError]
     if status in (401, 403):
         kind = ProviderAuthError
-    elif status == 429 or (status is None and _RATE_LIMIT_TEXT.search(text)):
+    elif status == 429 or (status is None and re.search(_RATE_LIMIT_TEXT, text)):
         return RateLimitedError(
             full, retry_after=retry_after, provider=provider, status=status, body=body
         )

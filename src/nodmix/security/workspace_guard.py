@@ -48,7 +48,7 @@ PEERS_DIR = PurePosixPath("memory", "peers")
 MAX_LINK_SCAN = 10_000
 """Entries looked at under the protected folders for links out of them (`linked_targets`)."""
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = r"[^A-Za-z0-9._-]+"
 
 
 def instruction_sources(config: NodmixConfig, config_file: Path) -> tuple[Path, ...]:
@@ -70,7 +70,7 @@ def peer_notes(origin: TurnOrigin) -> PurePosixPath:
     chats share a file (`irc` chats `#ops` and `_ops`, `Ops` and `ops` on a case-insensitive
     file system, or `#ops` on two accounts)."""
     raw = f"{origin.channel}-{origin.chat_id}"
-    slug = _UNSAFE.sub("_", raw).strip("._") or "unknown"
+    slug = re.sub(_UNSAFE, "_", raw).strip("._") or "unknown"
     if slug != raw.lower() or len(slug) > 120 or origin.account != "default":
         key = "\0".join((origin.channel, origin.account, origin.chat_id)).encode()
         slug = f"{slug[:100]}-{hashlib.sha256(key).hexdigest()[:12]}"

@@ -20,7 +20,7 @@ from nodmix.skills.model import Requirements, Skill, SkillSource
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 MAX_SKILL_FILE_BYTES = 1024 * 1024
 MAX_DESCRIPTION_CHARS = 1024
-NAME_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 _DELIMITER = "---"
 
 
@@ -85,7 +85,7 @@ def parse_skill(path: Path, source: SkillSource) -> Skill:
     if not isinstance(name, str) or not name.strip():
         raise SkillFormatError("'name' is missing from its front matter")
     name = name.strip()
-    if not NAME_PATTERN.match(name):
+    if not re.match(NAME_PATTERN, name):
         raise SkillFormatError(
             f"'name' {name!r} must be 1-64 lowercase letters, digits and inner hyphens"
         )

@@ -10,6 +10,7 @@ next to the destination and renamed into place, so a crash never leaves half a s
 
 from __future__ import annotations
 
+import re
 import shutil
 import stat
 import tarfile
@@ -75,7 +76,7 @@ def remove_skill(name: str, root: Path) -> Path:
     Raises:
         SkillError: `name` is not a valid skill name or no such skill is installed there.
     """
-    if not NAME_PATTERN.match(name):
+    if not re.match(NAME_PATTERN, name):
         raise SkillError(f"{name!r} is not a valid skill name")
     target = root / name
     if not (target / SKILL_FILE).is_file():

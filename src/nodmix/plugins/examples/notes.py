@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from nodmix.codemode.namespaces import NamespaceContext
 
 NOTES_DIR = "notes"
-_SLUG_RE = re.compile(r"[^a-z0-9]+")
+_SLUG_RE = r"[^a-z0-9]+"
 
 
 def _slug(title: str) -> str:
-    slug = _SLUG_RE.sub("-", title.lower()).strip("-")
+    slug = re.sub(_SLUG_RE, "-", title.lower()).strip("-")
     return slug[:60] or "note"
 
 
