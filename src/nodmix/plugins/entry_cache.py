@@ -13,9 +13,8 @@ interpreter each find theirs instead of replacing one another's.
 
 A scan is only stored when every stamped directory was last modified more than `SETTLE_NS`
 ago, so a change made within the same timestamp tick as the scan cannot hide behind an equal
-mtime (the guard git uses against "racy" index entries). The file is written atomically, and
-is ignored (then rewritten) when it is missing, unreadable, corrupt, too large or of another
-version.
+mtime. The file is written atomically, and is ignored (then rewritten) when it is missing,
+unreadable, corrupt, too large or of another version.
 """
 
 from __future__ import annotations
