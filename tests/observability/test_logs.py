@@ -59,6 +59,19 @@ def test_level_and_since_filters_and_rotated_files_are_read_oldest_first(tmp_pat
     assert future == []
 
 
+def test_rotation_keeps_three_private_backups_and_starts_a_new_file(tmp_path: Path) -> None:
+    with open_log_file(tmp_path, max_bytes=300) as path:
+        for n in range(40):
+            log.info("record %d", n)
+    files = sorted(p.name for p in path.parent.iterdir())
+    assert files == ["nodmix.log", "nodmix.log.1", "nodmix.log.2", "nodmix.log.3"]
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in path.parent.iterdir())
+    assert all(p.stat().st_size <= 300 for p in path.parent.iterdir())
+    newest = [r["msg"] for r in read_records(path, LogFilter())]
+    assert newest[-1] == "record 39"
+    assert int(newest[0].split()[1]) > 0  # the oldest records went with the fourth backup
+
+
 def test_since_takes_durations_and_times_and_bad_values_are_one_clear_error() -> None:
     now = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
     assert parse_since("10m", now=now) == now - timedelta(minutes=10)
