@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -191,7 +190,7 @@ def write_atomic(path: Path, data: bytes, shown: str, *, in_place: bool = False)
         ToolError: The path is a directory or cannot be written.
     """
     name = path.name
-    tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+    tmp = f".{name[:200]}.{os.urandom(6).hex()}.tmp"
     try:
         with resolved_folder(path.parent, create=True) as folder:
             try:
