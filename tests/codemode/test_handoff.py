@@ -20,7 +20,7 @@ from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.settings import resolve_settings
 from nodmix.config.schema import CodeModeConfig
-from nodmix.sandbox import Pending
+from nodmix.sandbox import Pending, rendezvous
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
 
@@ -58,6 +58,41 @@ async def test_quick_tool_results_are_delivered_inside_the_same_worker_step(
     assert result["telemetry"]["callCount"] == 20
     # Boot, run and all twenty round trips happened in one worker step.
     assert worker_steps == ["boot_and_run"]
+    assert [e.arguments for e in h.started()] == [{"i": i} for i in range(20)]
+
+
+@pytest.mark.anyio
+async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    worker_steps: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Generous listen and wait windows, so a loaded machine cannot make a request late.
+    monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 5.0)
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
+    await wait_until(lambda: rendezvous._shared_module() is not None, "the rendezvous module")
+    module = rendezvous._shared_module()
+    assert module is not None
+    if not module.spins_per_second:
+        pytest.skip("one CPU: the loop does not listen")
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())  # no earlier misses
+    requests: list[bool | None] = []
+    request_wait = rendezvous.SpinRendezvous.request_wait
+
+    def recorded(self: rendezvous.SpinRendezvous, timeout: float) -> bool | None:
+        requests.append(got := request_wait(self, timeout))
+        return got
+
+    monkeypatch.setattr(rendezvous.SpinRendezvous, "request_wait", recorded)
+    h = await build_harness(engine, sessions, workspace, extra_tools=[text_tool("lookup")])
+    code = "let n = 0; for (let i = 0; i < 20; i++) { await tools.lookup({ i }); n++ } return n"
+    result = await h.exec(code)
+    assert result["status"] == "completed" and result["value"] == 20
+    assert worker_steps == ["boot_and_run"]
+    # Only the first call woke the loop; it listened for each of the other nineteen.
+    assert requests == [None] + [True] * 19
     assert [e.arguments for e in h.started()] == [{"i": i} for i in range(20)]
 
 

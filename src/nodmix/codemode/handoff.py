@@ -29,7 +29,8 @@ import sniffio
 
 from nodmix.codemode.runs import RunState, Settled
 from nodmix.sandbox import Outcome, Pending
-from nodmix.sandbox.threads import Wakeup, cpu_released
+from nodmix.sandbox.rendezvous import new_rendezvous
+from nodmix.sandbox.threads import cpu_released
 
 #: How long a worker waits for a nested call to settle before handing the run back to the
 #: loop. Long enough for in-process tools and warm MCP calls, short enough that a worker
@@ -64,7 +65,7 @@ class Handoff:
         # and its `offer()` then comes back in on the same thread (see `_dispatching`).
         self._lock = threading.RLock()
         self._dispatching = False
-        self._ready = Wakeup()
+        self._ready = new_rendezvous()
         self._items: list[Delivery] | None = None
         self._waiting = False
         self._closed = False
@@ -91,6 +92,7 @@ class Handoff:
         finally:
             with self._lock:
                 self._closed = True
+            self._ready.close()
 
     def _may_continue(self) -> bool:
         # Overflow, output over the limit and yield_control are the engine's to handle.
@@ -110,11 +112,14 @@ class Handoff:
         # up before waking the loop, so that once the loop runs, this thread needs the GIL for
         # as little as possible before it blocks.
         with cpu_released():
-            try:
-                self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
-            except RuntimeError:  # the loop is closing: let the engine's normal path handle it
-                return None
-            self._ready.wait(timeout)
+            # A loop still listening after handing over the last result takes the request
+            # directly; otherwise it is woken through its self-pipe.
+            if self._ready.request_wait(timeout) is None:
+                try:
+                    self._loop.call_soon_threadsafe(self._on_loop, context=self._context)
+                except RuntimeError:  # the loop is closing: the engine's normal path handles it
+                    return None
+                self._ready.wait(timeout)
         with self._lock:
             self._waiting = False
             items, self._items = self._items, None
@@ -123,28 +128,41 @@ class Handoff:
     # ---- loop side ------------------------------------------------------------------------
 
     def _on_loop(self) -> None:
-        with self._lock:
-            if self._closed or not self._waiting:
+        while True:
+            with self._lock:
+                if self._closed or not self._waiting:
+                    return
+                self._dispatching = True
+                try:
+                    self._guarded(self._dispatch)
+                finally:
+                    self._dispatching = False
+                handed = self._offer()
+            if not (handed and self._answer()):
                 return
-            self._dispatching = True
-            try:
-                self._guarded(self._dispatch)
-            finally:
-                self._dispatching = False
-            self._offer()
+            # The worker asked again while the loop listened: serve it here.
 
     def offer(self) -> None:
         """A nested call settled (called on the loop): hand the results to a waiting worker."""
         with self._lock:
-            if not self._closed and self._waiting and not self._dispatching:
-                self._offer()  # (while dispatching, `_on_loop` offers once it is done)
+            if self._closed or not self._waiting or self._dispatching:
+                return  # (while dispatching, `_on_loop` offers once it is done)
+            handed = self._offer()
+        if handed and self._answer():
+            self._on_loop()
 
-    def _offer(self) -> None:
+    def _offer(self) -> bool:
+        # True when results were handed over and the worker still has to be woken.
         if self._items is not None or self.error is not None:
-            return
+            return False
         settled = self._state.settled()
-        if settled:
-            self._guarded(lambda: self._hand_over(settled))
+        if not settled:
+            return False
+        self._guarded(lambda: self._hand_over(settled))
+        return self._handed()
+
+    def _handed(self) -> bool:
+        return self._items is not None and self.error is None
 
     def _hand_over(self, settled: list[Settled]) -> None:
         # Building deliveries starts queued calls; one that finishes at once (eager tasks)
@@ -154,7 +172,15 @@ class Handoff:
             self._items = self._deliveries(settled)
         finally:
             self._dispatching = False
-        self._ready.set()
+
+    def _answer(self) -> bool:
+        # Wake the worker outside the lock, so that it never waits for the loop to let go of
+        # it. When nothing else is ready to run on the loop, listen briefly for the worker's
+        # next request (True: it came, and the caller serves it now).
+        if getattr(self._loop, "_ready", None):
+            self._ready.set()
+            return False
+        return self._ready.set_and_listen()
 
     def _guarded(self, body: Callable[[], None]) -> None:
         # Never raise into a loop callback or a nested call's task: stop the fast lane and

@@ -1,0 +1,194 @@
+"""Worker/loop wake-ups on the shared wasm rendezvous module (real wasmtime, real threads)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from nodmix.sandbox import rendezvous
+from nodmix.sandbox.rendezvous import LockRendezvous, Rendezvous, SpinRendezvous
+
+DEADLINE = 10.0
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    end = time.monotonic() + DEADLINE
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.001)
+
+
+@pytest.fixture
+def module() -> rendezvous._Module:
+    """The process's shared module, built (the first request starts a build on a thread)."""
+    _wait_until(lambda: rendezvous._shared_module() is not None)
+    built = rendezvous._shared_module()
+    assert built is not None
+    return built
+
+
+@pytest.fixture
+def spin(module: rendezvous._Module) -> Iterator[SpinRendezvous]:
+    made = rendezvous.new_rendezvous()
+    assert isinstance(made, SpinRendezvous)
+    yield made
+    made.close()
+
+
+def _in_thread(body: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(body()), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_a_set_from_another_thread_wakes_the_waiter(spin: SpinRendezvous) -> None:
+    spin.clear()
+    thread, out = _in_thread(lambda: spin.wait(DEADLINE))
+    spin.set()
+    thread.join(DEADLINE)
+    assert out == [True]
+
+
+def test_a_wait_without_a_set_times_out() -> None:
+    made = rendezvous.new_rendezvous()
+    made.clear()
+    start = time.monotonic()
+    assert made.wait(0.02) is False
+    assert time.monotonic() - start >= 0.02
+    made.close()
+
+
+def test_a_set_before_the_wait_is_not_lost_but_one_before_clear_is_forgotten(
+    spin: SpinRendezvous,
+) -> None:
+    spin.set()
+    spin.clear()
+    assert spin.wait(0.01) is False
+    spin.set()
+    assert spin.wait(DEADLINE) is True
+
+
+def test_a_request_with_nobody_listening_is_not_claimed(spin: SpinRendezvous) -> None:
+    spin.clear()
+    assert spin.request_wait(DEADLINE) is None
+
+
+def test_a_listening_loop_takes_the_next_request_and_answers_it(
+    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not module.spins_per_second:
+        pytest.skip("one CPU: nothing spins or listens")
+    # Listen long enough that a loaded machine cannot make the request late.
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
+    spin.clear()
+    listener, claimed = _in_thread(spin.set_and_listen)
+    assert spin.wait(DEADLINE) is True  # the answer to the previous request
+    _wait_until(lambda: module.exports().load(spin._state) == rendezvous._LISTENING)
+    spin.clear()
+    worker, answered = _in_thread(lambda: spin.request_wait(DEADLINE))
+    listener.join(DEADLINE)
+    assert claimed == [True]
+    spin.set()  # the loop answers the request it took
+    worker.join(DEADLINE)
+    assert answered == [True]
+
+
+def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
+    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not module.spins_per_second:
+        pytest.skip("one CPU: nothing spins or listens")
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
+    listener, claimed = _in_thread(spin.set_and_listen)
+    _wait_until(lambda: module.exports().load(spin._state) == rendezvous._LISTENING)
+    spin.close()
+    listener.join(DEADLINE)
+    assert claimed == [False] and not listener.is_alive()
+    spin.clear()
+    assert spin.request_wait(0.01) is None
+
+
+def test_a_listen_nobody_claims_backs_off_for_the_next_answers(
+    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not module.spins_per_second:
+        pytest.skip("one CPU: nothing spins or listens")
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
+    assert spin.set_and_listen() is False  # nobody asked: a miss
+    assert module.loop_listens.skip == 2
+    for _ in range(2):
+        assert spin.set_and_listen() is False
+        assert module.exports().load(spin._state) == rendezvous._IDLE  # did not listen
+    assert spin.set_and_listen() is False  # listened again, missed again: longer backoff
+    assert module.loop_listens.skip == 4
+
+
+def test_backoff_doubles_up_to_a_bound_and_a_hit_resets_it() -> None:
+    adaptive = rendezvous.Adaptive()
+    for _ in range(20):
+        while not adaptive.allow():
+            pass
+        adaptive.record(False)
+    assert adaptive.skip == adaptive.backoff == rendezvous.MAX_BACKOFF
+    adaptive.skip = 0
+    adaptive.record(True)
+    assert adaptive.allow() and adaptive.backoff == 0
+
+
+def test_a_worker_whose_spins_do_not_pay_off_blocks_at_once_for_a_while(
+    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not module.spins_per_second:
+        pytest.skip("one CPU: nothing spins or listens")
+    monkeypatch.setattr(module, "worker_spins", rendezvous.Adaptive())
+    spin.clear()
+    assert spin.wait(0.005) is False  # spun, then blocked, then timed out: a miss
+    assert module.worker_spins.skip == 2
+    assert module.worker_spin(1.0) == 0 and module.worker_spin(1.0) == 0
+    assert module.worker_spin(1.0) > 0
+
+
+def test_slots_come_back_when_rendezvous_are_dropped(module: rendezvous._Module) -> None:
+    # More than one page of slots, made and dropped one after another: all stay spinning.
+    for _ in range(rendezvous._PAGE // rendezvous._SLOT_BYTES + 100):
+        made = rendezvous.new_rendezvous()
+        assert isinstance(made, SpinRendezvous)
+        made.close()
+        del made
+    gc.collect()
+
+
+def test_with_every_slot_taken_a_lock_rendezvous_still_wakes(
+    module: rendezvous._Module,
+) -> None:
+    held: list[Rendezvous] = []
+    while isinstance(made := rendezvous.new_rendezvous(), SpinRendezvous):
+        held.append(made)
+    assert isinstance(made, LockRendezvous)
+    made.clear()
+    thread, out = _in_thread(lambda: made.wait(DEADLINE))
+    assert made.set_and_listen() is False and made.request_wait(0.01) is None
+    thread.join(DEADLINE)
+    assert out == [True]
+    held.clear()
+    gc.collect()
+    assert isinstance(rendezvous.new_rendezvous(), SpinRendezvous)
+
+
+def test_on_one_cpu_nothing_spins_and_the_answer_still_arrives(
+    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(module, "spins_per_second", 0.0)
+    spin.clear()
+    thread, out = _in_thread(lambda: spin.wait(DEADLINE))
+    assert spin.set_and_listen() is False  # answered, without listening
+    thread.join(DEADLINE)
+    assert out == [True]
+    assert module.exports().load(spin._state) == rendezvous._IDLE
