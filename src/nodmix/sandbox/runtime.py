@@ -14,7 +14,8 @@ implemented here in Python and give the guest no capability at all:
   `host_interrupt` enforces the VM's deadline.
 
 The linker's callbacks are shared by every store, so they find "their" VM through
-`wasm.current_owner()`, which every call into wasm sets (see `wasm.FastFunc`).
+`wasm.current_owner()`, which every call into wasm that can reach an import sets (see
+`wasm.fast_func`).
 """
 
 from __future__ import annotations

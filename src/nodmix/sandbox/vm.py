@@ -308,7 +308,7 @@ class VM:
         Raises:
             GuestThrow: The function threw.
         """
-        packed = struct.pack(f"<{len(args)}I", *args)
+        packed = U32.pack(args[0]) if len(args) == 1 else struct.pack(f"<{len(args)}I", *args)
         # The scratch argv is only safe when no other call is in flight on this VM.
         shared = self._host_depth == 0 and len(args) <= _SCRATCH_MAX_ARGS
         argv = self.scratch + _SCRATCH_ARGV if shared else self.alloc_bytes(packed)
@@ -360,7 +360,7 @@ class VM:
         # no separate `qjs_is_job_pending` crossing per job.
         execute = self.x.qjs_execute_pending_job
         while True:
-            if self.should_interrupt():
+            if self.abort_requested or time.monotonic() > self.deadline:  # should_interrupt()
                 if self.x.qjs_is_job_pending():
                     raise DeadlineExceeded()
                 return
