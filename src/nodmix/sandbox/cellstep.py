@@ -222,7 +222,7 @@ class CellBase:
         vm = self._vm
         text = vm.new_string(message)
         try:
-            vm.free(vm.call(self._settle, text))
+            self._bridge.recycle(vm, vm.call(self._settle, text))  # a boolean
         finally:
             vm.free(text)
 
