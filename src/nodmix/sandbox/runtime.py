@@ -56,8 +56,11 @@ class ImportTarget(Protocol):
         """True once the VM's deadline has passed or an interrupt was requested."""
         ...
 
-    def dispatch_host_call(self, name: bytes, this: int, argc: int, argv: int) -> int:
-        """Run the named host function; return an owned JSValue box, or 0 after throwing."""
+    def dispatch_host_call(
+        self, name_ptr: int, name_len: int, this: int, argc: int, argv: int
+    ) -> int:
+        """Run the host function named at `name_ptr`; return an owned JSValue box, or 0 after
+        throwing."""
         ...
 
     def free(self, *handles: int) -> None:
@@ -140,11 +143,7 @@ def _host_call(name_ptr: int, name_len: int, this_ptr: int, argc: int, argv_ptr:
     vm = _target()
     if vm is None:
         return 0
-    try:
-        name = vm.mem.read(name_ptr, name_len)
-    except hostio.OutOfBounds:
-        name = b"?"
-    return vm.dispatch_host_call(name, this_ptr, argc, argv_ptr)
+    return vm.dispatch_host_call(name_ptr, name_len, this_ptr, argc, argv_ptr)
 
 
 def _host_interrupt() -> int:
