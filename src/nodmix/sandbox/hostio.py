@@ -29,22 +29,26 @@ class LinearMemory:
     may ever address host memory outside the current linear memory.
     """
 
-    __slots__ = ("_ctx", "_memory", "_ref", "_store")
+    __slots__ = ("_base", "_ctx", "_memory", "_ref", "_size", "_store")
 
     def __init__(self, memory: wasmtime.Memory, store: wasmtime.Store) -> None:
         self._memory = memory
         self._store = store
         self._ctx = ctypes.cast(store._context(), ctypes.c_void_p).value if wasm.FAST_PATH else None
         self._ref = ctypes.addressof(memory._memory) if wasm.FAST_PATH else None
+        self._base, self._size = 0, -1
 
     def bounds(self) -> tuple[int, int]:
         """(host address, size in bytes). Both change when memory grows: never cache them
         across a call into wasm.
         """
         if wasm.FAST_PATH:
-            return wasm.raw_memory_data(self._ctx, self._ref), wasm.raw_memory_size(
-                self._ctx, self._ref
-            )
+            # Only growing can move a memory (it never shrinks): while the size is the one
+            # seen last, so is the address, and one raw call is enough.
+            size = wasm.raw_memory_size(self._ctx, self._ref)
+            if size != self._size:
+                self._base, self._size = wasm.raw_memory_data(self._ctx, self._ref), size
+            return self._base, size
         base = ctypes.addressof(self._memory.data_ptr(self._store).contents)
         return base, self._memory.data_len(self._store)
 
