@@ -62,6 +62,26 @@ def test_calls_and_requests_without_a_result_stay_undefined_across_deliveries_an
     assert outcome == Completed('[0,"undefined",10,"undefined",20,"undefined",30,"undefined"]')
 
 
+def test_a_host_function_may_run_another_cell_and_its_guest_then_goes_on(
+    boot: Callable[..., Cell],
+) -> None:
+    # Imports (the clock here) find the VM that called them; a cell run from inside another
+    # cell's host function must leave the outer one finding itself again.
+    inner = boot()
+
+    class Outer:
+        def on_call(self, op: str, payload_json: str) -> str:
+            outcome = inner.run("return [6 * 7, typeof Date.now()]")
+            assert isinstance(outcome, Completed)
+            return outcome.value_json
+
+        def on_request(self, request_id: int, op: str, payload_json: str) -> None:
+            return None
+
+    source = "const r = host.call('inner', 1); return [r, Date.now() > 0, typeof Date.now()]"
+    assert boot(handler=Outer()).run(source) == Completed('[[42,"number"],true,"number"]')
+
+
 def test_a_host_call_error_becomes_a_catchable_plain_error(
     boot: Callable[..., Cell], recorder: Recorder
 ) -> None:
