@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from nodmix.errors import SandboxError
-from nodmix.sandbox import Cell, Completed, Failed, FailureKind, HostCallError, Pending
+from nodmix.sandbox import (
+    Cell,
+    Completed,
+    Failed,
+    FailureKind,
+    HostCallError,
+    Pending,
+    QuickJSRuntime,
+)
 
 if TYPE_CHECKING:
     from conftest import Recorder
@@ -27,6 +35,51 @@ def test_a_host_call_returning_none_is_undefined_in_the_guest(
     boot: Callable[..., Cell],
 ) -> None:
     assert boot().run("return typeof host.call('nothing', 1)") == Completed('"undefined"')
+
+
+def test_calls_and_requests_without_a_result_stay_undefined_across_deliveries_and_restore(
+    boot: Callable[..., Cell], recorder: Recorder, runtime: QuickJSRuntime, setup_script: str
+) -> None:
+    # After a delivery the host answers "no result" with the box of an earlier `settle`
+    # result; the guest must still see undefined, also in a cell restored from a snapshot.
+    source = """
+    const seen = [];
+    for (let i = 0; i < 4; i++) {
+      const v = await host.request('slow', i);
+      seen.push(v, typeof host.call('nothing', i));
+    }
+    return seen"""
+    cell = boot()
+    outcome = cell.run(source)
+    for n in range(4):
+        assert isinstance(outcome, Pending)
+        (request_id,) = outcome.request_ids
+        if n == 2:
+            blob = cell.snapshot()
+            cell.close()
+            cell = Cell.restore(blob, recorder, runtime=runtime, setup_script=setup_script)
+        outcome = cell.resume([(request_id, True, str(n * 10))])
+    assert outcome == Completed('[0,"undefined",10,"undefined",20,"undefined",30,"undefined"]')
+
+
+def test_a_host_function_may_run_another_cell_and_its_guest_then_goes_on(
+    boot: Callable[..., Cell],
+) -> None:
+    # Imports (the clock here) find the VM that called them; a cell run from inside another
+    # cell's host function must leave the outer one finding itself again.
+    inner = boot()
+
+    class Outer:
+        def on_call(self, op: str, payload_json: str) -> str:
+            outcome = inner.run("return [6 * 7, typeof Date.now()]")
+            assert isinstance(outcome, Completed)
+            return outcome.value_json
+
+        def on_request(self, request_id: int, op: str, payload_json: str) -> None:
+            return None
+
+    source = "const r = host.call('inner', 1); return [r, Date.now() > 0, typeof Date.now()]"
+    assert boot(handler=Outer()).run(source) == Completed('[[42,"number"],true,"number"]')
 
 
 def test_a_host_call_error_becomes_a_catchable_plain_error(

@@ -85,8 +85,8 @@ function (cap) {
     return freeze(out);
   }
 
-  const callTool = function (ref, input) {
-    const id = S(ref);
+  // `head` is the payload's start, '{"ref":<id JSON>,"input":' (built once per tool name).
+  const sendCall = function (id, head, input) {
     const json = input === undefined ? '{}' : safeJson(input);
     // The payload nests one level deeper than the input: only a text this long can reach the
     // depth limit, so only then is the payload serialized (and checked) as a whole.
@@ -95,7 +95,12 @@ function (cap) {
     + r""") {
       return request('call', { ref: id, input: parse(json) });
     }
-    return requestJson('call', '{"ref":' + plainStringify(id) + ',"input":' + json + '}');
+    return requestJson('call', head + json + '}');
+  };
+  const callHead = function (id) { return '{"ref":' + plainStringify(id) + ',"input":'; };
+  const callTool = function (ref, input) {
+    const id = S(ref);
+    return sendCall(id, callHead(id), input);
   };
   const tools = create(null);
   tools.search = function (query, options) {
@@ -106,8 +111,8 @@ function (cap) {
   tools.describe = function (id) { return request('describe', { ref: S(id) }); };
   tools.call = callTool;
   for (const name of keys(boot.safe)) {
-    const id = boot.safe[name];
-    tools[name] = function (input) { return callTool(id, input); };
+    const id = S(boot.safe[name]), head = callHead(id);
+    tools[name] = function (input) { return sendCall(id, head, input); };
   }
 
   // `API.list`/`API.read` load their code on first use (see js/api.js).

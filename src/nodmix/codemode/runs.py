@@ -157,9 +157,9 @@ class RunState:
 
     def settled(self) -> list[Settled]:
         """Settled calls (in request order), then fired or cleared timers (in due order)."""
-        calls: list[Settled] = sorted(
-            (c for c in self.calls.values() if c.done.is_set()), key=lambda c: c.request_id
-        )
+        calls: list[Settled] = [c for c in self.calls.values() if c.done.is_set()]
+        if len(calls) > 1:  # (one awaited call at a time needs no sorting)
+            calls.sort(key=lambda c: c.request_id)
         if self.timers.active:
             calls.extend(self.timers.settled())
         return calls

@@ -22,6 +22,8 @@ CALL_FUNCTION: Final = "nodmix.call"
 REQUEST_FUNCTION: Final = "nodmix.request"
 OK: Final = "\x00"
 ERR: Final = "\x01"
+#: At most this many `settle` result boxes are kept for reuse (see `Bridge.recycle`).
+_SPARE_CAP: Final = 8
 
 
 class Bridge:
@@ -35,6 +37,25 @@ class Bridge:
     def __init__(self, handler: HostHandler, outstanding: tuple[int, ...] = ()) -> None:
         self.handler = handler
         self.outstanding: set[int] = set(outstanding)
+        self.spare: list[int] = []
+        """Boxes of booleans the prelude's `settle` returned, kept to answer "no result"
+        (the prelude reads any non-string reply that way): a host function must return a box
+        the trampoline then frees, and reusing one saves making and freeing one per call."""
+
+    def recycle(self, vm: VM, box: int) -> None:
+        """Keep `box`, a `settle` result (a boolean), to answer a later crossing."""
+        if len(self.spare) < _SPARE_CAP:
+            self.spare.append(box)
+        else:
+            vm.free(box)
+
+    def release_spare(self, vm: VM) -> None:
+        """Free the kept boxes (before a snapshot, which should not carry them)."""
+        spare, self.spare = self.spare, []
+        vm.free(*spare)
+
+    def _no_result(self, vm: VM) -> int:
+        return self.spare.pop() if self.spare else vm.new_undefined()
 
     def attach(self, vm: VM) -> None:
         """Register the host functions on `vm` under their stable names (also after restore)."""
@@ -75,7 +96,7 @@ class Bridge:
             return vm.new_string(ERR + exc.message)
         if isinstance(reply, TrustedScript):
             return eval_cached(vm, reply.source, reply.filename)
-        return vm.new_undefined() if reply is None else vm.new_string(OK + reply)
+        return self._no_result(vm) if reply is None else vm.new_string(OK + reply)
 
     def _request(self, vm: VM, args: list[int]) -> int:
         raw_id, op, payload = vm.to_str(args[0]).split("\0", 2)
@@ -86,7 +107,7 @@ class Bridge:
             return vm.new_string(ERR + exc.message)
         if reply is None:
             self.outstanding.add(request_id)
-            return vm.new_undefined()
+            return self._no_result(vm)
         ok, text = reply
         return vm.new_string((OK if ok else ERR) + text)
 

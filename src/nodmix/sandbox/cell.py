@@ -205,6 +205,7 @@ class Cell(CellBase):
         template = self._template
         build_id = self._vm.runtime.build_id
         with self._step():
+            self._bridge.release_spare(self._vm)
             image = self._vm.capture()
             if template is None:  # booted without a template: relative to a fresh instance
                 base = memimage.fresh_base(self._vm.runtime)

@@ -31,6 +31,7 @@ from nodmix.sandbox.vmstate import (
 #: budget is spent (the error itself is what ended the step).
 _DESCRIBE_GRACE: Final = 0.1
 VM_FAILURES: Final = (GuestThrow, VMTrapped, DeadlineExceeded, VMOutOfMemory)
+_FINAL: Final = (Completed, Failed)
 
 
 class CellBase:
@@ -111,7 +112,8 @@ class CellBase:
         if not self._promise:
             raise SandboxError("resume() before run()")
         self._check_open()
-        messages = self._bridge.settle_messages(list(deliveries))
+        items = deliveries if isinstance(deliveries, list) else list(deliveries)
+        messages = self._bridge.settle_messages(items)
 
         def body() -> Outcome:
             for message in messages:
@@ -195,7 +197,7 @@ class CellBase:
             outcome = self._failure(exc)
         if self._vm.host_failure is not None:
             outcome = outcomes.host_failure(self._vm.host_failure)
-        if isinstance(outcome, Completed | Failed):
+        if isinstance(outcome, _FINAL):
             self._final = outcome
             self._release()
         return outcome if outcome is not None else Pending(self.outstanding)
@@ -222,7 +224,7 @@ class CellBase:
         vm = self._vm
         text = vm.new_string(message)
         try:
-            vm.free(vm.call(self._settle, text))
+            self._bridge.recycle(vm, vm.call(self._settle, text))  # a boolean
         finally:
             vm.free(text)
 

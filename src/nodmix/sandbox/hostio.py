@@ -11,6 +11,7 @@ the public API otherwise.
 from __future__ import annotations
 
 import ctypes
+import struct
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -28,22 +29,26 @@ class LinearMemory:
     may ever address host memory outside the current linear memory.
     """
 
-    __slots__ = ("_ctx", "_memory", "_ref", "_store")
+    __slots__ = ("_base", "_ctx", "_memory", "_ref", "_size", "_store")
 
     def __init__(self, memory: wasmtime.Memory, store: wasmtime.Store) -> None:
         self._memory = memory
         self._store = store
         self._ctx = ctypes.cast(store._context(), ctypes.c_void_p).value if wasm.FAST_PATH else None
         self._ref = ctypes.addressof(memory._memory) if wasm.FAST_PATH else None
+        self._base, self._size = 0, -1
 
     def bounds(self) -> tuple[int, int]:
         """(host address, size in bytes). Both change when memory grows: never cache them
         across a call into wasm.
         """
         if wasm.FAST_PATH:
-            return wasm.raw_memory_data(self._ctx, self._ref), wasm.raw_memory_size(
-                self._ctx, self._ref
-            )
+            # Only growing can move a memory (it never shrinks): while the size is the one
+            # seen last, so is the address, and one raw call is enough.
+            size = wasm.raw_memory_size(self._ctx, self._ref)
+            if size != self._size:
+                self._base, self._size = wasm.raw_memory_data(self._ctx, self._ref), size
+            return self._base, size
         base = ctypes.addressof(self._memory.data_ptr(self._store).contents)
         return base, self._memory.data_len(self._store)
 
@@ -77,7 +82,16 @@ class LinearMemory:
             self._memory.grow(self._store, -(-(size - current) // 65536))
 
 
-_KINDS: Final = {"i": "i32", "I": "i64", "d": "f64"}
+#: How each kind sits in a 16-byte raw slot, read (arguments) and written (the result; i32
+#: and i64 results wrap like ctypes' integer fields do).
+_RAW_SLOTS: Final = {"i": "i12x", "I": "q8x", "d": "d8x"}
+_RAW_RESULTS: Final = {"i": "I", "I": "Q", "d": "d"}
+_RAW_MASKS: Final = {"i": 0xFFFFFFFF, "I": 0xFFFFFFFFFFFFFFFF}
+#: The unchecked callback type with every argument as a plain integer (the values pointer
+#: included); cast to wasmtime's own prototype when it is registered.
+_RAW_CALLBACK: Final = ctypes.CFUNCTYPE(
+    ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
+)
 _VALTYPES: Final = {"i": wasmtime.ValType.i32, "I": wasmtime.ValType.i64, "d": wasmtime.ValType.f64}
 _keepalive: list[object] = []  # raw callbacks must outlive every linker that uses them
 
@@ -93,20 +107,26 @@ def define_import(
     """Define a store-independent import; types are spelled like "iIi" (i=i32, I=i64, d=f64).
 
     `func` receives native Python values. It should never raise: a `BaseException` is turned
-    into a trap of the calling store and re-raised (per thread) from the outer `FastFunc`.
+    into a trap of the calling store and re-raised (per thread) from the outer `fast_func` call.
     """
     ty = wasmtime.FuncType([_VALTYPES[c]() for c in params], [_VALTYPES[c]() for c in results])
     if not wasm.FAST_PATH:
         linker.define_func(module, name, ty, func)
         return
-    kinds = [_KINDS[c] for c in params]
-    result_kind = _KINDS[results] if results else None
+    # The arguments and the result live in 16-byte `wasmtime_val_raw_t` slots: read them all
+    # with one struct unpack instead of a ctypes union object per argument.
+    unpack = struct.Struct("<" + "".join(_RAW_SLOTS[c] for c in params)).unpack if params else None
+    size = 16 * len(params)
+    result = struct.Struct("<" + _RAW_RESULTS[results]).pack if results else None
+    mask = _RAW_MASKS.get(results, 0)
+    string_at, memmove = ctypes.string_at, ctypes.memmove
 
-    def raw(_env: int, _caller: Any, values: Any, _count: int) -> int:
+    def raw(_env: int, _caller: int, values: int, _count: int) -> int:
         try:
-            value = func(*[getattr(values[i], k) for i, k in enumerate(kinds)])
-            if result_kind is not None:
-                setattr(values[0], result_kind, value)
+            value = func(*unpack(string_at(values, size))) if unpack is not None else func()
+            if result is not None:
+                data = result(value & mask if mask else value)
+                memmove(values, data, len(data))
             return 0
         except BaseException as exc:  # must not unwind through wasm
             wasm.thread_state.exception = exc
@@ -114,12 +134,20 @@ def define_import(
             trap = wasm.ffi.wasmtime_trap_new(message, len(message))
             return int(ctypes.cast(trap, ctypes.c_void_p).value or 0)
 
-    callback = wasm.ffi.wasmtime_func_unchecked_callback_t(raw)
+    callback = _RAW_CALLBACK(raw)
     _keepalive.append(callback)
     no_finalizer = ctypes.CFUNCTYPE(None, ctypes.c_void_p)()  # a NULL function pointer
     mod, fn = module.encode(), name.encode()
     error = wasm.ffi.wasmtime_linker_define_func_unchecked(
-        linker.ptr(), mod, len(mod), fn, len(fn), ty.ptr(), callback, None, no_finalizer
+        linker.ptr(),
+        mod,
+        len(mod),
+        fn,
+        len(fn),
+        ty.ptr(),
+        ctypes.cast(callback, wasm.ffi.wasmtime_func_unchecked_callback_t),
+        None,
+        no_finalizer,
     )
     if error:
         raise wasmtime.WasmtimeError._from_ptr(error)

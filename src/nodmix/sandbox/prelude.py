@@ -24,11 +24,14 @@ never sits in the heap or in snapshots.
 Wire protocol between this prelude and `bridge.py`: one string per crossing, fields separated
 by NUL (ops may not contain NUL), because every extra argument costs host<->wasm calls.
 
-- `hostCall(op + "\\0" + payloadJson)` returns undefined or a tagged string: "\\x00" +
-  result, or "\\x01" + error message (the guest then throws `Error(message)`), or a function
-  (the value of a `TrustedScript`, evaluated from cached bytecode).
-- `hostRequest(id + "\\0" + op + "\\0" + payloadJson)` returns undefined (pending) or a
-  tagged string that settles the request at once: "\\x00" + value JSON, "\\x01" + message.
+- `hostCall(op + "\\0" + payloadJson)` returns a tagged string: "\\x00" + result, or
+  "\\x01" + error message (the guest then throws `Error(message)`), or a function (the value
+  of a `TrustedScript`, evaluated from cached bytecode), or anything else for no result.
+- `hostRequest(id + "\\0" + op + "\\0" + payloadJson)` returns a tagged string that settles
+  the request at once: "\\x00" + value JSON, "\\x01" + message; anything else leaves it
+  pending.
+- "No result" is `undefined`, or a boolean: the host hands back the box of an earlier
+  `settle` result instead of making a new one (one wasm crossing fewer per tool call).
 - The host later calls `settle(id + "\\0" + tagged)` with the same tagging.
 - `finish(value)` returns the JSON text of the final value; `describe(error)` returns
   `{"name", "message", "stack", "error"}` as JSON text.
@@ -134,8 +137,8 @@ _PRELUDE: Final = r"""
       throw new TypeErrorCtor('call: payload must be a JSON string');
     }
     const reply = hostCall(op + '\0' + payloadJson);
-    if (reply === undefined) return undefined;
     if (typeof reply === 'function') return reply;  // a TrustedScript's value
+    if (typeof reply !== 'string') return undefined;  // no reply
     if (charCodeAt(reply, 0) === 0) return slice(reply, 1);
     throw new ErrorCtor(slice(reply, 1));
   }
@@ -173,7 +176,7 @@ _PRELUDE: Final = r"""
     const id = nextId++;
     mapSet(pending, id, entry);
     const reply = hostRequest(id + '\0' + op + '\0' + json);
-    if (reply !== undefined) settleEntry(id, charCodeAt(reply, 0), slice(reply, 1));
+    if (typeof reply === 'string') settleEntry(id, charCodeAt(reply, 0), slice(reply, 1));
     return promise;
   }
 

@@ -14,7 +14,8 @@ implemented here in Python and give the guest no capability at all:
   `host_interrupt` enforces the VM's deadline.
 
 The linker's callbacks are shared by every store, so they find "their" VM through
-`wasm.current_owner()`, which every call into wasm sets (see `wasm.FastFunc`).
+`wasm.current_owner()`, which every call into wasm that can reach an import sets (see
+`wasm.fast_func`).
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ class ImportTarget(Protocol):
         """True once the VM's deadline has passed or an interrupt was requested."""
         ...
 
-    def dispatch_host_call(self, name: bytes, this: int, argc: int, argv: int) -> int:
-        """Run the named host function; return an owned JSValue box, or 0 after throwing."""
+    def dispatch_host_call(
+        self, name_ptr: int, name_len: int, this: int, argc: int, argv: int
+    ) -> int:
+        """Run the host function named at `name_ptr`; return an owned JSValue box, or 0 after
+        throwing."""
         ...
 
     def free(self, *handles: int) -> None:
@@ -139,11 +143,7 @@ def _host_call(name_ptr: int, name_len: int, this_ptr: int, argc: int, argv_ptr:
     vm = _target()
     if vm is None:
         return 0
-    try:
-        name = vm.mem.read(name_ptr, name_len)
-    except hostio.OutOfBounds:
-        name = b"?"
-    return vm.dispatch_host_call(name, this_ptr, argc, argv_ptr)
+    return vm.dispatch_host_call(name_ptr, name_len, this_ptr, argc, argv_ptr)
 
 
 def _host_interrupt() -> int:

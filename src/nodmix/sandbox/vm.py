@@ -60,19 +60,9 @@ _SCRATCH_TEXT_MAX: Final = _SCRATCH_SIZE - _SCRATCH_TEXT - 1
 #: They keep the GIL (see `wasm.Exports`); copies larger than `_QUICK_MAX_BYTES` release it.
 _QUICK_MAX_BYTES: Final = 64 << 10
 _QUICK_EXPORTS: Final = frozenset(
-    {
-        "qjs_is_exception",
-        "qjs_is_promise",
-        "qjs_is_job_pending",
-        "qjs_promise_state",
-        "qjs_get_undefined",
-        "qjs_new_string",
-        "qjs_get_string_len",
-        "qjs_free_cstring",
-        "qjs_free_value",
-        "wasm_malloc",
-        "wasm_free",
-    }
+    "qjs_is_exception qjs_is_promise qjs_is_job_pending qjs_promise_state qjs_get_undefined"
+    " qjs_new_string qjs_get_string_len qjs_free_cstring qjs_free_value wasm_malloc wasm_free"
+    "".split()
 )
 
 
@@ -192,8 +182,11 @@ class VM:
         if room > 0:
             self.stdio += data[:room]
 
-    def dispatch_host_call(self, name: bytes, this: int, argc: int, argv: int) -> int:
-        """Run a registered host function for the C trampoline (which owns the arguments).
+    def dispatch_host_call(
+        self, name_ptr: int, name_len: int, this: int, argc: int, argv: int
+    ) -> int:
+        """Run the host function named by the bytes at `name_ptr` for the C trampoline (which
+        owns the arguments).
 
         Nothing may unwind through wasm: guest-side problems become guest exceptions, host
         bugs are recorded in `host_failure` (the step then fails as INTERNAL), and a trap in
@@ -201,11 +194,17 @@ class VM:
         """
         self._host_depth += 1
         try:
+            base, size = self.mem.bounds()  # one look-up for the name and the argv array
+            fits = name_ptr >= 0 and name_len >= 0 and name_ptr + name_len <= size
+            name = ctypes.string_at(base + name_ptr, name_len) if fits else b"?"
             fn = self.host_functions.get(name)
             if fn is None:
                 return self.throw_string(f"host function {name.decode(errors='replace')} is gone")
             try:
-                args = list(struct.unpack(f"<{argc}I", self.mem.read(argv, 4 * argc)))
+                if argv < 0 or argc < 0 or argv + 4 * argc > size:
+                    raise hostio.OutOfBounds(argv, 4 * argc)
+                raw = ctypes.string_at(base + argv, 4 * argc)
+                args = [U32.unpack(raw)[0]] if argc == 1 else list(struct.unpack(f"<{argc}I", raw))
                 return fn(args)
             except GuestThrow as exc:  # e.g. a string conversion failed: rethrow in the guest
                 self.x.qjs_throw(exc.handle)
@@ -308,7 +307,7 @@ class VM:
         Raises:
             GuestThrow: The function threw.
         """
-        packed = struct.pack(f"<{len(args)}I", *args)
+        packed = U32.pack(args[0]) if len(args) == 1 else struct.pack(f"<{len(args)}I", *args)
         # The scratch argv is only safe when no other call is in flight on this VM.
         shared = self._host_depth == 0 and len(args) <= _SCRATCH_MAX_ARGS
         argv = self.scratch + _SCRATCH_ARGV if shared else self.alloc_bytes(packed)
@@ -360,7 +359,7 @@ class VM:
         # no separate `qjs_is_job_pending` crossing per job.
         execute = self.x.qjs_execute_pending_job
         while True:
-            if self.should_interrupt():
+            if self.abort_requested or time.monotonic() > self.deadline:  # should_interrupt()
                 if self.x.qjs_is_job_pending():
                     raise DeadlineExceeded()
                 return

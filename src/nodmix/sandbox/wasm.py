@@ -4,7 +4,7 @@ Everything that touches wasmtime's untyped or private API lives here, so `Any` s
 
 - `shared_engine()`: the one process-wide `Engine` (epoch interruption on, 2 MiB wasm stack) and
   its daemon epoch-ticker thread.
-- `Exports` / `FastFunc`: lazy export lookup and unchecked calls into wasm. wasmtime-py's
+- `Exports` / `fast_func`: lazy export lookup and unchecked calls into wasm. wasmtime-py's
   `instance.exports()` wraps all ~450 exports of quickjs.wasm (~5 ms per instance) and
   `Func.__call__` re-derives the function type on every call (~13 us), so exports are looked
   up by name and called through `wasmtime_func_call_unchecked` with precomputed types
@@ -137,14 +137,19 @@ class WasmFunc(Protocol):
     def __call__(self, *args: float) -> int: ...
 
 
-_current = threading.local()
+class _ThreadState(threading.local):
+    owner: weakref.ReferenceType[Any] | None = None
+    exception: BaseException | None = None
+
+
+_current = _ThreadState()
 #: Per-thread state shared with `hostio`: the current owner and a pending BaseException.
 thread_state = _current
 
 
 def current_owner() -> object | None:
-    """The object on whose behalf this thread is executing wasm (see `FastFunc`)."""
-    ref = getattr(_current, "owner", None)
+    """The object on whose behalf this thread is executing wasm (see `fast_func`)."""
+    ref = _current.owner
     return None if ref is None else ref()
 
 
@@ -161,7 +166,7 @@ class Signature:
         params = [str(p) for p in ty.params]
         results = [str(r) for r in ty.results]
         if len(results) > 1 or any(k not in _PACK for k in params + results):
-            raise TypeError("unsupported wasm signature for FastFunc")
+            raise TypeError("unsupported wasm signature for fast_func")
         self.slots = max(len(params), len(results), 1)
         self.pack = struct.Struct("<" + "".join(_PACK[k] for k in params)) if params else None
         self.result = struct.Struct("<" + _PACK[results[0]][0]) if results else None
@@ -171,83 +176,67 @@ class Signature:
 SignatureCache = dict[str, Signature]
 
 
-class FastFunc:
-    """Calls one export through `wasmtime_func_call_unchecked` with precomputed types.
+def fast_func(
+    item: Any,
+    context: int,
+    store: wasmtime.Store,
+    owner: weakref.ReferenceType[Any],
+    signature: Signature,
+    *,
+    hold_gil: bool = False,
+) -> WasmFunc:
+    """A function that calls one export through `wasmtime_func_call_unchecked` with
+    precomputed types (a closure: no attribute lookups per call).
 
     The argument/result buffer layout (16-byte `wasmtime_val_raw_t` slots) is derived once
-    from the export's real type, so the unchecked call is type-correct. Every call installs
-    `owner` as this thread's current owner and restores the previous one afterwards: that is
-    how the shared import callbacks find the VM that called them, even when one VM's callback
-    enters another VM (pitfall 9). The owner is held weakly, so an owner holding its exports
-    forms no reference cycle and is freed as soon as it is dropped.
+    from the export's real type, so the unchecked call is type-correct. A call that may run
+    guest code installs `owner` as this thread's current owner and restores the previous one
+    afterwards: that is how the shared import callbacks find the VM that called them, even
+    when one VM's callback enters another VM (pitfall 9). The owner is held weakly, so an owner
+    holding its exports forms no reference cycle and is freed as soon as it is dropped.
+    `hold_gil` exports (see `Exports`) reach no import, so they skip that bookkeeping: a cell
+    makes about nine of them per guest tool call.
 
     The buffer and trap slot are reused across calls. That stays correct if the same export
     is re-entered from a host callback: wasm reads its arguments when it starts and writes its
     result when it returns, and the trap slot is cleared as soon as a trap is taken from it.
+    `item` (the `wasmtime_extern_t` an export lookup filled in) owns the wasmtime_func_t the
+    call points into (the first member of its union); the store keeps the context alive.
     """
+    call = _call_unchecked_gil if hold_gil else _call_unchecked
+    current = None if hold_gil else owner
+    fn = ctypes.addressof(item) + _EXTERN_OF_OFFSET
+    slots = signature.slots
+    buf: Any = (_RawSlot * slots)()
+    trap = ctypes.c_void_p()
+    trap_ref = ctypes.byref(trap)
+    pack = signature.pack.pack_into if signature.pack is not None else None
+    unpack = signature.result.unpack_from if signature.result is not None else None
+    local, keep = _current, (item, store)
 
-    __slots__ = (
-        "_buf",
-        "_call",
-        "_ctx",
-        "_fn",
-        "_func",
-        "_owner",
-        "_pack",
-        "_result",
-        "_slots",
-        "_store",
-        "_trap",
-        "_trap_ref",
-    )
+    def fast_call(*args: float) -> Any:
+        if pack is not None:
+            pack(buf, 0, *args)
+        if current is None:
+            err = call(context, fn, buf, slots, trap_ref)
+        else:
+            prev = local.owner
+            local.owner = current
+            try:
+                err = call(context, fn, buf, slots, trap_ref)
+            finally:
+                local.owner = prev
+        if err or trap.value:
+            failed, trap.value = trap.value, None
+            _raise_failure(err, failed)
+        return None if unpack is None else unpack(buf, 0)[0]
 
-    def __init__(
-        self,
-        item: Any,
-        context: int,
-        store: wasmtime.Store,
-        owner: weakref.ReferenceType[Any],
-        signature: Signature,
-        *,
-        hold_gil: bool = False,
-    ) -> None:
-        self._call = _call_unchecked_gil if hold_gil else _call_unchecked
-        self._slots = signature.slots
-        self._pack = signature.pack
-        self._result = signature.result
-        self._buf: Any = (_RawSlot * self._slots)()
-        self._trap = ctypes.c_void_p()
-        self._trap_ref = ctypes.byref(self._trap)
-        # `item` (the `wasmtime_extern_t` an export lookup filled in) owns the wasmtime_func_t
-        # that `_fn` points into: the first member of its union.
-        self._func = item
-        self._fn = ctypes.addressof(item) + _EXTERN_OF_OFFSET
-        self._ctx = context
-        self._store = store  # keeps the context (and the func's store) alive
-        self._owner = owner
-
-    def __call__(self, *args: float) -> Any:
-        buf = self._buf
-        if self._pack is not None:
-            self._pack.pack_into(buf, 0, *args)
-        local = _current
-        prev = getattr(local, "owner", None)
-        local.owner = self._owner
-        try:
-            err = self._call(self._ctx, self._fn, buf, self._slots, self._trap_ref)
-        finally:
-            local.owner = prev
-        trap = self._trap.value
-        if err or trap:
-            self._trap.value = None
-            _raise_failure(err, trap)
-        if self._result is None:
-            return None
-        return self._result.unpack_from(buf, 0)[0]
+    fast_call.keep = keep  # type: ignore[attr-defined]
+    return fast_call
 
 
 def _raise_failure(err: int | None, trap: int | None) -> None:
-    pending = getattr(_current, "exception", None)
+    pending = _current.exception
     if pending is not None:  # a BaseException (e.g. KeyboardInterrupt) inside an import
         _current.exception = None
     if err:
@@ -263,7 +252,7 @@ def _raise_failure(err: int | None, trap: int | None) -> None:
 
 
 class _SlowFunc:
-    """The public-API fallback for `FastFunc` (same owner bookkeeping)."""
+    """The public-API fallback for `fast_func` (always with the owner bookkeeping)."""
 
     __slots__ = ("_func", "_owner", "_store")
 
@@ -275,7 +264,7 @@ class _SlowFunc:
         self._owner = owner
 
     def __call__(self, *args: float) -> Any:
-        prev = getattr(_current, "owner", None)
+        prev = _current.owner
         _current.owner = self._owner
         try:
             return self._func(self._store, *args)
@@ -363,7 +352,7 @@ class Exports:
                     signature = self._signatures[name] = Signature(func, self._store)
                 if not self._context:
                     self._context = ctypes.cast(self._store._context(), ctypes.c_void_p).value or 0
-                return FastFunc(
+                return fast_func(
                     item, self._context, self._store, self._owner, signature, hold_gil=hold_gil
                 )
             except TypeError:

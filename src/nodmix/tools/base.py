@@ -69,7 +69,11 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def text_content(self) -> str:
         """The text blocks joined by newlines."""
-        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+        content = self.content
+        if len(content) == 1:  # the usual result: one block
+            block = content[0]
+            return block.text if isinstance(block, TextBlock) else ""
+        return "\n".join(b.text for b in content if isinstance(b, TextBlock))
 
 
 class ToolContext(msgspec.Struct, frozen=True, kw_only=True):

@@ -102,26 +102,30 @@ class ToolExecutor:
         """
         # Hook lists are read when they are due (hooks added later take effect); an empty one
         # costs no coroutine and no record (a code-mode cell makes many calls in a row).
+        # The call's record for hooks is made only when a hook will read it.
         hooks = self._hooks
-        info = _call_info(tool, args, ctx, kind, input_kind)
+        info: ToolCallInfo | None = None
+        params = args
         blocked = False
         duration_ms = 0.0
         result = self._validate(tool, args)
         if result is None:
             if hooks.before_tool_call:
+                info = _call_info(tool, args, ctx, kind, input_kind)
                 info, result = await self._before(tool, info)
+                params = info.params
             if result is None and self.gate is not None:
-                result = await self._gate(self.gate, tool, info.params, ctx)
+                result = await self._gate(self.gate, tool, params, ctx)
             blocked = result is not None
         if result is None:
             started = time.perf_counter()
-            result = await self._call(tool, info.params, ctx)
+            result = await self._call(tool, params, ctx)
             duration_ms = (time.perf_counter() - started) * 1000
         if not hooks.after_tool_call:
             return result
         await self._after(
             AfterToolCallInfo(
-                call=info,
+                call=info if info is not None else _call_info(tool, params, ctx, kind, input_kind),
                 result_text=result.text_content,
                 is_error=result.is_error,
                 details=result.details,

@@ -48,6 +48,8 @@ class SchemaValidator:
         """Create an empty validator cache."""
         # Keyed by id(); the schema itself is kept in the value so the id cannot be reused.
         self._cache: dict[int, tuple[JsonObject, Any]] = {}
+        # `is_trivial` per schema object, the same way (a code-mode cell calls a tool per await).
+        self._trivial: dict[int, tuple[JsonObject, bool]] = {}
 
     def problems(self, schema: JsonObject, args: Any) -> list[str]:
         """The ways `args` violates `schema`, one readable line each (empty when valid).
@@ -56,7 +58,7 @@ class SchemaValidator:
         """
         if not isinstance(args, dict):
             return [f"the arguments must be a JSON object, not {type(args).__name__}"]
-        if is_trivial(schema):
+        if self._is_trivial(schema):
             return []
         validator = self._compiled(schema)
         if validator is None:
@@ -69,6 +71,16 @@ class SchemaValidator:
         if len(errors) > _MAX_PROBLEMS:
             lines.append(f"... and {len(errors) - _MAX_PROBLEMS} more problems")
         return lines
+
+    def _is_trivial(self, schema: JsonObject) -> bool:
+        known = self._trivial.get(id(schema))
+        if known is not None and known[0] is schema:
+            return known[1]
+        trivial = is_trivial(schema)
+        if len(self._trivial) >= _CACHE_SIZE:
+            self._trivial.pop(next(iter(self._trivial)))
+        self._trivial[id(schema)] = (schema, trivial)
+        return trivial
 
     def _compiled(self, schema: JsonObject) -> Any:
         cached = self._cache.get(id(schema))
