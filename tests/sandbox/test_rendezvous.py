@@ -33,7 +33,10 @@ def module() -> rendezvous._Module:
 
 
 @pytest.fixture
-def spin(module: rendezvous._Module) -> Iterator[SpinRendezvous]:
+def spin(module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpinRendezvous]:
+    # No backoff left over from earlier cells or tests in this process.
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "worker_spins", rendezvous.Adaptive())
     made = rendezvous.new_rendezvous()
     assert isinstance(made, SpinRendezvous)
     yield made
