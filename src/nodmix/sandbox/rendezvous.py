@@ -25,7 +25,6 @@ same interface on a plain lock.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 import time
@@ -34,8 +33,9 @@ from typing import Any, Final, Protocol
 
 import wasmtime
 
+from nodmix.sandbox import wasm
 from nodmix.sandbox.threads import Wakeup
-from nodmix.sandbox.wasm import FAST_PATH, Exports, ffi
+from nodmix.sandbox.wasm import Exports
 
 #: How long a worker spins for the loop's answer before it blocks.
 WORKER_SPIN_SECONDS: Final = 100e-6
@@ -50,6 +50,7 @@ _PAGE: Final = 65536
 _IDLE, _LISTENING, _CLAIMED, _RETIRED = 0, 1, 2, 3
 #: What the module's `wait` returns.
 _CHANGED_SPINNING, _CHANGED_BLOCKED, _UNCHANGED = 1, 2, 3
+_NOT_LISTENED: Final = 2  # what `bump_listen` returns for a retired slot
 
 WAT: Final = r"""
 (module
@@ -87,12 +88,14 @@ WAT: Final = r"""
     (drop (memory.atomic.notify (local.get $addr) (i32.const 1))))
   (func (export "bump") (param $addr i32)
     (call $bump (local.get $addr)))
-  ;; Listen (state 1), bump, and spin while nobody claims the listener; 1 when a request
-  ;; claimed it (state 2), 0 when the time ran out or the slot was retired.
+  ;; Listen (state 0 -> 1), bump, and spin while nobody claims the listener; 1 when a
+  ;; request claimed it (state 2), 0 when the time ran out or the slot was retired meanwhile,
+  ;; 2 when it was retired before (only bumped: a listen must not revive a closed slot).
   (func (export "bump_listen") (param $addr i32) (param $state i32) (param $spins i32)
                                (result i32)
     (local $seen i32)
-    (i32.atomic.store (local.get $state) (i32.const 1))
+    (if (i32.atomic.rmw.cmpxchg (local.get $state) (i32.const 0) (i32.const 1))
+      (then (call $bump (local.get $addr)) (return (i32.const 2))))
     (call $bump (local.get $addr))
     (drop (call $spin (local.get $state) (i32.const 1) (local.get $spins)))
     (local.set $seen (i32.atomic.rmw.cmpxchg (local.get $state) (i32.const 1) (i32.const 0)))
@@ -166,6 +169,7 @@ class LockRendezvous:
 class _SharedMemory(wasmtime.SharedMemory):
     # wasmtime-py 50 wraps the pointer once too often when a shared memory is imported.
     def _as_extern(self) -> Any:
+        ffi = wasm.ffi  # (only there with the private API; then no _Module is built)
         union = ffi.wasmtime_extern_union(sharedmemory=self.ptr())
         return ffi.wasmtime_extern_t(ffi.WASMTIME_EXTERN_SHAREDMEMORY, union)
 
@@ -329,6 +333,8 @@ class SpinRendezvous:
         claimed: int = module.exports().bump_listen(
             self._answer, self._state, module.spins(LOOP_LISTEN_SECONDS)
         )
+        if claimed == _NOT_LISTENED:  # closed by the worker since the check above
+            return False
         # A miss: the guest works longer between calls than a listen lasts, or the machine
         # is too busy for the worker to run at once; either way, stop stalling the loop.
         listens.record(claimed == 1)
@@ -360,7 +366,7 @@ def _build_shared() -> None:
     global _shared, _shared_state
     try:
         module = _Module()
-    except (wasmtime.WasmtimeError, AttributeError, TypeError, ctypes.ArgumentError):
+    except Exception:  # whatever this wasmtime lacks (shared memories, threads, an API)
         with _shared_lock:
             _shared_state = "failed"  # this wasmtime cannot share memories: locks only
         return
@@ -382,8 +388,12 @@ def _shared_module() -> _Module | None:
 
 def new_rendezvous() -> Rendezvous:
     """A spinning rendezvous when this process has one ready, else a lock-based one."""
-    module = _shared_module() if FAST_PATH else None
+    module = _shared_module() if wasm.FAST_PATH else None
     slot = None if module is None else module.allocate()
     if module is None or slot is None:
         return LockRendezvous()
-    return SpinRendezvous(module, slot)
+    try:
+        return SpinRendezvous(module, slot)
+    except wasmtime.WasmtimeError:  # this thread's instance could not be made (memory)
+        module.release(slot)
+        return LockRendezvous()
