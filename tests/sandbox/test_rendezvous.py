@@ -109,11 +109,14 @@ def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
     listener, claimed = _in_thread(spin.set_and_listen)
     _wait_until(lambda: module.exports().load(spin._state) == rendezvous._LISTENING)
     spin.close()
     listener.join(DEADLINE)
     assert claimed == [False] and not listener.is_alive()
+    # A step that ends says nothing about whether listening pays off: no backoff.
+    assert module.loop_listens.skip == 0
     spin.clear()
     assert spin.request_wait(0.01) is None
 

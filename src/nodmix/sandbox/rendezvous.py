@@ -50,7 +50,7 @@ _PAGE: Final = 65536
 _IDLE, _LISTENING, _CLAIMED, _RETIRED = 0, 1, 2, 3
 #: What the module's `wait` returns.
 _CHANGED_SPINNING, _CHANGED_BLOCKED, _UNCHANGED = 1, 2, 3
-_NOT_LISTENED: Final = 2  # what `bump_listen` returns for a retired slot
+_RETIRED_LISTEN: Final = 2  # what `bump_listen` returns for a retired slot
 
 WAT: Final = r"""
 (module
@@ -89,8 +89,8 @@ WAT: Final = r"""
   (func (export "bump") (param $addr i32)
     (call $bump (local.get $addr)))
   ;; Listen (state 0 -> 1), bump, and spin while nobody claims the listener; 1 when a
-  ;; request claimed it (state 2), 0 when the time ran out or the slot was retired meanwhile,
-  ;; 2 when it was retired before (only bumped: a listen must not revive a closed slot).
+  ;; request claimed it (state 2), 0 when the time ran out, 2 when the slot was retired
+  ;; (before: only bumped, a listen must not revive a closed slot; or meanwhile).
   (func (export "bump_listen") (param $addr i32) (param $state i32) (param $spins i32)
                                (result i32)
     (local $seen i32)
@@ -101,7 +101,7 @@ WAT: Final = r"""
     (local.set $seen (i32.atomic.rmw.cmpxchg (local.get $state) (i32.const 1) (i32.const 0)))
     (if (i32.eq (local.get $seen) (i32.const 2))
       (then (i32.atomic.store (local.get $state) (i32.const 0)) (return (i32.const 1))))
-    (i32.const 0))
+    (i32.shl (i32.eq (local.get $seen) (i32.const 3)) (i32.const 1)))
   ;; Claim a listening loop and wait for its answer: 0 when nobody listened (wake the loop
   ;; another way), else what $wait returns.
   (func (export "request_wait") (param $state i32) (param $addr i32) (param $old i32)
@@ -333,7 +333,7 @@ class SpinRendezvous:
         claimed: int = module.exports().bump_listen(
             self._answer, self._state, module.spins(LOOP_LISTEN_SECONDS)
         )
-        if claimed == _NOT_LISTENED:  # closed by the worker since the check above
+        if claimed == _RETIRED_LISTEN:  # the step ended (before or during the listen)
             return False
         # A miss: the guest works longer between calls than a listen lasts, or the machine
         # is too busy for the worker to run at once; either way, stop stalling the loop.
