@@ -151,6 +151,14 @@ def test_backoff_doubles_up_to_a_bound_and_a_hit_resets_it() -> None:
     assert adaptive.allow() and adaptive.backoff == 0
 
 
+def test_a_backoff_counted_below_zero_by_racing_threads_does_not_stop_spinning_for_good() -> None:
+    adaptive = rendezvous.Adaptive()
+    adaptive.skip = -1  # two workers both took the last skip
+    assert adaptive.allow() and adaptive.allow()
+    adaptive.record(False)
+    assert not adaptive.allow() and not adaptive.allow() and adaptive.allow()
+
+
 def test_a_worker_whose_spins_do_not_pay_off_blocks_at_once_for_a_while(
     spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
 ) -> None:

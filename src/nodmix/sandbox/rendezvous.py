@@ -185,8 +185,8 @@ class Adaptive:
         self.skip = 0
 
     def allow(self) -> bool:
-        """Spin this time? (Counts down a backoff.)"""
-        if self.skip:
+        """Spin this time? (Counts down a backoff; shared unlocked, it may go below 0.)"""
+        if self.skip > 0:
             self.skip -= 1
             return False
         return True
