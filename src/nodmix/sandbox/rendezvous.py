@@ -16,11 +16,11 @@ is below) on a shared wasm memory, which wasmtime calls with the GIL released:
   the worker does not have to wake the loop through its self-pipe;
 - `request_wait` (worker side): claim a listening loop and wait for its answer.
 
-The store happens inside the wasm call, after the GIL is released, so the woken thread finds
-the GIL free instead of sleeping on it. Spinning is off on a machine (or affinity mask) with a
-single CPU, where it could only delay the thread it waits for; everything then blocks at once.
-When the module cannot be built (a wasmtime without shared memories), `LockRendezvous` keeps the
-same interface on a plain lock.
+A listen's store happens after the GIL is released, so the woken thread finds it free; a plain
+`bump` (the loop's answer when it has other work) keeps it, or the loop queued behind woken
+workers to get it back (8% of its time with eight busy guests). Spinning is off with one CPU
+(machine or affinity mask), where it could only delay the thread it waits for. Without the
+module (a wasmtime without shared memories), `LockRendezvous` offers the same on a plain lock.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class _Module:
             store = wasmtime.Store(self.engine)
             instance = wasmtime.Instance(store, self.module, [self.memory])
             owner = _Owner(store)
-            exports = Exports(instance, store, owner, quick=frozenset({"load", "store"}))
+            exports = Exports(instance, store, owner, quick=frozenset({"load", "store", "bump"}))
             self._local.exports, self._local.owner = exports, owner
         return exports
 
