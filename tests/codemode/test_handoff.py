@@ -354,3 +354,63 @@ async def test_a_worker_waiting_for_a_tool_does_not_hold_up_other_guests(
         assert quick["value"] == 42 and not first  # the first cell is still waiting
         gate.release.set()
     assert first[0]["value"] == "released"
+
+
+@pytest.mark.anyio
+async def test_a_guest_whose_calls_settle_at_once_lets_the_loop_run_other_work_between_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each call settles while it is dispatched (an eager tool): served in place without a
+    # bound, one loop callback would carry the guest's whole step and nothing else would run.
+    await wait_until(lambda: rendezvous._shared_module() is not None, "the rendezvous module")
+    module = rendezvous._shared_module()
+    assert module is not None
+    if not module.spins_per_second:
+        pytest.skip("one CPU: the loop does not listen")
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)  # no miss on a loaded machine
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    loop, state = HeldLoop(), _state()
+    calls = 40
+    dispatched: list[int] = []
+
+    def dispatch_and_settle() -> None:
+        dispatched.append(len(dispatched) + 1)
+        _settled_call(state, dispatched[-1])
+
+    def deliveries(settled: list[NestedCall]) -> list[tuple[int, bool, str]]:
+        for call in settled:
+            state.calls.pop(call.request_id)
+        return [(c.request_id, True, f'"r{c.request_id}"') for c in settled]
+
+    handoff = Handoff(
+        loop,  # type: ignore[arg-type]
+        state,
+        dispatch_and_settle,
+        deliveries,
+        deadline=time.monotonic() + 60,
+        window=60.0,
+    )
+    pumped: list[tuple[int, bool, str]] = []
+
+    def pump(cell: object, items: list[tuple[int, bool, str]]) -> object:
+        pumped.extend(items)
+        return "completed" if len(pumped) == calls else Pending((len(pumped) + 1,))
+
+    results: list[object] = []
+    thread = threading.Thread(
+        target=lambda: results.append(handoff.drive(object(), Pending((1,)), pump))  # type: ignore[arg-type]
+    )
+    thread.start()
+    per_callback: list[int] = []
+    end = time.monotonic() + 30
+    while not results and time.monotonic() < end:
+        before = len(dispatched)
+        if loop.run_pending():
+            per_callback.append(len(dispatched) - before)
+        else:
+            await anyio.sleep(0.001)
+    handoff.cancel()
+    thread.join(10)
+    assert results == ["completed"]
+    assert pumped == [(i, True, f'"r{i}"') for i in range(1, calls + 1)]  # once each, in order
+    assert max(per_callback) <= handoff_module.MAX_SERVED_IN_PLACE

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
+import wasmtime
 
 from nodmix.sandbox import rendezvous
 from nodmix.sandbox.rendezvous import LockRendezvous, Rendezvous, SpinRendezvous
@@ -87,8 +91,10 @@ def test_a_listening_loop_takes_the_next_request_and_answers_it(
 ) -> None:
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
-    # Listen long enough that a loaded machine cannot make the request late.
+    # Listen long enough that a loaded machine cannot make the request late, and forget the
+    # misses of earlier tests in this process (they would skip the listen).
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
     spin.clear()
     listener, claimed = _in_thread(spin.set_and_listen)
     assert spin.wait(DEADLINE) is True  # the answer to the previous request
@@ -108,11 +114,14 @@ def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
     listener, claimed = _in_thread(spin.set_and_listen)
     _wait_until(lambda: module.exports().load(spin._state) == rendezvous._LISTENING)
     spin.close()
     listener.join(DEADLINE)
     assert claimed == [False] and not listener.is_alive()
+    # A step that ends says nothing about whether listening pays off: no backoff.
+    assert module.loop_listens.skip == 0
     spin.clear()
     assert spin.request_wait(0.01) is None
 
@@ -143,6 +152,14 @@ def test_backoff_doubles_up_to_a_bound_and_a_hit_resets_it() -> None:
     adaptive.skip = 0
     adaptive.record(True)
     assert adaptive.allow() and adaptive.backoff == 0
+
+
+def test_a_backoff_counted_below_zero_by_racing_threads_does_not_stop_spinning_for_good() -> None:
+    adaptive = rendezvous.Adaptive()
+    adaptive.skip = -1  # two workers both took the last skip
+    assert adaptive.allow() and adaptive.allow()
+    adaptive.record(False)
+    assert not adaptive.allow() and not adaptive.allow() and adaptive.allow()
 
 
 def test_a_worker_whose_spins_do_not_pay_off_blocks_at_once_for_a_while(
@@ -195,3 +212,74 @@ def test_on_one_cpu_nothing_spins_and_the_answer_still_arrives(
     thread.join(DEADLINE)
     assert out == [True]
     assert module.exports().load(spin._state) == rendezvous._IDLE
+
+
+def test_an_answer_after_the_worker_closed_does_not_listen_on_the_retired_slot(
+    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not module.spins_per_second:
+        pytest.skip("one CPU: nothing spins or listens")
+    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
+    # The worker's close lands between the loop's check of `_closed` and its listen.
+    module.exports().store(spin._state, rendezvous._RETIRED)
+    spin.clear()
+    assert spin.set_and_listen() is False
+    assert spin.wait(0) is True  # still answered
+    assert module.exports().load(spin._state) == rendezvous._RETIRED  # not revived
+    assert module.loop_listens.skip == 0  # and not counted as a listen nobody claimed
+    spin.clear()
+    assert spin.request_wait(0.01) is None
+
+
+def test_a_build_that_fails_in_any_way_leaves_locks_that_still_wake(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_shared_memories() -> rendezvous._Module:
+        raise RuntimeError("this wasmtime has no shared memories")
+
+    monkeypatch.setattr(rendezvous, "_Module", no_shared_memories)
+    monkeypatch.setattr(rendezvous, "_shared", None)
+    monkeypatch.setattr(rendezvous, "_shared_state", "new")
+    assert isinstance(rendezvous.new_rendezvous(), LockRendezvous)  # while it builds
+    _wait_until(lambda: rendezvous._shared_state == "failed")
+    made = rendezvous.new_rendezvous()
+    assert isinstance(made, LockRendezvous)
+    made.clear()
+    thread, out = _in_thread(lambda: made.wait(DEADLINE))
+    made.set()
+    thread.join(DEADLINE)
+    assert out == [True]
+
+
+def test_a_thread_that_cannot_make_its_instance_gets_a_lock_and_the_slot_back(
+    module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def out_of_memory() -> object:
+        raise wasmtime.WasmtimeError("failed to allocate the instance")
+
+    free = len(module._free)
+    monkeypatch.setattr(module, "exports", out_of_memory)
+    assert isinstance(rendezvous.new_rendezvous(), LockRendezvous)
+    assert len(module._free) == free
+
+
+def test_without_wasmtimes_private_api_the_fast_lane_imports_and_uses_locks() -> None:
+    # The private API missing (another wasmtime build): everything takes the public paths.
+    probe = (
+        "import wasmtime._func as f; del f.maybe_raise_last_exn\n"
+        "from nodmix.sandbox import wasm, rendezvous\n"
+        "import nodmix.codemode.handoff\n"
+        "assert not wasm.FAST_PATH\n"
+        "print(type(rendezvous.new_rendezvous()).__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "LockRendezvous"

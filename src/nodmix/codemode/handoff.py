@@ -36,6 +36,11 @@ from nodmix.sandbox.threads import cpu_released
 #: loop. Long enough for in-process tools and warm MCP calls, short enough that a worker
 #: parked behind a slow tool is back in the pool almost at once.
 FAST_WINDOW_SECONDS: Final = 0.005
+#: At most this many requests are served in place, one after another, in one loop callback;
+#: then the loop only answers, and the next request wakes it through its self-pipe, so timers
+#: and I/O of other sessions come between (a guest whose results settle at once, such as an
+#: eager tool, would otherwise hold the loop for its whole step).
+MAX_SERVED_IN_PLACE: Final = 8
 
 Delivery = tuple[int, bool, str]
 
@@ -128,6 +133,7 @@ class Handoff:
     # ---- loop side ------------------------------------------------------------------------
 
     def _on_loop(self) -> None:
+        served = 0
         while True:
             with self._lock:
                 if self._closed or not self._waiting:
@@ -138,7 +144,8 @@ class Handoff:
                 finally:
                     self._dispatching = False
                 handed = self._offer()
-            if not (handed and self._answer()):
+            served += 1
+            if not (handed and self._answer(listen=served < MAX_SERVED_IN_PLACE)):
                 return
             # The worker asked again while the loop listened: serve it here.
 
@@ -173,11 +180,11 @@ class Handoff:
         finally:
             self._dispatching = False
 
-    def _answer(self) -> bool:
+    def _answer(self, listen: bool = True) -> bool:
         # Wake the worker outside the lock, so that it never waits for the loop to let go of
         # it. When nothing else is ready to run on the loop, listen briefly for the worker's
         # next request (True: it came, and the caller serves it now).
-        if getattr(self._loop, "_ready", None):
+        if not listen or getattr(self._loop, "_ready", None):
             self._ready.set()
             return False
         return self._ready.set_and_listen()

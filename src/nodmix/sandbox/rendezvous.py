@@ -16,16 +16,15 @@ is below) on a shared wasm memory, which wasmtime calls with the GIL released:
   the worker does not have to wake the loop through its self-pipe;
 - `request_wait` (worker side): claim a listening loop and wait for its answer.
 
-The store happens inside the wasm call, after the GIL is released, so the woken thread finds
-the GIL free instead of sleeping on it. Spinning is off on a machine (or affinity mask) with a
-single CPU, where it could only delay the thread it waits for; everything then blocks at once.
-When the module cannot be built (a wasmtime without shared memories), `LockRendezvous` keeps the
-same interface on a plain lock.
+A listen's store happens after the GIL is released, so the woken thread finds it free; a plain
+`bump` (the loop's answer when it has other work) keeps it, or the loop queued behind woken
+workers to get it back (8% of its time with eight busy guests). Spinning is off with one CPU
+(machine or affinity mask), where it could only delay the thread it waits for. Without the
+module (a wasmtime without shared memories), `LockRendezvous` offers the same on a plain lock.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 import time
@@ -34,8 +33,9 @@ from typing import Any, Final, Protocol
 
 import wasmtime
 
+from nodmix.sandbox import wasm
 from nodmix.sandbox.threads import Wakeup
-from nodmix.sandbox.wasm import FAST_PATH, Exports, ffi
+from nodmix.sandbox.wasm import Exports
 
 #: How long a worker spins for the loop's answer before it blocks.
 WORKER_SPIN_SECONDS: Final = 100e-6
@@ -50,6 +50,7 @@ _PAGE: Final = 65536
 _IDLE, _LISTENING, _CLAIMED, _RETIRED = 0, 1, 2, 3
 #: What the module's `wait` returns.
 _CHANGED_SPINNING, _CHANGED_BLOCKED, _UNCHANGED = 1, 2, 3
+_RETIRED_LISTEN: Final = 2  # what `bump_listen` returns for a retired slot
 
 WAT: Final = r"""
 (module
@@ -87,18 +88,20 @@ WAT: Final = r"""
     (drop (memory.atomic.notify (local.get $addr) (i32.const 1))))
   (func (export "bump") (param $addr i32)
     (call $bump (local.get $addr)))
-  ;; Listen (state 1), bump, and spin while nobody claims the listener; 1 when a request
-  ;; claimed it (state 2), 0 when the time ran out or the slot was retired.
+  ;; Listen (state 0 -> 1), bump, and spin while nobody claims the listener; 1 when a
+  ;; request claimed it (state 2), 0 when the time ran out, 2 when the slot was retired
+  ;; (before: only bumped, a listen must not revive a closed slot; or meanwhile).
   (func (export "bump_listen") (param $addr i32) (param $state i32) (param $spins i32)
                                (result i32)
     (local $seen i32)
-    (i32.atomic.store (local.get $state) (i32.const 1))
+    (if (i32.atomic.rmw.cmpxchg (local.get $state) (i32.const 0) (i32.const 1))
+      (then (call $bump (local.get $addr)) (return (i32.const 2))))
     (call $bump (local.get $addr))
     (drop (call $spin (local.get $state) (i32.const 1) (local.get $spins)))
     (local.set $seen (i32.atomic.rmw.cmpxchg (local.get $state) (i32.const 1) (i32.const 0)))
     (if (i32.eq (local.get $seen) (i32.const 2))
       (then (i32.atomic.store (local.get $state) (i32.const 0)) (return (i32.const 1))))
-    (i32.const 0))
+    (i32.shl (i32.eq (local.get $seen) (i32.const 3)) (i32.const 1)))
   ;; Claim a listening loop and wait for its answer: 0 when nobody listened (wake the loop
   ;; another way), else what $wait returns.
   (func (export "request_wait") (param $state i32) (param $addr i32) (param $old i32)
@@ -166,6 +169,7 @@ class LockRendezvous:
 class _SharedMemory(wasmtime.SharedMemory):
     # wasmtime-py 50 wraps the pointer once too often when a shared memory is imported.
     def _as_extern(self) -> Any:
+        ffi = wasm.ffi  # (only there with the private API; then no _Module is built)
         union = ffi.wasmtime_extern_union(sharedmemory=self.ptr())
         return ffi.wasmtime_extern_t(ffi.WASMTIME_EXTERN_SHAREDMEMORY, union)
 
@@ -181,8 +185,8 @@ class Adaptive:
         self.skip = 0
 
     def allow(self) -> bool:
-        """Spin this time? (Counts down a backoff.)"""
-        if self.skip:
+        """Spin this time? (Counts down a backoff; shared unlocked, it may go below 0.)"""
+        if self.skip > 0:
             self.skip -= 1
             return False
         return True
@@ -223,7 +227,7 @@ class _Module:
             store = wasmtime.Store(self.engine)
             instance = wasmtime.Instance(store, self.module, [self.memory])
             owner = _Owner(store)
-            exports = Exports(instance, store, owner, quick=frozenset({"load", "store"}))
+            exports = Exports(instance, store, owner, quick=frozenset({"load", "store", "bump"}))
             self._local.exports, self._local.owner = exports, owner
         return exports
 
@@ -329,6 +333,8 @@ class SpinRendezvous:
         claimed: int = module.exports().bump_listen(
             self._answer, self._state, module.spins(LOOP_LISTEN_SECONDS)
         )
+        if claimed == _RETIRED_LISTEN:  # the step ended (before or during the listen)
+            return False
         # A miss: the guest works longer between calls than a listen lasts, or the machine
         # is too busy for the worker to run at once; either way, stop stalling the loop.
         listens.record(claimed == 1)
@@ -360,7 +366,7 @@ def _build_shared() -> None:
     global _shared, _shared_state
     try:
         module = _Module()
-    except (wasmtime.WasmtimeError, AttributeError, TypeError, ctypes.ArgumentError):
+    except Exception:  # whatever this wasmtime lacks (shared memories, threads, an API)
         with _shared_lock:
             _shared_state = "failed"  # this wasmtime cannot share memories: locks only
         return
@@ -382,8 +388,12 @@ def _shared_module() -> _Module | None:
 
 def new_rendezvous() -> Rendezvous:
     """A spinning rendezvous when this process has one ready, else a lock-based one."""
-    module = _shared_module() if FAST_PATH else None
+    module = _shared_module() if wasm.FAST_PATH else None
     slot = None if module is None else module.allocate()
     if module is None or slot is None:
         return LockRendezvous()
-    return SpinRendezvous(module, slot)
+    try:
+        return SpinRendezvous(module, slot)
+    except wasmtime.WasmtimeError:  # this thread's instance could not be made (memory)
+        module.release(slot)
+        return LockRendezvous()
