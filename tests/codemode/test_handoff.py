@@ -20,7 +20,7 @@ from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.settings import resolve_settings
 from nodmix.config.schema import CodeModeConfig
-from nodmix.sandbox import Pending, rendezvous
+from nodmix.sandbox import Pending, rendezvous, spinwasm
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
 
@@ -77,7 +77,7 @@ async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
     assert module is not None
     if not module.spins_per_second:
         pytest.skip("one CPU: the loop does not listen")
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())  # no earlier misses
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())  # no earlier misses
     requests: list[bool | None] = []
     request_wait = rendezvous.SpinRendezvous.request_wait
 
@@ -368,7 +368,7 @@ async def test_a_guest_whose_calls_settle_at_once_lets_the_loop_run_other_work_b
     if not module.spins_per_second:
         pytest.skip("one CPU: the loop does not listen")
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)  # no miss on a loaded machine
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     loop, state = HeldLoop(), _state()
     calls = 40
     dispatched: list[int] = []

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import wasmtime
 
-from nodmix.sandbox import rendezvous
+from nodmix.sandbox import rendezvous, spinwasm, threads
 from nodmix.sandbox.rendezvous import LockRendezvous, Rendezvous, SpinRendezvous
 
 DEADLINE = 10.0
@@ -28,7 +28,7 @@ def _wait_until(condition: Callable[[], bool]) -> None:
 
 
 @pytest.fixture
-def module() -> rendezvous._Module:
+def module() -> spinwasm.SpinModule:
     """The process's shared module, built (the first request starts a build on a thread)."""
     _wait_until(lambda: rendezvous._shared_module() is not None)
     built = rendezvous._shared_module()
@@ -37,10 +37,10 @@ def module() -> rendezvous._Module:
 
 
 @pytest.fixture
-def spin(module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpinRendezvous]:
+def spin(module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpinRendezvous]:
     # No backoff left over from earlier cells or tests in this process.
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
-    monkeypatch.setattr(module, "worker_spins", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
+    monkeypatch.setattr(module, "worker_spins", spinwasm.Adaptive())
     made = rendezvous.new_rendezvous()
     assert isinstance(made, SpinRendezvous)
     yield made
@@ -87,18 +87,18 @@ def test_a_request_with_nobody_listening_is_not_claimed(spin: SpinRendezvous) ->
 
 
 def test_a_listening_loop_takes_the_next_request_and_answers_it(
-    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
     # Listen long enough that a loaded machine cannot make the request late, and forget the
     # misses of earlier tests in this process (they would skip the listen).
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     spin.clear()
     listener, claimed = _in_thread(spin.set_and_listen)
     assert spin.wait(DEADLINE) is True  # the answer to the previous request
-    _wait_until(lambda: module.exports().load(spin._state) == rendezvous._LISTENING)
+    _wait_until(lambda: module.exports().load(spin._state) == spinwasm.LISTENING)
     spin.clear()
     worker, answered = _in_thread(lambda: spin.request_wait(DEADLINE))
     listener.join(DEADLINE)
@@ -109,14 +109,14 @@ def test_a_listening_loop_takes_the_next_request_and_answers_it(
 
 
 def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
-    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     listener, claimed = _in_thread(spin.set_and_listen)
-    _wait_until(lambda: module.exports().load(spin._state) == rendezvous._LISTENING)
+    _wait_until(lambda: module.exports().load(spin._state) == spinwasm.LISTENING)
     spin.close()
     listener.join(DEADLINE)
     assert claimed == [False] and not listener.is_alive()
@@ -127,35 +127,35 @@ def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
 
 
 def test_a_listen_nobody_claims_backs_off_for_the_next_answers(
-    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
     assert spin.set_and_listen() is False  # nobody asked: a miss
     assert module.loop_listens.skip == 2
     for _ in range(2):
         assert spin.set_and_listen() is False
-        assert module.exports().load(spin._state) == rendezvous._IDLE  # did not listen
+        assert module.exports().load(spin._state) == spinwasm.IDLE  # did not listen
     assert spin.set_and_listen() is False  # listened again, missed again: longer backoff
     assert module.loop_listens.skip == 4
 
 
 def test_backoff_doubles_up_to_a_bound_and_a_hit_resets_it() -> None:
-    adaptive = rendezvous.Adaptive()
+    adaptive = spinwasm.Adaptive()
     for _ in range(20):
         while not adaptive.allow():
             pass
         adaptive.record(False)
-    assert adaptive.skip == adaptive.backoff == rendezvous.MAX_BACKOFF
+    assert adaptive.skip == adaptive.backoff == spinwasm.MAX_BACKOFF
     adaptive.skip = 0
     adaptive.record(True)
     assert adaptive.allow() and adaptive.backoff == 0
 
 
 def test_a_backoff_counted_below_zero_by_racing_threads_does_not_stop_spinning_for_good() -> None:
-    adaptive = rendezvous.Adaptive()
+    adaptive = spinwasm.Adaptive()
     adaptive.skip = -1  # two workers both took the last skip
     assert adaptive.allow() and adaptive.allow()
     adaptive.record(False)
@@ -163,21 +163,21 @@ def test_a_backoff_counted_below_zero_by_racing_threads_does_not_stop_spinning_f
 
 
 def test_a_worker_whose_spins_do_not_pay_off_blocks_at_once_for_a_while(
-    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
-    monkeypatch.setattr(module, "worker_spins", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "worker_spins", spinwasm.Adaptive())
     spin.clear()
     assert spin.wait(0.005) is False  # spun, then blocked, then timed out: a miss
     assert module.worker_spins.skip == 2
-    assert module.worker_spin(1.0) == 0 and module.worker_spin(1.0) == 0
-    assert module.worker_spin(1.0) > 0
+    assert rendezvous._worker_spin(module, 1.0) == 0 == rendezvous._worker_spin(module, 1.0)
+    assert rendezvous._worker_spin(module, 1.0) > 0
 
 
-def test_slots_come_back_when_rendezvous_are_dropped(module: rendezvous._Module) -> None:
+def test_slots_come_back_when_rendezvous_are_dropped(module: spinwasm.SpinModule) -> None:
     # More than one page of slots, made and dropped one after another: all stay spinning.
-    for _ in range(rendezvous._PAGE // rendezvous._SLOT_BYTES + 100):
+    for _ in range(spinwasm.PAGE // spinwasm.SLOT_BYTES + 100):
         made = rendezvous.new_rendezvous()
         assert isinstance(made, SpinRendezvous)
         made.close()
@@ -186,7 +186,7 @@ def test_slots_come_back_when_rendezvous_are_dropped(module: rendezvous._Module)
 
 
 def test_with_every_slot_taken_a_lock_rendezvous_still_wakes(
-    module: rendezvous._Module,
+    module: spinwasm.SpinModule,
 ) -> None:
     held: list[Rendezvous] = []
     while isinstance(made := rendezvous.new_rendezvous(), SpinRendezvous):
@@ -203,7 +203,7 @@ def test_with_every_slot_taken_a_lock_rendezvous_still_wakes(
 
 
 def test_on_one_cpu_nothing_spins_and_the_answer_still_arrives(
-    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(module, "spins_per_second", 0.0)
     spin.clear()
@@ -211,22 +211,22 @@ def test_on_one_cpu_nothing_spins_and_the_answer_still_arrives(
     assert spin.set_and_listen() is False  # answered, without listening
     thread.join(DEADLINE)
     assert out == [True]
-    assert module.exports().load(spin._state) == rendezvous._IDLE
+    assert module.exports().load(spin._state) == spinwasm.IDLE
 
 
 def test_an_answer_after_the_worker_closed_does_not_listen_on_the_retired_slot(
-    spin: SpinRendezvous, module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
-    monkeypatch.setattr(module, "loop_listens", rendezvous.Adaptive())
+    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
     # The worker's close lands between the loop's check of `_closed` and its listen.
-    module.exports().store(spin._state, rendezvous._RETIRED)
+    module.exports().store(spin._state, spinwasm.RETIRED)
     spin.clear()
     assert spin.set_and_listen() is False
     assert spin.wait(0) is True  # still answered
-    assert module.exports().load(spin._state) == rendezvous._RETIRED  # not revived
+    assert module.exports().load(spin._state) == spinwasm.RETIRED  # not revived
     assert module.loop_listens.skip == 0  # and not counted as a listen nobody claimed
     spin.clear()
     assert spin.request_wait(0.01) is None
@@ -235,10 +235,10 @@ def test_an_answer_after_the_worker_closed_does_not_listen_on_the_retired_slot(
 def test_a_build_that_fails_in_any_way_leaves_locks_that_still_wake(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def no_shared_memories() -> rendezvous._Module:
+    def no_shared_memories() -> spinwasm.SpinModule:
         raise RuntimeError("this wasmtime has no shared memories")
 
-    monkeypatch.setattr(rendezvous, "_Module", no_shared_memories)
+    monkeypatch.setattr(rendezvous, "SpinModule", no_shared_memories)
     monkeypatch.setattr(rendezvous, "_shared", None)
     monkeypatch.setattr(rendezvous, "_shared_state", "new")
     assert isinstance(rendezvous.new_rendezvous(), LockRendezvous)  # while it builds
@@ -253,7 +253,7 @@ def test_a_build_that_fails_in_any_way_leaves_locks_that_still_wake(
 
 
 def test_a_thread_that_cannot_make_its_instance_gets_a_lock_and_the_slot_back(
-    module: rendezvous._Module, monkeypatch: pytest.MonkeyPatch
+    module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def out_of_memory() -> object:
         raise wasmtime.WasmtimeError("failed to allocate the instance")
@@ -283,3 +283,25 @@ def test_without_wasmtimes_private_api_the_fast_lane_imports_and_uses_locks() ->
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "LockRendezvous"
+
+
+def test_while_other_guests_hold_the_cpus_nothing_spins_or_listens(
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not module.spins_per_second:
+        pytest.skip("one CPU: nothing spins or listens")
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
+    assert rendezvous._worker_spin(module, 1.0) > 0
+    taken = 0
+    while threads.free_cpu_slots() >= 2:
+        threads._SLOTS.acquire()
+        taken += 1
+    try:
+        assert rendezvous._worker_spin(module, 1.0) == 0
+        spin.clear()
+        assert spin.set_and_listen() is False  # answered at once, without a 5 s listen
+        assert module.exports().load(spin._state) == spinwasm.IDLE
+        assert spin.wait(0) is True
+    finally:
+        for _ in range(taken):
+            threads._SLOTS.release()

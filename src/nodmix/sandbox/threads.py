@@ -75,8 +75,19 @@ class CpuSlots:
         """Give back a slot taken with `acquire`."""
         self._tokens.put(None)
 
+    def free(self) -> int:
+        """Slots nobody holds right now (a snapshot: it may change at once)."""
+        return self._tokens.qsize()
 
-_CPUS = max(os.cpu_count() or 1, 1)
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (`taskset` or a container may allow fewer)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return max(os.cpu_count() or 1, 1)  # pragma: no cover - platforms without affinity
+
+
+_CPUS = usable_cpus()
 _SLOTS = CpuSlots(_CPUS)
 _held = threading.local()
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
@@ -120,6 +131,11 @@ class _CpuLent:
         if self._lent:
             _SLOTS.acquire()
             _held.slot = True
+
+
+def free_cpu_slots() -> int:
+    """CPU slots no sandbox worker holds right now (see `CpuSlots`)."""
+    return _SLOTS.free()
 
 
 def cpu_released() -> contextlib.AbstractContextManager[None]:
