@@ -133,7 +133,10 @@ def test_a_listen_nobody_claims_backs_off_for_the_next_answers(
         pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
-    assert spin.set_and_listen() is False  # nobody asked: a miss
+    for _ in range(spinwasm.FREE_MISSES):
+        assert spin.set_and_listen() is False  # nobody asked: a miss, free so far
+        assert module.loop_listens.skip == 0
+    assert spin.set_and_listen() is False  # one miss too many
     assert module.loop_listens.skip == 2
     for _ in range(2):
         assert spin.set_and_listen() is False
@@ -142,22 +145,34 @@ def test_a_listen_nobody_claims_backs_off_for_the_next_answers(
     assert module.loop_listens.skip == 4
 
 
-def test_backoff_doubles_up_to_a_bound_and_a_hit_resets_it() -> None:
+def test_backoff_grows_to_a_bound_and_hits_bring_it_back_down() -> None:
     adaptive = spinwasm.Adaptive()
     for _ in range(20):
         while not adaptive.allow():
             pass
         adaptive.record(False)
-    assert adaptive.skip == adaptive.backoff == spinwasm.MAX_BACKOFF
+    assert adaptive.skip == spinwasm.MAX_BACKOFF
     adaptive.skip = 0
-    adaptive.record(True)
-    assert adaptive.allow() and adaptive.backoff == 0
+    for _ in range(spinwasm.MAX_PRESSURE - spinwasm.FREE_MISSES):
+        assert adaptive.allow()
+        adaptive.record(True)
+    adaptive.record(False)  # back to one miss too many: the shortest backoff
+    assert adaptive.skip == 2
+
+
+def test_an_occasional_miss_among_hits_never_skips() -> None:
+    adaptive = spinwasm.Adaptive()
+    for _ in range(100):
+        for paid_off in (True, True, True, False):
+            assert adaptive.allow()
+            adaptive.record(paid_off)
 
 
 def test_a_backoff_counted_below_zero_by_racing_threads_does_not_stop_spinning_for_good() -> None:
     adaptive = spinwasm.Adaptive()
     adaptive.skip = -1  # two workers both took the last skip
     assert adaptive.allow() and adaptive.allow()
+    adaptive.pressure = spinwasm.FREE_MISSES
     adaptive.record(False)
     assert not adaptive.allow() and not adaptive.allow() and adaptive.allow()
 
@@ -168,8 +183,9 @@ def test_a_worker_whose_spins_do_not_pay_off_blocks_at_once_for_a_while(
     if not module.spins_per_second:
         pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(module, "worker_spins", spinwasm.Adaptive())
+    module.worker_spins.pressure = spinwasm.FREE_MISSES
     spin.clear()
-    assert spin.wait(0.005) is False  # spun, then blocked, then timed out: a miss
+    assert spin.wait(0.005) is False  # spun, then blocked, then timed out: one miss too many
     assert module.worker_spins.skip == 2
     assert rendezvous._worker_spin(module, 1.0) == 0 == rendezvous._worker_spin(module, 1.0)
     assert rendezvous._worker_spin(module, 1.0) > 0

@@ -19,9 +19,11 @@ from nodmix.sandbox import wasm
 from nodmix.sandbox.threads import usable_cpus
 from nodmix.sandbox.wasm import Exports
 
-#: After a spin or a listen that did not pay off, the next few waits (answers) skip it; the
-#: count doubles with every further miss up to this, and a spin that pays off resets it.
+#: The most waits (answers) that skip spinning (listening) after misses (see `Adaptive`).
 MAX_BACKOFF: Final = 64
+#: Misses beyond hits that cost nothing, and where the pressure stops growing.
+FREE_MISSES: Final = 2
+MAX_PRESSURE: Final = FREE_MISSES + 6
 #: Words per slot: the answer counter, the loop's listening state, and padding.
 SLOT_BYTES: Final = 16
 PAGE: Final = 65536
@@ -102,12 +104,18 @@ class _SharedMemory(wasmtime.SharedMemory):
 
 class Adaptive:
     """Whether spinning pays off lately: when the waiting thread cannot run at once (a busy
-    machine), spins only burn the CPU it needs, so misses turn them off for a while."""
+    machine, a guest computing between calls), spins only burn the CPU it needs.
 
-    __slots__ = ("backoff", "skip")
+    Each miss adds to a pressure and each hit takes one off; past `FREE_MISSES` more misses
+    than hits, the next waits skip spinning, twice as many for every further miss (up to
+    `MAX_BACKOFF`). An occasional miss (a cell's first call into a fresh instance, its last
+    answer before it ends) costs nothing, while a run of them turns spinning off quickly.
+    """
+
+    __slots__ = ("pressure", "skip")
 
     def __init__(self) -> None:
-        self.backoff = 0
+        self.pressure = 0
         self.skip = 0
 
     def allow(self) -> bool:
@@ -119,10 +127,11 @@ class Adaptive:
 
     def record(self, paid_off: bool) -> None:
         if paid_off:
-            self.backoff = 0
-        else:
-            self.backoff = min(max(2 * self.backoff, 2), MAX_BACKOFF)
-            self.skip = self.backoff
+            self.pressure = max(self.pressure - 1, 0)
+            return
+        self.pressure = min(self.pressure + 1, MAX_PRESSURE)
+        if self.pressure > FREE_MISSES:
+            self.skip = min(2 ** (self.pressure - FREE_MISSES), MAX_BACKOFF)
 
 
 class SpinModule:
