@@ -44,6 +44,7 @@ another `quickjs.wasm`; it is not an authenticity check.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
@@ -121,6 +122,7 @@ class Decoded:
         base_digest: The base template's digest, `FRESH_BASE`, or None for a version 1
             snapshot (whose `memory` is then the whole image).
         indices: The stored pages' indices, ascending (version 2).
+        runs: The same as (first index, page count) runs.
         needs_dictionary: The pages were compressed against the base template's dictionary.
     """
 
@@ -132,6 +134,7 @@ class Decoded:
     extra: bytes
     base_digest: bytes | None
     indices: tuple[int, ...] = ()
+    runs: tuple[tuple[int, int], ...] = ()
     body: bytes = b""
     needs_dictionary: bool = False
     memory: bytes | None = None
@@ -142,12 +145,29 @@ class Decoded:
         Raises:
             SnapshotError: Corrupt, or compressed against a dictionary that was not given.
         """
+        data = self._data(dictionary)
+        return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
+
+    def page_runs(
+        self, dictionary: zstandard.ZstdCompressionDict | None = None
+    ) -> list[tuple[int, bytes]]:
+        """The stored pages as (byte offset, bytes) runs, ascending (see `pages`)."""
+        data = self._data(dictionary)
+        if len(self.runs) == 1:
+            return [(self.runs[0][0] * PAGE, data)]
+        out: list[tuple[int, bytes]] = []
+        at = 0
+        for first, count in self.runs:
+            out.append((first * PAGE, data[at : at + count * PAGE]))
+            at += count * PAGE
+        return out
+
+    def _data(self, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
         if self.needs_dictionary and dictionary is None:
             raise SnapshotError("the snapshot needs its boot template to be read")
-        data = _decompress(
+        return _decompress(
             self.body, len(self.indices) * PAGE, dictionary if self.needs_dictionary else None
         )
-        return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
 
     def start(
         self, base: PageBase, dictionary: zstandard.ZstdCompressionDict | None = None
@@ -162,7 +182,7 @@ class Decoded:
                 self.scratch_ptr,
             )
         return VMStart(
-            base.runs_with(self.pages(dictionary), self.size),
+            base.runs(self.size).layered(self.page_runs(dictionary)),
             self.stack_pointer,
             self.runtime_ptr,
             self.context_ptr,
@@ -210,11 +230,13 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
     digest, n_runs = _V2.unpack_from(blob, _PREFIX.size)
     extra, rest = _split(blob, _PREFIX.size + _V2.size, extra_len, n_runs * _RUN.size)
     indices: list[int] = []
+    runs: list[tuple[int, int]] = []
     for i in range(n_runs):
         first, count = _RUN.unpack_from(rest, i * _RUN.size)
         if (indices and first <= indices[-1]) or (first + count) * PAGE > size:
             raise SnapshotError("corrupt snapshot page table")
         indices.extend(range(first, first + count))
+        runs.append((first, count))
     needs = compression == COMPRESSION_ZSTD_TEMPLATE_DICT
     if needs and digest == FRESH_BASE:
         raise SnapshotError("corrupt snapshot header")
@@ -223,6 +245,7 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
         extra=extra,
         base_digest=digest,
         indices=tuple(indices),
+        runs=tuple(runs),
         body=bytes(rest[n_runs * _RUN.size :]),
         needs_dictionary=needs,
     )
@@ -244,16 +267,31 @@ def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDic
     if stated not in (size, zstandard.CONTENTSIZE_UNKNOWN):
         raise SnapshotError("corrupt snapshot body (size mismatch)")
     try:
-        if dictionary is None:
-            decompressor = zstandard.ZstdDecompressor()
-        else:
-            decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
-        data = decompressor.decompress(body, max_output_size=size)
+        data = _decompressor(dictionary).decompress(body, max_output_size=size)
     except zstandard.ZstdError as exc:
+        _local.last = None  # start the next one from a fresh decompressor
         raise SnapshotError(f"corrupt snapshot body: {exc}") from None
     if len(data) != size:
         raise SnapshotError("corrupt snapshot body (size mismatch)")
     return data
+
+
+_local = threading.local()
+
+
+def _decompressor(dictionary: zstandard.ZstdCompressionDict | None) -> zstandard.ZstdDecompressor:
+    # One per thread (a decompressor is not thread-safe), kept for the dictionary last used:
+    # restores from one template's snapshots skip loading its dictionary each time.
+    last: tuple[zstandard.ZstdCompressionDict | None, zstandard.ZstdDecompressor] | None
+    last = getattr(_local, "last", None)
+    if last is not None and last[0] is dictionary:
+        return last[1]
+    if dictionary is None:
+        decompressor = zstandard.ZstdDecompressor()
+    else:
+        decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
+    _local.last = (dictionary, decompressor)
+    return decompressor
 
 
 @dataclass(frozen=True, slots=True)
