@@ -43,7 +43,6 @@ another `quickjs.wasm`; it is not an authenticity check.
 
 from __future__ import annotations
 
-import ctypes
 import struct
 import threading
 from collections.abc import Collection
@@ -53,7 +52,7 @@ from typing import Final
 import zstandard
 
 from nodmix.sandbox.base import SnapshotError
-from nodmix.sandbox.memimage import PAGE, PageBase, PageRuns
+from nodmix.sandbox.memimage import PAGE, PageBase
 from nodmix.sandbox.vmstate import VMImage, VMStart
 
 MAGIC: Final = b"NDMXQJS\x00"
@@ -149,6 +148,20 @@ class Decoded:
         data = self._data(dictionary)
         return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
 
+    def page_runs(
+        self, dictionary: zstandard.ZstdCompressionDict | None = None
+    ) -> list[tuple[int, bytes]]:
+        """The stored pages as (byte offset, bytes) runs, ascending (see `pages`)."""
+        data = self._data(dictionary)
+        if len(self.runs) == 1:
+            return [(self.runs[0][0] * PAGE, data)]
+        out: list[tuple[int, bytes]] = []
+        at = 0
+        for first, count in self.runs:
+            out.append((first * PAGE, data[at : at + count * PAGE]))
+            at += count * PAGE
+        return out
+
     def _data(self, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
         if self.needs_dictionary and dictionary is None:
             raise SnapshotError("the snapshot needs its boot template to be read")
@@ -168,17 +181,8 @@ class Decoded:
                 self.context_ptr,
                 self.scratch_ptr,
             )
-        if self.needs_dictionary and dictionary is None:
-            raise SnapshotError("the snapshot needs its boot template to be read")
-        layout = [(first * PAGE, count * PAGE) for first, count in self.runs]
-        frame = _Frame(
-            self.body,
-            len(self.indices) * PAGE,
-            dictionary if self.needs_dictionary else None,
-            layout,
-        )
         return VMStart(
-            _FramedRuns(base.runs(self.size).runs, self.size, frame),
+            base.runs(self.size).layered(self.page_runs(dictionary)),
             self.stack_pointer,
             self.runtime_ptr,
             self.context_ptr,
@@ -253,53 +257,7 @@ def _split(blob: bytes, start: int, extra_len: int, table_len: int) -> tuple[byt
     return bytes(blob[start : start + extra_len]), blob[start + extra_len :]
 
 
-@dataclass(frozen=True, slots=True)
-class _Frame:
-    """A version 2 body still compressed: `size` bytes that go to `layout`'s (byte offset,
-    length) runs, in order."""
-
-    body: bytes
-    size: int
-    dictionary: zstandard.ZstdCompressionDict | None
-    layout: list[tuple[int, int]]
-
-
-class _FramedRuns(PageRuns):
-    """The base's runs, then the snapshot's pages decompressed straight into the memory (no
-    intermediate copy of them).
-
-    Raises (from `write`):
-        SnapshotError: The body is corrupt.
-    """
-
-    __slots__ = ("_frame",)
-
-    def __init__(self, runs: list[tuple[int, bytes]], size: int, frame: _Frame) -> None:
-        super().__init__(runs, size)
-        self._frame = frame
-
-    def write(self, base: int, length: int) -> None:
-        super().write(base, length)
-        frame = self._frame
-        _check_stated_size(frame.body, frame.size)
-        memory = memoryview((ctypes.c_char * length).from_address(base)).cast("B")
-        try:
-            with _decompressor(frame.dictionary).stream_reader(frame.body) as reader:
-                for offset, size in frame.layout:
-                    done = 0
-                    while done < size:
-                        got = reader.readinto(memory[offset + done : offset + size])
-                        if not got:
-                            raise SnapshotError("corrupt snapshot body (size mismatch)")
-                        done += got
-                if reader.read(1):
-                    raise SnapshotError("corrupt snapshot body (size mismatch)")
-        except zstandard.ZstdError as exc:
-            _local.last = None  # start the next one from a fresh decompressor
-            raise SnapshotError(f"corrupt snapshot body: {exc}") from None
-
-
-def _check_stated_size(body: bytes, size: int) -> None:
+def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
     # `max_output_size` bounds only frames that do not state their size: a frame that states
     # one is inflated to it whatever it is, so a few bytes could claim gigabytes.
     try:
@@ -308,10 +266,6 @@ def _check_stated_size(body: bytes, size: int) -> None:
         raise SnapshotError(f"corrupt snapshot body: {exc}") from None
     if stated not in (size, zstandard.CONTENTSIZE_UNKNOWN):
         raise SnapshotError("corrupt snapshot body (size mismatch)")
-
-
-def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
-    _check_stated_size(body, size)
     try:
         data = _decompressor(dictionary).decompress(body, max_output_size=size)
     except zstandard.ZstdError as exc:
