@@ -51,6 +51,7 @@ from typing import Final
 
 import zstandard
 
+from nodmix.sandbox import rawpages
 from nodmix.sandbox.base import SnapshotError
 from nodmix.sandbox.memimage import PAGE, PageBase
 from nodmix.sandbox.vmstate import VMImage, VMStart
@@ -110,8 +111,10 @@ def encode(
         compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
     else:
         compressor = zstandard.ZstdCompressor(dict_data=dictionary, level=ZSTD_LEVEL)
-    body = compressor.compress(b"".join(pages[i] for i in sorted(pages)))
-    return b"".join((header, extra, table, body))
+    raw = b"".join(pages[i] for i in sorted(pages))
+    blob = b"".join((header, extra, table, compressor.compress(raw)))
+    rawpages.remember(blob, raw)  # a restore from these bytes in this process skips the body
+    return blob
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class Decoded:
         indices: The stored pages' indices, ascending (version 2).
         runs: The same as (first index, page count) runs.
         needs_dictionary: The pages were compressed against the base template's dictionary.
+        raw: The pages uncompressed, when this process made these very bytes (`rawpages`).
     """
 
     size: int
@@ -138,6 +142,7 @@ class Decoded:
     body: bytes = b""
     needs_dictionary: bool = False
     memory: bytes | None = None
+    raw: bytes | None = None
 
     def pages(self, dictionary: zstandard.ZstdCompressionDict | None = None) -> dict[int, bytes]:
         """Page index -> bytes, relative to the base.
@@ -165,6 +170,8 @@ class Decoded:
     def _data(self, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
         if self.needs_dictionary and dictionary is None:
             raise SnapshotError("the snapshot needs its boot template to be read")
+        if self.raw is not None and len(self.raw) == len(self.indices) * PAGE:
+            return self.raw
         return _decompress(
             self.body, len(self.indices) * PAGE, dictionary if self.needs_dictionary else None
         )
@@ -248,6 +255,7 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
         runs=tuple(runs),
         body=bytes(rest[n_runs * _RUN.size :]),
         needs_dictionary=needs,
+        raw=rawpages.take(blob),
     )
 
 
