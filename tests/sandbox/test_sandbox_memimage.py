@@ -3,6 +3,7 @@ boot template's): the result is the snapshotted memory."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 
 import pytest
@@ -81,3 +82,28 @@ def test_a_base_overlays_its_own_pages_on_a_fresh_instance(runtime: QuickJSRunti
     assert base.changed(bytes(image), floor=4 * PAGE) == {}
     runs = base.runs_with({5: b"\x05" * PAGE}, len(fresh))
     assert [offset for offset, _ in runs.runs] == [PAGE, 5 * PAGE]
+
+
+def test_runs_laid_over_earlier_ones_win_where_they_overlap() -> None:
+    size = 4 * PAGE
+    runs = PageRuns([(0, b"\x01" * (3 * PAGE))], size).layered([(PAGE, b"\x02" * PAGE)])
+    memory = (ctypes.c_char * size)()
+
+    runs.write(ctypes.addressof(memory), size)
+
+    assert bytes(memory) == b"\x01" * PAGE + b"\x02" * PAGE + b"\x01" * PAGE + bytes(PAGE)
+
+
+def test_a_base_gives_only_its_pages_below_the_size_asked_for(runtime: QuickJSRuntime) -> None:
+    fresh = fresh_memory(runtime)
+    base = PageBase(fresh, {1: b"\x01" * PAGE, 2: b"\x02" * PAGE, 6: b"\x06" * PAGE})
+
+    whole = base.runs(8 * PAGE)
+    cut = base.runs(2 * PAGE)
+
+    assert [(offset, len(chunk)) for offset, chunk in whole.runs] == [
+        (PAGE, 2 * PAGE),
+        (6 * PAGE, PAGE),
+    ]
+    assert [(offset, chunk) for offset, chunk in cut.runs] == [(PAGE, b"\x01" * PAGE)]
+    assert cut.size == 2 * PAGE

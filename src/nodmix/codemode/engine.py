@@ -191,7 +191,6 @@ class CodeModeEngine:
         process, which has none of its own)."""
         self._expire()
         services.catalog.counters.steps += 1
-        empty = services.catalog.telemetry()
         run_id = args.get("runId")
         if not isinstance(run_id, str) or not run_id.strip():
             return results.failed(
@@ -199,14 +198,14 @@ class CodeModeEngine:
                 "call exec.",
                 "invalid_input",
                 [],
-                empty,
+                services.catalog.telemetry(),
             )
         run_id = run_id.strip()
         parked = self.store.get(run_id)
         problem = wait_problem(self.store, parked, run_id, services.scope)
         if problem is not None:
             message, code = problem
-            return results.failed(message, code, [], empty)
+            return results.failed(message, code, [], services.catalog.telemetry())
         assert parked is not None
         if parked.detached:
             adopt(parked, services, namespace_targets)

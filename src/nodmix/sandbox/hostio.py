@@ -3,6 +3,8 @@
 - `define_import`: host functions called from wasm through an unchecked raw callback, which
   skips wasmtime-py's per-call `Caller`/`Val` wrapping (the bridge's hot path).
 - `LinearMemory`: bounds-checked reads and writes of a memory with two raw calls.
+- `I32Global`: an i32 global (the stack pointer) read and written with one raw call each
+  (wasmtime-py's `Global.set_value` re-derives the global's type and boxes the value).
 
 Like `wasm.py`, this uses the private `wasmtime._ffi` module when available and falls back to
 the public API otherwise.
@@ -80,6 +82,41 @@ class LinearMemory:
         current = self.size()
         if size > current:
             self._memory.grow(self._store, -(-(size - current) // 65536))
+
+
+class I32Global:
+    """Raw access to one i32 global of a store."""
+
+    __slots__ = ("_ctx", "_global", "_ref", "_store")
+
+    def __init__(self, glob: wasmtime.Global, store: wasmtime.Store) -> None:
+        self._global = glob
+        self._store = store
+        self._ctx = store._context() if wasm.FAST_PATH else None
+        self._ref = ctypes.byref(glob._global) if wasm.FAST_PATH else None
+
+    def get(self) -> int:
+        """The current value."""
+        if not wasm.FAST_PATH:
+            return int(self._global.value(self._store))
+        raw = wasm.ffi.wasmtime_val_t()
+        wasm.ffi.wasmtime_global_get(self._ctx, self._ref, ctypes.byref(raw))
+        return int(raw.of.i32)
+
+    def set(self, value: int) -> None:
+        """Store `value` (the global must be a mutable i32).
+
+        Raises:
+            wasmtime.WasmtimeError: The global is immutable or not an i32.
+        """
+        if not wasm.FAST_PATH:
+            self._global.set_value(self._store, value)
+            return
+        raw = wasm.ffi.wasmtime_val_t(kind=wasm.ffi.WASMTIME_I32.value)
+        raw.of.i32 = value
+        error = wasm.ffi.wasmtime_global_set(self._ctx, self._ref, ctypes.byref(raw))
+        if error:
+            raise wasmtime.WasmtimeError._from_ptr(error)
 
 
 #: How each kind sits in a 16-byte raw slot, read (arguments) and written (the result; i32

@@ -53,7 +53,11 @@ _populate = _madvise()
 
 
 class PageRuns:
-    """An image as the runs of pages that differ from a fresh instance's memory."""
+    """An image as the runs of pages that differ from a fresh instance's memory.
+
+    Runs are written in order, so a later run may lay its pages over an earlier one's (a
+    restore writes its base's pages, then the snapshot's, without merging them first).
+    """
 
     __slots__ = ("runs", "size")
 
@@ -92,6 +96,10 @@ class PageRuns:
             last = index
         return cls([(offset, b"".join(chunks)) for offset, chunks in runs], size)
 
+    def layered(self, runs: list[tuple[int, bytes]]) -> PageRuns:
+        """These runs with `runs` written after them (over them where they overlap)."""
+        return PageRuns([*self.runs, *runs], self.size)
+
     @property
     def changed_bytes(self) -> int:
         """How many bytes a load writes."""
@@ -111,11 +119,12 @@ class PageRuns:
 class PageBase:
     """A fresh instance's memory with `pages` (index -> page bytes) laid over it."""
 
-    __slots__ = ("_fresh", "pages")
+    __slots__ = ("_fresh", "_runs", "pages")
 
     def __init__(self, fresh: bytes, pages: Mapping[int, bytes]) -> None:
         self._fresh = fresh
         self.pages = pages
+        self._runs: PageRuns | None = None
 
     def page(self, index: int) -> bytes:
         """Page `index` of the base (zeros past the fresh memory's end)."""
@@ -147,9 +156,22 @@ class PageBase:
 
     def runs_with(self, pages: Mapping[int, bytes], size: int) -> PageRuns:
         """The base's own pages overlaid with `pages`, as runs to load into a fresh instance."""
-        merged = {i: p for i, p in self.pages.items() if i * PAGE < size}
-        merged.update(pages)
-        return PageRuns.from_pages(merged, size)
+        return self.runs(size).layered(PageRuns.from_pages(pages, size).runs)
+
+    def runs(self, size: int) -> PageRuns:
+        """The base's own pages below `size`, as runs to load into a fresh instance of that
+        size (joined once per base: every restore from it writes them)."""
+        own = self._runs
+        if own is None:
+            own = self._runs = PageRuns.from_pages(self.pages, 0)
+        runs = [(offset, chunk) for offset, chunk in own.runs if offset + len(chunk) <= size]
+        if len(runs) < len(own.runs):  # a run that reaches past `size` loses its tail
+            runs.extend(
+                (offset, chunk[: size - offset])
+                for offset, chunk in own.runs
+                if offset < size < offset + len(chunk)
+            )
+        return PageRuns(runs, size)
 
 
 _ZERO_PAGE: Final = bytes(PAGE)

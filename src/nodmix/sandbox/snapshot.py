@@ -44,12 +44,14 @@ another `quickjs.wasm`; it is not an authenticity check.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
 import zstandard
 
+from nodmix.sandbox import rawpages
 from nodmix.sandbox.base import SnapshotError
 from nodmix.sandbox.memimage import PAGE, PageBase
 from nodmix.sandbox.vmstate import VMImage, VMStart
@@ -109,8 +111,10 @@ def encode(
         compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
     else:
         compressor = zstandard.ZstdCompressor(dict_data=dictionary, level=ZSTD_LEVEL)
-    body = compressor.compress(b"".join(pages[i] for i in sorted(pages)))
-    return b"".join((header, extra, table, body))
+    raw = b"".join(pages[i] for i in sorted(pages))
+    blob = b"".join((header, extra, table, compressor.compress(raw)))
+    rawpages.remember(blob, raw)  # a restore from these bytes in this process skips the body
+    return blob
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +125,9 @@ class Decoded:
         base_digest: The base template's digest, `FRESH_BASE`, or None for a version 1
             snapshot (whose `memory` is then the whole image).
         indices: The stored pages' indices, ascending (version 2).
+        runs: The same as (first index, page count) runs.
         needs_dictionary: The pages were compressed against the base template's dictionary.
+        raw: The pages uncompressed, when this process made these very bytes (`rawpages`).
     """
 
     size: int
@@ -132,9 +138,11 @@ class Decoded:
     extra: bytes
     base_digest: bytes | None
     indices: tuple[int, ...] = ()
+    runs: tuple[tuple[int, int], ...] = ()
     body: bytes = b""
     needs_dictionary: bool = False
     memory: bytes | None = None
+    raw: bytes | None = None
 
     def pages(self, dictionary: zstandard.ZstdCompressionDict | None = None) -> dict[int, bytes]:
         """Page index -> bytes, relative to the base.
@@ -142,12 +150,31 @@ class Decoded:
         Raises:
             SnapshotError: Corrupt, or compressed against a dictionary that was not given.
         """
+        data = self._data(dictionary)
+        return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
+
+    def page_runs(
+        self, dictionary: zstandard.ZstdCompressionDict | None = None
+    ) -> list[tuple[int, bytes]]:
+        """The stored pages as (byte offset, bytes) runs, ascending (see `pages`)."""
+        data = self._data(dictionary)
+        if len(self.runs) == 1:
+            return [(self.runs[0][0] * PAGE, data)]
+        out: list[tuple[int, bytes]] = []
+        at = 0
+        for first, count in self.runs:
+            out.append((first * PAGE, data[at : at + count * PAGE]))
+            at += count * PAGE
+        return out
+
+    def _data(self, dictionary: zstandard.ZstdCompressionDict | None) -> bytes:
         if self.needs_dictionary and dictionary is None:
             raise SnapshotError("the snapshot needs its boot template to be read")
-        data = _decompress(
+        if self.raw is not None and len(self.raw) == len(self.indices) * PAGE:
+            return self.raw
+        return _decompress(
             self.body, len(self.indices) * PAGE, dictionary if self.needs_dictionary else None
         )
-        return {index: data[n * PAGE : (n + 1) * PAGE] for n, index in enumerate(self.indices)}
 
     def start(
         self, base: PageBase, dictionary: zstandard.ZstdCompressionDict | None = None
@@ -162,7 +189,7 @@ class Decoded:
                 self.scratch_ptr,
             )
         return VMStart(
-            base.runs_with(self.pages(dictionary), self.size),
+            base.runs(self.size).layered(self.page_runs(dictionary)),
             self.stack_pointer,
             self.runtime_ptr,
             self.context_ptr,
@@ -210,11 +237,13 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
     digest, n_runs = _V2.unpack_from(blob, _PREFIX.size)
     extra, rest = _split(blob, _PREFIX.size + _V2.size, extra_len, n_runs * _RUN.size)
     indices: list[int] = []
+    runs: list[tuple[int, int]] = []
     for i in range(n_runs):
         first, count = _RUN.unpack_from(rest, i * _RUN.size)
         if (indices and first <= indices[-1]) or (first + count) * PAGE > size:
             raise SnapshotError("corrupt snapshot page table")
         indices.extend(range(first, first + count))
+        runs.append((first, count))
     needs = compression == COMPRESSION_ZSTD_TEMPLATE_DICT
     if needs and digest == FRESH_BASE:
         raise SnapshotError("corrupt snapshot header")
@@ -223,8 +252,10 @@ def decode(blob: bytes, *, build_id: bytes, max_memory: int = _MAX_MEMORY) -> De
         extra=extra,
         base_digest=digest,
         indices=tuple(indices),
+        runs=tuple(runs),
         body=bytes(rest[n_runs * _RUN.size :]),
         needs_dictionary=needs,
+        raw=rawpages.take(blob),
     )
 
 
@@ -244,16 +275,34 @@ def _decompress(body: bytes, size: int, dictionary: zstandard.ZstdCompressionDic
     if stated not in (size, zstandard.CONTENTSIZE_UNKNOWN):
         raise SnapshotError("corrupt snapshot body (size mismatch)")
     try:
-        if dictionary is None:
-            decompressor = zstandard.ZstdDecompressor()
-        else:
-            decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
-        data = decompressor.decompress(body, max_output_size=size)
+        data = _decompressor(dictionary).decompress(body, max_output_size=size)
     except zstandard.ZstdError as exc:
+        _local.last = None  # start the next one from a fresh decompressor
         raise SnapshotError(f"corrupt snapshot body: {exc}") from None
     if len(data) != size:
         raise SnapshotError("corrupt snapshot body (size mismatch)")
     return data
+
+
+class _Local(threading.local):
+    last: tuple[zstandard.ZstdCompressionDict | None, zstandard.ZstdDecompressor] | None = None
+
+
+_local = _Local()
+
+
+def _decompressor(dictionary: zstandard.ZstdCompressionDict | None) -> zstandard.ZstdDecompressor:
+    # One per thread (a decompressor is not thread-safe), kept for the dictionary last used:
+    # restores from one template's snapshots skip loading its dictionary each time.
+    last = _local.last
+    if last is not None and last[0] is dictionary:
+        return last[1]
+    if dictionary is None:
+        decompressor = zstandard.ZstdDecompressor()
+    else:
+        decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
+    _local.last = (dictionary, decompressor)
+    return decompressor
 
 
 @dataclass(frozen=True, slots=True)

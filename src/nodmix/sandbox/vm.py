@@ -102,7 +102,7 @@ class VM:
             instance, self.store, owner=self, signatures=runtime.signatures, quick=_QUICK_EXPORTS
         )
         self.mem = hostio.LinearMemory(self.x.extern("memory"), self.store)
-        self._stack_pointer: wasmtime.Global = self.x.extern("__stack_pointer")
+        self._stack_pointer = hostio.I32Global(self.x.extern("__stack_pointer"), self.store)
         try:
             if image is None:
                 self.x._initialize()
@@ -377,7 +377,7 @@ class VM:
         view = (ctypes.c_char * size).from_address(base)
         return VMImage(
             memory=memoryview(view).cast("B"),
-            stack_pointer=int(self._stack_pointer.value(self.store)),
+            stack_pointer=self._stack_pointer.get(),
             runtime_ptr=self.x.qjs_get_runtime_ptr(),
             context_ptr=self.x.qjs_get_context_ptr(),
             scratch_ptr=self.scratch,
@@ -395,5 +395,5 @@ class VM:
         except wasmtime.WasmtimeError:
             raise SandboxError("snapshot does not fit the memory limit") from None
         start.pages.write(*self.mem.bounds())
-        self._stack_pointer.set_value(self.store, start.stack_pointer)
+        self._stack_pointer.set(start.stack_pointer)
         self.x.qjs_set_runtime_and_context(start.runtime_ptr, start.context_ptr)
