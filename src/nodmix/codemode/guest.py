@@ -85,8 +85,8 @@ function (cap) {
     return freeze(out);
   }
 
-  // `head` is the payload's start, '{"ref":<id JSON>,"input":' (built once per tool name).
-  const sendCall = function (id, head, input) {
+  const callTool = function (ref, input) {
+    const id = S(ref);
     const json = input === undefined ? '{}' : safeJson(input);
     // The payload nests one level deeper than the input: only a text this long can reach the
     // depth limit, so only then is the payload serialized (and checked) as a whole.
@@ -95,12 +95,7 @@ function (cap) {
     + r""") {
       return request('call', { ref: id, input: parse(json) });
     }
-    return requestJson('call', head + json + '}');
-  };
-  const callHead = function (id) { return '{"ref":' + plainStringify(id) + ',"input":'; };
-  const callTool = function (ref, input) {
-    const id = S(ref);
-    return sendCall(id, callHead(id), input);
+    return requestJson('call', '{"ref":' + plainStringify(id) + ',"input":' + json + '}');
   };
   const tools = create(null);
   tools.search = function (query, options) {
@@ -111,8 +106,8 @@ function (cap) {
   tools.describe = function (id) { return request('describe', { ref: S(id) }); };
   tools.call = callTool;
   for (const name of keys(boot.safe)) {
-    const id = S(boot.safe[name]), head = callHead(id);
-    tools[name] = function (input) { return sendCall(id, head, input); };
+    const id = boot.safe[name];
+    tools[name] = function (input) { return callTool(id, input); };
   }
 
   // `API.list`/`API.read` load their code on first use (see js/api.js).
