@@ -7,8 +7,8 @@ machine (the sleeping vCPU has to be woken by the host), more than the call itse
 
 A `Rendezvous` waits by spinning first, for a bounded time, and only then blocks. Spinning
 has to happen with the GIL released (a Python spin loop would hold it and stall the very
-thread it waits for), so both the spin and the block run inside a tiny wasm module (its source
-is below) on a shared wasm memory, which wasmtime calls with the GIL released:
+thread it waits for), so both the spin and the block run inside a tiny wasm module of our own
+(`spinwasm`) on a shared wasm memory, which wasmtime calls with the GIL released:
 
 - `wait`: spin while a word keeps its value, then `memory.atomic.wait32` with a timeout;
 - `bump`: add one to the word and `memory.atomic.notify` its waiter;
@@ -19,7 +19,8 @@ is below) on a shared wasm memory, which wasmtime calls with the GIL released:
 A listen's store happens after the GIL is released, so the woken thread finds it free; a plain
 `bump` (the loop's answer when it has other work) keeps it, or the loop queued behind woken
 workers to get it back (8% of its time with eight busy guests). Spinning is off with one CPU
-(machine or affinity mask), where it could only delay the thread it waits for. Without the
+(machine or affinity mask), where it could only delay the thread it waits for, skipped while
+other guests hold the CPU slots, and backs off while it does not pay off. Without the
 module (a wasmtime without shared memories), `LockRendezvous` offers the same on a plain lock.
 """
 
@@ -44,7 +45,7 @@ from nodmix.sandbox.spinwasm import (
 from nodmix.sandbox.threads import Wakeup, free_cpu_slots
 
 #: How long a worker spins for the loop's answer before it blocks.
-WORKER_SPIN_SECONDS: Final = 100e-6
+WORKER_SPIN_SECONDS: Final = 50e-6
 #: How long the loop listens for a worker's next call after handing it a result.
 LOOP_LISTEN_SECONDS: Final = 150e-6
 
