@@ -21,6 +21,7 @@ from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.settings import resolve_settings
 from nodmix.config.schema import CodeModeConfig
 from nodmix.sandbox import Pending, rendezvous, spinwasm
+from nodmix.sandbox.threads import usable_cpus
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
 
@@ -41,6 +42,20 @@ def worker_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+async def _twenty_quick_calls(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, worker_steps: list[str]
+) -> dict[str, Any]:
+    """A cell awaiting a quick tool twenty times, run to completion in one worker step."""
+    h = await build_harness(engine, sessions, workspace, extra_tools=[text_tool("lookup")])
+    code = "let n = 0; for (let i = 0; i < 20; i++) { await tools.lookup({ i }); n++ } return n"
+    result = await h.exec(code)
+    assert result["status"] == "completed" and result["value"] == 20
+    # Boot, run and all twenty round trips happened in one worker step.
+    assert worker_steps == ["boot_and_run"]
+    assert [e.arguments for e in h.started()] == [{"i": i} for i in range(20)]
+    return result
+
+
 @pytest.mark.anyio
 async def test_quick_tool_results_are_delivered_inside_the_same_worker_step(
     engine: CodeModeEngine,
@@ -51,17 +66,12 @@ async def test_quick_tool_results_are_delivered_inside_the_same_worker_step(
 ) -> None:
     # A generous window, so a loaded test machine cannot turn "quick" into "slow".
     monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 5.0)
-    h = await build_harness(engine, sessions, workspace, extra_tools=[text_tool("lookup")])
-    code = "let n = 0; for (let i = 0; i < 20; i++) { await tools.lookup({ i }); n++ } return n"
-    result = await h.exec(code)
-    assert result["status"] == "completed" and result["value"] == 20
+    result = await _twenty_quick_calls(engine, sessions, workspace, worker_steps)
     assert result["telemetry"]["callCount"] == 20
-    # Boot, run and all twenty round trips happened in one worker step.
-    assert worker_steps == ["boot_and_run"]
-    assert [e.arguments for e in h.started()] == [{"i": i} for i in range(20)]
 
 
 @pytest.mark.anyio
+@pytest.mark.skipif(usable_cpus() < 2, reason="one CPU: the loop does not listen")
 async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
     engine: CodeModeEngine,
     sessions: SessionManager,
@@ -75,8 +85,6 @@ async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
     await wait_until(lambda: rendezvous._shared_module() is not None, "the rendezvous module")
     module = rendezvous._shared_module()
     assert module is not None
-    if not module.spins_per_second:
-        pytest.skip("one CPU: the loop does not listen")
     monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())  # no earlier misses
     requests: list[bool | None] = []
     request_wait = rendezvous.SpinRendezvous.request_wait
@@ -86,14 +94,9 @@ async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
         return got
 
     monkeypatch.setattr(rendezvous.SpinRendezvous, "request_wait", recorded)
-    h = await build_harness(engine, sessions, workspace, extra_tools=[text_tool("lookup")])
-    code = "let n = 0; for (let i = 0; i < 20; i++) { await tools.lookup({ i }); n++ } return n"
-    result = await h.exec(code)
-    assert result["status"] == "completed" and result["value"] == 20
-    assert worker_steps == ["boot_and_run"]
+    await _twenty_quick_calls(engine, sessions, workspace, worker_steps)
     # Only the first call woke the loop; it listened for each of the other nineteen.
     assert requests == [None] + [True] * 19
-    assert [e.arguments for e in h.started()] == [{"i": i} for i in range(20)]
 
 
 @pytest.mark.anyio

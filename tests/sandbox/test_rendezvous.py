@@ -17,6 +17,10 @@ from nodmix.sandbox import rendezvous, spinwasm, threads
 from nodmix.sandbox.rendezvous import LockRendezvous, Rendezvous, SpinRendezvous
 
 DEADLINE = 10.0
+#: With one usable CPU the module never spins or listens (see `SpinModule`).
+NEEDS_TWO_CPUS = pytest.mark.skipif(
+    threads.usable_cpus() < 2, reason="one CPU: nothing spins or listens"
+)
 
 
 def _wait_until(condition: Callable[[], bool]) -> None:
@@ -86,15 +90,12 @@ def test_a_request_with_nobody_listening_is_not_claimed(spin: SpinRendezvous) ->
     assert spin.request_wait(DEADLINE) is None
 
 
+@NEEDS_TWO_CPUS
 def test_a_listening_loop_takes_the_next_request_and_answers_it(
     spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not module.spins_per_second:
-        pytest.skip("one CPU: nothing spins or listens")
-    # Listen long enough that a loaded machine cannot make the request late, and forget the
-    # misses of earlier tests in this process (they would skip the listen).
+    # Listen long enough that a loaded machine cannot make the request late.
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
-    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     spin.clear()
     listener, claimed = _in_thread(spin.set_and_listen)
     assert spin.wait(DEADLINE) is True  # the answer to the previous request
@@ -108,13 +109,11 @@ def test_a_listening_loop_takes_the_next_request_and_answers_it(
     assert answered == [True]
 
 
+@NEEDS_TWO_CPUS
 def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
     spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not module.spins_per_second:
-        pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
-    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     listener, claimed = _in_thread(spin.set_and_listen)
     _wait_until(lambda: module.exports().load(spin._state) == spinwasm.LISTENING)
     spin.close()
@@ -126,12 +125,10 @@ def test_a_retired_rendezvous_is_not_claimed_and_stops_its_listener(
     assert spin.request_wait(0.01) is None
 
 
+@NEEDS_TWO_CPUS
 def test_a_listen_nobody_claims_backs_off_for_the_next_answers(
     spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not module.spins_per_second:
-        pytest.skip("one CPU: nothing spins or listens")
-    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
     for _ in range(spinwasm.FREE_MISSES):
         assert spin.set_and_listen() is False  # nobody asked: a miss, free so far
@@ -177,12 +174,10 @@ def test_a_backoff_counted_below_zero_by_racing_threads_does_not_stop_spinning_f
     assert not adaptive.allow() and not adaptive.allow() and adaptive.allow()
 
 
+@NEEDS_TWO_CPUS
 def test_a_worker_whose_spins_do_not_pay_off_blocks_at_once_for_a_while(
     spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not module.spins_per_second:
-        pytest.skip("one CPU: nothing spins or listens")
-    monkeypatch.setattr(module, "worker_spins", spinwasm.Adaptive())
     module.worker_spins.pressure = spinwasm.FREE_MISSES
     spin.clear()
     assert spin.wait(0.005) is False  # spun, then blocked, then timed out: one miss too many
@@ -230,12 +225,10 @@ def test_on_one_cpu_nothing_spins_and_the_answer_still_arrives(
     assert module.exports().load(spin._state) == spinwasm.IDLE
 
 
+@NEEDS_TWO_CPUS
 def test_an_answer_after_the_worker_closed_does_not_listen_on_the_retired_slot(
     spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not module.spins_per_second:
-        pytest.skip("one CPU: nothing spins or listens")
-    monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 0.001)
     # The worker's close lands between the loop's check of `_closed` and its listen.
     module.exports().store(spin._state, spinwasm.RETIRED)
@@ -301,11 +294,10 @@ def test_without_wasmtimes_private_api_the_fast_lane_imports_and_uses_locks() ->
     assert done.stdout.strip() == "LockRendezvous"
 
 
+@NEEDS_TWO_CPUS
 def test_while_other_guests_hold_the_cpus_nothing_spins_or_listens(
     spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not module.spins_per_second:
-        pytest.skip("one CPU: nothing spins or listens")
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
     assert rendezvous._worker_spin(module, 1.0) > 0
     taken = 0
