@@ -52,6 +52,7 @@ SPOOL_KEEP_SECONDS = 86_400.0
 _UIDVALIDITY = re.compile(rb"UIDVALIDITY (\d+)")
 _UIDNEXT = re.compile(rb"UIDNEXT (\d+)")
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
+_BYE = re.compile(rb"(\* )?BYE\b", re.IGNORECASE)
 _T = TypeVar("_T")
 
 
@@ -252,10 +253,11 @@ class EmailAdapter:
             )
             if push == aioimaplib.STOP_WAIT_SERVER_PUSH:
                 return
+            # untagged lines, without their "* " (the library strips it)
             lines = [bytes(line) for line in push if isinstance(line, bytes | bytearray)]
-            if bye := next((line for line in lines if line.startswith(b"* BYE")), None):
+            if bye := next((line for line in lines if _BYE.match(line)), None):
                 box.lost.set()  # the server ends the session; nothing more will come
-                raise _ImapError(bye.decode("utf-8", "replace").removeprefix("* "))
+                raise _ImapError(bye.decode("utf-8", "replace"))
             if any(b"EXISTS" in line for line in lines):
                 return
 
