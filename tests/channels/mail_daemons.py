@@ -11,6 +11,7 @@ import imaplib
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -101,6 +102,7 @@ service stats {{
             [DOVECOT, "-F", "-c", str(self.config)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, so `stop` reaches every process
         )
         wait_until(self._answers, timeout=30, what="dovecot answering")
 
@@ -130,24 +132,46 @@ service stats {{
 
     def rebuild_uids(self) -> None:
         """Forget the mailbox's UID list and indexes (stopped server): the next start gives the
-        INBOX a new UIDVALIDITY, as a restored or migrated mailbox would have."""
+        INBOX a new UIDVALIDITY, as a restored or migrated mailbox would have. The
+        `dovecot-uidvalidity` counter stays: from it dovecot picks a value above the old one
+        even within the same second (from the clock alone it could pick the same one)."""
         for path in (self.root / "home").rglob("dovecot*"):
-            if path.is_file():
+            if path.is_file() and not path.name.startswith("dovecot-uidvalidity"):
                 path.unlink()
 
     def stop(self) -> None:
+        """Stop the whole server the way a service manager stops its unit: SIGTERM to every
+        process at once. (Signalling only the master leaves each logged-in imap process
+        holding its client's connection for ~10 s more, still answering commands.)"""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+            group = self.proc.pid  # the session leader: the group has its id
+            _signal_group(group, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+                wait_until(lambda: not _group_alive(group), timeout=10, what="dovecot stopped")
+            except (subprocess.TimeoutExpired, TimeoutError):
+                _signal_group(group, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         self.proc = None
 
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _signal_group(group: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(group, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class _Recorder:

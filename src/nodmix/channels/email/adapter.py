@@ -15,10 +15,11 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aioimaplib
 import aiosmtplib
@@ -51,6 +52,8 @@ SPOOL_KEEP_SECONDS = 86_400.0
 _UIDVALIDITY = re.compile(rb"UIDVALIDITY (\d+)")
 _UIDNEXT = re.compile(rb"UIDNEXT (\d+)")
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
+_BYE = re.compile(rb"(\* )?BYE\b", re.IGNORECASE)
+_T = TypeVar("_T")
 
 
 class EmailAdapter:
@@ -79,12 +82,13 @@ class EmailAdapter:
         )
         box = _Box(imap, lost)
         try:
-            await imap.wait_hello_from_server()
-            _ok(await imap.login(s.imap_user, s.imap_password), "login")
-            selected = _ok(await imap.select(s.mailbox), f"select {s.mailbox}")
+            with anyio.fail_after(TIMEOUT_SECONDS):  # the library waits for a greeting forever
+                await _unless_lost(lost, imap.wait_hello_from_server())
+            _ok(await _unless_lost(lost, imap.login(s.imap_user, s.imap_password)), "login")
+            selected = _ok(await _unless_lost(lost, imap.select(s.mailbox)), f"select {s.mailbox}")
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await _logout(imap)
+                await _logout(box)
             raise
         for line in selected.lines:
             if isinstance(line, bytes | bytearray):
@@ -100,7 +104,7 @@ class EmailAdapter:
         try:
             account = f"{self.settings.imap_user} on {self.settings.imap_host}"
         finally:
-            await _logout(box.imap)
+            await _logout(box)
         try:
             await check_smtp(self.settings)
         except (OSError, aiosmtplib.SMTPException) as exc:
@@ -126,7 +130,7 @@ class EmailAdapter:
             finally:
                 if box is not None:
                     with anyio.CancelScope(shield=True):
-                        await _logout(box.imap)
+                        await _logout(box)
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
@@ -143,13 +147,13 @@ class EmailAdapter:
             saved = {"uidValidity": validity, "lastUid": 0}
         last = int(saved.get("lastUid", 0))
         while True:
-            last = await self._fetch_new(box.imap, validity, last, since, sink, status)
+            last = await self._fetch_new(box, validity, last, since, sink, status)
             since = None
             await self._wait_for_mail(box)
 
     async def _fetch_new(
         self,
-        imap: aioimaplib.IMAP4,
+        box: _Box,
         validity: int,
         last: int,
         since: float | None,
@@ -159,12 +163,14 @@ class EmailAdapter:
         criteria = ["UID", f"{last + 1}:*"]
         if since is not None:
             criteria = ["SINCE", formatdate(since)[5:16].replace(" ", "-")]
-        found = _ok(await imap.uid_search(*criteria, charset=None), "search")
+        found = _ok(
+            await _unless_lost(box.lost, box.imap.uid_search(*criteria, charset=None)), "search"
+        )
         uids = sorted(
             int(tok) for line in found.lines[:1] for tok in bytes(line).split() if tok.isdigit()
         )
         for uid in (u for u in uids if u > last or since is not None):
-            raw, size = await self._read(imap, uid)
+            raw, size = await self._read(box, uid)
             if raw is not None:
                 fallback = f"<uid-{validity}-{uid}@nodmix>"
                 await self._hand_on(raw, fallback, sink, status, oversize=size)
@@ -172,15 +178,18 @@ class EmailAdapter:
             self._save({"uidValidity": validity, "lastUid": last})
         return last
 
-    async def _read(self, imap: aioimaplib.IMAP4, uid: int) -> tuple[bytes | None, int | None]:
+    async def _read(self, box: _Box, uid: int) -> tuple[bytes | None, int | None]:
         """The message (without marking it read), or only its header when it is larger than
         attachments may be (then also its size)."""
         limit = int(self.settings.max_attachment_bytes * 1.4) + 65_536  # base64 and text
-        sized = _ok(await imap.uid("fetch", str(uid), "(RFC822.SIZE)"), "fetch size")
+        imap, lost = box.imap, box.lost
+        sized = _ok(
+            await _unless_lost(lost, imap.uid("fetch", str(uid), "(RFC822.SIZE)")), "fetch size"
+        )
         match = next((_SIZE.search(bytes(x)) for x in sized.lines if _SIZE.search(bytes(x))), None)
         size = int(match.group(1)) if match else 0
         part = "BODY.PEEK[HEADER]" if size > limit else "BODY.PEEK[]"
-        fetched = _ok(await imap.uid("fetch", str(uid), f"({part})"), "fetch")
+        fetched = _ok(await _unless_lost(lost, imap.uid("fetch", str(uid), f"({part})")), "fetch")
         raw = next((bytes(x) for x in fetched.lines if isinstance(x, bytearray)), None)
         return raw, (size if size > limit else None)
 
@@ -213,35 +222,44 @@ class EmailAdapter:
             log.exception("email: handling message %s failed", msg.key)
 
     async def _wait_for_mail(self, box: _Box) -> None:
-        """Return when the server announces new mail, or after `idle_seconds`."""
+        """Return when the server announces new mail, or after `idle_seconds`; raise
+        `_ImapError` as soon as the connection closes (EOF, reset or `* BYE`)."""
         imap, lost = box.imap, box.lost
         if not imap.has_capability("IDLE"):
             with anyio.move_on_after(POLL_SECONDS):
                 await lost.wait()
-            if lost.is_set():
-                raise _ImapError("connection lost")
-            _ok(await imap.noop(), "noop")
+            _ok(await _unless_lost(lost, imap.noop()), "noop")
             return
-        idle = await imap.idle_start(timeout=self.settings.idle_seconds)
+        with anyio.fail_after(TIMEOUT_SECONDS):  # the library waits for the answer forever
+            idle = await _unless_lost(lost, imap.idle_start(timeout=self.settings.idle_seconds))
         try:
-            while imap.has_pending_idle() and not lost.is_set():
-                with anyio.move_on_after(5):
-                    push = await imap.wait_server_push(timeout=self.settings.idle_seconds + 60)
-                    if push == aioimaplib.STOP_WAIT_SERVER_PUSH:
-                        break
-                    if any(
-                        b"EXISTS" in bytes(line)
-                        for line in push
-                        if isinstance(line, bytes | bytearray)
-                    ):
-                        break
+            await self._idle_until_news(box)
         finally:
             if lost.is_set():
                 idle.cancel()
-                raise _ImapError("connection lost")
-            imap.idle_done()
-            with anyio.fail_after(TIMEOUT_SECONDS):
-                await asyncio.shield(idle)
+            else:  # a live server, maybe slow: it gets its full time to end the IDLE
+                imap.idle_done()
+                with anyio.fail_after(TIMEOUT_SECONDS):
+                    await _unless_lost(lost, asyncio.shield(idle))
+
+    async def _idle_until_news(self, box: _Box) -> None:
+        """Wait for the server's pushes: return on new mail or the end of the IDLE period.
+        Each wait is raced against the connection's end, so a closed connection is noticed
+        at once rather than at the next poll."""
+        imap = box.imap
+        while imap.has_pending_idle():
+            push = await _unless_lost(
+                box.lost, imap.wait_server_push(timeout=self.settings.idle_seconds + 60)
+            )
+            if push == aioimaplib.STOP_WAIT_SERVER_PUSH:
+                return
+            # untagged lines, without their "* " (the library strips it)
+            lines = [bytes(line) for line in push if isinstance(line, bytes | bytearray)]
+            if bye := next((line for line in lines if _BYE.match(line)), None):
+                box.lost.set()  # the server ends the session; nothing more will come
+                raise _ImapError(bye.decode("utf-8", "replace"))
+            if any(b"EXISTS" in line for line in lines):
+                return
 
     def _save(self, position: dict[str, Any]) -> None:
         self._position.save_position({**position, "checkedAt": time.time()})
@@ -304,9 +322,32 @@ def _ok(response: Any, what: str) -> Any:
     return response
 
 
-async def _logout(imap: aioimaplib.IMAP4) -> None:
+async def _unless_lost(lost: asyncio.Event, step: Awaitable[_T]) -> _T:
+    """`step`'s result, or `_ImapError` as soon as the connection is lost.
+
+    aioimaplib leaves a command pending when the connection closes under it, so without this
+    a lost connection would only show as each command's own timeout."""
+    task = asyncio.ensure_future(step)
+    if lost.is_set():
+        task.cancel()
+        raise _ImapError("connection lost")
+    watch = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    raise _ImapError("connection lost")
+
+
+async def _logout(box: _Box) -> None:
+    if box.lost.is_set():  # nobody left to say goodbye to
+        return
     try:
         with anyio.fail_after(5):
-            await imap.logout()
+            await _unless_lost(box.lost, box.imap.logout())
     except Exception as exc:
         log.debug("email: logout failed: %s", exc)
