@@ -81,11 +81,15 @@ async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
 ) -> None:
     # Generous listen and wait windows, so a loaded machine cannot make a request late.
     monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 5.0)
+    # The worker spins long enough to be awake for each answer (a blocked one is woken without
+    # a listen).
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
+    monkeypatch.setattr(rendezvous, "WORKER_SPIN_SECONDS", 1.0)
     await wait_until(lambda: rendezvous._shared_module() is not None, "the rendezvous module")
     module = rendezvous._shared_module()
     assert module is not None
     monkeypatch.setattr(module, "loop_listens", spinwasm.Adaptive())  # no earlier misses
+    monkeypatch.setattr(module, "worker_spins", spinwasm.Adaptive())
     requests: list[bool | None] = []
     request_wait = rendezvous.SpinRendezvous.request_wait
 

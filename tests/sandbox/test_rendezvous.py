@@ -98,8 +98,8 @@ def test_a_listening_loop_takes_the_next_request_and_answers_it(
     monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 2.0)
     spin.clear()
     listener, claimed = _in_thread(spin.set_and_listen)
-    assert spin.wait(DEADLINE) is True  # the answer to the previous request
     _wait_until(lambda: module.exports().load(spin._state) == spinwasm.LISTENING)
+    assert spin.wait(DEADLINE) is True  # the answer to the previous request
     spin.clear()
     worker, answered = _in_thread(lambda: spin.request_wait(DEADLINE))
     listener.join(DEADLINE)
@@ -313,3 +313,19 @@ def test_while_other_guests_hold_the_cpus_nothing_spins_or_listens(
     finally:
         for _ in range(taken):
             threads._SLOTS.release()
+
+
+@NEEDS_TWO_CPUS
+def test_a_blocked_waiter_is_woken_without_a_listen(
+    spin: SpinRendezvous, module: spinwasm.SpinModule, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rendezvous, "LOOP_LISTEN_SECONDS", 5.0)
+    module.worker_spins.skip = 1_000  # the worker blocks at once
+    spin.clear()
+    thread, out = _in_thread(lambda: spin.wait(DEADLINE))
+    _wait_until(lambda: module.exports().load(spin._answer + 8) == 2)  # blocked
+    assert spin.set_and_listen() is False  # answered, without a 5 s listen
+    thread.join(DEADLINE)
+    assert out == [True]
+    assert module.exports().load(spin._state) == spinwasm.IDLE
+    assert module.loop_listens.pressure == 0  # and not counted as a miss

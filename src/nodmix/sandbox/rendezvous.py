@@ -40,12 +40,13 @@ from nodmix.sandbox.spinwasm import (
     RETIRED,
     RETIRED_LISTEN,
     UNCHANGED,
+    WAITER_ASLEEP,
     SpinModule,
 )
 from nodmix.sandbox.threads import Wakeup, free_cpu_slots
 
 #: How long a worker spins for the loop's answer before it blocks.
-WORKER_SPIN_SECONDS: Final = 50e-6
+WORKER_SPIN_SECONDS: Final = 100e-6
 #: How long the loop listens for a worker's next call after handing it a result.
 LOOP_LISTEN_SECONDS: Final = 150e-6
 
@@ -167,7 +168,7 @@ class SpinRendezvous:
         claimed: int = module.exports().bump_listen(
             self._answer, self._state, module.spins(LOOP_LISTEN_SECONDS)
         )
-        if claimed == RETIRED_LISTEN:  # the step ended (before or during the listen)
+        if claimed in (RETIRED_LISTEN, WAITER_ASLEEP):  # the step ended, or a sleeper to wake
             return False
         # A miss: the guest works longer between calls than a listen lasts, or the machine
         # is too busy for the worker to run at once; either way, stop stalling the loop.

@@ -24,13 +24,17 @@ MAX_BACKOFF: Final = 64
 #: Misses beyond hits that cost nothing, and where the pressure stops growing.
 FREE_MISSES: Final = 2
 MAX_PRESSURE: Final = FREE_MISSES + 6
-#: Words per slot: the answer counter, the loop's listening state, and padding.
+#: Words per slot: the answer counter, the loop's listening state, what the waiter does
+#: (spinning or blocked), and padding.
 SLOT_BYTES: Final = 16
 PAGE: Final = 65536
 IDLE, LISTENING, CLAIMED, RETIRED = 0, 1, 2, 3
 #: What the module's `wait` returns.
 CHANGED_SPINNING, CHANGED_BLOCKED, UNCHANGED = 1, 2, 3
-RETIRED_LISTEN: Final = 2  # what `bump_listen` returns for a retired slot
+#: What `bump_listen` returns for a retired slot, and when the waiter was blocked (both:
+#: answered, not listened).
+RETIRED_LISTEN: Final = 2
+WAITER_ASLEEP: Final = 3
 
 WAT: Final = r"""
 (module
@@ -46,13 +50,19 @@ WAT: Final = r"""
         (br_if $again (i32.gt_s (local.get $spins) (i32.const 0)))))
     (local.get $v))
   ;; Spin, then block until the word changes or $timeout ns pass: 1 when it changed while
-  ;; spinning, 2 when it changed while blocked, 3 when it did not change in time.
+  ;; spinning, 2 when it changed while blocked, 3 when it did not change in time. The word
+  ;; after it tells the waker what the waiter does (1 spinning, 2 blocked, 0 neither).
   (func $wait (param $addr i32) (param $old i32) (param $spins i32) (param $timeout i64)
               (result i32)
+    (local $doing i32) (local $got i32)
+    (local.set $doing (i32.add (local.get $addr) (i32.const 8)))
+    (i32.atomic.store (local.get $doing) (i32.const 1))
     (if (i32.ne (call $spin (local.get $addr) (local.get $old) (local.get $spins))
                 (local.get $old))
-      (then (return (i32.const 1))))
+      (then (i32.atomic.store (local.get $doing) (i32.const 0)) (return (i32.const 1))))
+    (i32.atomic.store (local.get $doing) (i32.const 2))
     (drop (memory.atomic.wait32 (local.get $addr) (local.get $old) (local.get $timeout)))
+    (i32.atomic.store (local.get $doing) (i32.const 0))
     (if (result i32) (i32.ne (i32.atomic.load (local.get $addr)) (local.get $old))
       (then (i32.const 2)) (else (i32.const 3))))
   (func (export "wait") (param i32 i32 i32 i64) (result i32)
@@ -70,10 +80,14 @@ WAT: Final = r"""
     (call $bump (local.get $addr)))
   ;; Listen (state 0 -> 1), bump, and spin while nobody claims the listener; 1 when a
   ;; request claimed it (state 2), 0 when the time ran out, 2 when the slot was retired
-  ;; (before: only bumped, a listen must not revive a closed slot; or meanwhile).
+  ;; (before: only bumped, a listen must not revive a closed slot; or meanwhile), 3 when
+  ;; the waiter was blocked: only bumped, since a woken thread starts slowly and a listener
+  ;; spinning meanwhile may hold the very CPU it is woken on.
   (func (export "bump_listen") (param $addr i32) (param $state i32) (param $spins i32)
                                (result i32)
     (local $seen i32)
+    (if (i32.eq (i32.atomic.load (i32.add (local.get $addr) (i32.const 8))) (i32.const 2))
+      (then (call $bump (local.get $addr)) (return (i32.const 3))))
     (if (i32.atomic.rmw.cmpxchg (local.get $state) (i32.const 0) (i32.const 1))
       (then (call $bump (local.get $addr)) (return (i32.const 2))))
     (call $bump (local.get $addr))
