@@ -41,6 +41,7 @@ from nodmix.sandbox.spinwasm import (
     RETIRED_LISTEN,
     UNCHANGED,
     WAITER_ASLEEP,
+    Adaptive,
     SpinModule,
 )
 from nodmix.sandbox.threads import Wakeup, free_cpu_slots
@@ -162,7 +163,7 @@ class SpinRendezvous:
     def set_and_listen(self) -> bool:
         module = self._module
         listens = module.loop_listens
-        if self._closed or not module.spins_per_second or not _spare_cpus() or not listens.allow():
+        if self._closed or not _may_spin(module, listens):
             module.exports().bump(self._answer)
             return False
         claimed: int = module.exports().bump_listen(
@@ -183,15 +184,17 @@ class SpinRendezvous:
             self._module.exports().store(self._state, RETIRED)
 
 
-def _spare_cpus() -> bool:
-    # A spinner needs a CPU of its own next to the loop and the guest it waits for; when other
-    # guests hold the CPU slots, it would only take theirs.
-    return free_cpu_slots() >= 2
+def _may_spin(module: SpinModule, record: Adaptive) -> bool:
+    """Whether this wait (or listen) may spin: the CPU can (more than one usable), a CPU is
+    spare (a spinner needs one of its own next to the loop and the guest it waits for; while
+    other guests hold the CPU slots it would only take theirs), and `record` is not backing
+    off."""
+    return bool(module.spins_per_second) and free_cpu_slots() >= 2 and record.allow()
 
 
 def _worker_spin(module: SpinModule, timeout: float) -> int:
     """Spin rounds for a worker's next wait (0 while spinning does not pay off)."""
-    if not module.spins_per_second or not _spare_cpus() or not module.worker_spins.allow():
+    if not _may_spin(module, module.worker_spins):
         return 0
     return module.spins(min(WORKER_SPIN_SECONDS, timeout))
 
