@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodmix.config.channel_mail_irc import EmailConfig
+from nodmix.channels.email.authentication import AuthPolicy
+from nodmix.config.channel_mail_irc import EmailConfig, EmailReplyLimit
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 
@@ -28,6 +29,9 @@ class EmailSettings:
     smtp_password: str | None
     idle_seconds: int = 600
     max_attachment_bytes: int = 25 * 1024 * 1024
+    authentication: AuthPolicy = AuthPolicy()
+    reply_limit: int = EmailReplyLimit().count
+    reply_window_seconds: float = EmailReplyLimit().window_seconds
     channel: str = "email"
 
 
@@ -45,6 +49,7 @@ def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSetting
     smtp_password = resolve_secret(smtp.password, key="channels.email.smtp.password", env=env)
     smtp_user = user if smtp.username is None else smtp.username
     ports = {"tls": 465, "starttls": 587, "none": 25}
+    limit = section.reply_limit or EmailReplyLimit()
     return EmailSettings(
         address=section.address,
         imap_host=imap.host,
@@ -66,4 +71,11 @@ def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSetting
             if section.max_attachment_bytes is not None
             else 25 * 1024 * 1024
         ),
+        authentication=AuthPolicy(
+            mode=auth.mode, authserv_ids=frozenset(i.lower() for i in auth.authserv_ids or ())
+        )
+        if (auth := section.authentication) is not None
+        else AuthPolicy(),
+        reply_limit=limit.count,
+        reply_window_seconds=float(limit.window_seconds),
     )
