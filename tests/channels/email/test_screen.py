@@ -38,6 +38,12 @@ def _sender(from_value: str) -> Sender | str:
         "ann@-example.org",
         "<>",
         "",
+        "=?utf-8?q?ann=40example.org?=",
+        "ann@example.org (x) <eve@evil.example>",
+        "Ann <ann@example.org>, ",
+        "a\u200b@example.org",  # a zero-width space
+        "ann@example.org.",
+        "ann@[127.0.0.1]",
     ],
 )
 def test_a_from_field_a_lenient_parser_would_misread_is_refused(value: str) -> None:
