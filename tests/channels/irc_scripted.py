@@ -51,6 +51,7 @@ class ScriptedIrc:
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()
 
     def send(self, line: str) -> None:
         """Put one line on the wire to the client (as the network relays it)."""
