@@ -47,6 +47,34 @@ class ImageBlock(_Block, frozen=True, tag="image"):
     mime_type: str
 
 
+class ImageRefBlock(_Block, frozen=True, tag="imageRef"):
+    """An image kept as a file (a photo from a chat, an image the `read` tool opened): the
+    transcript stores where it is, and each request that still shows it to a vision model
+    reads, downscales and encodes it then (`nodmix.media`)."""
+
+    path: str
+    """Where the file is: relative to the agent's workspace (`inbox/...`), or absolute."""
+    mime_type: str
+    name: str | None = None
+    """The name it came with (`photo.jpg`), when that differs from the saved file."""
+    width: int | None = None
+    height: int | None = None
+    description: str | None = None
+    """What `agents.defaults.media.imageModel` saw in it (for text-only models)."""
+
+    @property
+    def label(self) -> str:
+        """`inbox/x.jpg` or `inbox/x.jpg (photo.jpg)`: how notes about it name the image."""
+        return f"{self.path} ({self.name})" if self.name else self.path
+
+    @property
+    def note(self) -> str:
+        """One line standing in for the image where it is not sent (what a request gets for
+        a reference nothing resolved)."""
+        seen = f": {self.description}" if self.description else ""
+        return f"[image {self.label}{seen}]"
+
+
 class ThinkingBlock(_Block, frozen=True, tag="thinking"):
     """Model reasoning that providers return separately from the answer."""
 
@@ -62,9 +90,9 @@ class ToolCallBlock(_Block, frozen=True, tag="toolCall"):
     arguments: JsonObject
 
 
-UserBlock: TypeAlias = TextBlock | ImageBlock
+UserBlock: TypeAlias = TextBlock | ImageBlock | ImageRefBlock
 AssistantBlock: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock
-ResultBlock: TypeAlias = TextBlock | ImageBlock
+ResultBlock: TypeAlias = TextBlock | ImageBlock | ImageRefBlock
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

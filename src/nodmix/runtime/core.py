@@ -29,7 +29,10 @@ from nodmix.context.lifecycle import Bootstrapper
 from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import SessionError
 from nodmix.events import EventSink, discard
+from nodmix.media.files import InboundFile
+from nodmix.media.service import MediaService
 from nodmix.memory.tools import MemoryTools
+from nodmix.messages import UserMessage
 from nodmix.observability import TurnObserver, open_log_file
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
@@ -43,6 +46,7 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.media import media_prompt
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
@@ -130,6 +134,8 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
+        self.media = MediaService(lambda: self.config, lambda: self.router, state_dir=state_dir)
+        """Images, transcription, speech and per-chat `/tts` (`nodmix.media`)."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -302,13 +308,18 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn (`client`: tools and results of the
-        application that sent it; with results, `text` is ignored and the turn continues)."""
+        application that sent it; with results, `text` is ignored and the turn continues;
+        `files`: saved in the workspace with it, images and voice notes among them)."""
         stripped = text.strip() if client is None or client.results is None else ""
         done = await chat_command(self, stripped, agent_id, session_key, emit)
         if done is not None:
             return done
+        prompt = await media_prompt(self, text, files, agent_id, session_key, model)
+        if isinstance(prompt, CommandOutcome):
+            return prompt
         return await self.run_turn(
             text,
             agent_id=agent_id,
@@ -318,6 +329,7 @@ class Runtime:
             disable_tools=disable_tools,
             origin=origin,
             client=client,
+            prompt=prompt,
         )
 
     def new_session(
@@ -376,11 +388,12 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        prompt: UserMessage | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
         `disable_tools` runs the turn with no tools at all (the model just answers); code mode
-        then stays off too.
+        then stays off too. `prompt` replaces the plain text message (images, transcripts).
         """
         return await run_agent_turn(
             self,
@@ -392,6 +405,7 @@ class Runtime:
             disable_tools=disable_tools,
             origin=origin,
             client=client,
+            prompt=prompt,
             turns=self._security.turns,
             engine=lambda: self._engine,
             cache=self._cache,
