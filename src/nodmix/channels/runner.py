@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from nodmix.channels.streaming import ReplyStream
+from nodmix.media.files import InboundFile
 from nodmix.origin import TurnOrigin
 
 
@@ -31,8 +33,10 @@ class TurnRunner(Protocol):
         session_key: str,
         origin: TurnOrigin,
         stream: ReplyStream | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> RunHandle:
-        """Start the turn; its model text goes to `stream` as it arrives."""
+        """Start the turn (`files`: saved attachments, images and voice notes among them);
+        its model text goes to `stream` as it arrives."""
         ...
 
     def workspace(self, agent_id: str) -> Path: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
+from nodmix.media.files import InboundFile
 from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
 from nodmix.runtime.client_results import ClientTurn
@@ -140,6 +141,7 @@ class Gateway:
         after: Callable[[], object] | None = None,
         turn_origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -161,6 +163,7 @@ class Gateway:
                     disable_tools=disable_tools,
                     origin=turn_origin,
                     client=client,
+                    files=files,
                 )
             finally:
                 if after is not None:
@@ -299,6 +302,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
     from nodmix.gateway.hooks_api import get_hook_run, hook_token, post_hook
+    from nodmix.gateway.media_api import UPLOAD_PATH, media_file, upload, upload_limit
     from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
@@ -326,6 +330,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/hooks/runs/{run_id}", api_route(get_hook_run), methods=["GET"]),
         Route("/hooks/{name}", api_route(post_hook), methods=["POST"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route(UPLOAD_PATH, api_route(upload), methods=["POST"]),
+        Route("/media/file", api_route(media_file), methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
@@ -346,6 +352,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 BodyLimitMiddleware,
                 max_bytes=settings.max_body_bytes,
                 timeout_seconds=settings.request_timeout_seconds,
+                path_limits={UPLOAD_PATH: lambda: upload_limit(gateway)},
             ),
         ],
         lifespan=lifespan,

@@ -8,6 +8,7 @@ fail; it never sends a host file to a model.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from nodmix.errors import WorkspaceEscapeError
-from nodmix.tools.confined import copy_into, open_folder, open_resolved, open_regular
+from nodmix.tools.confined import copy_into, open_folder, open_regular, open_resolved
 
 INBOX = "inbox"
 MAX_FILE_BYTES = 64 << 20
@@ -88,6 +89,30 @@ def save_bytes(workspace: Path, data: bytes, name: str) -> str:
     return f"{INBOX}/{final}"
 
 
+def save_unique(workspace: Path, data: bytes, prefix: str, suffix: str) -> str:
+    """Save `data` as `inbox/<prefix>-<content hash><suffix>`, or reuse the file already
+    saved under that name (a client that sends its whole history again each time stores
+    each image once); the relative path.
+
+    Raises:
+        WorkspaceEscapeError: `inbox` (or a folder above it) is a symlink.
+        OSError: the write failed.
+    """
+    digest = hashlib.sha256(data).hexdigest()[:24]
+    ending = f".{safe_name(suffix.lstrip('.'), limit=12)}" if suffix.strip(".") else ""
+    name = f"{safe_name(prefix, limit=40)}-{digest}{ending}"
+    try:
+        return save_bytes(workspace, data, name)
+    except FileExistsError:
+        try:
+            existing: bytes | None = read_media(workspace, f"{INBOX}/{name}", len(data))[0]
+        except OSError:
+            existing = None
+        if existing != data:  # not what was saved under this hash: keep both
+            return save_bytes(workspace, data, inbox_name(name, "dup"))
+        return f"{INBOX}/{name}"
+
+
 def inbox_path(workspace: Path, text: str) -> str:
     """A client-given path checked to name a file directly in `inbox/` (no folders, no `..`).
 
@@ -102,7 +127,9 @@ def inbox_path(workspace: Path, text: str) -> str:
     return rel.as_posix()
 
 
-def read_media(workspace: Path, path: str, max_bytes: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat_result]:
+def read_media(
+    workspace: Path, path: str, max_bytes: int = MAX_FILE_BYTES
+) -> tuple[bytes, os.stat_result]:
     """The bytes and `stat` of a media file: `path` relative to the workspace (no symlink
     followed), or absolute (a file the `read` tool opened outside the workspace).
 

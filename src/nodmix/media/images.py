@@ -38,6 +38,7 @@ FORMATS = {
     "BMP": "image/bmp",
     "TIFF": "image/tiff",
 }
+_OPENERS = [name for name in FORMATS if name != "MPO"]  # MPO files open through JPEG
 PNG_MAX_BYTES = 1_000_000
 """A PNG result larger than this (a photo saved as PNG) is sent as JPEG instead."""
 JPEG_QUALITY = 85
@@ -76,7 +77,9 @@ class PreparedImage:
 
     def block(self) -> ImageBlock:
         """As image content (base64)."""
-        return ImageBlock(data=base64.b64encode(self.data).decode("ascii"), mime_type=self.mime_type)
+        return ImageBlock(
+            data=base64.b64encode(self.data).decode("ascii"), mime_type=self.mime_type
+        )
 
 
 def unsupported_format(head: bytes) -> str | None:
@@ -93,7 +96,7 @@ def _open(data: bytes) -> tuple[Image.Image, ImageInfo]:
     if not data:
         raise MediaError("the image file is empty (0 bytes)")
     try:
-        image = Image.open(io.BytesIO(data), formats=list(FORMATS))
+        image = Image.open(io.BytesIO(data), formats=_OPENERS)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise MediaError(
             f"the image is too large (more than {MAX_SOURCE_PIXELS // 1_000_000} megapixels)"

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import anyio
@@ -51,7 +50,8 @@ class IngestParts:
     """What turning files into content needs from the runtime."""
 
     prepare: Prepare
-    transcribe: Transcribe
+    transcribe: Transcribe | None
+    """None: audio is checked and named, not transcribed (history a client resends)."""
     describe: Describe | None = None
     """Set when the turn's model is text-only and `imageModel` is configured."""
 
@@ -112,6 +112,9 @@ async def user_message(
                     f"That {what} is not audio in a format Nodmix knows "
                     "(OGG, WebM, MP3, M4A, WAV, FLAC, AMR), so it was not transcribed."
                 )
+            if parts.transcribe is None:
+                notes.append(f"[{what} attached: {file.path}]")
+                continue
             said = await parts.transcribe(data, file, mime)
             heard.append(f"[{what} {file.path}, transcribed]\n{said or '(no speech heard)'}")
         else:

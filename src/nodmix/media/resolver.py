@@ -179,9 +179,7 @@ def _rewrite(
 ) -> list[Message]:
     out: list[Message] = []
     for index, message in enumerate(messages):
-        if type(message) is AssistantMessage or all(
-            type(b) is TextBlock for b in message.content
-        ):
+        if type(message) is AssistantMessage or all(type(b) is TextBlock for b in message.content):
             out.append(message)
             continue
         assert isinstance(message, UserMessage | ToolResultMessage)

@@ -146,9 +146,11 @@ class MediaService:
         agent_id: str,
         workspace: Path,
         model: ModelSpec | None,
+        transcribe: bool = True,
     ) -> UserMessage:
         """The turn's user message for `text` and its saved files (`model`: the one the turn
-        starts with; a text-only one gets image descriptions when `imageModel` is set).
+        starts with; a text-only one gets image descriptions when `imageModel` is set;
+        `transcribe` false names audio files instead: a check before the turn, history).
 
         Raises:
             MediaError: a file cannot be used (the message is the sender's reply).
@@ -168,5 +170,9 @@ class MediaService:
                 return await describe_image(self._models(), describer, image, caption=caption)
 
             describe = describe_one
-        parts = IngestParts(prepare=prepare, transcribe=self.transcribe, describe=describe)
+        parts = IngestParts(
+            prepare=prepare,
+            transcribe=self.transcribe if transcribe else None,
+            describe=describe,
+        )
         return await user_message(text, files, workspace=workspace, parts=parts)

@@ -14,13 +14,13 @@ HEAD_BYTES = 64
 """How much of a file `sniff` looks at."""
 
 _IMAGE_MAGIC = (
-    b"\xff\xd8\xff",  # JPEG
-    b"\x89PNG\r\n\x1a\n",
-    b"GIF87a",
-    b"GIF89a",
-    b"BM",
-    b"II*\x00",  # TIFF
-    b"MM\x00*",
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+    (b"II*\x00", "image/tiff"),
+    (b"MM\x00*", "image/tiff"),
 )
 _AUDIO_MAGIC = (
     (b"OggS", "audio/ogg"),
@@ -47,11 +47,17 @@ def audio_type(head: bytes) -> str | None:
     return None
 
 
+def image_type(head: bytes) -> str | None:
+    """The MIME type of an image format models take (or its close kin), from a file's first
+    bytes; None for anything else."""
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in _IMAGE_MAGIC if head.startswith(magic)), None)
+
+
 def is_image(head: bytes) -> bool:
     """Whether the bytes start like an image format models take (WebP included)."""
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return True
-    return head.startswith(_IMAGE_MAGIC)
+    return image_type(head) is not None
 
 
 def sniff(head: bytes) -> MediaKind:

@@ -226,7 +226,11 @@ class Runtime:
         requests of channel turns are posted to their chat, and `/approve` answers there."""
         if self._channels is None:
             self._channels = open_channels(
-                lambda: self.config, env=self._env, state_dir=self.state_dir, security=self.security
+                lambda: self.config,
+                env=self._env,
+                state_dir=self.state_dir,
+                security=self.security,
+                media=self.media,
             )
         return self._channels
 

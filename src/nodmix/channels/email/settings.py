@@ -10,7 +10,6 @@ from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 
-
 DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
 """`channels.defaults.maxAttachmentBytes` when unset (also in `nodmix.channels.attachments`)."""
 
