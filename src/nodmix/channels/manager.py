@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
@@ -32,16 +31,13 @@ from nodmix.channels.inbox import save_message
 from nodmix.channels.pairing import PairingStore
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for, webhook_paths
 from nodmix.channels.routing import route_agent, session_key
-from nodmix.channels.runner import RunHandle, TurnRunner
+from nodmix.channels.runner import ReplyHook, RunHandle, TurnRunner
 from nodmix.channels.status import ChannelStatus, write_status
 from nodmix.channels.streaming import EditThrottle, edit_stream
 from nodmix.channels.tls import ClientTls
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
-
-if TYPE_CHECKING:
-    from nodmix.channels.voice import VoiceReplies
 
 log = logging.getLogger("nodmix.channels")
 
@@ -92,7 +88,7 @@ class ChannelManager:
         self._pairing_told: dict[tuple[str, str], float] = {}
         self._edits = EditThrottle()
         self._tls = ClientTls()
-        self.voice: VoiceReplies | None = None
+        self.voice: ReplyHook | None = None
         """Speaks replies (`messages.tts`, `/tts`); set where the manager is wired."""
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -333,7 +329,7 @@ class ChannelManager:
         if stream is None or not await stream.complete(reply, failed=failed):
             await self._reply(msg, reply)
         if self.voice is not None and not failed:
-            await self.voice.after_reply(self, msg, reply)
+            await self.voice.after_reply(msg, reply)
         self._delivery[msg.channel].done(msg)
         self.statuses[msg.channel].answered += 1
         self._status_dirty = True

@@ -1,5 +1,6 @@
 """How the channel manager runs turns: `TurnRunner`, implemented by the gateway
-(`gateway/channel_turns.py`) over the same turn path as WebSocket and HTTP turns."""
+(`gateway/channel_turns.py`) over the same turn path as WebSocket and HTTP turns; and
+`ReplyHook`, what runs after a reply went out (spoken replies, `channels/voice.py`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from nodmix.channels.streaming import ReplyStream
+from nodmix.channels.types import InboundMessage
 from nodmix.media.files import InboundFile
 from nodmix.origin import TurnOrigin
 
@@ -42,3 +44,9 @@ class TurnRunner(Protocol):
     def workspace(self, agent_id: str) -> Path: ...
 
     def default_agent(self) -> str: ...
+
+
+class ReplyHook(Protocol):
+    """Runs after a turn's text reply was sent (failures are its own to report)."""
+
+    async def after_reply(self, msg: InboundMessage, reply: str) -> None: ...

@@ -16,7 +16,7 @@ import logging
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nodmix.channels.commands import ChatCommand, CommandCall, register_command
 from nodmix.channels.types import Attachment, InboundMessage, OutboundMessage
@@ -25,7 +25,7 @@ from nodmix.media.errors import MediaError
 from nodmix.media.settings import SpeechSettings
 
 if TYPE_CHECKING:
-    from nodmix.channels.manager import ChannelManager
+    from nodmix.channels.status import ChannelStatus
     from nodmix.media.service import MediaService
 
 log = logging.getLogger("nodmix.channels")
@@ -43,11 +43,22 @@ def speakable(text: str) -> str:
     return " ".join(_MARKS.sub(" ", text).split())
 
 
-class VoiceReplies:
-    """Speaks channel replies through the runtime's media service."""
+class Channels(Protocol):
+    """What spoken replies need of the channel manager."""
 
-    def __init__(self, media: MediaService) -> None:
+    statuses: dict[str, ChannelStatus]
+
+    def adapter(self, channel: str) -> Any: ...
+
+    async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
+
+
+class VoiceReplies:
+    """Speaks channel replies through the runtime's media service (a `ReplyHook`)."""
+
+    def __init__(self, media: MediaService, channels: Channels) -> None:
         self.media = media
+        self.channels = channels
 
     def wanted(self, msg: InboundMessage, settings: SpeechSettings) -> bool:
         """Whether the reply to `msg` is spoken (before the length check)."""
@@ -60,8 +71,9 @@ class VoiceReplies:
             return True
         return settings.auto == "inbound" and any(a.kind in VOICE_KINDS for a in msg.attachments)
 
-    async def after_reply(self, manager: ChannelManager, msg: InboundMessage, reply: str) -> None:
+    async def after_reply(self, msg: InboundMessage, reply: str) -> None:
         """Send `reply` as a voice message too, when the settings say so."""
+        manager = self.channels
         settings = self.media.speech()
         words = speakable(reply)
         if not words or not self.wanted(msg, settings) or len(words) > settings.max_chars:
@@ -69,7 +81,7 @@ class VoiceReplies:
         try:
             audio = await self.media.speak(words)
         except MediaError as exc:
-            self._failed(manager, msg, str(exc))
+            self._failed(msg, str(exc))
             return
         adapter = manager.adapter(msg.channel)
         kind, name = "audio", f"reply.{_suffix(settings.format)}"
@@ -78,7 +90,7 @@ class VoiceReplies:
                 audio = await to_ogg_opus(audio)
                 kind, name = "voice", "reply.ogg"
             except MediaError as exc:  # ffmpeg missing or failing: an audio file still goes
-                self._failed(manager, msg, str(exc))
+                self._failed(msg, str(exc))
         with tempfile.TemporaryDirectory(prefix="nodmix-voice-") as folder:
             path = Path(folder) / name
             path.write_bytes(audio)
@@ -89,11 +101,11 @@ class VoiceReplies:
             try:
                 await manager.send(msg.channel, outbound)
             except Exception as exc:
-                self._failed(manager, msg, f"sending the voice reply failed: {exc}")
+                self._failed(msg, f"sending the voice reply failed: {exc}")
 
-    def _failed(self, manager: ChannelManager, msg: InboundMessage, reason: str) -> None:
+    def _failed(self, msg: InboundMessage, reason: str) -> None:
         log.warning("%s: voice reply to %s: %s", msg.channel, msg.chat_id, reason)
-        status = manager.statuses.get(msg.channel)
+        status = self.channels.statuses.get(msg.channel)
         if status is not None:
             status.error(f"voice reply: {reason}")
 
@@ -104,7 +116,7 @@ def _suffix(fmt: str) -> str:
 
 async def _tts(call: CommandCall) -> str:
     voice = call.manager.voice
-    if voice is None:
+    if not isinstance(voice, VoiceReplies):
         return "Spoken replies are not available here."
     msg = call.message
     arg = call.args.strip().lower()

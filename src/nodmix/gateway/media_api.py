@@ -25,7 +25,7 @@ from nodmix.channels.attachments import max_attachment_bytes
 from nodmix.errors import WorkspaceEscapeError
 from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.errors import APIError, bad_request, not_found
-from nodmix.gateway.media_parts import check_files
+from nodmix.gateway.media_parts import checked
 from nodmix.media.files import InboundFile, read_media, safe_name, save_unique
 from nodmix.media.sniff import HEAD_BYTES, audio_type, image_type, sniff
 
@@ -55,6 +55,8 @@ async def upload(request: Request) -> Response:
     if found == "other" and declared.startswith("image/"):
         kind = "image"  # said to be an image: checked as one (and refused clearly)
     stem, _, suffix = PurePath(name).name.rpartition(".")
+    if kind != "document":
+        await checked(data, InboundFile(path="", kind=kind), PurePath(name).name)
     path = await anyio.to_thread.run_sync(
         save_unique,
         agent.workspace,
@@ -64,8 +66,6 @@ async def upload(request: Request) -> Response:
     )
     mime = image_type(head) or audio_type(head) or declared or None
     file = InboundFile(path=path, kind=kind, name=PurePath(name).name, mime_type=mime)
-    if kind != "document":
-        await check_files(gateway, agent, [file], [name])
     return JSONResponse(
         {"path": path, "kind": kind, "name": file.name, "size": len(data), "mimeType": mime}
     )

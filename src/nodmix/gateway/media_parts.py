@@ -24,6 +24,7 @@ from nodmix.channels.attachments import max_attachment_bytes, megabytes
 from nodmix.gateway.errors import bad_request
 from nodmix.media.errors import MediaError
 from nodmix.media.files import InboundFile, inbox_path, save_unique
+from nodmix.media.ingest import check_bytes
 from nodmix.messages import Message
 
 if TYPE_CHECKING:
@@ -128,36 +129,25 @@ async def save_media(
         suffix = _SUFFIXES.get(item.mime_type, "")
         if item.kind == "audio":
             suffix = "." + item.mime_type.rpartition("/")[2].replace("mpeg", "mp3")
+        kind = "image" if item.kind == "image" else "audio"
+        await checked(item.data, InboundFile(path="", kind=kind), item.where)
         path = await anyio.to_thread.run_sync(
             save_unique, agent.workspace, item.data, f"api-{item.kind}", suffix
         )
-        kind = "image" if item.kind == "image" else "audio"
         files.append(InboundFile(path=path, kind=kind, mime_type=item.mime_type))
-    await check_files(gateway, agent, files, [m.where for m in media])
     return files
 
 
-async def check_files(
-    gateway: Gateway, agent: AgentProfile, files: Sequence[InboundFile], where: Sequence[str]
-) -> None:
-    """Each file is a usable image or audio clip (nothing is transcribed yet).
+async def checked(data: bytes, file: InboundFile, where: str) -> None:
+    """`data` is a usable image or audio clip, before it is saved (nothing is transcribed).
 
     Raises:
-        APIError: 400 naming the first file that is not.
+        APIError: 400 saying why it is not.
     """
-    media = gateway.runtime.media
-    for file, place in zip(files, where, strict=True):
-        try:
-            await media.user_message(
-                "",
-                [file],
-                agent_id=agent.id,
-                workspace=agent.workspace,
-                model=None,
-                transcribe=False,
-            )
-        except MediaError as exc:
-            raise bad_request(f"{place}: {exc}", param=place) from None
+    try:
+        await anyio.to_thread.run_sync(check_bytes, data, file)
+    except MediaError as exc:
+        raise bad_request(f"{where}: {exc}", param=where) from None
 
 
 async def seeded_history(

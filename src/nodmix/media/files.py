@@ -65,18 +65,19 @@ def save_copy(workspace: Path, source: Path, name: str) -> str:
     return f"{INBOX}/{final}"
 
 
-def save_bytes(workspace: Path, data: bytes, name: str) -> str:
-    """Write `data` to a new file `inbox/<name>` in the workspace; the relative path.
+def save_bytes(workspace: Path, data: bytes, name: str, folder: str = INBOX) -> str:
+    """Write `data` to a new file `<folder>/<name>` in the workspace (`inbox/` by default);
+    the relative path.
 
     Raises:
-        WorkspaceEscapeError: `inbox` (or a folder above it) is a symlink.
+        WorkspaceEscapeError: the folder (or one above it) is a symlink.
         FileExistsError: the name is taken.
         OSError: the write failed.
     """
     workspace.mkdir(parents=True, exist_ok=True)
     final = safe_name(name, limit=160)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    with open_folder(workspace, PurePath(INBOX), create=True) as inbox:
+    with open_folder(workspace, PurePath(folder), create=True) as inbox:
         fd = os.open(final, flags, 0o644, dir_fd=inbox)
         try:
             with os.fdopen(fd, "wb", closefd=False) as out:
@@ -86,7 +87,7 @@ def save_bytes(workspace: Path, data: bytes, name: str) -> str:
             raise
         finally:
             os.close(fd)
-    return f"{INBOX}/{final}"
+    return f"{PurePath(folder).as_posix()}/{final}"
 
 
 def save_unique(workspace: Path, data: bytes, prefix: str, suffix: str) -> str:

@@ -124,6 +124,29 @@ async def user_message(
     return UserMessage(content=(*content, *images))
 
 
+def check_bytes(data: bytes, file: InboundFile) -> None:
+    """Check a file before it is saved: an image must decode, audio must be a known
+    container (CPU-bound for images: call it from a worker thread).
+
+    Raises:
+        MediaError: the same line `user_message` would give for the saved file.
+    """
+    from nodmix.media.images import prepare_image  # Pillow, loaded with the first image
+
+    what = _what(file)
+    kind = sniff(data[:HEAD_BYTES])
+    if kind == "image" or file.kind in IMAGE_KINDS:
+        try:
+            prepare_image(data)
+        except MediaError as exc:
+            raise MediaError(f"That {what} could not be used: {exc}") from None
+    elif kind == "audio" or file.kind in AUDIO_KINDS:
+        if not data:
+            raise MediaError(f"That {what} is empty (0 bytes), so there is nothing to hear.")
+        if audio_type(data[:HEAD_BYTES]) is None:
+            raise MediaError(f"That {what} is not audio in a format Nodmix knows.")
+
+
 def _identify(data: bytes) -> ImageInfo:
     from nodmix.media.images import identify  # Pillow, loaded with the first image
 

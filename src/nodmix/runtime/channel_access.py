@@ -65,6 +65,6 @@ def open_channels(
     security.broker.router.register("channel", ChannelApprovalPresenter(manager))
     register_approval_commands(security.answer_command)
     if media is not None:
-        manager.voice = VoiceReplies(media)
+        manager.voice = VoiceReplies(media, manager)
         register_voice_command()
     return manager

@@ -4,15 +4,34 @@ reference, voice notes transcribed), or one line saying why they cannot be used.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from nodmix.agents import AgentProfile
 from nodmix.media.errors import MediaError
 from nodmix.media.files import InboundFile
+from nodmix.media.service import MediaService
 from nodmix.messages import UserMessage
+from nodmix.providers.base import ModelSpec
 from nodmix.runtime.outcomes import CommandOutcome
 
-if TYPE_CHECKING:
-    from nodmix.runtime.core import Runtime
+
+class _Specs(Protocol):
+    def model_spec(self, ref: str) -> ModelSpec: ...
+
+
+class Runtime(Protocol):
+    """What a media prompt needs of the runtime."""
+
+    media: MediaService
+
+    @property
+    def router(self) -> _Specs: ...
+
+    def agent(self, agent_id: str | None = None) -> AgentProfile: ...
+
+    def model_refs(self, agent: AgentProfile, override: str | None = None) -> tuple[str, ...]: ...
+
+    def session_key(self, agent: AgentProfile, session_key: str | None) -> str: ...
 
 
 async def media_prompt(

@@ -1,4 +1,5 @@
-"""The `read` tool: page through a text file in the workspace.
+"""The `read` tool: page through a text file in the workspace (an image file comes back as
+image content, `nodmix.media.tool_images`).
 
 The text comes back exactly as it is in the file, without line-number prefixes: the `edit` tool
 matches text exactly, and numbered output invites models to paste the numbers into `oldText`.
@@ -15,6 +16,7 @@ from pathlib import Path
 import anyio
 
 from nodmix.errors import WorkspaceEscapeError
+from nodmix.media.tool_images import inline_image, looks_like_image, workspace_image
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, optional_int, require_str
@@ -31,7 +33,8 @@ INLINE_READ_BYTES = 64 * 1024
 _DESCRIPTION = (
     "Read a text file from the workspace. Returns the text exactly as stored (no line numbers), "
     "at most {lines} lines or {kb} KB per call; a footer gives the line range when the file "
-    "continues. Use `offset` and `limit` to page through large files."
+    "continues. Use `offset` and `limit` to page through large files. An image file (PNG, "
+    "JPEG, GIF, WebP) is returned as the image itself."
 )
 
 
@@ -106,6 +109,8 @@ class ReadTool(CoreTool):
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
         path = self._resolve(ctx.workspace, raw_path)
         shown = display_path(ctx.workspace, path)
+        if looks_like_image(path) and path.is_file():
+            return await self._image(ctx.workspace, path, shown)
         read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
         try:
             small = path.stat().st_size <= INLINE_READ_BYTES
@@ -124,6 +129,16 @@ class ReadTool(CoreTool):
         footer = _footer(window, limit)
         text = window.text if footer is None else f"{window.text}\n\n{footer}"
         return ToolResult.text(text, details=details)
+
+    async def _image(self, workspace: Path, path: Path, shown: str) -> ToolResult:
+        """An image file: a reference a vision model sees as the picture (`nodmix.media`)."""
+        if not Path(shown).is_absolute():
+            return await workspace_image(workspace, shown)
+        try:
+            data = await anyio.Path(path).read_bytes()
+        except OSError as exc:
+            return ToolResult.error(f"{shown}: cannot be read ({exc})")
+        return await inline_image(data, label=f"image {shown}")
 
     def _resolve(self, workspace: Path, raw_path: str) -> Path:
         try:
