@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from PIL import Image
 
@@ -243,3 +244,27 @@ def test_an_attachment_over_the_cap_is_refused_before_download_and_never_written
         (isolated_state / "workspace" / "inbox").iterdir()
     )
     assert model.requests == []
+
+
+async def _hang(data: bytes, name: str) -> str:
+    await anyio.sleep_forever()
+    raise AssertionError
+
+
+def test_a_transcription_server_that_hangs_gets_one_line_after_the_timeout(
+    isolated_state: Path, api: ScriptedBotAPI
+) -> None:
+    needs_ffmpeg()
+    with ScriptedModelServer(echo, transcribe=_hang) as hanging:
+        audio = {"provider": "local", "timeoutSeconds": 1}
+        _config(isolated_state, hanging, api, tools={"media": {"audio": audio}})
+        with _gateway():
+            api.inject_media(chat_id=OWNER, sender_id=OWNER, kind="voice", data=voice_note())
+            first = api.wait_for(lambda: api.sent_texts(OWNER))
+            api.inject_text(chat_id=OWNER, sender_id=OWNER, text="typed instead")
+            api.wait_for(lambda: "typed instead" in api.sent_texts(OWNER))
+        assert first == [
+            "That voice note could not be transcribed: transcription failed (local): "
+            "no answer within 1 s"
+        ]
+        assert model_user_texts(hanging) == ["typed instead"]

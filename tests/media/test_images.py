@@ -100,3 +100,8 @@ def test_unsupported_formats_are_named_from_their_first_bytes() -> None:
     assert unsupported_format(b"  <svg>") == "SVG"
     assert unsupported_format(b"\x00\x00\x00\x20ftypavif") == "AVIF"
     assert unsupported_format(b"\xff\xd8\xff") is None
+
+
+def test_formats_decoded_whole_have_a_lower_pixel_limit_than_jpeg() -> None:
+    with pytest.raises(MediaError, match="at most 40 megapixels for PNG"):
+        identify(png_claiming(7000, 7000))

@@ -47,12 +47,12 @@ class AudioEndpoint:
         return out
 
 
-def _failure(what: str, endpoint: AudioEndpoint, exc: Exception) -> MediaError:
+def _failure(what: str, endpoint: AudioEndpoint, exc: Exception, seconds: float) -> MediaError:
     if isinstance(exc, httpx2.HTTPStatusError):
         body = exc.response.text.strip().replace("\n", " ")[:200]
         detail = f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
     elif isinstance(exc, TimeoutError | httpx2.TimeoutException):
-        detail = "no answer in time"
+        detail = f"no answer within {seconds:g} s"
     else:
         detail = str(exc).strip() or type(exc).__name__
     return MediaError(f"{what} failed ({endpoint.provider}): {detail}")
@@ -88,7 +88,7 @@ async def transcribe(
                 response.raise_for_status()
                 body = response.json()
     except Exception as exc:
-        raise _failure("transcription", endpoint, exc) from None
+        raise _failure("transcription", endpoint, exc, settings.timeout_seconds) from None
     text = body.get("text") if isinstance(body, dict) else None
     if not isinstance(text, str):
         raise MediaError(f"transcription failed ({endpoint.provider}): the answer has no text")
@@ -136,7 +136,7 @@ async def synthesize(endpoint: AudioEndpoint, text: str, settings: SpeechSetting
     except MediaError:
         raise
     except Exception as exc:
-        raise _failure("speech", endpoint, exc) from None
+        raise _failure("speech", endpoint, exc, settings.timeout_seconds) from None
     audio = b"".join(chunks)
     if not audio:
         raise MediaError(f"speech failed ({endpoint.provider}): the answer was empty")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import io
+import threading
 from dataclasses import dataclass
 
 import anyio
@@ -28,7 +29,14 @@ from nodmix.media.settings import DEFAULT_MAX_SIDE
 from nodmix.messages import ImageBlock
 
 MAX_SOURCE_PIXELS = 64_000_000
-"""Larger images are refused unread (a 64-megapixel photo still passes)."""
+"""Larger JPEGs are refused unread (a 64-megapixel photo still passes: it is decoded at a
+reduced scale, so it never takes its full size in memory)."""
+MAX_DECODED_PIXELS = 40_000_000
+"""Larger images of the other formats are refused unread: they are decoded whole (at most
+160 MB for RGBA pixels)."""
+PREPARING = threading.BoundedSemaphore(2)
+"""Images decoded at once, process-wide (worker threads wait their turn): the memory a burst
+of large images takes stays that of two."""
 FORMATS = {
     "JPEG": "image/jpeg",
     "MPO": "image/jpeg",  # what Pillow calls many phones' JPEGs
@@ -112,10 +120,11 @@ def _open(data: bytes) -> tuple[Image.Image, ImageInfo]:
     width, height = image.size
     if width <= 0 or height <= 0:
         raise MediaError(f"the image has no pixels ({width}x{height})")
-    if width * height > MAX_SOURCE_PIXELS:
+    limit = MAX_SOURCE_PIXELS if fmt in ("JPEG", "MPO") else MAX_DECODED_PIXELS
+    if width * height > limit:
         raise MediaError(
             f"the image is too large: {width}x{height} pixels "
-            f"(at most {MAX_SOURCE_PIXELS // 1_000_000} megapixels)"
+            f"(at most {limit // 1_000_000} megapixels for {fmt})"
         )
     mime = FORMATS.get(fmt, "image/png")
     return image, ImageInfo(format=fmt, mime_type=mime, width=width, height=height)
@@ -146,7 +155,8 @@ def prepare_image(data: bytes, max_side: int = DEFAULT_MAX_SIDE) -> PreparedImag
     """
     image, info = _open(data)
     try:
-        return _prepare(image, info, max_side)
+        with PREPARING:
+            return _prepare(image, info, max_side)
     except MediaError:
         raise
     except Exception as exc:  # a hostile file can break any decoder step
@@ -192,7 +202,7 @@ def _encode(image: Image.Image, fmt: str) -> bytes:
 
 
 async def prepare_image_async(data: bytes, max_side: int = DEFAULT_MAX_SIDE) -> PreparedImage:
-    """`prepare_image` in a worker thread."""
+    """`prepare_image` in a worker thread (at most two decode at once, `PREPARING`)."""
     return await anyio.to_thread.run_sync(prepare_image, data, max_side)
 
 

@@ -28,6 +28,7 @@ import msgspec
 from nodmix.errors import WorkspaceEscapeError
 from nodmix.media.errors import MediaError
 from nodmix.media.files import InboundFile, read_media
+from nodmix.media.settings import AUDIO_HINT
 from nodmix.media.sniff import HEAD_BYTES, audio_type, sniff
 from nodmix.messages import ImageBlock, ImageRefBlock, TextBlock, UserBlock, UserMessage
 
@@ -115,7 +116,12 @@ async def user_message(
             if parts.transcribe is None:
                 notes.append(f"[{what} attached: {file.path}]")
                 continue
-            said = await parts.transcribe(data, file, mime)
+            try:
+                said = await parts.transcribe(data, file, mime)
+            except MediaError as exc:
+                if str(exc) == AUDIO_HINT:
+                    raise
+                raise MediaError(f"That {what} could not be transcribed: {exc}") from None
             heard.append(f"[{what} {file.path}, transcribed]\n{said or '(no speech heard)'}")
         else:
             notes.append(f"[{file.kind} attached: {file.path}]")
