@@ -14,6 +14,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import BinaryIO
 
 from nodmix.errors import WorkspaceEscapeError
 from nodmix.tools.confined import copy_into, open_folder, open_regular, open_resolved
@@ -128,15 +129,13 @@ def inbox_path(workspace: Path, text: str) -> str:
     return rel.as_posix()
 
 
-def read_media(
-    workspace: Path, path: str, max_bytes: int = MAX_FILE_BYTES
-) -> tuple[bytes, os.stat_result]:
-    """The bytes and `stat` of a media file: `path` relative to the workspace (no symlink
+def open_media(workspace: Path, path: str) -> BinaryIO:
+    """A media file opened for reading: `path` relative to the workspace (no symlink
     followed), or absolute (a file the `read` tool opened outside the workspace).
 
     Raises:
         WorkspaceEscapeError: a symlink on the way, or `..` in a relative path.
-        OSError: missing, not a regular file, unreadable, or larger than `max_bytes`.
+        OSError: missing, not a regular file, or unreadable.
     """
     given = Path(path)
     if given.is_absolute():
@@ -146,11 +145,31 @@ def read_media(
         if ".." in rel.parts:
             raise WorkspaceEscapeError(f"{path} is not a path inside the workspace")
         fd = open_regular(workspace, rel)
-    with os.fdopen(fd, "rb") as handle:
-        stat = os.fstat(handle.fileno())
-        if stat.st_size > max_bytes:
-            raise OSError(f"{path} is larger than {max_bytes // (1 << 20)} MB")
-        data = handle.read(max_bytes + 1)
+    return os.fdopen(fd, "rb")
+
+
+def read_capped(handle: BinaryIO, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The rest of an open media file, at most `max_bytes`.
+
+    Raises:
+        OSError: unreadable, or larger than `max_bytes`.
+    """
+    if os.fstat(handle.fileno()).st_size > max_bytes:
+        raise OSError(f"{path} is larger than {max_bytes // (1 << 20)} MB")
+    data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise OSError(f"{path} is larger than {max_bytes // (1 << 20)} MB")
-    return data, stat
+    return data
+
+
+def read_media(
+    workspace: Path, path: str, max_bytes: int = MAX_FILE_BYTES
+) -> tuple[bytes, os.stat_result]:
+    """The bytes and `stat` of a media file (see `open_media`).
+
+    Raises:
+        WorkspaceEscapeError: a symlink on the way, or `..` in a relative path.
+        OSError: missing, not a regular file, unreadable, or larger than `max_bytes`.
+    """
+    with open_media(workspace, path) as handle:
+        return read_capped(handle, path, max_bytes), os.fstat(handle.fileno())

@@ -17,6 +17,7 @@ A request without images (the usual case) costs one pass over the block types.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ import msgspec
 from nodmix.errors import WorkspaceEscapeError
 from nodmix.media.cache import ImageCache, file_key
 from nodmix.media.errors import MediaError
-from nodmix.media.files import read_media
+from nodmix.media.files import open_media, read_capped
 from nodmix.media.settings import ImageSettings
 from nodmix.messages import (
     AssistantMessage,
@@ -141,11 +142,12 @@ class ImageResolver:
     def load(self, block: ImageRefBlock, workspace: Path, max_side: int) -> ImageBlock | str:
         """One reference as image content (cached), or the reason it cannot be shown."""
         try:
-            data, stat = read_media(workspace, block.path)
-            key = file_key(stat, max_side)
-            cached = self.cache.get(key)
-            if cached is not None:
-                return cached
+            with open_media(workspace, block.path) as handle:
+                key = file_key(os.fstat(handle.fileno()), max_side)
+                cached = self.cache.get(key)
+                if cached is not None:  # not read again: the same file, prepared before
+                    return cached
+                data = read_capped(handle, block.path)
             from nodmix.media.images import prepare_image  # Pillow, loaded with the first image
 
             prepared = prepare_image(data, max_side).block()
