@@ -16,6 +16,8 @@ import pytest
 from PIL import Image
 
 from nodmix.gateway import BackgroundGateway, GatewaySettings
+from nodmix.providers.base import ModelRequest
+from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
@@ -268,3 +270,36 @@ def test_a_transcription_server_that_hangs_gets_one_line_after_the_timeout(
             "no answer within 1 s"
         ]
         assert model_user_texts(hanging) == ["typed instead"]
+
+
+def test_a_text_only_model_gets_what_the_image_model_saw(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    def respond(request: ModelRequest) -> ModelReply:
+        if request.model.id == "eyes":
+            return ModelReply.text("A fiddle-leaf fig in a clay pot, one leaf browning.")
+        return echo(request)
+
+    model.respond = respond
+    config = scripted_config(model.base_url)
+    config["models"]["providers"]["local"]["models"].append(
+        {"id": "eyes", "input": ["text", "image"]}
+    )
+    config["agents"]["defaults"]["media"] = {"imageModel": "local/eyes"}
+    section = {"botToken": api.token, "apiBaseUrl": api.url, "pollTimeoutSeconds": 1}
+    config["channels"] = {"telegram": {**section, "allowFrom": [OWNER]}}
+    (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
+    with _gateway():
+        api.inject_media(
+            chat_id=OWNER, sender_id=OWNER, kind="photo", data=photo(), caption="what plant?"
+        )
+        api.wait_for(lambda: api.sent_texts(OWNER))
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text="and now?")
+        api.wait_for(lambda: len(api.sent_texts(OWNER)) >= 2)
+    describer, first, second = (r.request for r in model.requests)
+    assert describer is not None and describer.model.id == "eyes" and len(model.images(0)) == 1
+    assert first is not None and first.model.id == "scripted" and model.images(1) == []
+    said = json.dumps(model.requests[1].body)
+    assert "described by an image model: A fiddle-leaf fig in a clay pot" in said
+    assert "fiddle-leaf fig" in json.dumps(model.requests[2].body), "kept with the reference"
+    assert len(model.requests) == 3, "described once, not on every request"

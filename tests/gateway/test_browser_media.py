@@ -42,18 +42,22 @@ def test_images_pasted_dropped_and_picked_reach_the_model_and_stay_in_the_histor
 ) -> None:
     config = scripted_config(model_server.base_url)
     config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
+    config["tools"] = {"media": {"audio": {"provider": "local"}}}
     (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
     model_server.respond = count_images
     blue = base64.b64encode(_png((0, 0, 200), (64, 48))).decode()
     with socket_gateway() as gateway:
         done = run_spec("media", gateway.url, BLUE_PNG=blue)
-    assert_steps_passed(done, 6)
+    assert_steps_passed(done, 7)
     seen = [model_server.images(i) for i in range(len(model_server.requests))]
-    assert [len(images) for images in seen] == [1, 2, 3], "earlier turns' images still shown"
+    assert [len(images) for images in seen] == [1, 2, 3, 3], "earlier turns' images still shown"
+    recording = model_server.audio_calls[0]
+    assert recording.file_data[:4] == b"\x1aE\xdf\xa3", "the browser's WebM recording"
+    seen = seen[:3]
     colors = [
         Image.open(io.BytesIO(base64.b64decode(images[-1].data))).convert("RGB").getpixel((5, 5))
         for images in seen
     ]
     assert colors == [(208, 0, 0), (0, 160, 0), (0, 0, 200)]
     inbox = sorted(p.name for p in (isolated_state / "workspace" / "inbox").iterdir())
-    assert len(inbox) == 3 and all(name.startswith("upload-") for name in inbox)
+    assert len(inbox) == 4 and all(name.startswith("upload-") for name in inbox)

@@ -95,4 +95,16 @@ await inChromium(async ({ page, pageErrors }) => {
     check(JSON.stringify(widths) === "[320,200,64]", `the saved files came back (got ${widths})`);
     check(pageErrors.length === 0, `no page errors (${pageErrors.join("; ")})`);
   });
+
+  await step("a recording from the microphone goes as a voice note and is transcribed", async () => {
+    await page.click("#record");
+    await page.locator("#record.recording").waitFor();
+    await page.waitForTimeout(800); // the length of the recording, not a wait for an event
+    await page.click("#record");
+    await page.locator(".msg.user .msg-file", { hasText: "voice note" }).waitFor();
+    await page.locator(".msg.assistant", { hasText: "saw 0 image: [voice note inbox/" }).waitFor();
+  });
+}, {
+  permissions: ["microphone"],
+  args: ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"],
 });
