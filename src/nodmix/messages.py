@@ -11,6 +11,7 @@ which keeps appending and loading transcripts fast.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
@@ -180,6 +181,18 @@ class ToolResultMessage(_Message, frozen=True, tag="toolResult"):
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+def carries_images(messages: Iterable[Message]) -> bool:
+    """Whether any message holds an image (inline or by reference): one pass over block
+    types, so a request without images pays next to nothing for media."""
+    for message in messages:
+        if type(message) is AssistantMessage:
+            continue
+        for block in message.content:
+            if type(block) is not TextBlock:
+                return True
+    return False
 
 
 def user_message(text: str) -> UserMessage:

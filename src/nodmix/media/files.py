@@ -8,13 +8,13 @@ fail; it never sends a host file to a model.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import BinaryIO
+
+import msgspec
 
 from nodmix.errors import WorkspaceEscapeError
 from nodmix.tools.confined import copy_into, open_folder, open_regular, open_resolved
@@ -26,8 +26,7 @@ MAX_FILE_BYTES = 64 << 20
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@dataclass(frozen=True, slots=True)
-class InboundFile:
+class InboundFile(msgspec.Struct, frozen=True):
     """A file that came with a message, already saved in the workspace."""
 
     path: str
@@ -100,6 +99,8 @@ def save_unique(workspace: Path, data: bytes, prefix: str, suffix: str) -> str:
         WorkspaceEscapeError: `inbox` (or a folder above it) is a symlink.
         OSError: the write failed.
     """
+    import hashlib  # not on the start-up path: only uploads and API images are hashed
+
     digest = hashlib.sha256(data).hexdigest()[:24]
     ending = f".{safe_name(suffix.lstrip('.'), limit=12)}" if suffix.strip(".") else ""
     name = f"{safe_name(prefix, limit=40)}-{digest}{ending}"

@@ -18,7 +18,6 @@ sender gets instead of a turn.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,8 +45,7 @@ Describe = Callable[[ImageBlock, str], Awaitable[str | None]]
 """What an image model sees in a prepared image (given the message text), or None."""
 
 
-@dataclass(frozen=True, slots=True)
-class IngestParts:
+class IngestParts(msgspec.Struct, frozen=True):
     """What turning files into content needs from the runtime."""
 
     prepare: Prepare

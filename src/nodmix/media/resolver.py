@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ from nodmix.messages import (
     TextBlock,
     ToolResultMessage,
     UserMessage,
+    carries_images,
 )
 
 if TYPE_CHECKING:
@@ -67,15 +68,8 @@ def blind_note(block: ImageRefBlock) -> str:
     return f"[image {block.label}: this model cannot see images]"
 
 
-def has_images(messages: Iterable[Message]) -> bool:
-    """Whether any message carries an image (inline or by reference)."""
-    for message in messages:
-        if type(message) is AssistantMessage:
-            continue
-        for block in message.content:
-            if type(block) is not TextBlock:
-                return True
-    return False
+has_images = carries_images
+"""Whether any message carries an image (inline or by reference)."""
 
 
 def turn_cutoff(messages: Sequence[Message], keep_turns: int) -> int:

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import NodmixError
 from nodmix.media.cache import ImageCache
-from nodmix.media.describe import Resolver, describe_image
 from nodmix.media.errors import MediaError
-from nodmix.media.files import InboundFile
-from nodmix.media.ingest import Describe, IngestParts, user_message
-from nodmix.media.prefs import FileSpeechPrefs, SpeechPrefs
 from nodmix.media.resolver import ImageResolver
 from nodmix.media.settings import (
     AUDIO_HINT,
@@ -31,6 +27,9 @@ from nodmix.providers.base import ModelSpec
 
 if TYPE_CHECKING:
     from nodmix.media.audio import AudioEndpoint
+    from nodmix.media.files import InboundFile
+    from nodmix.media.ingest import Describe
+    from nodmix.media.prefs import SpeechPrefs
 
 OPENAI_API = "openai-completions"
 
@@ -46,8 +45,10 @@ class ProviderDefinitionLike(Protocol):
     def headers(self) -> Mapping[str, str]: ...
 
 
-class Models(Resolver, Protocol):
+class Models(Protocol):
     """What media needs of the provider router."""
+
+    def resolve(self, ref: str) -> Any: ...
 
     def definition(self, provider_id: str) -> ProviderDefinitionLike: ...
 
@@ -71,8 +72,17 @@ class MediaService:
         self.cache = ImageCache()
         self.images = ImageResolver(self.cache, lambda agent_id: image_settings(config(), agent_id))
         """What the agent loop asks for the images of each request."""
-        self.prefs: SpeechPrefs = prefs if prefs is not None else FileSpeechPrefs(state_dir)
-        """Per-chat `/tts on|off`."""
+        self._prefs = prefs
+        self._state_dir = state_dir
+
+    @property
+    def prefs(self) -> SpeechPrefs:
+        """Per-chat `/tts on|off` (a file store under the state dir unless given one)."""
+        if self._prefs is None:
+            from nodmix.media.prefs import FileSpeechPrefs
+
+            self._prefs = FileSpeechPrefs(self._state_dir)
+        return self._prefs
 
     # ---- voice ------------------------------------------------------------------------------
 
@@ -155,6 +165,9 @@ class MediaService:
         Raises:
             MediaError: a file cannot be used (the message is the sender's reply).
         """
+        from nodmix.media.describe import describe_image
+        from nodmix.media.ingest import IngestParts, user_message
+
         settings = image_settings(self._config(), agent_id)
 
         async def prepare(ref: ImageRefBlock) -> ImageBlock:

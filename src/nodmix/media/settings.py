@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from nodmix.config.media_schema import MediaConfig
 from nodmix.config.schema import NodmixConfig
@@ -29,8 +30,7 @@ AUDIO_HINT = (
 """The one line a sender gets for a voice note while transcription is off."""
 
 
-@dataclass(frozen=True, slots=True)
-class ImageSettings:
+class ImageSettings(msgspec.Struct, frozen=True):
     """How one agent's requests carry images."""
 
     max_side: int = DEFAULT_MAX_SIDE
@@ -38,8 +38,7 @@ class ImageSettings:
     image_model: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AudioSettings:
+class AudioSettings(msgspec.Struct, frozen=True):
     """`tools.media.audio`, resolved; `provider` None: transcription is off."""
 
     provider: str | None = None
@@ -48,8 +47,7 @@ class AudioSettings:
     timeout_seconds: float = DEFAULT_TRANSCRIBE_SECONDS
 
 
-@dataclass(frozen=True, slots=True)
-class SpeechSettings:
+class SpeechSettings(msgspec.Struct, frozen=True):
     """`messages.tts`, resolved; `provider` None: nothing is spoken."""
 
     auto: Literal["off", "always", "inbound"] = "off"

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from nodmix.media.images import ImageInfo
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
+"""The same list as the `read` tool's."""
 
 
 def looks_like_image(path: Path) -> bool:

@@ -29,8 +29,6 @@ from nodmix.context.lifecycle import Bootstrapper
 from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import SessionError
 from nodmix.events import EventSink, discard
-from nodmix.media.files import InboundFile
-from nodmix.media.service import MediaService
 from nodmix.memory.tools import MemoryTools
 from nodmix.messages import UserMessage
 from nodmix.observability import TurnObserver, open_log_file
@@ -46,7 +44,7 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
-from nodmix.runtime.media import media_prompt
+from nodmix.runtime.media import media_prompt, open_media
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
@@ -64,6 +62,8 @@ if TYPE_CHECKING:
     from nodmix.automation.service import Automation
     from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
+    from nodmix.media.files import InboundFile
+    from nodmix.media.service import MediaService
     from nodmix.security.parts import SecurityParts
 
 log = logging.getLogger("nodmix.runtime")
@@ -134,8 +134,7 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
-        self.media = MediaService(lambda: self.config, lambda: self.router, state_dir=state_dir)
-        """Images, transcription, speech and per-chat `/tts` (`nodmix.media`)."""
+        self._media: MediaService | None = None
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -233,6 +232,13 @@ class Runtime:
                 media=self.media,
             )
         return self._channels
+
+    @property
+    def media(self) -> MediaService:
+        """Images, transcription, speech and per-chat `/tts` (`nodmix.media`), on first use."""
+        if self._media is None:
+            self._media = open_media(lambda: self.config, lambda: self.router, self.state_dir)
+        return self._media
 
     @property
     def engine(self) -> CodeModeEngine:

@@ -3,16 +3,19 @@ reference, voice notes transcribed), or one line saying why they cannot be used.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nodmix.agents import AgentProfile
 from nodmix.media.errors import MediaError
-from nodmix.media.files import InboundFile
-from nodmix.media.service import MediaService
-from nodmix.messages import UserMessage
+from nodmix.messages import Message, UserMessage, carries_images
 from nodmix.providers.base import ModelSpec
 from nodmix.runtime.outcomes import CommandOutcome
+
+if TYPE_CHECKING:
+    from nodmix.media.files import InboundFile
+    from nodmix.media.service import MediaService
 
 
 class _Specs(Protocol):
@@ -22,7 +25,8 @@ class _Specs(Protocol):
 class Runtime(Protocol):
     """What a media prompt needs of the runtime."""
 
-    media: MediaService
+    @property
+    def media(self) -> MediaService: ...
 
     @property
     def router(self) -> _Specs: ...
@@ -56,3 +60,30 @@ async def media_prompt(
     except MediaError as exc:
         key = runtime.session_key(agent, session_key)
         return CommandOutcome(command="media", message=str(exc), session_key=key, session_id="")
+
+
+class ImagesOnDemand:
+    """The loop's `MediaView`: requests without images pass untouched, and the media parts
+    are built (and imported) only once a conversation holds an image."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def prepare(
+        self, messages: Sequence[Message], *, agent_id: str, workspace: Path
+    ) -> Callable[[ModelSpec], Sequence[Message]]:
+        """The messages per model spec (see `nodmix.media.resolver`)."""
+        if not carries_images(messages):
+            return lambda spec: messages
+        images = self._runtime.media.images
+        return await images.prepare(messages, agent_id=agent_id, workspace=workspace)
+
+
+def open_media(
+    config: Callable[[], Any], models: Callable[[], Any], state_dir: Path
+) -> MediaService:
+    """The runtime's media parts (imported here, on first use: text-only runs never load
+    them)."""
+    from nodmix.media.service import MediaService
+
+    return MediaService(config, models, state_dir=state_dir)

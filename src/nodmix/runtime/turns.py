@@ -22,6 +22,7 @@ from nodmix.messages import ToolResultMessage, UserMessage, user_message
 from nodmix.origin import TurnOrigin
 from nodmix.runtime.cache import ConfigCache
 from nodmix.runtime.client_results import ClientTurn, accept_client_results
+from nodmix.runtime.media import ImagesOnDemand
 from nodmix.runtime.outcomes import TurnOutcome
 from nodmix.runtime.skills import scan_for_turn, skills_namespace_entry
 from nodmix.runtime.toolset import ToolsetInputs, build_run_tools
@@ -183,7 +184,7 @@ async def _prepare_turn(
         context=context,
         retry=runtime.retry,
         guard=guard,
-        media=runtime.media.images,
+        media=ImagesOnDemand(runtime),
     )
     request = TurnRequest(
         agent=agent,

@@ -16,7 +16,6 @@ from pathlib import Path
 import anyio
 
 from nodmix.errors import WorkspaceEscapeError
-from nodmix.media.tool_images import inline_image, looks_like_image, workspace_image
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, optional_int, require_str
@@ -29,6 +28,8 @@ DEFAULT_MAX_BYTES = 100 * 1024
 #: the hop to a worker thread (code-mode programs often read many small files in a row). Larger
 #: files are read in a worker, since counting their lines reads all of them.
 INLINE_READ_BYTES = 64 * 1024
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
+"""Files read as images (their content is checked; `nodmix.media.tool_images`)."""
 
 _DESCRIPTION = (
     "Read a text file from the workspace. Returns the text exactly as stored (no line numbers), "
@@ -109,7 +110,7 @@ class ReadTool(CoreTool):
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
         path = self._resolve(ctx.workspace, raw_path)
         shown = display_path(ctx.workspace, path)
-        if looks_like_image(path) and path.is_file():
+        if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
             return await self._image(ctx.workspace, path, shown)
         read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
         try:
@@ -132,6 +133,8 @@ class ReadTool(CoreTool):
 
     async def _image(self, workspace: Path, path: Path, shown: str) -> ToolResult:
         """An image file: a reference a vision model sees as the picture (`nodmix.media`)."""
+        from nodmix.media.tool_images import inline_image, workspace_image
+
         if not Path(shown).is_absolute():
             return await workspace_image(workspace, shown)
         try:
