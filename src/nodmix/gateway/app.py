@@ -87,7 +87,10 @@ class Gateway:
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))
             group.start_soon(serve_automation, self)
             async with self.runs.running(self.settings.grace_seconds):
-                yield self
+                try:
+                    yield self
+                finally:
+                    self.runtime.retire()  # turns cancelled by the shutdown keep their runs
             self._group = None
             group.cancel_scope.cancel()
 

@@ -231,6 +231,12 @@ class Runtime:
             self._engine = open_code_mode_engine(self.config, self.state_dir, self.background)
         return self._engine
 
+    def retire(self) -> None:
+        """The process is stopping: code-mode runs of turns cancelled from now on are kept
+        for the next start instead of being aborted."""
+        if self._engine is not None:
+            self._engine.retire()
+
     # ---- agents, models, engines --------------------------------------------------------------
 
     def agent(self, agent_id: str | None = None) -> AgentProfile:
