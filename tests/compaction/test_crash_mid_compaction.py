@@ -78,6 +78,13 @@ def _broken_successor(state: Path) -> Path:
     return old
 
 
+def test_repairing_the_old_file_restores_its_successor(isolated_state: Path) -> None:
+    old = _broken_successor(isolated_state)
+    done = run_nodmix(isolated_state, "sessions", "repair", old.stem)
+    assert done.returncode == 0, done.stderr
+    assert f"restored the compaction summary and 2 kept entries from {old.name}" in done.stdout
+
+
 def test_opening_a_successor_without_its_seed_restores_it_from_the_old_file(
     isolated_state: Path,
 ) -> None:

@@ -112,6 +112,10 @@ def _repair(args: argparse.Namespace) -> int:
     found = locate(manager(), target_of(args))
     done = repair_transcript(found.path)
     seeded = restore_seed(found.path)
+    if seeded is None and found.status == "continued" and found.key:
+        # The file a compaction continued from: its successor is the one that may lack the
+        # summary and kept turns.
+        seeded = restore_seed(locate(manager(), found.key).path)
     if done.backup is None and seeded is None:
         print(f"{done.path}: nothing to repair ({done.kept} entries read)")
         return 0
