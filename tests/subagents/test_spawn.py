@@ -1,0 +1,113 @@
+"""`sessions_spawn` on a real runtime against the scripted model behind a real HTTP socket:
+parallel subagents with `wait`, subagents nobody waits for and their announcement, usage
+counted to the requester, and the records and session index a spawn leaves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from nodmix.messages import UserMessage, user_message
+from nodmix.sessions import CustomMessageEntry
+from nodmix.subagents.service import SpawnRequest
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.scripts.subagents import respond
+from tests.subagents.support import (
+    HeldChildren,
+    open_runtime,
+    own_tokens,
+    poll,
+    records,
+    tool_ctx,
+    write_config,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def test_two_subagents_with_wait_run_side_by_side_and_their_replies_come_back(
+    isolated_state: Path,
+) -> None:
+    model = HeldChildren()
+    async with ScriptedModelServer(model) as server:
+        write_config(isolated_state, server.base_url)
+        async with open_runtime(isolated_state) as runtime, anyio.create_task_group() as group:
+            done: list[str] = []
+
+            async def ask() -> None:
+                outcome = await runtime.submit("spawn wait: held alpha | held beta")
+                done.append(outcome.result.reply)
+
+            group.start_soon(ask)
+            await poll(lambda: model.in_flight == 2, what="both children to be working at once")
+            model.release()
+            await poll(lambda: bool(done), what="the requester's reply")
+            parent = runtime.sessions.open("agent:main:main", create=False)
+            rows = runtime.sessions.list_sessions("main")  # writes pending counters first
+            children = [r for r in rows if r.entry.spawned_by]
+            (parent_row,) = [r for r in rows if r.key == "agent:main:main"]
+    assert done == ["held alpha: done: held alpha\nheld beta: done: held beta"]
+    assert model.peak == 2
+    assert sorted(r.entry.label for r in children) == ["held alpha", "held beta"]
+    assert all(r.key.startswith("agent:main:subagent:") for r in children)
+    assert {r.entry.spawned_by for r in children} == {"agent:main:main"}
+    child_tokens = sum(r.entry.total_tokens for r in children)
+    assert child_tokens > 0
+    own = own_tokens(parent.messages_for_model())
+    assert parent_row.entry.total_tokens == own + child_tokens  # counted to the parent too
+    await poll(lambda: len(records(isolated_state)) == 2, what="the two records")
+    assert {r.status for r in records(isolated_state)} == {"completed"}
+
+
+async def test_a_subagent_nobody_waits_for_is_announced_into_the_session_and_seen_next_turn(
+    isolated_state: Path,
+) -> None:
+    model = HeldChildren()
+    async with ScriptedModelServer(model) as server:
+        write_config(isolated_state, server.base_url)
+        async with open_runtime(isolated_state) as runtime:
+            accepted = await runtime.submit("spawn: held report on ferries")
+            assert "accepted as sub_" in accepted.result.reply
+            (run,) = records(isolated_state)  # written before the spawn answered
+            assert run.status in ("queued", "running") and not run.wait
+            model.release()
+            await runtime.subagents.settle()
+            parent = runtime.sessions.open("agent:main:main", create=False)
+            posted = [e for e in parent.entries if isinstance(e, CustomMessageEntry)]
+            await runtime.submit("what came back?")
+    (entry,) = posted
+    assert entry.custom_type == "subagent_result" and entry.display
+    assert entry.details["runId"] == run.run_id and entry.details["status"] == "completed"
+    assert "done: held report on ferries" in str(entry.content)
+    last = server.requests[-1].request
+    users = [m.text for m in last.messages if isinstance(m, UserMessage)]
+    assert any("finished the task you gave it" in text for text in users)
+    assert users[-1] == "what came back?"
+    (final,) = records(isolated_state)
+    assert final.status == "completed" and final.announced
+    assert final.reply == "done: held report on ferries"
+
+
+async def test_the_announcement_waits_for_a_turn_running_in_the_requester_session(
+    isolated_state: Path,
+) -> None:
+    async with ScriptedModelServer(respond) as server:
+        write_config(isolated_state, server.base_url)
+        async with open_runtime(isolated_state) as runtime:
+            async with runtime.sessions.hold_turn("agent:main:main", timeout=5):
+                session = runtime.sessions.open("agent:main:main")
+                session.append_message(user_message("a turn is running here"))
+                await runtime.subagents.spawn(
+                    SpawnRequest(task="quick task"), tool_ctx("agent:main:main")
+                )
+                await poll(
+                    lambda: records(isolated_state)[0].status == "completed",
+                    what="the child to finish",
+                )
+                before = len(session.entries)
+                assert not any(isinstance(e, CustomMessageEntry) for e in session.entries)
+            await runtime.subagents.settle()
+            after = runtime.sessions.open("agent:main:main", create=False)
+            assert len(after.entries) == before + 1  # appended once the lock was free
