@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -76,31 +77,36 @@ def first_user_text(request: ModelRequest) -> str:
 
 class HeldChildren:
     """The `subagents` script, except that a request whose last user message starts with
-    `held` waits until the test calls `release()`; counts the held requests in flight."""
+    `held` waits until the test calls `release()`; counts the held requests in flight. Works
+    with the model server on this event loop or on its own thread."""
 
     def __init__(self, respond: Callable[[ModelRequest], Awaitable[Reply]] = subagents_script):
         self._respond = respond
-        self.released = anyio.Event()
+        self._released = threading.Event()
+        self._lock = threading.Lock()
         self.in_flight = 0
         self.peak = 0
         self.tool_names: dict[str, list[str]] = {}
         """Task of each child request -> names of the tools it was offered."""
 
     def release(self) -> None:
-        self.released.set()
+        self._released.set()
 
     async def __call__(self, request: ModelRequest) -> Reply:
         text = last_user_text(request) or ""
         self.tool_names.setdefault(first_user_text(request), [t.name for t in request.tools])
         if not text.startswith("held"):
             return await self._respond(request)
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
         try:
-            await self.released.wait()
+            while not self._released.is_set():
+                await anyio.sleep(0.005)
             return await self._respond(request)
         finally:
-            self.in_flight -= 1
+            with self._lock:
+                self.in_flight -= 1
 
 
 def records(state: Path) -> list[SubagentRun]:
@@ -136,3 +142,15 @@ def own_tokens(messages: list[Any]) -> int:
         if usage is not None:
             total += usage.total_tokens or usage.input + usage.output
     return total
+
+
+def ended(state: Path, count: int) -> bool:
+    """Whether `count` runs are on disk and every one has ended (its last state written)."""
+    runs = records(state)
+    return len(runs) == count and not any(run.is_open for run in runs)
+
+
+async def wait_ended(state: Path, count: int) -> list[SubagentRun]:
+    """The records once `count` runs have ended."""
+    await poll(lambda: ended(state, count), what=f"{count} ended run(s) on disk")
+    return records(state)

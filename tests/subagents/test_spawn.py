@@ -21,6 +21,7 @@ from tests.subagents.support import (
     poll,
     records,
     tool_ctx,
+    wait_ended,
     write_config,
 )
 
@@ -37,7 +38,7 @@ async def test_two_subagents_with_wait_run_side_by_side_and_their_replies_come_b
             done: list[str] = []
 
             async def ask() -> None:
-                outcome = await runtime.submit("spawn wait: held alpha | held beta")
+                outcome = await runtime.run_turn("spawn wait: held alpha | held beta")
                 done.append(outcome.result.reply)
 
             group.start_soon(ask)
@@ -50,14 +51,14 @@ async def test_two_subagents_with_wait_run_side_by_side_and_their_replies_come_b
             (parent_row,) = [r for r in rows if r.key == "agent:main:main"]
     assert done == ["held alpha: done: held alpha\nheld beta: done: held beta"]
     assert model.peak == 2
-    assert sorted(r.entry.label for r in children) == ["held alpha", "held beta"]
+    assert sorted(str(r.entry.label) for r in children) == ["held alpha", "held beta"]
     assert all(r.key.startswith("agent:main:subagent:") for r in children)
     assert {r.entry.spawned_by for r in children} == {"agent:main:main"}
     child_tokens = sum(r.entry.total_tokens for r in children)
     assert child_tokens > 0
     own = own_tokens(parent.messages_for_model())
     assert parent_row.entry.total_tokens == own + child_tokens  # counted to the parent too
-    await poll(lambda: len(records(isolated_state)) == 2, what="the two records")
+    await wait_ended(isolated_state, 2)
     assert {r.status for r in records(isolated_state)} == {"completed"}
 
 
@@ -68,7 +69,7 @@ async def test_a_subagent_nobody_waits_for_is_announced_into_the_session_and_see
     async with ScriptedModelServer(model) as server:
         write_config(isolated_state, server.base_url)
         async with open_runtime(isolated_state) as runtime:
-            accepted = await runtime.submit("spawn: held report on ferries")
+            accepted = await runtime.run_turn("spawn: held report on ferries")
             assert "accepted as sub_" in accepted.result.reply
             (run,) = records(isolated_state)  # written before the spawn answered
             assert run.status in ("queued", "running") and not run.wait
@@ -76,12 +77,13 @@ async def test_a_subagent_nobody_waits_for_is_announced_into_the_session_and_see
             await runtime.subagents.settle()
             parent = runtime.sessions.open("agent:main:main", create=False)
             posted = [e for e in parent.entries if isinstance(e, CustomMessageEntry)]
-            await runtime.submit("what came back?")
+            await runtime.run_turn("what came back?")
     (entry,) = posted
     assert entry.custom_type == "subagent_result" and entry.display
     assert entry.details["runId"] == run.run_id and entry.details["status"] == "completed"
     assert "done: held report on ferries" in str(entry.content)
     last = server.requests[-1].request
+    assert last is not None
     users = [m.text for m in last.messages if isinstance(m, UserMessage)]
     assert any("finished the task you gave it" in text for text in users)
     assert users[-1] == "what came back?"
@@ -111,3 +113,32 @@ async def test_the_announcement_waits_for_a_turn_running_in_the_requester_sessio
             await runtime.subagents.settle()
             after = runtime.sessions.open("agent:main:main", create=False)
             assert len(after.entries) == before + 1  # appended once the lock was free
+
+
+async def test_cancelling_the_requester_cancels_the_children_it_waits_for(
+    isolated_state: Path,
+) -> None:
+    model = HeldChildren()
+    async with ScriptedModelServer(model) as server:
+        write_config(isolated_state, server.base_url)
+        async with open_runtime(isolated_state) as runtime:
+            scope = anyio.CancelScope()
+
+            async def ask() -> None:
+                with scope:
+                    await runtime.run_turn("spawn wait: held one | held two")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask)
+                await poll(lambda: model.in_flight == 2, what="both children working")
+                scope.cancel()
+            await poll(
+                lambda: [r.status for r in records(isolated_state)] == ["cancelled"] * 2,
+                what="the two records",
+            )
+            assert runtime.subagents.open_runs() == []
+            parent = runtime.sessions.open("agent:main:main", create=False)
+            results = [m for m in parent.messages_for_model() if m.role == "toolResult"]
+    assert {r.status for r in records(isolated_state)} == {"cancelled"}
+    assert {r.error for r in records(isolated_state)} == {"its requester's turn was stopped"}
+    assert len(results) == 2 and all(r.is_error for r in results)

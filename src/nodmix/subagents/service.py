@@ -88,6 +88,8 @@ class Subagents:
         self._claims: dict[str, Claim] = {}
         self._detached: set[str] = set()
         self._changed = anyio.Event()
+        self._unwritten: dict[str, SubagentRun] = {}
+        """Newest states of waited-for runs not written yet (`_write_soon`)."""
         self.closing = False
         """Set when the process shuts down: cancelled runs nobody waits for stay open."""
 
@@ -151,6 +153,10 @@ class Subagents:
         except BaseException:
             self.counts.add(ctx.run_id, -1)
             raise
+        # Held until the run's end is written, so no other process takes it for abandoned.
+        claim = self.store.claim(run.run_id)
+        if claim is not None:
+            self._claims[run.run_id] = claim
         if run.wait:
             self.waits.add(run.parent_key, run.child_key)
             try:
@@ -158,9 +164,6 @@ class Subagents:
             finally:
                 self.waits.remove(run.parent_key, run.child_key)
             return final.result()
-        claim = self.store.claim(run.run_id)
-        if claim is not None:
-            self._claims[run.run_id] = claim
         self.launch(run)
         return {
             "status": "accepted",
@@ -253,14 +256,20 @@ class Subagents:
                 run_id=run.run_id,
             ),
         )
+        saved = False
         try:
+            if run.wait:
+                self._write_soon(run)
+            else:
+                await anyio.to_thread.run_sync(self.store.save, run)
+                saved = True
             agent = host.agent(run.child_agent)
             child = host.sessions.open(run.child_key, workspace=agent.workspace)
             child.set_spawned(run.parent_key, run.label)
-            if not run.wait:
-                await anyio.to_thread.run_sync(self.store.save, run)
         except BaseException:
             with anyio.CancelScope(shield=True):
+                if saved:
+                    await anyio.to_thread.run_sync(self.store.remove, run.run_id)
                 await roll_back(handle)
             raise
         self._open[run.run_id] = run
@@ -345,7 +354,7 @@ class Subagents:
         self._count_usage(final)
         await subagent_ended(self.host.context_engine(), final)
         if final.wait:
-            self._group.start_soon(self._write_quietly, final)
+            self._write_soon(final)
             return final
         final = await self._save(final)
         if announce:
@@ -374,17 +383,37 @@ class Subagents:
             log.info("subagent %s: its requester's session is gone", run.run_id)
 
     async def _save(self, run: SubagentRun) -> SubagentRun:
+        """Keep `run`'s new state: written before returning for a run nobody waits for (its
+        record is what a restart goes by), in the background for one its requester waits
+        for (whose requester would not outlive a crash either)."""
         if run.is_open:
             self._open[run.run_id] = run
-        if not run.wait:
+        if run.wait:
+            self._write_soon(run)
+        else:
             await anyio.to_thread.run_sync(self.store.save, run)
         return run
 
-    async def _write_quietly(self, run: SubagentRun) -> None:
-        try:
-            await anyio.to_thread.run_sync(self.store.save, run)
-        except OSError:
-            log.warning("could not write subagent run %s", run.run_id, exc_info=True)
+    def _write_soon(self, run: SubagentRun) -> None:
+        """Write `run` from a background task; states that arrive meanwhile are folded into
+        the next write, in order."""
+        writing = run.run_id in self._unwritten
+        self._unwritten[run.run_id] = run
+        if not writing:
+            self._group.start_soon(self._writer, run.run_id)
+
+    async def _writer(self, run_id: str) -> None:
+        while True:
+            run = self._unwritten[run_id]
+            try:
+                await anyio.to_thread.run_sync(self.store.save, run)
+            except OSError:
+                log.warning("could not write subagent run %s", run_id, exc_info=True)
+            if self._unwritten.get(run_id) is run:
+                del self._unwritten[run_id]
+                if not run.is_open:
+                    self._release(run_id)
+                return
 
     def _slot(self, agent_id: str, depth: int, size: int) -> anyio.CapacityLimiter:
         limiter = self._slots.get((agent_id, depth))

@@ -5,14 +5,16 @@ The last user message decides:
 - `spawn wait: A | B | C` calls `sessions_spawn` once per task, all in one reply, with
   `wait: true` (label = the task); `spawn: A | B` does the same without waiting. An
   `agent=ID` or `timeout=S` word after `spawn` sets `agentId` or `timeoutSeconds`.
-- `fanout N` (code mode on) runs one `exec` program that spawns N subagents with
-  `Promise.all` and `wait: true` and returns their replies; `waiting` is followed by `wait`.
+- `fanout N [WORDS]` (code mode on) runs one `exec` program that spawns N subagents with
+  `Promise.all` and `wait: true` (tasks `[WORDS ]topic <i>`) and returns
+  `<label>=<status>:<reply>` for each; `waiting` is followed by `wait`.
 - `send KEY MESSAGE` calls `sessions_send`; `history KEY` calls `sessions_history`;
   `list` calls `sessions_list`; `agents` calls `agents_list`.
 - `use TOOL ARG` calls the offered tool named TOOL with ARG as its first string argument
   (`use exec id`, `use read MEMORY.md`); refused when the tool is not offered.
 - `sleep S TEXT` waits S seconds, then answers like any other task; `hang` never answers.
-- Anything else is a task: the answer is `done: <task>`.
+- Anything else is a task: the answer is `done: <task>`. Told that Nodmix restarted while it
+  worked (`[Nodmix restarted ...]`), it answers its first task that way.
 
 Once tool results are in, the answer lists each one: `<label or key>: <reply>` for a
 finished subagent, `<key>: <status> (<error>)` otherwise, and the text of any other result.
@@ -25,13 +27,13 @@ from typing import Any
 
 import anyio
 
-from nodmix.messages import AssistantMessage, ToolResultMessage
+from nodmix.messages import AssistantMessage, ToolResultMessage, UserMessage
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply, ModelStall, ReplyToolCall
 from nodmix.testing.scripts.code_mode import _answer as code_mode_answer
 from nodmix.testing.scripts.echo import last_user_text
 
-FANOUT_PROGRAM = """const topics = Array.from({ length: %d }, (_, i) => `topic ${i}`);
+FANOUT_PROGRAM = """const topics = Array.from({ length: %d }, (_, i) => `%stopic ${i}`);
 const results = await Promise.all(
   topics.map((t) => tools.sessions_spawn({ task: t, label: t, wait: true })),
 );
@@ -101,12 +103,15 @@ async def respond(request: ModelRequest) -> ModelReply | ModelStall:
     if request.messages and isinstance(request.messages[-1], AssistantMessage):
         return ModelReply.text("(nothing to do)")
     text = (last_user_text(request) or "").strip()
+    if text.startswith("[Nodmix restarted"):
+        text = next((m.text for m in request.messages if isinstance(m, UserMessage)), text)
     words = text.split()
     verb = words[0] if words else ""
     if verb.startswith("spawn") and ":" in text:
         return _spawn(text)
     if verb == "fanout" and len(words) > 1 and "exec" in offered:
-        return ModelReply.tool_call("exec", {"code": FANOUT_PROGRAM % int(words[1])})
+        prefix = "".join(f"{word} " for word in words[2:])
+        return ModelReply.tool_call("exec", {"code": FANOUT_PROGRAM % (int(words[1]), prefix)})
     if verb == "send" and len(words) > 2:
         return ModelReply.tool_call(
             "sessions_send", {"sessionKey": words[1], "message": " ".join(words[2:])}
