@@ -109,17 +109,19 @@ async def test_an_http_client_that_goes_away_cancels_the_children_its_turn_waite
                 "model": "nodmix",
                 "messages": [{"role": "user", "content": "spawn wait: held x"}],
             }
-            async with httpx2.AsyncClient(base_url=gateway.url, timeout=30) as http:
-                async with anyio.create_task_group() as group:
+            async with (
+                httpx2.AsyncClient(base_url=gateway.url, timeout=30) as http,
+                anyio.create_task_group() as group,
+            ):
 
-                    async def post() -> None:
-                        await http.post("/v1/chat/completions", json=body)
+                async def post() -> None:
+                    await http.post("/v1/chat/completions", json=body)
 
-                    group.start_soon(post)
-                    await anyio.to_thread.run_sync(
-                        lambda: wait_until(lambda: model.in_flight == 1, what="the child working")
-                    )
-                    group.cancel_scope.cancel()  # the client hangs up
+                group.start_soon(post)
+                await anyio.to_thread.run_sync(
+                    lambda: wait_until(lambda: model.in_flight == 1, what="the child working")
+                )
+                group.cancel_scope.cancel()  # the client hangs up
             await anyio.to_thread.run_sync(
                 lambda: wait_until(lambda: ended(isolated_state, 1), what="the child's end")
             )
