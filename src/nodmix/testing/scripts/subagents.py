@@ -11,7 +11,9 @@ The last user message decides:
 - `send KEY MESSAGE` calls `sessions_send`; `history KEY` calls `sessions_history`;
   `list` calls `sessions_list`; `agents` calls `agents_list`.
 - `use TOOL ARG` calls the offered tool named TOOL with ARG as its first string argument
-  (`use exec id`, `use read MEMORY.md`); refused when the tool is not offered.
+  (`use exec id`, `use read MEMORY.md`), or with `KEY=VALUE` words as its arguments
+  (`use write path=notes.md content=hi`); refused when the tool is not offered.
+- A group message's sender prefix (`[Ann] spawn: ...`) is ignored.
 - `sleep S TEXT` waits S seconds, then answers like any other task; `hang` never answers.
 - Anything else is a task: the answer is `done: <task>`. Told that Nodmix restarted while it
   worked (`[Nodmix restarted ...]`), it answers its first task that way.
@@ -23,6 +25,7 @@ finished subagent, `<key>: <status> (<error>)` otherwise, and the text of any ot
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anyio
@@ -32,6 +35,8 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply, ModelStall, ReplyToolCall
 from nodmix.testing.scripts.code_mode import _answer as code_mode_answer
 from nodmix.testing.scripts.echo import last_user_text
+
+_SENDER = re.compile(r"^\[[^\]\n]{1,64}\] (?!\[)")
 
 FANOUT_PROGRAM = """const topics = Array.from({ length: %d }, (_, i) => `%stopic ${i}`);
 const results = await Promise.all(
@@ -86,6 +91,9 @@ def _use(request: ModelRequest, words: list[str]) -> ModelReply:
     tool = offered.get(words[1]) if len(words) > 1 else None
     if tool is None:
         return ModelReply.text(f"no tool {words[1] if len(words) > 1 else ''} offered")
+    if words[2:] and all("=" in word for word in words[2:]):
+        pairs = (word.partition("=") for word in words[2:])
+        return ModelReply.tool_call(tool.name, {key: value for key, _, value in pairs})
     argument = " ".join(words[2:])
     properties = tool.parameters.get("properties") or {}
     key = next((k for k, v in properties.items() if v.get("type") == "string"), None)
@@ -103,6 +111,8 @@ async def respond(request: ModelRequest) -> ModelReply | ModelStall:
     if request.messages and isinstance(request.messages[-1], AssistantMessage):
         return ModelReply.text("(nothing to do)")
     text = (last_user_text(request) or "").strip()
+    if _SENDER.match(text):  # a group message names its sender first: "[Ann] ..."
+        text = _SENDER.sub("", text, count=1)
     if text.startswith("[Nodmix restarted"):
         text = next((m.text for m in request.messages if isinstance(m, UserMessage)), text)
     words = text.split()
