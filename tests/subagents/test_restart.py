@@ -92,3 +92,41 @@ def _file_of(state: Path, key: str) -> str:
     entry = SessionStore.for_agent(state, "main").get(key)
     assert entry is not None
     return entry.session_file
+
+
+def test_a_gateway_killed_in_the_middle_of_a_fan_out_reports_every_child_failed(
+    isolated_state: Path,
+) -> None:
+    state = isolated_state
+    model = HeldChildren()
+    with ScriptedModelServer(model) as server:
+        write_config(state, server.base_url, tools={"codeMode": {"enabled": True}})
+        with GatewayProcess(state, "--token", TOKEN) as gateway:
+            asker = subprocess.Popen(
+                [sys.executable, "-m", "nodmix", "agent", "-m", "fanout 20 held"]
+                + ["--url", gateway.url, "--token", TOKEN],
+                env=gateway.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            wait_until(lambda: model.in_flight == 8, what="eight children working")
+            wait_until(
+                lambda: sum(r.status == "running" for r in records(state)) == 8,
+                what="their records",
+            )
+            gateway.stop(signal.SIGKILL)
+            asker.communicate(timeout=30)
+        model.release()
+        started = len(records(state))
+        with GatewayProcess(state, "--token", TOKEN) as gateway:
+            wait_until(
+                lambda: all(not r.is_open for r in records(state)),
+                what="every child reported",
+                timeout=30,
+            )
+            code, stderr = gateway.stop()
+    runs = records(state)
+    assert len(runs) == started and 8 <= started <= 16
+    assert {r.status for r in runs} == {"failed"}
+    assert {r.error for r in runs} == {"interrupted: Nodmix stopped while its requester waited"}
+    assert code == 0 and "Traceback" not in stderr

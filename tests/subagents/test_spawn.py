@@ -142,3 +142,22 @@ async def test_cancelling_the_requester_cancels_the_children_it_waits_for(
     assert {r.status for r in records(isolated_state)} == {"cancelled"}
     assert {r.error for r in records(isolated_state)} == {"its requester's turn was stopped"}
     assert len(results) == 2 and all(r.is_error for r in results)
+
+
+async def test_a_requester_past_its_turn_timeout_takes_its_waiting_children_with_it(
+    isolated_state: Path,
+) -> None:
+    model = HeldChildren()
+    async with ScriptedModelServer(model) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            {"timeoutSeconds": 60},  # the child's own limit is not what ends it
+            agents=[{"id": "main", "timeoutSeconds": 1}],
+        )
+        async with open_runtime(isolated_state) as runtime:
+            with pytest.raises(Exception, match="did not finish within 1 s"):
+                await runtime.run_turn("spawn wait: held forever")
+            (run,) = await wait_ended(isolated_state, 1)
+            model.release()
+    assert run.status == "cancelled"

@@ -59,12 +59,10 @@ async def recover(service: Subagents) -> int:
                 claim.release()
             continue
         if run.wait:
-            try:
-                await service.finish(
-                    _failed(run, "interrupted: Nodmix stopped while its requester waited")
-                )
-            finally:
-                claim.release()
+            service.keep_claim(run.run_id, claim)  # released once the failure is written
+            await service.finish(
+                _failed(run, "interrupted: Nodmix stopped while its requester waited")
+            )
             continue
         if run.restarts >= MAX_RESTARTS:
             try:

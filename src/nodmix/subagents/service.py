@@ -22,7 +22,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.context.base import SubagentSpawnParams
-from nodmix.errors import NodmixError, ToolError
+from nodmix.errors import ConfigError, NodmixError, ToolError
 from nodmix.origin import is_owner_turn
 from nodmix.subagents.announce import Announcer, Listener
 from nodmix.subagents.engine_hooks import prepare_spawn, roll_back, subagent_ended
@@ -366,6 +366,8 @@ class Subagents:
         start, which announces it then)."""
         try:
             await self.announcer.announce(run)
+        except ConfigError as exc:  # its agent is no longer configured: nobody to tell
+            log.warning("subagent %s's result stays in its record: %s", run.run_id, exc)
         except Exception:
             log.warning("could not announce subagent %s's result", run.run_id, exc_info=True)
             return run
