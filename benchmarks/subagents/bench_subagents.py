@@ -39,7 +39,7 @@ from benchmarks.report import cpu_calibration_ms, print_table, quantile, write_r
 from nodmix.config.loader import load_config
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
-from nodmix.subagents.service import SpawnRequest
+from nodmix.subagents.planning import SpawnRequest
 from nodmix.subagents.store import open_subagent_store
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.subagents import respond

@@ -14,7 +14,7 @@ from nodmix.messages import ToolResultMessage
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply, ReplyToolCall
 from nodmix.sessions import CustomMessageEntry
-from nodmix.subagents import service
+from nodmix.subagents import planning
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.subagents import respond as script
 from tests.subagents.support import (
@@ -63,7 +63,7 @@ async def test_a_recursive_spawner_stops_at_max_depth(isolated_state: Path) -> N
 async def test_past_the_open_runs_cap_spawns_are_refused_and_the_rest_finish(
     isolated_state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service, "MAX_OPEN_RUNS", 10)
+    monkeypatch.setattr(planning, "MAX_OPEN_RUNS", 10)
     async with ScriptedModelServer(spawner(6)) as server:  # type: ignore[arg-type]
         write_config(isolated_state, server.base_url, {"maxDepth": 4})
         async with open_runtime(isolated_state) as runtime:

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from nodmix.origin import TurnOrigin
-from nodmix.subagents.service import SpawnRefused, SpawnRequest
+from nodmix.subagents.planning import SpawnRefused, SpawnRequest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.subagents import respond
 from tests.subagents.support import (

@@ -11,7 +11,7 @@ import pytest
 
 from nodmix.messages import UserMessage, user_message
 from nodmix.sessions import CustomMessageEntry
-from nodmix.subagents.service import SpawnRequest
+from nodmix.subagents.planning import SpawnRequest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.subagents import respond
 from tests.subagents.support import (

@@ -52,9 +52,7 @@ from nodmix.runtime.turns import run_agent_turn
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
-from nodmix.subagents.service import Subagents
-from nodmix.subagents.store import open_subagent_store
-from nodmix.subagents.tools import SubagentTools
+from nodmix.subagents.wiring import open_subagents
 from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
@@ -133,10 +131,7 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
-        self.subagents = Subagents(self, open_subagent_store(state_dir), background)
-        """`sessions_spawn` and the other session tools: subagent runs, their limits and
-        records (the gateway recovers and tidies them, `subagents.recovery.serve`)."""
-        self.tool_sources.append(SubagentTools(self.subagents))
+        self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -195,7 +190,6 @@ class Runtime:
             runtime.inline_skill_scans = one_conversation
             runtime._security.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
-            stack.callback(runtime.subagents.close)  # before background runs are cancelled
             try:
                 yield runtime
             finally:

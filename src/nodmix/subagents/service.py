@@ -22,13 +22,13 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from nodmix.context.base import SubagentSpawnParams
-from nodmix.errors import ConfigError, NodmixError, ToolError
-from nodmix.origin import is_owner_turn
+from nodmix.errors import ConfigError, NodmixError
 from nodmix.subagents.announce import Announcer, Listener
 from nodmix.subagents.engine_hooks import prepare_spawn, roll_back, subagent_ended
 from nodmix.subagents.host import SubagentHost
 from nodmix.subagents.lineage import Depths, TurnCounts, Waits, child_origin
-from nodmix.subagents.records import SubagentRun, child_key_for, new_run_id, run_id_of
+from nodmix.subagents.planning import SpawnRequest, plan_run
+from nodmix.subagents.records import SubagentRun, run_id_of
 from nodmix.subagents.settings import SubagentSettings, subagent_settings
 from nodmix.subagents.store import Claim, SubagentStore
 from nodmix.tools.base import ToolContext
@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nodmix.subagents")
 
-MAX_OPEN_RUNS = 512
-"""Subagent runs queued or running in one process at most, whatever the limits per agent."""
-MAX_TASK_CHARS = 100_000
 SESSION_TOOLS = (
     "sessions_spawn",
     "sessions_send",
@@ -55,21 +52,6 @@ CONTINUE_TEXT = (
     "[Nodmix restarted while you were working on this task. Your work so far is above; "
     "finish the task and give your final answer.]"
 )
-
-
-class SpawnRefused(ToolError):
-    """A spawn past a limit or against a rule (one line naming it)."""
-
-
-class SpawnRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """The arguments of `sessions_spawn`."""
-
-    task: str
-    agent_id: str | None = None
-    label: str | None = None
-    model: str | None = None
-    timeout_seconds: float | None = None
-    wait: bool = False
 
 
 class Subagents:
@@ -90,8 +72,6 @@ class Subagents:
         self._changed = anyio.Event()
         self._unwritten: dict[str, SubagentRun] = {}
         """Newest states of waited-for runs not written yet (`_write_soon`)."""
-        self.closing = False
-        """Set when the process shuts down: cancelled runs nobody waits for stay open."""
 
     # ---- what others ask ------------------------------------------------------------------
 
@@ -132,10 +112,6 @@ class Subagents:
             changed = self._changed
             await changed.wait()
 
-    def close(self) -> None:
-        """The process is shutting down (call before the background group is cancelled)."""
-        self.closing = True
-
     # ---- spawning -------------------------------------------------------------------------
 
     async def spawn(self, request: SpawnRequest, ctx: ToolContext) -> dict[str, Any]:
@@ -145,8 +121,15 @@ class Subagents:
         Raises:
             SpawnRefused: a limit or rule forbids it (one line naming it).
         """
-        settings = self.settings(ctx.agent_id)
-        run = self._plan(request, ctx, settings)
+        run = plan_run(
+            self.host,
+            request,
+            ctx,
+            settings=self.settings,
+            depth=self.depths.of(ctx.session_key) + 1,
+            spawned=self.counts.get(ctx.run_id),
+            open_runs=len(self._open),
+        )
         self.counts.add(ctx.run_id, 1)
         try:
             await self._create(run)
@@ -173,70 +156,6 @@ class Subagents:
             "note": "The subagent works on its own; its result will be posted into this "
             "conversation when it is ready. Do not wait or poll for it.",
         }
-
-    def _plan(
-        self, request: SpawnRequest, ctx: ToolContext, settings: SubagentSettings
-    ) -> SubagentRun:
-        """The run a spawn would start, after every limit and rule (nothing changes yet)."""
-        host = self.host
-        if not settings.enabled:
-            raise SpawnRefused(
-                f"subagents are off for agent {ctx.agent_id!r} (subagents.enabled: false)"
-            )
-        task = request.task.strip()
-        if not task:
-            raise SpawnRefused("task is empty: say what the subagent should do")
-        if len(task) > MAX_TASK_CHARS:
-            raise SpawnRefused(f"task is longer than {MAX_TASK_CHARS} characters")
-        depth = self.depths.of(ctx.session_key) + 1
-        if depth > settings.max_depth:
-            raise SpawnRefused(
-                f"maxDepth {settings.max_depth} reached: this session is a subagent "
-                f"and may not spawn another (agents.defaults.subagents.maxDepth)"
-            )
-        spawned = self.counts.get(ctx.run_id)
-        if spawned >= settings.max_children_per_turn:
-            raise SpawnRefused(
-                f"maxChildrenPerTurn {settings.max_children_per_turn} reached: this turn has "
-                f"spawned {spawned} subagents (agents.defaults.subagents.maxChildrenPerTurn)"
-            )
-        if len(self._open) >= MAX_OPEN_RUNS:
-            raise SpawnRefused(
-                f"{MAX_OPEN_RUNS} subagent runs are already open in this process; "
-                "wait for some to finish"
-            )
-        target = request.agent_id or ctx.agent_id
-        known = host.agent_ids()
-        if target not in known:
-            raise SpawnRefused(f"unknown agent {target!r} (agents: {', '.join(known)})")
-        if target != ctx.agent_id and not is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key):
-            raise SpawnRefused(
-                "a conversation that does not speak for the owner spawns subagents of its "
-                f"own agent only ({ctx.agent_id!r})"
-            )
-        own = self.settings(target)
-        agent = host.agent(target)
-        model = request.model or own.model
-        try:
-            host.model_refs(agent, model)
-        except NodmixError as exc:
-            raise SpawnRefused(f"model {model!r}: {exc}") from None
-        cap = float(own.timeout_seconds or agent.timeout_seconds)
-        timeout = min(request.timeout_seconds, cap) if request.timeout_seconds else cap
-        run_id = new_run_id()
-        return SubagentRun(
-            run_id=run_id,
-            child_key=child_key_for(target, run_id),
-            parent_key=ctx.session_key,
-            parent_run_id=ctx.run_id,
-            depth=depth,
-            task=task,
-            label=(request.label or "").strip()[:200] or None,
-            model=model,
-            timeout_seconds=timeout,
-            wait=request.wait,
-            origin=ctx.origin,
-        )
 
     async def _create(self, run: SubagentRun) -> None:
         """Prepare the context engine, create the child's session and, for a run nobody
@@ -307,9 +226,9 @@ class Subagents:
             finally:
                 slot.release_on_behalf_of(borrower)
         except anyio.get_cancelled_exc_class():
-            if self.closing and not run.wait:
+            if not run.wait:  # only a shutdown cancels these: the next start continues it
                 self._open.pop(run.run_id, None)
-                raise  # left open: the next start of Nodmix continues it
+                raise
             with anyio.CancelScope(shield=True):
                 await self.finish(_ended(run, "cancelled", "its requester's turn was stopped"))
             raise

@@ -17,7 +17,8 @@ from typing import Any
 from nodmix.errors import NodmixError, ToolError
 from nodmix.messages import JsonObject
 from nodmix.subagents import reach, views
-from nodmix.subagents.service import SpawnRequest, Subagents
+from nodmix.subagents.planning import SpawnRequest
+from nodmix.subagents.service import Subagents
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
 SPAWN_PARAMETERS: JsonObject = {
