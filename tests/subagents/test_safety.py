@@ -16,11 +16,19 @@ import pytest
 from nodmix.messages import ToolResultMessage
 from nodmix.origin import TurnOrigin, is_owner_turn
 from nodmix.security.approvals import RecordingPresenter
+from nodmix.sessions import CustomMessageEntry
 from nodmix.subagents.lineage import child_origin
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.subagents import respond
 from tests.gateway.support import workspace_file
-from tests.subagents.support import open_runtime, poll, wait_ended, write_config
+from tests.subagents.support import (
+    HeldChildren,
+    open_runtime,
+    poll,
+    records,
+    wait_ended,
+    write_config,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -187,3 +195,22 @@ def _sandbox(state: Path, sandbox: dict[str, Any]) -> None:
     config = json.loads(path.read_text(encoding="utf-8"))
     config["agents"]["defaults"]["sandbox"] = sandbox
     path.write_text(json.dumps(config), encoding="utf-8")
+
+
+async def test_a_result_whose_requester_session_is_gone_reaches_main_only_for_the_owner(
+    isolated_state: Path,
+) -> None:
+    model = HeldChildren()
+    one_shot = "agent:main:openai:0123456789abcdef0123"
+    async with ScriptedModelServer(model) as server:
+        write_config(isolated_state, server.base_url)
+        async with open_runtime(isolated_state) as runtime:
+            await runtime.run_turn("spawn: held group job", session_key=GROUP_KEY, origin=GROUP)
+            await runtime.run_turn("spawn: held api job", session_key=one_shot)
+            runtime.sessions.archive("main", [GROUP_KEY, one_shot])
+            model.release()
+            await runtime.subagents.settle()
+            main = runtime.sessions.open("agent:main:main")
+            posted = [e for e in main.entries if isinstance(e, CustomMessageEntry)]
+    assert [p.details["label"] for p in posted] == ["held api job"]
+    assert all(r.announced for r in records(isolated_state))

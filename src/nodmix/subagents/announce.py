@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from nodmix.origin import is_automation
+from nodmix.origin import is_automation, is_owner_turn
 from nodmix.sessions import CustomMessageEntry, Session
 from nodmix.sessions.keys import format_session_key, is_stateless_key
 from nodmix.subagents.host import SubagentHost
@@ -68,12 +68,16 @@ def chat_text(run: SubagentRun) -> str:
     return f"Subagent {_name(run)} {run.status}: {run.error or 'no reason given'}"
 
 
-def announce_key(run: SubagentRun) -> str:
-    """The session a result goes to: the requester's, or its agent's main session when that
-    was a one-shot API session (archived when its request ended)."""
-    if is_stateless_key(run.parent_key):
+def announce_key(run: SubagentRun, exists: Callable[[str], bool]) -> str | None:
+    """The session a result goes to: the requester's; when that is gone (a one-shot API
+    session, archived when its request ended; a session deleted meanwhile), its agent's main
+    session if the requester spoke for the owner, else none (a chat member's result never
+    lands in the owner's conversation)."""
+    if not is_stateless_key(run.parent_key) and exists(run.parent_key):
+        return run.parent_key
+    if is_owner_turn(run.origin, run.parent_agent, run.parent_key):
         return format_session_key(run.parent_agent)
-    return run.parent_key
+    return None
 
 
 class Announcer:
@@ -91,8 +95,12 @@ class Announcer:
             TimeoutError: a turn kept the session busy past the agent's turn timeout.
         """
         host = self._host
-        key = announce_key(run)
         agent = host.agent(run.parent_agent)
+        key = announce_key(run, lambda k: host.sessions.store(agent.id).get(k) is not None)
+        if key is None:
+            log.info("subagent %s: its requester's session is gone", run.run_id)
+            await self._to_chat(run)
+            return
         wait = agent.timeout_seconds + EXTRA_WAIT_SECONDS
         with anyio.fail_after(wait):
             async with host.sessions.hold_turn(key, timeout=wait):
