@@ -26,29 +26,13 @@ SPAWN_PARAMETERS: JsonObject = {
     "properties": {
         "task": {
             "type": "string",
-            "description": "What the subagent should do. It sees none of this conversation: "
-            "make the task self-contained.",
+            "description": "Self-contained: the subagent sees none of this conversation.",
         },
-        "agentId": {
-            "type": "string",
-            "description": "The agent to run as (see agents_list). Default: this agent.",
-        },
-        "label": {
-            "type": "string",
-            "description": "A short name for the subagent, shown in session lists and with "
-            "its result.",
-        },
-        "model": {"type": "string", "description": "provider/model for the subagent."},
-        "timeoutSeconds": {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "description": "How long the subagent may work (capped by the configuration).",
-        },
-        "wait": {
-            "type": "boolean",
-            "description": "true: wait and return its reply. Default false: return at once; "
-            "its result is posted into this conversation when it is ready.",
-        },
+        "agentId": {"type": "string", "description": "Agent to run as (agents_list)."},
+        "label": {"type": "string", "description": "Short name shown with its result."},
+        "model": {"type": "string", "description": "provider/model"},
+        "timeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
+        "wait": {"type": "boolean", "description": "Wait for its reply (default false)."},
     },
     "required": ["task"],
     "additionalProperties": False,
@@ -111,41 +95,38 @@ class SubagentTools:
         self._tools = [
             self._tool(
                 "sessions_spawn",
-                "Hand a task to a subagent: a helper that works in its own, isolated "
-                "session with your tools. With wait: true you get {status, reply, sessionKey, "
-                "usage}; without it the call returns {status: 'accepted', runId, sessionKey} "
-                "at once and the result is posted into this conversation (and the chat it "
-                "came from) when ready. Spawn several for independent parts of a job.",
+                "Hand a task to a subagent working in its own session with your tools. "
+                "wait: true returns {status, reply, sessionKey, usage}; else it returns "
+                "{status: 'accepted', runId} at once and the result is posted here when "
+                "ready. Spawn several for independent parts of a job.",
                 SPAWN_PARAMETERS,
                 "Spawn subagent",
                 self._spawn,
             ),
             self._tool(
                 "sessions_send",
-                "Send a message to another session (a subagent's, or another agent's) and "
-                "get its reply: {status, reply, sessionKey, usage}.",
+                "Message another session (a subagent's) and get its reply.",
                 SEND_PARAMETERS,
                 "Message a session",
                 self._send,
             ),
             self._tool(
                 "sessions_list",
-                "List the sessions you can reach (yours, your subagents', and for the owner "
-                "every agent's), newest first, with kind, parent and subagent status.",
+                "Sessions you can reach, newest first, with kind, parent and subagent status.",
                 LIST_PARAMETERS,
                 "List sessions",
                 self._list,
             ),
             self._tool(
                 "sessions_history",
-                "Read the latest messages of a session you can reach (a subagent's work).",
+                "Latest messages of a session you can reach (a subagent's work).",
                 HISTORY_PARAMETERS,
                 "Session history",
                 self._history,
             ),
             self._tool(
                 "agents_list",
-                "List the agents a subagent can run as (agentId of sessions_spawn).",
+                "Agents a subagent can run as (agentId of sessions_spawn).",
                 {"type": "object", "properties": {}, "additionalProperties": False},
                 "List agents",
                 self._agents,
