@@ -11,8 +11,8 @@
 
 `sweep` archives the sessions of subagents that finished `archiveAfterMinutes` ago (and that
 nobody used since): the store entry goes, the transcript moves to `sessions/archive/`, and the
-context engine hears `on_subagent_ended` with reason `swept`. Records of archived runs beyond
-the newest `KEEP_ARCHIVED` are dropped.
+context engine hears `on_subagent_ended` with reason `swept`. Of the records of finished runs
+the newest `KEEP_ENDED` are kept, archived ones dropped first.
 
 `serve` runs both in the gateway: once at start, then every `SWEEP_SECONDS` (which also picks
 up runs another process left behind when it stopped).
@@ -37,7 +37,8 @@ log = logging.getLogger("nodmix.subagents")
 MAX_RESTARTS = 2
 """Restarts a run nobody waits for is continued through; after that it fails."""
 SWEEP_SECONDS = 60.0
-KEEP_ARCHIVED = 1000
+KEEP_ENDED = 2000
+"""Records of finished runs kept (for listings and their sessions' place); older ones go."""
 
 
 async def recover(service: Subagents) -> int:
@@ -130,8 +131,11 @@ async def _archive(service: Subagents, run: SubagentRun, before: float) -> bool:
 
 
 def _prune(service: Subagents, runs: list[SubagentRun]) -> None:
-    archived = [r for r in runs if r.archived]
-    for run in archived[: max(0, len(archived) - KEEP_ARCHIVED)]:
+    """Keep the newest `KEEP_ENDED` records of runs that are over (archived ones go first);
+    open runs and results not yet announced are always kept."""
+    done = [r for r in runs if not r.is_open and (r.wait or r.announced)]
+    done.sort(key=lambda r: (not r.archived, r.created_at))
+    for run in done[: max(0, len(done) - KEEP_ENDED)]:
         service.store.remove(run.run_id)
 
 
