@@ -188,6 +188,10 @@ async def test_unknown_agents_and_other_agents_for_non_owners_are_refused(
                 await runtime.subagents.spawn(
                     SpawnRequest(task="x", agent_id="research"), tool_ctx(key, origin=group)
                 )
+            with pytest.raises(SpawnRefused, match="cannot choose a subagent's model"):
+                await runtime.subagents.spawn(
+                    SpawnRequest(task="x", model="local/scripted"), tool_ctx(key, origin=group)
+                )
     assert owner.result.reply == "find papers: done: find papers"
     assert any(r.child_key.startswith("agent:research:subagent:") for r in records(isolated_state))
     assert unknown.result.reply == "unknown agent 'nobody' (agents: main, research)"

@@ -81,10 +81,16 @@ def plan_run(
     known = host.agent_ids()
     if target not in known:
         raise SpawnRefused(f"unknown agent {target!r} (agents: {', '.join(known)})")
-    if target != ctx.agent_id and not is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key):
+    owner = is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
+    if target != ctx.agent_id and not owner:
         raise SpawnRefused(
             "a conversation that does not speak for the owner spawns subagents of its "
             f"own agent only ({ctx.agent_id!r})"
+        )
+    if request.model and not owner:
+        raise SpawnRefused(
+            "a conversation that does not speak for the owner cannot choose a subagent's "
+            "model; leave model out"
         )
     own = settings(target)
     agent = host.agent(target)
