@@ -130,16 +130,21 @@ class Subagents:
             spawned=self.counts.get(ctx.run_id),
             open_runs=len(self._open),
         )
+        # Counted at once (spawns of one reply run side by side), and claimed before its
+        # record exists: held until its end is written, so no other process takes it for
+        # abandoned.
         self.counts.add(ctx.run_id, 1)
+        self._open[run.run_id] = run
+        claim = self.store.claim(run.run_id)
+        if claim is not None:
+            self._claims[run.run_id] = claim
         try:
             await self._create(run)
         except BaseException:
             self.counts.add(ctx.run_id, -1)
+            self._open.pop(run.run_id, None)
+            self._release(run.run_id)
             raise
-        # Held until the run's end is written, so no other process takes it for abandoned.
-        claim = self.store.claim(run.run_id)
-        if claim is not None:
-            self._claims[run.run_id] = claim
         if run.wait:
             self.waits.add(run.parent_key, run.child_key)
             try:
@@ -177,9 +182,7 @@ class Subagents:
         )
         saved = False
         try:
-            if run.wait:
-                self._write_soon(run)
-            else:
+            if not run.wait:
                 await anyio.to_thread.run_sync(self.store.save, run)
                 saved = True
             agent = host.agent(run.child_agent)
@@ -191,7 +194,8 @@ class Subagents:
                     await anyio.to_thread.run_sync(self.store.remove, run.run_id)
                 await roll_back(handle)
             raise
-        self._open[run.run_id] = run
+        if run.wait:
+            self._write_soon(run)
         self.depths.remember(run)
 
     def launch(self, run: SubagentRun, *, resume: bool = False) -> None:
