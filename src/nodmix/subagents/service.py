@@ -130,14 +130,9 @@ class Subagents:
             spawned=self.counts.get(ctx.run_id),
             open_runs=len(self._open),
         )
-        # Counted at once (spawns of one reply run side by side), and claimed before its
-        # record exists: held until its end is written, so no other process takes it for
-        # abandoned.
+        # Counted at once: the spawns of one reply run side by side.
         self.counts.add(ctx.run_id, 1)
         self._open[run.run_id] = run
-        claim = self.store.claim(run.run_id)
-        if claim is not None:
-            self._claims[run.run_id] = claim
         try:
             await self._create(run)
         except BaseException:
@@ -182,6 +177,11 @@ class Subagents:
         )
         saved = False
         try:
+            # Claimed before its record exists, and held until its end is written, so no
+            # other process takes it for abandoned.
+            claim = self.store.claim(run.run_id)
+            if claim is not None:
+                self._claims[run.run_id] = claim
             if not run.wait:
                 await anyio.to_thread.run_sync(self.store.save, run)
                 saved = True
