@@ -157,6 +157,9 @@ async def test_a_spawn_that_fails_after_preparation_hands_the_engine_its_rollbac
         (isolated_state / "subagents" / "runs").write_text("not a folder", encoding="utf-8")
         async with open_runtime(isolated_state) as runtime:
             outcome = await runtime.run_turn("spawn: write the report")
+            children = [r for r in runtime.sessions.list_sessions("main") if r.entry.spawned_by]
+            assert runtime.subagents.open_runs() == []
+    assert children == []
     prepare, rollback = _calls(log)
     assert prepare["hook"] == "prepare" and rollback == {
         "hook": "rollback",
