@@ -52,6 +52,7 @@ from nodmix.runtime.turns import run_agent_turn
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
+from nodmix.subagents.wiring import open_subagents
 from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
@@ -130,6 +131,7 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
+        self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
 
     @classmethod
     @contextlib.asynccontextmanager
