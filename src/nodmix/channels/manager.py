@@ -88,8 +88,7 @@ class ChannelManager:
         self._pairing_told: dict[tuple[str, str], float] = {}
         self._edits = EditThrottle()
         self._tls = ClientTls()
-        self.voice: ReplyHook | None = None
-        """Speaks replies (`messages.tts`, `/tts`); set where the manager is wired."""
+        self.voice: ReplyHook | None = None  # spoken replies (`channels/voice.py`), if wired
 
     # ---- lifecycle ------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, H
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaConfig
 from nodmix.config.section import Section
+from nodmix.config.subagents_schema import SubagentsConfig
 
 # ---- models -------------------------------------------------------------------------------
 
@@ -223,6 +224,8 @@ class AgentDefaults(Section, frozen=True):
     """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
     media: MediaConfig | None = None
     """Images in conversations: downscaling, how long they stay, a describing model."""
+    subagents: SubagentsConfig | None = None
+    """Delegation: `sessions_spawn` and the other session tools (`config/subagents_schema.py`)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -245,6 +248,8 @@ class AgentConfig(Section, frozen=True):
     """Skill allowlist for this agent (names); unset offers every eligible skill."""
     media: MediaConfig | None = None
     """This agent's `agents.defaults.media` keys, each over the default one."""
+    subagents: SubagentsConfig | None = None
+    """This agent's own `subagents` keys, each over `agents.defaults.subagents`."""
 
 
 class AgentsConfig(Section, frozen=True):
