@@ -43,7 +43,7 @@ def _upload(user: MatrixUser, data: bytes, mime: str) -> str:
 
 def _setup(
     state: Path, synapse: Synapse, model: ScriptedModelServer, **top: Any
-) -> tuple[MatrixUser, MatrixUser, str, BackgroundGateway]:
+) -> tuple[MatrixUser, MatrixUser, BackgroundGateway]:
     bot = synapse.register(f"bot{uuid.uuid4().hex[:8]}")
     owner = synapse.register(f"owner{uuid.uuid4().hex[:8]}")
     section = {"homeserver": synapse.url, "userId": bot.user_id, "accessToken": bot.token}
@@ -53,13 +53,13 @@ def _setup(
     config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
     (state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
     gateway = BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
-    return bot, owner, "", gateway
+    return bot, owner, gateway
 
 
 def test_a_matrix_image_reaches_the_vision_model_and_a_huge_file_is_never_fetched(
     isolated_state: Path, synapse: Synapse, model: ScriptedModelServer
 ) -> None:
-    bot, owner, _, gateway = _setup(isolated_state, synapse, model)
+    bot, owner, gateway = _setup(isolated_state, synapse, model)
     picture = photo(1200, 900)
     with gateway:
         room = owner.create_room([bot.user_id], direct=True)
@@ -84,7 +84,7 @@ def test_a_matrix_voice_message_is_transcribed(
     isolated_state: Path, synapse: Synapse, model: ScriptedModelServer
 ) -> None:
     needs_ffmpeg()
-    bot, owner, _, gateway = _setup(
+    bot, owner, gateway = _setup(
         isolated_state, synapse, model, tools={"media": {"audio": {"provider": "local"}}}
     )
     note = voice_note()

@@ -303,3 +303,23 @@ def test_a_text_only_model_gets_what_the_image_model_saw(
     assert "described by an image model: A fiddle-leaf fig in a clay pot" in said
     assert "fiddle-leaf fig" in json.dumps(model.requests[2].body), "kept with the reference"
     assert len(model.requests) == 3, "described once, not on every request"
+
+
+def test_without_ffmpeg_the_spoken_reply_goes_as_an_audio_file_and_the_status_says_why(
+    isolated_state: Path,
+    api: ScriptedBotAPI,
+    model: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    tts = {"auto": "always", "provider": "local", "format": "wav"}
+    _config(isolated_state, model, api, messages={"tts": tts})
+    with _gateway() as gateway:
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text="read this aloud")
+        audio = api.wait_for(lambda: api.sent_files("sendAudio"))
+        status = gateway.runtime.channels.statuses["telegram"]
+        assert status.last_error is not None and "ffmpeg is missing" in status.last_error
+    assert api.sent_texts(OWNER) == ["read this aloud"], "the text went first, unchanged"
+    name, data = audio[0]
+    assert name == "reply.wav" and data[:4] == b"RIFF"
+    assert api.sent_files("sendVoice") == []

@@ -165,3 +165,37 @@ def test_images_older_than_keep_image_turns_become_one_line_placeholders(
     body = json.dumps(model_server.requests[-1].body)
     assert body.count("from an earlier turn, no longer shown") == 2
     assert body.count('"type": "image_url"') == 2
+
+
+def test_an_anthropic_model_gets_the_image_as_a_base64_image_block(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    config = scripted_config(model_server.base_url)
+    config["models"]["providers"]["claude"] = {
+        "api": "anthropic-messages",
+        "baseUrl": model_server.anthropic_base_url,
+        "apiKey": "none",
+        "models": [{"id": "claude-test", "input": ["text", "image"]}],
+    }
+    config["agents"]["defaults"]["model"] = {"primary": "claude/claude-test"}
+    (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
+    with socket_gateway() as gateway:
+        client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0)
+        client.chat.completions.create(
+            model="nodmix",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "and this?"},
+                        {"type": "image_url", "image_url": {"url": _data_url(photo(500, 400))}},
+                    ],
+                }
+            ],
+        )
+    recorded = model_server.requests[-1]
+    assert recorded.api == "anthropic-messages"
+    blocks = recorded.body["messages"][-1]["content"]
+    image = next(b for b in blocks if b["type"] == "image")
+    assert image["source"]["type"] == "base64" and image["source"]["media_type"] == "image/jpeg"
+    assert len(model_server.images()) == 1 and _size(model_server.images()[0]) == (500, 400)
