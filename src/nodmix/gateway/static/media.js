@@ -183,13 +183,13 @@ export class Attachments {
     const recorder = new MediaRecorder(stream);
     this.recorder = recorder;
     mic.classList.add("recording");
-    mic.textContent = "■";
+    mic.textContent = "Stop";
     recorder.ondataavailable = (event) => event.data.size && chunks.push(event.data);
     recorder.onstop = async () => {
       for (const track of stream.getTracks()) track.stop();
       this.recorder = null;
       mic.classList.remove("recording");
-      mic.textContent = "🎤";
+      mic.textContent = "Record";
       const type = recorder.mimeType || "audio/webm";
       const item = await this.add(new File(chunks, "recording.webm", { type }), "voice");
       if (item) this.onVoice();

@@ -110,7 +110,8 @@ export class Conversation {
       );
     }
     for (const file of files.filter((one) => one.kind !== "image")) {
-      bubble.append(el("div", { class: "msg-file" }, `${file.kind === "voice" ? "🎤 voice note" : "📎 " + (file.name || file.path)}`));
+      const label = file.kind === "voice" ? "voice note" : `file: ${file.name || file.path}`;
+      bubble.append(el("div", { class: "msg-file" }, label));
     }
     this.place(bubble);
     return bubble;
