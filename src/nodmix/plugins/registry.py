@@ -38,6 +38,8 @@ class PluginStatus(msgspec.Struct, frozen=True, kw_only=True):
     description: str = ""
     version: str = "0"
     error: str | None = None
+    bundled: bool = False
+    """Shipped with Nodmix itself (an entry point of the `nodmix` distribution)."""
 
 
 class PluginRegistry(msgspec.Struct):
@@ -101,6 +103,11 @@ class PluginRegistry(msgspec.Struct):
                 f"{existing.owner!r}"
             )
         self.compaction_providers[provider_id] = Owned(owner, provider)
+
+    def external_plugins(self) -> frozenset[str]:
+        """Ids of loaded plugins installed apart from Nodmix (code mode lists their tools
+        after the ones Nodmix ships)."""
+        return frozenset(s.id for s in self.statuses.values() if not s.bundled)
 
     def plugin_tools(self) -> list[Tool]:
         """Tools registered by plugins (not core)."""

@@ -74,6 +74,8 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     """Further namespaces, asked for only when code mode is active (building them imports the
     namespace machinery, which plain runs skip)."""
     plugin_configs: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
+    external_plugins: frozenset[str] = frozenset()
+    """Ids of plugins installed apart from Nodmix (the catalog lists them after its own)."""
     mcp: MCPAccess | None = None
     disable_tools: bool = False
     """A run that asked for no tools at all (`--no-tools`, `disableTools`, `tool_choice: none`)."""
@@ -136,6 +138,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         ],
         plugin_configs=inputs.plugin_configs,
         mcp=inputs.mcp,
+        external_owners=inputs.external_plugins,
     )
     choice = inputs.tool_choice
     return RunTools(

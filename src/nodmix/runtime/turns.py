@@ -149,6 +149,7 @@ async def _prepare_turn(
             namespaces=[(o.owner, o.value) for o in runtime.registry.namespaces.values()],
             more_namespaces=lambda: [skills_namespace_entry()],
             plugin_configs={k: dict(v.config) for k, v in runtime.config.plugins.entries.items()},
+            external_plugins=runtime.registry.external_plugins(),
             mcp=runtime.services.get("mcp"),
             disable_tools=disable_tools,
             code_mode_tools=skills.code_mode_tools(),
