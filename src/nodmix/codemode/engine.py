@@ -38,7 +38,7 @@ from nodmix.codemode import fanout, results
 from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.client_calls import ClientCalls, is_client_call, waiting_reason
 from nodmix.codemode.handoff import Handoff
-from nodmix.codemode.locations import SourceMap
+from nodmix.codemode.locations import SourceMap, output_too_large
 from nodmix.codemode.nested import RunServices, cancel_all
 from nodmix.codemode.restore import adopt
 from nodmix.codemode.results import ErrorCode, Result, returned
@@ -317,9 +317,7 @@ class CodeModeEngine:
             if isinstance(outcome, Failed):
                 return run_failure(state, outcome)
             if state.output_exceeded:
-                return run_failed(
-                    state, "code mode output limit exceeded.", "output_limit_exceeded"
-                )
+                return run_failed(state, output_too_large(state), "output_limit_exceeded")
             self._dispatch(services, state)
             settled = (
                 []

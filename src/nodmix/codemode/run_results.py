@@ -7,7 +7,7 @@ size for telemetry.
 from __future__ import annotations
 
 from nodmix.codemode import results
-from nodmix.codemode.locations import guest_error, value_too_large
+from nodmix.codemode.locations import guest_error, output_too_large, value_too_large
 from nodmix.codemode.nested import cancel_all
 from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.runs import RunState
@@ -29,7 +29,7 @@ def run_completed(state: RunState, outcome: Completed) -> Result:
     """The program returned: `completed`, unless its value or output is over the limit."""
     cancel_all(state)
     if state.output_exceeded:
-        return run_failed(state, "code mode output limit exceeded.", "output_limit_exceeded")
+        return run_failed(state, output_too_large(state), "output_limit_exceeded")
     size = len(outcome.value_json.encode())
     if size > state.settings.max_output_bytes:
         return run_failed(state, value_too_large(size, state), "output_limit_exceeded")
@@ -49,7 +49,7 @@ def run_failure(state: RunState, outcome: Failed) -> Result:
         elif any(message.startswith(f"Error: {e}") for e in state.nested_errors):
             code = "nested_tool_failed"
     if state.output_exceeded:
-        code, message, guest = "output_limit_exceeded", "code mode output limit exceeded.", None
+        code, message, guest = "output_limit_exceeded", output_too_large(state), None
     result = run_failed(state, message, code)
     if guest is not None:
         result["guestError"] = guest
