@@ -17,7 +17,7 @@ from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import asgi_client, write_config
 
-EXTERNAL_PLUGIN = '''
+EXTERNAL_PLUGIN = """
 from nodmix.plugins import Plugin
 from nodmix.tools import ToolResult
 
@@ -29,7 +29,7 @@ def register(api):
 
 
 plugin = Plugin(id="acme", name="Acme", register=register)
-'''
+"""
 PROGRAM = """
 const listing = await API.list();
 return {

@@ -4,7 +4,6 @@ and snapshot size for completed and suspended runs, and the pending-call cap."""
 from __future__ import annotations
 
 import re
-
 import time
 from pathlib import Path
 

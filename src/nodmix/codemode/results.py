@@ -86,6 +86,7 @@ MODEL_FIELDS: Final = (
     "status",
     "value",
     "output",
+    "warnings",
     "runId",
     "reason",
     "pendingToolCalls",

@@ -95,15 +95,13 @@ def looks_like_shell(source: str) -> bool:
 def _disabled(language: str, languages: tuple[str, ...]) -> str:
     """What to do about a cell in a language `tools.codeMode.languages` leaves out."""
     enabled = ", ".join(languages)
-    head = (
-        f"exec: language {language!r} is disabled here (tools.codeMode.languages: {enabled})."
-    )
+    head = f"exec: language {language!r} is disabled here (tools.codeMode.languages: {enabled})."
     if language == "typescript":
         return (
             f"{head} Send the program as JavaScript: drop the type annotations, interfaces and "
             'casts, and pass language "javascript" (or leave language out).'
         )
-    return f"{head} Pass language \"typescript\": plain JavaScript is valid TypeScript."
+    return f'{head} Pass language "typescript": plain JavaScript is valid TypeScript.'
 
 
 def _bad(message: str) -> Prepared:
