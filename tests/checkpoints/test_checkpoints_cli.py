@@ -89,9 +89,9 @@ def test_compaction_keeps_a_checkpoint_that_restore_rolls_back_to_and_undoes(
     assert rolled_back[-1]["customType"] == "nodmix.checkpoint-restored"
 
     # The restore kept a checkpoint of what it replaced: restoring that one undoes it.
-    saved = json.loads(
-        nodmix(isolated_state, "sessions", "checkpoints", "main", "--json").stdout
-    )[0]
+    saved = json.loads(nodmix(isolated_state, "sessions", "checkpoints", "main", "--json").stdout)[
+        0
+    ]
     assert saved["trigger"] == "restore"
     undone = json.loads(
         nodmix(isolated_state, "sessions", "restore", "main", saved["id"], "--json").stdout
