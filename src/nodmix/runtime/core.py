@@ -254,9 +254,10 @@ class Runtime:
             self.router.model_spec(ref)  # unknown providers/models fail before the turn starts
         return refs
 
-    def context_engine(self) -> ContextEngine:
-        """The engine `plugins.slots.contextEngine` selects (`legacy` by default)."""
-        return self._context_engines.selected()
+    def context_engine(self, agent: AgentProfile | None = None) -> ContextEngine:
+        """The engine `plugins.slots.contextEngine` selects (`legacy` by default), created for
+        `agent` (the default agent when `None`) with its directory and workspace."""
+        return self._context_engines.selected(agent or self.agent())
 
     @property
     def engine_failures(self) -> dict[str, str]:
@@ -356,7 +357,7 @@ class Runtime:
             agent_id = resolve_session_key(session_key).agent_id
         agent = self.agent(agent_id)
         key = self.session_key(agent, session_key)
-        engine = self.context_engine()
+        engine = self.context_engine(agent)
         return await self.compaction.compact_session(
             engine,
             agent=agent,

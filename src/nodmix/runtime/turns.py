@@ -60,7 +60,7 @@ async def run_agent_turn(
     emit = runtime.observer.wrap(emit, agent_id=agent.id)
     key = runtime.session_key(agent, session_key)
     refs = runtime.model_refs(agent, model)
-    context = runtime.context_engine()
+    context = runtime.context_engine(agent)
     async with runtime.sessions.hold_turn(
         key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
     ):
