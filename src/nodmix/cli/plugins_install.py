@@ -55,16 +55,16 @@ def _install(args: argparse.Namespace) -> int:
 def _uninstall(args: argparse.Namespace) -> int:
     from nodmix.config.edit import unset_value, write_document
     from nodmix.config.loader import load_config
-    from nodmix.context.status import reset_slot_for_disabled_plugin
     from nodmix.plugins.install import uninstall
+    from nodmix.plugins.slots import describe, reset_slots_for_plugin
 
     loaded = load_config()
     dist, plugin_ids = _find(args.name)
     doc = loaded.raw
-    deselected = None
-    for plugin_id in plugin_ids:  # before pip removes the code that says which engines it has
-        doc, engine = reset_slot_for_disabled_plugin(loaded, doc, plugin_id)
-        deselected = deselected or engine
+    resets = []
+    for plugin_id in plugin_ids:  # before pip removes the code that says what it provides
+        doc, reset = reset_slots_for_plugin(loaded, doc, plugin_id)
+        resets.extend(reset)
         if plugin_id in loaded.config.plugins.entries:
             doc = unset_value(doc, f"plugins.entries.{plugin_id}")
     uninstall(dist)
@@ -72,8 +72,8 @@ def _uninstall(args: argparse.Namespace) -> int:
     if doc != loaded.raw:
         write_document(loaded.path, doc)
         print(f"updated {loaded.path}")
-    if deselected:
-        print(f"plugins.slots.contextEngine was {deselected!r} (this plugin's); reset to 'legacy'")
+    for line in describe(resets):
+        print(line)
     return 0
 
 

@@ -265,6 +265,8 @@ class PluginSlots(Section, frozen=True):
     """`plugins.slots`: exclusive choices among registered implementations."""
 
     context_engine: str | None = None
+    memory: str | None = None
+    """The memory backend that answers `memory_search`/`memory_get` (default `builtin`)."""
 
 
 class PluginsConfig(Section, frozen=True):

@@ -44,7 +44,7 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
-from nodmix.runtime.memory import open_memory
+from nodmix.runtime.memory import MemoryBackends, open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
@@ -115,6 +115,10 @@ class Runtime:
         self._context_engines = ContextEngines(
             lambda: self.config, lambda: self.registry, state_dir=state_dir, services=self.services
         )
+        self.memory_backends = MemoryBackends(
+            lambda: self.config, lambda: self.registry, self.agent, state_dir=state_dir
+        )
+        """The memory backend `plugins.slots.memory` selects, per agent."""
         self.mcp_holder: McpHolder | None = None
         self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
@@ -167,7 +171,12 @@ class Runtime:
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             memory = open_memory(loaded.config, env, state_dir, registry)
             stack.callback(memory.close)
-            sources: list[ToolProvider] = [MemoryTools(memory), PluginTools(registry)]
+            sources: list[ToolProvider] = [
+                MemoryTools(
+                    memory.settings, lambda agent: runtime.memory_backends.for_agent(agent)
+                ),
+                PluginTools(registry),
+            ]
             holder = await open_mcp(loaded.config.mcp.servers, env, background)
             if holder is not None:
                 sources.append(holder.manager)
