@@ -42,7 +42,7 @@ def discover(
         path = Path(text).expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        found.append(_from_path(path))
+        found.append(from_path(path))
     return found
 
 
@@ -66,7 +66,8 @@ def _from_entry_points(state_dir: Path | None) -> Iterator[Candidate]:
         yield msgspec.structs.replace(_check(obj, source, ep.name), bundled=bundled)
 
 
-def _from_path(path: Path) -> Candidate:
+def from_path(path: Path) -> Candidate:
+    """The plugin a `.py` file or package folder defines as `plugin` (imported afresh)."""
     source = str(path)
     target = path / "__init__.py" if path.is_dir() else path
     if not target.is_file():
