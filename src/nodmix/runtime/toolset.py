@@ -108,10 +108,16 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)
     effective = policy.filter(candidates)
+    in_sandbox = sandbox_policy_for(
+        inputs.tools_config, inputs.agent, inputs.session.key, inputs.origin
+    )
+    if in_sandbox is not None:
+        effective = in_sandbox.filter(effective)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
         return RunTools(visible=_app_wins(effective), tool_choice=inputs.tool_choice)
-    effective = [*effective, *policy.filter(list(inputs.code_mode_tools))]
+    more = policy.filter(list(inputs.code_mode_tools))
+    effective = [*effective, *(more if in_sandbox is None else in_sandbox.filter(more))]
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
@@ -178,6 +184,26 @@ def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
         inputs.protected,
     )
     return inputs.cache.get(key, build)
+
+
+def sandbox_policy_for(
+    tools_config: ToolsConfig,
+    agent: AgentProfile,
+    session_key: str,
+    origin: TurnOrigin | None,
+) -> ToolPolicy | None:
+    """The sandbox tool policy (`tools.sandbox.tools`) when the turn is sandboxed, else None
+    (nothing of the sandbox is imported for an agent whose mode is off)."""
+    mode = agent.sandbox.mode or "off"
+    if mode == "off":
+        return None
+    from nodmix.security.sandbox.policy import is_sandboxed
+
+    if not is_sandboxed(mode, agent.id, session_key, origin):
+        return None
+    from nodmix.tools.sandbox_policy import sandbox_tool_policy
+
+    return sandbox_tool_policy(tools_config, agent.tools)
 
 
 def agent_isolation(
