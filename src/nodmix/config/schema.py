@@ -13,6 +13,7 @@ import msgspec
 from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 from nodmix.config.section import Section
+from nodmix.config.subagents_schema import SubagentsConfig
 
 # ---- models -------------------------------------------------------------------------------
 
@@ -235,6 +236,8 @@ class AgentDefaults(Section, frozen=True):
     """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
     heartbeat: HeartbeatConfig | None = None
     """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
+    subagents: SubagentsConfig | None = None
+    """Delegation: `sessions_spawn` and the other session tools (`config/subagents_schema.py`)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -255,6 +258,8 @@ class AgentConfig(Section, frozen=True):
     """This agent's connect and idle waits, over every provider's `timeouts`."""
     skills: list[str] | None = None
     """Skill allowlist for this agent (names); unset offers every eligible skill."""
+    subagents: SubagentsConfig | None = None
+    """This agent's own `subagents` keys, each over `agents.defaults.subagents`."""
 
 
 class AgentsConfig(Section, frozen=True):

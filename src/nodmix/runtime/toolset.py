@@ -96,6 +96,9 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     cache: ConfigCache | None = None
     """Where the core tools built for `tools_config` are kept between turns (the runtime's,
     valid until a config reload); without one they are built for this run alone."""
+    session_policy: ToolPolicy | None = None
+    """A further policy for this session, applied after the agent's (a subagent's
+    `subagents.tools`, no `sessions_spawn` past `maxDepth`)."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -108,16 +111,20 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)
     effective = policy.filter(candidates)
-    in_sandbox = sandbox_policy_for(
+    sandboxed = sandbox_policy_for(
         inputs.tools_config, inputs.agent, inputs.session.key, inputs.origin
     )
-    if in_sandbox is not None:
-        effective = in_sandbox.filter(effective)
+    # The session's own policy (a subagent's), then the sandbox tool policy.
+    narrower = [p for p in (inputs.session_policy, sandboxed) if p is not None]
+    for extra in narrower:
+        effective = extra.filter(effective)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
         return RunTools(visible=_app_wins(effective), tool_choice=inputs.tool_choice)
     more = policy.filter(list(inputs.code_mode_tools))
-    effective = [*effective, *(more if in_sandbox is None else in_sandbox.filter(more))]
+    for extra in narrower:
+        more = extra.filter(more)
+    effective = [*effective, *more]
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
@@ -153,6 +160,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         code_mode=True,
         tool_choice=choice if choice in (None, "required") else "exec",
         held=lambda: engine.client_calls.for_turn(inputs.run_id),
+        on_result=engine.recorded,
     )
 
 
