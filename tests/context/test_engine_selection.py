@@ -164,6 +164,7 @@ async def test_an_engine_factory_gets_each_agents_own_directory_and_workspace(
         write_config(
             isolated_state,
             server.base_url,
+            window=200_000,
             plugins={"load": {"paths": [str(plugin)]}, "slots": {"contextEngine": "dirs"}},
             agents={
                 "defaults": {"model": {"primary": "local/scripted"}},

@@ -3,8 +3,10 @@
 Nothing is lost either way: the session continues in a new transcript holding the checkpoint's
 entries (its header names the replaced file as `parentSession`, like a compaction successor),
 the replaced transcript stays on disk, and a checkpoint of it is taken first (trigger
-`restore`), so restoring that one undoes the restore. Hold the session's turn lock around it
-(`SessionManager.hold_turn`): no turn may append meanwhile.
+`restore`), so restoring that one undoes the restore. The new transcript ends with a
+`nodmix.checkpoint-restored` custom entry (the model never sees it) saying where it came
+from. Hold the session's turn lock around it (`SessionManager.hold_turn`): no turn may append
+meanwhile.
 """
 
 from __future__ import annotations
@@ -17,13 +19,11 @@ import msgspec
 from nodmix.checkpoints.capture import take_checkpoint
 from nodmix.checkpoints.store import CheckpointError, CheckpointInfo, CheckpointStore
 from nodmix.errors import TranscriptError
-from nodmix.sessions.entries import Entry
+from nodmix.sessions.entries import CustomEntry, Entry, iso_now, new_entry_id
 from nodmix.sessions.jsonl import find_complete_end, parse_body, parse_header
 from nodmix.sessions.manager import SessionManager
+from nodmix.sessions.successors import RESTORED_TYPE
 
-RESTORED_TYPE: Final = "nodmix.checkpoint-restored"
-"""Custom entry recording a restore at the end of the new transcript (the model never sees
-it)."""
 MIN_PREFIX: Final = 4
 
 
@@ -91,14 +91,18 @@ def restore_checkpoint(
     current = sessions.open(key, create=False)
     replaced = current.transcript.path.name
     saved = take_checkpoint(store, current, trigger="restore")
-    successor = sessions.rotate(key, workspace=Path(current.transcript.header.cwd))
-    transcript = successor.transcript
-    for entry in entries:
-        transcript.append(entry)
-    transcript.append_custom(
-        RESTORED_TYPE, {"checkpoint": info.id, "from": info.transcript, "replaced": replaced}
+    # The new transcript is written whole (fsynced) before the index switches to it, so a crash
+    # leaves the session on the old transcript or on the complete restored one.
+    marker = CustomEntry(
+        id=new_entry_id(),
+        parent_id=entries[-1].id if entries else None,
+        timestamp=iso_now(),
+        custom_type=RESTORED_TYPE,
+        data={"checkpoint": info.id, "from": info.transcript, "replaced": replaced},
     )
-    transcript.sync()
+    successor = sessions.rotate(
+        key, workspace=Path(current.transcript.header.cwd), seed=[*entries, marker]
+    )
     return Restored(
         session_key=str(key),
         session_id=successor.session_id,
