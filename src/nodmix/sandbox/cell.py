@@ -171,9 +171,7 @@ class Cell(CellBase):
         cell._promise = state.promise
         cell._template = template
         if state.rejections or state.rejections_dropped:
-            for promise, reason in state.rejections:
-                vm.rejections[vm.mem.read(promise, 8)] = (promise, reason)
-            vm.rejections_dropped = state.rejections_dropped
+            vm.rejections.restore(vm, state.rejections, state.rejections_dropped)
         return cell
 
     def _install_bridge(self, setup_script: str | None) -> None:
@@ -207,8 +205,8 @@ class Cell(CellBase):
             self._promise,
             self.outstanding,
             self._filename,
-            tuple(vm.rejections.values()),
-            vm.rejections_dropped,
+            tuple(vm.rejections.kept.values()),
+            vm.rejections.dropped,
         )
         extra = state.pack()
         template = self._template

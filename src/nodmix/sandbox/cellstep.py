@@ -244,8 +244,9 @@ class CellBase:
                 outcome = self._describe_error(result)
         finally:
             vm.free(result)
-        if vm.rejections or vm.rejections_dropped:
-            more = vm.rejections_dropped
+        rejections = vm.rejections
+        if rejections.kept or rejections.dropped:
+            more = rejections.dropped
             outcome = replace(outcome, unhandled=self._unhandled(), unhandled_more=more)
         return outcome
 
@@ -255,7 +256,7 @@ class CellBase:
         so the kept boxes need no freeing here."""
         vm = self._vm
         own = vm.mem.read(self._promise, 8)
-        kept, vm.rejections, vm.rejections_dropped = vm.rejections, {}, 0
+        kept, _ = vm.rejections.take()
         lines = []
         for key, (_, reason) in kept.items():
             if key == own:

@@ -28,6 +28,7 @@ from nodmix.errors import SandboxError
 from nodmix.sandbox import hostio, memimage, wasm
 from nodmix.sandbox.base import SandboxLimits
 from nodmix.sandbox.bootstate import REALTIME, Probe
+from nodmix.sandbox.rejections import Rejections
 from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vmstate import (
     WASM_PAGE,
@@ -59,10 +60,6 @@ _SCRATCH_TEXT_MAX: Final = _SCRATCH_SIZE - _SCRATCH_TEXT - 1
 #: Exports that only inspect, box, copy or free values: no guest code, no parsing, no GC run.
 #: They keep the GIL (see `wasm.Exports`); copies larger than `_QUICK_MAX_BYTES` release it.
 _QUICK_MAX_BYTES: Final = 64 << 10
-#: Unhandled rejections kept (with their reasons) per VM; more are only counted.
-REJECTIONS_KEPT: Final = 16
-#: Bytes of a JSValue in the box: its payload and tag, the same for as long as the value lives.
-_JSVALUE_BYTES: Final = 8
 _QUICK_EXPORTS: Final = frozenset(
     "qjs_is_exception qjs_is_promise qjs_is_job_pending qjs_promise_state qjs_get_undefined"
     " qjs_new_string qjs_get_string_len qjs_free_cstring qjs_free_value wasm_malloc wasm_free"
@@ -94,11 +91,8 @@ class VM:
         self.host_functions: dict[bytes, HostFunction] = {}
         self.host_failure: BaseException | None = None
         self.stdio = bytearray()
-        self.rejections: dict[bytes, tuple[int, int]] = {}
-        """Promises rejected with no handler yet: the promise's JSValue bits -> its box and
-        its reason's box (kept alive, so the bits stay its own; see `promise_rejection`)."""
-        self.rejections_dropped = 0
-        """Unhandled rejections past `REJECTIONS_KEPT`, only counted."""
+        self.rejections = Rejections()
+        """Promises rejected with no handler yet (`sandbox.rejections`)."""
         self._nested_trap: VMTrapped | None = None
         self._host_depth = 0
         self.closed = False
@@ -240,28 +234,9 @@ class VM:
             self._host_depth -= 1
 
     def promise_rejection(self, promise: int, reason: int, handled: int) -> None:
-        """Import callback of QuickJS's rejection tracker: a promise was rejected while no
-        handler was attached (`handled` 0), or a handler was attached to such a promise later
-        (`handled` 1). The first kind is kept until the second comes or the program ends (the
-        cell reports what is left, `Completed.unhandled`); a promise is known by its JSValue
-        bits, which stay its own while its box keeps it alive. Never raises into wasm.
-        """
+        """Import callback of QuickJS's rejection tracker (see `sandbox.rejections`)."""
         try:
-            key = self.mem.read(promise, _JSVALUE_BYTES)
-            if handled:
-                kept = self.rejections.pop(key, None)
-                if kept is not None:
-                    self.free(*kept)
-                elif self.rejections_dropped:
-                    self.rejections_dropped -= 1
-                self.free(promise, reason)
-            elif key in self.rejections or len(self.rejections) >= REJECTIONS_KEPT:
-                self.rejections_dropped += key not in self.rejections
-                self.free(promise, reason)
-            else:
-                self.rejections[key] = (promise, reason)
-        except hostio.OutOfBounds:
-            log.warning("sandbox: a promise rejection pointed outside the VM's memory")
+            self.rejections.track(self, promise, reason, handled)
         except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
             self._kill(wasm.trap_summary(exc), interrupt=wasm.trap_is_interrupt(exc))
 
