@@ -111,7 +111,8 @@ def create_adapter(
         from nodmix.channels.email.adapter import EmailAdapter
         from nodmix.channels.email.settings import email_settings
 
-        return EmailAdapter(email_settings(config.channels.email, env), state_dir)
+        mail = email_settings(config.channels.email, env, config.channels.defaults)
+        return EmailAdapter(mail, state_dir)
     if channel == "discord" and config.channels.discord is not None:
         from nodmix.channels.discord.adapter import DiscordAdapter, discord_settings
 

@@ -73,6 +73,4 @@ class EmailConfig(ChannelDefaults, frozen=True, kw_only=True):
     smtp: SmtpSettings
     idle_seconds: Annotated[int, msgspec.Meta(ge=10, le=1740)] | None = None
     """Restart IDLE this often (default 600; servers drop IDLE after 30 minutes)."""
-    max_attachment_bytes: Annotated[int, msgspec.Meta(ge=0)] | None = None
-    """Inbound attachments larger than this are dropped (default 25 MB)."""
     agent_id: str | None = None

@@ -49,14 +49,20 @@ def test_html_only_mail_becomes_text() -> None:
     assert body_text(parse(mail.as_bytes())) == "Hello&welcome\nbye"
 
 
-def test_attachments_over_the_limit_are_named_not_saved(tmp_path: Path) -> None:
+def test_attachments_over_the_limit_are_not_saved_and_carry_their_size(tmp_path: Path) -> None:
     mail = _mail()
     mail.add_attachment(b"small", maintype="text", subtype="plain", filename="a.txt")
     mail.add_attachment(b"x" * 100, maintype="application", subtype="pdf", filename="big.pdf")
-    files, notes = spool_attachments(parse(mail.as_bytes()), tmp_path, "<id@x>", 50)
-    assert [(f.kind, f.name) for f in files] == [("document", "a.txt")]
+    spool = tmp_path / "spool"
+    files, notes = spool_attachments(parse(mail.as_bytes()), spool, "<id@x>", 50)
+    assert [(f.kind, f.name, f.size) for f in files] == [
+        ("document", "a.txt", 5),
+        ("document", "big.pdf", 100),
+    ]
     assert Path(str(files[0].ref)).read_bytes() == b"small"
-    assert notes == ["[attachment big.pdf dropped: larger than 50 bytes]"]
+    assert files[1].ref is None, "the large one is refused by the channel layer, unsaved"
+    assert [p.name for p in spool.iterdir()] == [Path(str(files[0].ref)).name]
+    assert notes == []
 
 
 def test_a_reply_carries_the_thread_and_one_re() -> None:

@@ -30,6 +30,7 @@ import discord
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
+from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.discord.backlog import Backlog
 from nodmix.channels.discord.calls import cancelled_once
@@ -378,14 +379,12 @@ class DiscordAdapter:
         await (await self._connected()).http.send_typing(target)
 
     @cancelled_once
-    async def download(self, ref: str, target: Path) -> Path:
-        """Fetch an attachment's URL."""
-        data = await (await self._connected()).http.get_from_cdn(ref)
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """Fetch an attachment's (signed) URL, streamed under the cap."""
         suffix = Path(unquote(urlparse(ref).path)).suffix
         if suffix and not target.suffix:
             target = target.with_suffix(suffix)
-        await anyio.Path(target).write_bytes(data)
-        return target
+        return await fetch_capped(ref, target, max_bytes)
 
     async def aclose(self) -> None:
         """Close the Gateway connection and the HTTP sessions."""

@@ -107,9 +107,19 @@ def _mentions_bot(message: discord.Message, bot_id: int) -> bool:
 
 def _attachments(message: discord.Message) -> tuple[Attachment, ...]:
     found = []
+    voice = message.flags.voice
     for item in message.attachments:
-        image = (item.content_type or "").startswith("image/")
+        mime = item.content_type or ""
+        kind = {"image": "photo", "audio": "voice" if voice else "audio"}.get(
+            mime.partition("/")[0], "document"
+        )
         found.append(
-            Attachment(kind="photo" if image else "document", ref=item.url, name=item.filename)
+            Attachment(
+                kind=kind,
+                ref=item.url,
+                name=item.filename,
+                size=item.size,
+                mime_type=mime or None,
+            )
         )
     return tuple(found)

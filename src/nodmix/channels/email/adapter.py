@@ -25,6 +25,7 @@ import aioimaplib
 import aiosmtplib
 import anyio
 
+from nodmix.channels.attachments import check_declared
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.email.compose import compose
@@ -285,11 +286,12 @@ class EmailAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Mail has no typing indicator."""
 
-    async def download(self, ref: str, target: Path) -> Path:
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
         """Move a spooled attachment into the workspace."""
         source = Path(ref)
         if source.parent != self._spool or not source.is_file():
             raise FileNotFoundError(f"{source.name}: not in the spool")
+        check_declared(source.stat().st_size, max_bytes)
         suffix = source.suffix
         if suffix and not target.suffix:
             target = target.with_suffix(suffix)

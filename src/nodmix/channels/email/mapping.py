@@ -108,8 +108,8 @@ def _without_quote(text: str) -> str:
 def spool_attachments(
     msg: EmailMessage, spool: Path, key: str, max_bytes: int
 ) -> tuple[tuple[Attachment, ...], list[str]]:
-    """Save the attachments under `spool`; the attachments (ref: the saved path) and notes
-    about the ones that were too large."""
+    """Save the attachments under `spool`; the attachments (ref: the saved path; one larger
+    than `max_bytes` is not saved and has no ref, only its size, and is refused) and notes."""
     found: list[Attachment] = []
     notes: list[str] = []
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -118,14 +118,18 @@ def spool_attachments(
         data = part.get_payload(decode=True)
         if not isinstance(data, bytes):
             continue
+        maintype = part.get_content_maintype()
+        kind = {"image": "photo", "audio": "audio"}.get(maintype, "document")
+        mime = part.get_content_type()
         if len(data) > max_bytes:
-            notes.append(f"[attachment {name} dropped: larger than {max_bytes} bytes]")
+            found.append(Attachment(kind=kind, name=name, size=len(data), mime_type=mime))
             continue
         spool.mkdir(parents=True, exist_ok=True)
         path = spool / f"{digest}-{i}-{_SAFE.sub('_', name)[:80]}"
         path.write_bytes(data)
-        kind = "photo" if part.get_content_maintype() == "image" else "document"
-        found.append(Attachment(kind=kind, ref=str(path), name=name))
+        found.append(
+            Attachment(kind=kind, ref=str(path), name=name, size=len(data), mime_type=mime)
+        )
     return tuple(found), notes
 
 

@@ -6,8 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodmix.config.channel_mail_irc import EmailConfig
+from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
+
+DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+"""`channels.defaults.maxAttachmentBytes` when unset (also in `nodmix.channels.attachments`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +31,14 @@ class EmailSettings:
     smtp_user: str | None
     smtp_password: str | None
     idle_seconds: int = 600
-    max_attachment_bytes: int = 25 * 1024 * 1024
+    max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
     channel: str = "email"
 
 
-def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSettings:
-    """Resolve passwords (`${VAR}`) and defaults.
+def email_settings(
+    section: EmailConfig, env: Mapping[str, str], defaults: ChannelDefaults | None = None
+) -> EmailSettings:
+    """Resolve passwords (`${VAR}`) and defaults (`defaults`: `channels.defaults`).
 
     Raises:
         ConfigError: no IMAP password, or a referenced variable is not set.
@@ -61,9 +67,15 @@ def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSetting
         if smtp_user
         else None,
         idle_seconds=section.idle_seconds or 600,
-        max_attachment_bytes=(
-            section.max_attachment_bytes
-            if section.max_attachment_bytes is not None
-            else 25 * 1024 * 1024
+        max_attachment_bytes=next(
+            (
+                value
+                for value in (
+                    section.max_attachment_bytes,
+                    defaults.max_attachment_bytes if defaults is not None else None,
+                )
+                if value is not None
+            ),
+            DEFAULT_MAX_ATTACHMENT_BYTES,
         ),
     )

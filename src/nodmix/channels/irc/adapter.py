@@ -250,7 +250,7 @@ class IrcAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """IRC has no typing indicator."""
 
-    async def download(self, ref: str, target: Path) -> Path:
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
         """IRC messages carry no files."""
         raise ValueError("IRC messages carry no attachments")
 

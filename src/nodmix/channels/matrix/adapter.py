@@ -17,12 +17,12 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
-from aiohttp import ClientError
+from aiohttp import ClientError, ClientTimeout
 from nio import AsyncClient, AsyncClientConfig, InviteMemberEvent, MatrixRoom
 from nio.responses import (
-    DownloadError,
     ErrorResponse,
     JoinError,
     LoginResponse,
@@ -34,6 +34,7 @@ from nio.responses import (
     WhoamiResponse,
 )
 
+from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.matrix.credentials import (
@@ -65,6 +66,7 @@ logging.getLogger("nio.responses").setLevel(logging.ERROR)
 POLL_MS = 25_000
 REQUEST_TIMEOUT_S = 60.0
 MAX_BACKOFF_SECONDS = 60.0
+DOWNLOAD_SECONDS = 300.0
 SENT_KEPT = 500
 ENCRYPTED_NOTICE = (
     "This room is end-to-end encrypted, which this assistant cannot read yet. "
@@ -367,19 +369,28 @@ class MatrixAdapter:
         """The typing notification, for a little longer than the layer's refresh interval."""
         await self.client.room_typing(chat_id, True, timeout=6000)
 
-    async def download(self, ref: str, target: Path) -> Path:
-        """Fetch an `mxc://` media file."""
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """Fetch an `mxc://` media file, streamed under the cap (the declared length is
+        checked first)."""
         await self._connect()
-        response = await self.client.download(mxc=ref)
-        if isinstance(response, DownloadError):
-            raise MatrixError(f"download {ref}: {response.message}")
-        suffix = Path(getattr(response, "filename", "") or "").suffix
-        if not suffix:
-            suffix = mimetypes.guess_extension(getattr(response, "content_type", "") or "") or ""
-        if suffix and not target.suffix:
-            target = target.with_suffix(suffix)
-        body = response.body
-        target.write_bytes(body if isinstance(body, bytes) else Path(body).read_bytes())
+        server, _, media_id = ref.removeprefix("mxc://").partition("/")
+        if not server or not media_id or "/" in media_id or ".." in ref:
+            raise MatrixError(f"not a media URI: {ref}")
+        path = f"/_matrix/client/v1/media/download/{quote(server)}/{quote(media_id)}"
+        headers = {"Authorization": f"Bearer {self.client.access_token}"}
+        timeout = ClientTimeout(sock_connect=10, sock_read=REQUEST_TIMEOUT_S)
+        with anyio.fail_after(DOWNLOAD_SECONDS):
+            response = await self.client.send("GET", path, None, headers, timeout=timeout)
+            try:
+                if response.status != 200:
+                    raise MatrixError(f"download {ref}: HTTP {response.status}")
+                check_declared(response.content_length, max_bytes)
+                suffix = mimetypes.guess_extension(response.content_type or "") or ""
+                if suffix and not target.suffix:
+                    target = target.with_suffix(suffix)
+                await write_capped(response.content.iter_chunked(65536), target, max_bytes)
+            finally:
+                response.release()
         return target
 
     async def aclose(self) -> None:

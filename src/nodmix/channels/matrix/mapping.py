@@ -17,7 +17,7 @@ TEXT_TYPES = ("m.text", "m.emote")
 MEDIA_KINDS = {
     "m.image": "photo",
     "m.file": "document",
-    "m.audio": "document",
+    "m.audio": "audio",
     "m.video": "document",
 }
 
@@ -102,6 +102,24 @@ def strip_reply_fallback(body: str) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
+def media_attachment(content: dict[str, Any], kind: str, url: str, name: str | None) -> Attachment:
+    """A media event's file, with the size and type its `info` declares (a voice message
+    is `m.audio` marked `org.matrix.msc3245.voice`)."""
+    info = content.get("info")
+    info = info if isinstance(info, dict) else {}
+    size = info.get("size")
+    mime = info.get("mimetype")
+    if kind == "audio" and "org.matrix.msc3245.voice" in content:
+        kind = "voice"
+    return Attachment(
+        kind=kind,
+        ref=url,
+        name=name,
+        size=size if type(size) is int and size >= 0 else None,
+        mime_type=mime if isinstance(mime, str) else None,
+    )
+
+
 def to_inbound(
     event: dict[str, Any],
     *,
@@ -130,7 +148,7 @@ def to_inbound(
     kind = MEDIA_KINDS.get(str(content.get("msgtype")))
     url = content.get("url")
     if kind is not None and isinstance(url, str) and url.startswith("mxc://"):
-        attachments = (Attachment(kind=kind, ref=url, name=text or None),)
+        attachments = (media_attachment(content, kind, url, text or None),)
         text = ""
     return InboundMessage(
         channel=channel,

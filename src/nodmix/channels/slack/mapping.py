@@ -98,9 +98,19 @@ def _files(event: dict[str, Any]) -> tuple[Attachment, ...]:
         url = item.get("url_private_download") or item.get("url_private")
         if not url:
             continue
-        image = str(item.get("mimetype", "")).startswith("image/")
+        mime = str(item.get("mimetype", ""))
+        kind = {"image": "photo", "audio": "audio"}.get(mime.partition("/")[0], "document")
+        if item.get("subtype") == "slack_audio":  # a clip recorded in Slack
+            kind = "voice"
+        size = item.get("size")
         found.append(
-            Attachment(kind="photo" if image else "document", ref=url, name=item.get("name"))
+            Attachment(
+                kind=kind,
+                ref=url,
+                name=item.get("name"),
+                size=size if type(size) is int and size >= 0 else None,
+                mime_type=mime or None,
+            )
         )
     return tuple(found)
 
