@@ -21,7 +21,18 @@ from nodmix.errors import ConfigError
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
 
-KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
+KNOWN_CHANNELS = (
+    "telegram",
+    "matrix",
+    "irc",
+    "email",
+    "discord",
+    "slack",
+    "whatsapp",
+    "signal",
+)
+VERIFIED_BY_GET = frozenset({"whatsapp"})
+"""Channels whose platform checks the webhook URL with a `GET` (served next to the `POST`)."""
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -61,6 +72,11 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
         from nodmix.config.channel_webhook import webhook_path
 
         paths[webhook_path(telegram.webhook)] = "telegram"
+    whatsapp = config.channels.whatsapp
+    if whatsapp is not None and whatsapp.enabled:
+        from nodmix.config.channel_phone import whatsapp_path
+
+        paths[whatsapp_path(whatsapp)] = "whatsapp"
     return paths
 
 
@@ -124,5 +140,18 @@ def create_adapter(
         from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
+    if channel == "whatsapp" and config.channels.whatsapp is not None:
+        from nodmix.channels.whatsapp.adapter import WhatsAppAdapter
+        from nodmix.channels.whatsapp.settings import whatsapp_settings
+
+        return WhatsAppAdapter(whatsapp_settings(config.channels.whatsapp, env), state_dir)
+    if channel == "signal" and config.channels.signal is not None:
+        from nodmix.channels.attachments import max_attachment_bytes
+        from nodmix.channels.signal.adapter import SignalAdapter
+        from nodmix.channels.signal.settings import signal_settings
+
+        cap = max_attachment_bytes(config, "signal")
+        signal = signal_settings(config.channels.signal, max_attachment_bytes=cap)
+        return SignalAdapter(signal, state_dir)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")

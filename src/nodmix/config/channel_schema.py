@@ -154,6 +154,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     email: "EmailConfig | None" = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
+    whatsapp: "WhatsAppConfig | None" = None
+    signal: "SignalConfig | None" = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -202,6 +204,10 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("discord", channels.discord))
     if channels.slack is not None:
         sections.append(("slack", channels.slack))
+    for phone in ("whatsapp", "signal"):
+        phone_section = getattr(channels, phone, None)
+        if phone_section is not None:
+            sections.append((phone, phone_section))
     for name, section in sections:
         policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
         allow = section.allow_from if section.allow_from is not None else defaults.allow_from
@@ -215,6 +221,16 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         from nodmix.config.channel_webhook import check_webhook
 
         check_webhook(channels.telegram.webhook, file=file, key="channels.telegram.webhook")
+    if channels.whatsapp is not None:
+        check_whatsapp(channels.whatsapp, file=file)
+    if channels.signal is not None:
+        check_signal(channels.signal, file=file)
 
 
 from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402
+from nodmix.config.channel_phone import (  # noqa: E402
+    SignalConfig,
+    WhatsAppConfig,
+    check_signal,
+    check_whatsapp,
+)

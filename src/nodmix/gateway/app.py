@@ -29,7 +29,11 @@ from nodmix.events import EventSink
 from nodmix.gateway.approvals import ApprovalFanout
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.automation import serve_automation
-from nodmix.gateway.channel_turns import GatewayTurns, channel_webhook_routes
+from nodmix.gateway.channel_turns import (
+    GatewayTurns,
+    channel_webhook_routes,
+    verification_paths,
+)
 from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
@@ -360,6 +364,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 token=settings.token,
                 hook_token=lambda: hook_token(gateway),
                 channel_paths=frozenset(route.path for route in webhooks),
+                channel_get_paths=verification_paths(webhooks),
             ),
             Middleware(
                 BodyLimitMiddleware,

@@ -12,10 +12,12 @@
    Webhook paths (`/hooks/...`) also accept the separate `hooks.token`, which opens nothing
    else.
 
-A `POST` to a channel's webhook path (Telegram's `channels.telegram.webhook`; exactly that
-path, any other method or path is checked as usual) skips the host and token checks: the
-platform knows neither, and the channel's adapter checks the secret the platform sends with
-every request before the body is read.
+A `POST` to a channel's webhook path (Telegram's `channels.telegram.webhook`, WhatsApp's
+`channels.whatsapp.webhookPath`; exactly that path, any other method or path is checked as
+usual) skips the host and token checks: the platform knows neither, and the channel's adapter
+checks the secret or signature the platform sends with every request before the body is used.
+So does a `GET` to a path whose platform verifies it that way (WhatsApp's `hub.challenge`,
+answered only for the configured verify token).
 
 `/health`, the web page and its static files need no token: they reveal nothing private.
 """
@@ -114,15 +116,18 @@ class GuardMiddleware:
         token: str | None,
         hook_token: Callable[[], str | None] = lambda: None,
         channel_paths: frozenset[str] = frozenset(),
+        channel_get_paths: frozenset[str] = frozenset(),
     ) -> None:
         """Guard `app`; `token=None` means no authentication (loopback binds only).
         `hook_token` returns the current `hooks.token` (read per request: it can be reloaded).
-        `channel_paths` are channel webhook paths, which authenticate requests themselves.
+        `channel_paths` are channel webhook paths, which authenticate requests themselves;
+        `channel_get_paths` those of them that also answer the platform's verification `GET`.
         """
         self.app = app
         self.token = token
         self.hook_token = hook_token
         self.channel_paths = channel_paths
+        self.channel_get_paths = channel_get_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request with a clear error, or pass it on."""
@@ -157,10 +162,9 @@ class GuardMiddleware:
         browser_write = scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")
         if origin is not None and browser_write and not _same_origin(origin, host):
             return 403, "cross_origin", f"requests from origin {origin} are not accepted"
-        if (
-            scope["type"] == "http"
-            and scope.get("method") == "POST"
-            and scope.get("path") in self.channel_paths
+        if scope["type"] == "http" and (
+            (scope.get("method") == "POST" and scope.get("path") in self.channel_paths)
+            or (scope.get("method") == "GET" and scope.get("path") in self.channel_get_paths)
         ):
             return None
         if self.token is None:

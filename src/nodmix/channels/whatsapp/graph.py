@@ -1,0 +1,102 @@
+"""Graph API calls through pywa's async client: each bounded in time and retried with backoff
+when the failure is the platform's or the network's (5xx, throttling, timeouts, refused
+connections), never when it is ours (a bad token, a closed window, a wrong recipient)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+import httpx
+from pywa_async.client import WhatsApp
+from pywa_async.errors import WhatsAppError
+
+log = logging.getLogger("nodmix.channels.whatsapp")
+
+T = TypeVar("T")
+ATTEMPTS = 4
+FIRST_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 8.0
+CALL_SECONDS = 45.0
+"""One attempt of one call (the HTTP client's own timeouts are shorter)."""
+TRANSIENT_CODES = frozenset({1, 2, 4, 80007, 130429, 131000, 131016})
+"""Graph error codes Meta documents as temporary (unknown, service, rate limits)."""
+
+
+class GraphUnavailable(Exception):
+    """The Graph API kept failing (after the retries): the platform or the network is down."""
+
+
+def http_client() -> httpx.AsyncClient:
+    """The client pywa makes its requests with (pywa sets its base URL and token)."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
+
+
+def new_client(
+    phone_number_id: str,
+    token: str,
+    session: httpx.AsyncClient,
+    *,
+    api_base_url: str,
+    api_version: str | None,
+) -> WhatsApp:
+    """pywa's client for one business number, pointed at `api_base_url`."""
+    if api_version is None:
+        wa = WhatsApp(phone_id=phone_number_id, token=token, session=session)
+    else:
+        wa = WhatsApp(
+            phone_id=phone_number_id, token=token, session=session, api_version=api_version
+        )
+    # pywa sets `https://graph.facebook.com/v<version>`; keep its version, use our server.
+    version = str(session.base_url).rstrip("/").rsplit("/", 1)[-1]
+    session.base_url = httpx.URL(f"{api_base_url}/{version}")
+    return wa
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether trying again later may succeed."""
+    if isinstance(exc, httpx.TransportError | TimeoutError):
+        return True
+    if isinstance(exc, WhatsAppError):
+        status = exc.status_code
+        return (
+            (status is not None and (status >= 500 or status == 429))
+            or exc.code in TRANSIENT_CODES
+            or bool(exc.is_transient)
+        )
+    return False
+
+
+async def retrying(call: Callable[[], Awaitable[T]], what: str) -> T:
+    """`call()`, again after 1, 2 and 4 s while it fails transiently.
+
+    Raises:
+        GraphUnavailable: every attempt failed transiently.
+        WhatsAppError: the platform refused the call (not retried).
+    """
+    backoff = FIRST_BACKOFF_SECONDS
+    for attempt in range(ATTEMPTS):
+        try:
+            with anyio.fail_after(CALL_SECONDS):
+                return await call()
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            if attempt == ATTEMPTS - 1:
+                raise GraphUnavailable(f"{what}: {describe(exc)}") from exc
+            log.warning("whatsapp %s failed (%s); retrying in %gs", what, describe(exc), backoff)
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+    raise AssertionError("unreachable")
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a failed call (never the request, which carries the token)."""
+    if isinstance(exc, WhatsAppError):
+        status = f"HTTP {exc.status_code}, " if exc.status_code is not None else ""
+        return f"{status}error {exc.code}: {exc.message}"[:300]
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return "no answer in time"
+    return f"{type(exc).__name__}: {exc}"[:300]
