@@ -40,6 +40,8 @@ class WhatsAppConfig(ChannelDefaults, frozen=True, kw_only=True):
     """Graph API version (default: the newest the client library knows, e.g. `23.0`)."""
     webhook_path: str | None = None
     """The path the gateway serves the webhook on (default `/whatsapp`)."""
+    request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=300)] | None = None
+    """Longest wait for one Graph API answer before it is tried again (default 30)."""
     agent_id: str | None = None
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 

@@ -64,7 +64,8 @@ class WhatsAppAdapter:
         self.settings = settings
         self.channel_id = settings.channel
         self._clock = clock
-        self._http = graph.http_client()
+        self._http = graph.http_client(settings.timeout_seconds)
+        self._call_seconds = min(graph.CALL_SECONDS, settings.timeout_seconds * 1.5)
         self.wa: WhatsApp = graph.new_client(
             settings.phone_number_id,
             settings.access_token,
@@ -96,7 +97,9 @@ class WhatsAppAdapter:
 
     async def _number(self) -> tuple[str, str]:
         info = await graph.retrying(
-            lambda: self.wa.get_business_phone_number(), "reading the business number"
+            lambda: self.wa.get_business_phone_number(),
+            "reading the business number",
+            seconds=self._call_seconds,
         )
         return str(info.display_phone_number or ""), str(info.verified_name or "")
 
@@ -166,7 +169,7 @@ class WhatsAppAdapter:
         self, make: Callable[[], Awaitable[object]], what: str, chat: str = ""
     ) -> object:
         try:
-            return await graph.retrying(make, what)
+            return await graph.retrying(make, what, seconds=self._call_seconds)
         except graph.GraphUnavailable as exc:
             self._unavailable(exc)
             raise
@@ -234,7 +237,7 @@ class WhatsAppAdapter:
             return
         self._latest[chat] = (latest[0], True, latest[2])
         try:
-            with anyio.fail_after(graph.CALL_SECONDS):
+            with anyio.fail_after(self._call_seconds):
                 await self.wa.mark_message_as_read(latest[0])
         except Exception as exc:  # a missing receipt must not hold up the reply
             log.info("whatsapp: read receipt for %s failed: %s", chat, graph.describe(exc))
@@ -246,7 +249,7 @@ class WhatsAppAdapter:
         if latest is None or now - latest[2] < TYPING_EVERY_SECONDS:
             return
         self._latest[chat_id] = (latest[0], True, now)
-        with anyio.fail_after(graph.CALL_SECONDS):
+        with anyio.fail_after(self._call_seconds):
             await self.wa.indicate_typing(latest[0])
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:

@@ -20,7 +20,7 @@ ATTEMPTS = 4
 FIRST_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 8.0
 CALL_SECONDS = 45.0
-"""One attempt of one call (the HTTP client's own timeouts are shorter)."""
+"""One attempt of one call, at most (the HTTP client's own timeout is usually shorter)."""
 TRANSIENT_CODES = frozenset({1, 2, 4, 80007, 130429, 131000, 131016})
 """Graph error codes Meta documents as temporary (unknown, service, rate limits)."""
 
@@ -29,9 +29,9 @@ class GraphUnavailable(Exception):
     """The Graph API kept failing (after the retries): the platform or the network is down."""
 
 
-def http_client() -> httpx.AsyncClient:
+def http_client(timeout: float) -> httpx.AsyncClient:
     """The client pywa makes its requests with (pywa sets its base URL and token)."""
-    return httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
 
 
 def new_client(
@@ -69,7 +69,9 @@ def transient(exc: BaseException) -> bool:
     return False
 
 
-async def retrying(call: Callable[[], Awaitable[T]], what: str) -> T:
+async def retrying(
+    call: Callable[[], Awaitable[T]], what: str, *, seconds: float = CALL_SECONDS
+) -> T:
     """`call()`, again after 1, 2 and 4 s while it fails transiently.
 
     Raises:
@@ -79,7 +81,7 @@ async def retrying(call: Callable[[], Awaitable[T]], what: str) -> T:
     backoff = FIRST_BACKOFF_SECONDS
     for attempt in range(ATTEMPTS):
         try:
-            with anyio.fail_after(CALL_SECONDS):
+            with anyio.fail_after(seconds):
                 return await call()
         except Exception as exc:
             if not transient(exc):

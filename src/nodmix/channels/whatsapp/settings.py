@@ -23,6 +23,7 @@ class WhatsAppSettings:
     webhook_path: str = "/whatsapp"
     api_base_url: str = DEFAULT_API
     api_version: str | None = None
+    timeout_seconds: float = 30.0
     channel: str = "whatsapp"
 
     def __repr__(self) -> str:  # never the secrets, in a log line or a traceback
@@ -57,4 +58,5 @@ def whatsapp_settings(section: WhatsAppConfig, env: Mapping[str, str]) -> WhatsA
         webhook_path=whatsapp_path(section),
         api_base_url=(section.api_base_url or DEFAULT_API).rstrip("/"),
         api_version=section.api_version,
+        timeout_seconds=section.request_timeout_seconds or 30.0,
     )
