@@ -13,6 +13,7 @@ import msgspec
 from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 from nodmix.config.section import Section
+from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
 # ---- models -------------------------------------------------------------------------------
 
@@ -131,6 +132,10 @@ class ToolsConfig(Section, frozen=True):
     code_mode: bool | CodeModeConfig | None = None
     exec: ExecToolConfig | None = None
     web_fetch: WebFetchToolConfig | None = None
+    web: WebToolsConfig | None = None
+    """`tools.web.search`: the `web_search` provider."""
+    browser: BrowserToolConfig | None = None
+    """The `browser` tool (a real Chromium)."""
 
 
 class AgentToolsConfig(Section, frozen=True):
