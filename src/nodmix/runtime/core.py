@@ -49,6 +49,7 @@ from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn
+from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
@@ -182,6 +183,8 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
+            runtime.tool_sources.append(open_web_tools(runtime))
+            stack.push_async_callback(runtime.tool_sources[-1].aclose)  # type: ignore[attr-defined]
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder

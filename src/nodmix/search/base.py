@@ -67,7 +67,9 @@ def retry_after_text(value: str | None) -> str:
     return f"; retry after {max(0, round(seconds))} s"
 
 
-def status_error(provider: str, status: int, retry_after: str | None, body: str = "") -> SearchError:
+def status_error(
+    provider: str, status: int, retry_after: str | None, body: str = ""
+) -> SearchError:
     """The one line for an HTTP error status of a provider."""
     detail = clip(body, 160)
     if status in (401, 403) and provider != "searxng":

@@ -76,7 +76,11 @@ class _HttpProvider:
         except msgspec.DecodeError:
             raise SearchError(
                 f"web_search: {self.name} did not answer JSON"
-                + (" (enable the json format in its settings.yml)" if self.name == "searxng" else "")
+                + (
+                    " (enable the json format in its settings.yml)"
+                    if self.name == "searxng"
+                    else ""
+                )
             ) from None
         return self.results(data)[:count]
 

@@ -68,9 +68,7 @@ class WebSearchTool:
     def __init__(self, settings: SearchSettings) -> None:
         self.settings = settings
         self._provider: SearchProvider | None = None
-        self._cache: OrderedDict[tuple[str, int], tuple[float, list[SearchResult]]] = (
-            OrderedDict()
-        )
+        self._cache: OrderedDict[tuple[str, int], tuple[float, list[SearchResult]]] = OrderedDict()
         self.spec = ToolSpec(
             name="web_search",
             label="Web search",

@@ -183,8 +183,13 @@ class ScriptedSearchServer(ThreadedServer):
         if refused is not None:
             return refused
         results = [
-            {"type": "text", "name": h.title, "url": h.url, "content": _snippet(h, query),
-             "favicon": ""}
+            {
+                "type": "text",
+                "name": h.title,
+                "url": h.url,
+                "content": _snippet(h, query),
+                "favicon": "",
+            }
             for h in self._hits(query, count)
         ]
         return JSONResponse({"results": results})
