@@ -109,6 +109,7 @@ async def navigate(session: BrowserSession, page: Page, url: str, progress: Prog
     url = check_url(url)
     await _precheck(session, url)
     mark = session.refused.count
+    downloads = session.download_count
     progress(f"opening {url}")
     timeout_ms = session.settings.timeout_seconds * 1000
     out = Outcome()
@@ -123,7 +124,7 @@ async def navigate(session: BrowserSession, page: Page, url: str, progress: Prog
             raise ToolError(blocked_line(refused[-1])) from None
         if "Download is starting" in str(exc):
             progress("downloading")
-            await session.downloads_done(timeout_ms / 1000 * 4)
+            await session.downloads_done(downloads, timeout_ms / 1000 * 4)
             return Outcome()
         raise ToolError(f"browser: opening {url} failed: {_first_line(exc)}") from None
     if response is not None and response.status >= 400:
@@ -243,14 +244,29 @@ async def _title(page: Page) -> str:
 
 async def snapshot_text(session: BrowserSession, page: Page) -> tuple[str, JsonObject]:
     """The marked snapshot of `page` and its details."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
     timeout_ms = session.settings.timeout_seconds * 1000
-    raw = await page.aria_snapshot(mode="ai", timeout=timeout_ms)
-    session.refs[page] = set(_REF.findall(raw))
-    text = compact(raw)
     limit = session.settings.max_snapshot_chars
-    text, cut = bounded(text, limit)
-    if cut:
-        text += f"\n[Snapshot cut at {limit} characters; scroll or open a part of the page.]"
+    try:
+        raw = await page.aria_snapshot(mode="ai", timeout=timeout_ms)
+    except PlaywrightTimeout:
+        # A page with tens of thousands of elements: its plain text, without refs.
+        session.refs[page] = set()
+        plain = await page.evaluate(
+            "(n) => document.body ? document.body.innerText.slice(0, n) : ''", limit
+        )
+        text, _ = bounded(str(plain), limit)
+        text += (
+            f"\n[The page is too large to snapshot within {timeout_ms / 1000:g} s: its text "
+            "only, without refs.]"
+        )
+        cut = True
+    else:
+        session.refs[page] = set(_REF.findall(raw))
+        text, cut = bounded(compact(raw), limit)
+        if cut:
+            text += f"\n[Snapshot cut at {limit} characters; scroll or open a part of the page.]"
     title = await _title(page)
     body = untrusted(f"title: {title}\n{text}", page.url)
     return body, {"url": page.url, "title": title, "snapshotChars": len(text), "truncated": cut}

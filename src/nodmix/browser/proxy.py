@@ -85,6 +85,10 @@ class GuardProxy:
                 await self._serve(reader, writer)
         except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
             pass
+        except asyncio.CancelledError:
+            # `close()` ends open tunnels; asyncio's stream callback would log a cancelled
+            # connection task as an error, and nothing waits on this task's outcome.
+            pass
         finally:
             self._tasks.discard(task)
             writer.close()

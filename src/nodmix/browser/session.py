@@ -51,12 +51,16 @@ class BrowserSession:
         self.current = 0
         self.refs: dict[Page, set[str]] = {}
         """The refs of each tab's last snapshot."""
+        self.popups_closed = 0
+        """Tabs the page opened past `maxTabs` since the last result (closed at once)."""
         self.notes: list[str] = []
         """Downloads finished or refused since the last result (reported once)."""
         self._downloads_dir = downloads_dir
         self._pending: set[Download] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._downloading: set[asyncio.Task[None]] = set()
+        self._download_seen = asyncio.Event()
+        self.download_count = 0
         self._on_close = on_close
         self.closed = False
         for page in context.pages:
@@ -70,9 +74,7 @@ class BrowserSession:
         if page in self.tabs:
             return
         if len(self.tabs) >= self.settings.max_tabs:
-            self.notes.append(
-                f"A tab the page opened was closed: at most {self.settings.max_tabs}."
-            )
+            self.popups_closed += 1
             self._spawn(page.close())
             return
         self.tabs.append(page)
@@ -82,6 +84,8 @@ class BrowserSession:
         page.on("download", self._on_download)
 
     def _on_download(self, download: Download) -> None:
+        self.download_count += 1
+        self._download_seen.set()
         task = self._spawn(self._download(download))
         self._downloading.add(task)
         task.add_done_callback(self._downloading.discard)
@@ -137,12 +141,17 @@ class BrowserSession:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def downloads_done(self, timeout: float) -> None:
-        """Wait (at most `timeout` seconds) until the downloads under way have ended."""
-        await asyncio.sleep(0)  # let the download event's task start
-        pending = [t for t in self._downloading if not t.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=timeout)
+    async def downloads_done(self, since: int, timeout: float) -> None:
+        """Wait (at most `timeout` seconds) for a download after the `since`-th to start, and
+        then for the downloads under way to end."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self.download_count <= since:
+                    self._download_seen.clear()
+                    await self._download_seen.wait()
+                pending = [t for t in self._downloading if not t.done()]
+                if pending:
+                    await asyncio.wait(pending)
 
     async def _download(self, download: Download) -> None:
         """Save a download into the workspace's `downloads/`, cancelled past the size cap."""
@@ -192,6 +201,17 @@ class BrowserSession:
                     return
 
     # ---- life -----------------------------------------------------------------------------
+
+    def take_notes(self) -> list[str]:
+        """What happened besides the action since the last result (reported once)."""
+        notes, self.notes = self.notes, []
+        if self.popups_closed:
+            notes.append(
+                f"{self.popups_closed} tab(s) the page opened were closed: at most "
+                f"{self.settings.max_tabs} are kept (tools.browser.maxTabs)."
+            )
+            self.popups_closed = 0
+        return notes
 
     def touch(self) -> None:
         """Mark the session as used now (the idle timer starts over)."""

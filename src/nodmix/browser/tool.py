@@ -115,6 +115,7 @@ class BrowserTool:
     async def _run(
         self, session: BrowserSession, action: str, args: JsonObject, ctx: ToolContext
     ) -> ToolResult:
+        mark = session.refused.count
         outcome = await self._act(session, action, args, ctx)
         content = list(outcome.blocks)
         details: JsonObject = {
@@ -123,9 +124,12 @@ class BrowserTool:
         }
         details.update(outcome.details)
         lines = list(outcome.lines)
-        if session.notes:
-            lines.extend(session.notes)
-            session.notes = []
+        lines.extend(session.take_notes())
+        refused = session.refused.since(mark)
+        if refused:
+            shown = ", ".join(dict.fromkeys(refused))
+            lines.append(f"[Blocked {len(refused)} request(s) to private addresses: {shown}]")
+            details["blocked"] = refused
         if outcome.snapshot and session.tabs:
             page = await session.page()
             report_progress(ctx, "reading the page")

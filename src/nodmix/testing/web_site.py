@@ -11,7 +11,7 @@ Pages:
 - `/private` a page that tries `localhost` (the same server under a name that is not
   allowed) by fetch, an image, a WebSocket and an iframe, and shows what got through;
   `/secret` records every hit in `site.secret_hits`;
-- `/redirect?to=URL` a 302 to URL; `/popups` opens 20 tabs; `/huge` 20,000 list items;
+- `/cookie?set=V` sets a cookie that `/cookie` shows; `/redirect?to=URL` a 302 to URL; `/popups` opens 20 tabs; `/huge?n=N` N list items (20,000);
 - `/slow` sends half a page and never finishes; `/download/small` a 2 KiB attachment;
   `/download/endless` an attachment that never ends.
 """
@@ -88,7 +88,7 @@ class TestSite(ThreadedServer):
     """The site; `secret_hits` counts requests that reached `/secret`."""
 
     __test__ = False  # not a pytest class
-    ws_protocol = "websockets"
+    ws_protocol = "websockets-sansio"
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__(host=host, port=port)
@@ -169,6 +169,14 @@ try {{ const s = new WebSocket({ws});
         await websocket.send_text("SECRET-TOKEN")
         await websocket.close()
 
+    async def _cookie(self, request: Request) -> Response:
+        value = request.query_params.get("set")
+        shown = html.escape(request.cookies.get("visit", "none"))
+        response = page("Cookie", f"<h1>Cookie</h1><p>visit cookie: {shown}</p>")
+        if value:
+            response.set_cookie("visit", value, max_age=3600)
+        return response
+
     async def _redirect(self, request: Request) -> Response:
         return RedirectResponse(request.query_params.get("to", "/"), status_code=302)
 
@@ -178,7 +186,8 @@ window.open('/?tab=' + i, '_blank')">Open many</button>"""
         return page("Popups", body)
 
     async def _huge(self, request: Request) -> Response:
-        items = "".join(f"<li><a href='/?{i}'>Item number {i}</a></li>" for i in range(20_000))
+        count = min(int(request.query_params.get("n", "20000")), 200_000)
+        items = "".join(f"<li><a href='/?{i}'>Item number {i}</a></li>" for i in range(count))
         return page("Huge", f"<h1>Huge</h1><ul>{items}</ul>")
 
     async def _slow(self, request: Request) -> Response:
@@ -215,6 +224,7 @@ window.open('/?tab=' + i, '_blank')">Open many</button>"""
                 Route("/secret", self._secret),
                 WebSocketRoute("/ws", self._ws),
                 Route("/redirect", self._redirect),
+                Route("/cookie", self._cookie),
                 Route("/popups", self._popups),
                 Route("/huge", self._huge),
                 Route("/slow", self._slow),
