@@ -11,7 +11,8 @@ Pages:
 - `/private` a page that tries `localhost` (the same server under a name that is not
   allowed) by fetch, an image, a WebSocket and an iframe, and shows what got through;
   `/secret` records every hit in `site.secret_hits`;
-- `/cookie?set=V` sets a cookie that `/cookie` shows; `/redirect?to=URL` a 302 to URL; `/popups` opens 20 tabs; `/huge?n=N` N list items (20,000);
+- `/cookie?set=V` sets a cookie that `/cookie` shows; `/redirect?to=URL` a 302 to URL;
+- `/popups` opens 20 tabs; `/huge?n=N` N list items (20,000);
 - `/slow` sends half a page and never finishes; `/download/small` a 2 KiB attachment;
   `/download/endless` an attachment that never ends.
 """
