@@ -162,7 +162,7 @@ async def on_element(
         await act(_locator(session, page, ref))
     except PlaywrightError as exc:
         line = _first_line(exc)
-        if "aria-ref" in str(exc) and ("not found" in str(exc) or "resolve" in str(exc)):
+        if "resolved to" not in str(exc) and "Timeout" in line:
             line = "no such element now; take a new snapshot"
         raise ToolError(f"browser: {what} [ref={ref}] failed: {line}") from None
     note = await settle(page, timeout_ms)

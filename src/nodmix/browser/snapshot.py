@@ -15,7 +15,7 @@ INTERACTIVE = frozenset(
     {
         "button", "checkbox", "combobox", "link", "listbox", "menuitem", "menuitemcheckbox",
         "menuitemradio", "option", "radio", "searchbox", "slider", "spinbutton", "switch",
-        "tab", "textbox", "treeitem", "gridcell", "columnheader", "summary",
+        "tab", "textbox", "treeitem", "summary",
     }
 )  # fmt: skip
 
@@ -23,7 +23,9 @@ _LINE = re.compile(r"^(?P<indent>\s*)- (?P<body>.*)$")
 _ROLE = re.compile(r"^(?P<role>[a-z]+)\b")
 _REF = re.compile(r" \[ref=(?P<ref>[a-z0-9]+)\]")
 _NOISE = re.compile(r" \[(?:active|cursor=pointer)\]")
-_BARE_GENERIC = re.compile(r"^(?:generic|group|none|presentation)(?: \[[^\]]*\])*:?$")
+_BARE_GENERIC = re.compile(r"^(?:generic|group|none|presentation|rowgroup)(?: \[[^\]]*\])*:?$")
+_URL = re.compile(r"^(?P<indent>\s*)- /url: (?P<url>.*)$")
+_CELL = re.compile(r'^\s*- (?:cell|columnheader|gridcell) "(?P<name>(?:[^"\\]|\\.)*)"$')
 MARK_OPEN = "<<<"
 MARK_SAFE = "‹‹‹"
 
@@ -51,7 +53,51 @@ def compact(raw: str) -> str:
         if not (pointer or (role is not None and role.group("role") in INTERACTIVE)):
             body = _REF.sub("", body)
         out.append(" " * (indent - 2 * len(dropped)) + "- " + body)
-    return "\n".join(out)
+    return "\n".join(_rows(_urls(out)))
+
+
+def _urls(lines: list[str]) -> list[str]:
+    """`- link "Home" [ref=e4]:` followed by only `- /url: /` becomes `- link "Home" [ref=e4]
+    → /`."""
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        match = _URL.match(line)
+        if match and out and out[-1].endswith(":"):
+            parent_indent = len(out[-1]) - len(out[-1].lstrip())
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            only_child = len(following) - len(following.lstrip()) <= parent_indent
+            if len(match.group("indent")) == parent_indent + 2 and only_child:
+                out[-1] = f"{out[-1][:-1]} → {match.group('url')}"
+                continue
+        out.append(line)
+    return out
+
+
+def _rows(lines: list[str]) -> list[str]:
+    """A table row of plain cells becomes one line: `- row: AP 100 | 6:00 | €25.90`."""
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.lstrip()
+        if stripped == "- row:":
+            indent = len(line) - len(stripped)
+            cells: list[str] = []
+            end = index + 1
+            while end < len(lines) and len(lines[end]) - len(lines[end].lstrip()) > indent:
+                cell = _CELL.match(lines[end])
+                if cell is None or len(lines[end]) - len(lines[end].lstrip()) != indent + 2:
+                    break
+                cells.append(cell.group("name"))
+                end += 1
+            ends_row = end >= len(lines) or len(lines[end]) - len(lines[end].lstrip()) <= indent
+            if cells and ends_row:
+                out.append(" " * indent + "- row: " + " | ".join(cells))
+                index = end
+                continue
+        out.append(line)
+        index += 1
+    return out
 
 
 def bounded(text: str, limit: int) -> tuple[str, bool]:

@@ -39,19 +39,21 @@ from starlette.websockets import WebSocket
 from nodmix.testing.http_thread import ThreadedServer
 
 _PAGE = (
-    "<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
+    "<!doctype html><html><head><meta charset=utf-8><title>{title}</title>{head}</head>"
     "<body>{body}</body></html>"
 )
 
 
-def page(title: str, body: str) -> HTMLResponse:
+def page(title: str, body: str, head: str = "") -> HTMLResponse:
     """An HTML page."""
-    return HTMLResponse(_PAGE.format(title=html.escape(title), body=body))
+    return HTMLResponse(_PAGE.format(title=html.escape(title), body=body, head=head))
 
 
 ARTICLE = """
-<header><nav><a href="/">Home</a> <a href="/form">Contact</a> <a href="/changes">Demo</a>
-<a href="/article">News</a></nav></header>
+<header class="site-header u-p-4"><nav class="nav u-m-2">
+{icon}<a class="nav-link" href="/">Home</a> {icon}<a class="nav-link" href="/form">Contact</a>
+{icon}<a class="nav-link" href="/changes">Demo</a>
+{icon}<a class="nav-link" href="/article">News</a></nav></header>
 <main><article><h1>Trains from Lisbon to Porto</h1>
 <p class="byline">By the editors, <time datetime="2026-11-02">2 November 2026</time></p>
 {paragraphs}
@@ -63,6 +65,45 @@ ARTICLE = """
 <aside><h2>Related</h2><ul>{related}</ul></aside></main>
 <footer><p>© Example News</p><a href="/">Privacy</a> <a href="/">Terms</a></footer>
 """
+
+
+def article_head() -> str:
+    """What a typical news page carries besides its text: meta tags, inlined critical CSS,
+    structured data and a tag-manager script (about 20 KB; real pages often carry more)."""
+    css = "".join(
+        f".u-{name}-{i}{{{prop}:{i * 4}px}}"
+        for i in range(40)
+        for name, prop in (("m", "margin"), ("p", "padding"), ("w", "width"), ("h", "height"))
+    )
+    meta = "".join(
+        f'<meta property="og:{k}" content="Trains from Lisbon to Porto {k}">'
+        for k in ("title", "description", "site_name", "type", "url", "image")
+    )
+    data = json.dumps(
+        {
+            "@context": "https://schema.org",
+            "@type": "NewsArticle",
+            "headline": "Trains from Lisbon to Porto",
+            "datePublished": "2026-11-02",
+            "author": [{"@type": "Person", "name": f"Editor {i}"} for i in range(5)],
+        }
+    )
+    script = (
+        "window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}"
+        + "".join(f"gtag('event','view_{i}',{{section:'travel',slot:{i}}});" for i in range(60))
+    )
+    return (
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">{meta}'
+        f'<style>{css}</style><script type="application/ld+json">{data}</script>'
+        f"<script>{script}</script>"
+    )
+
+
+ICON = (
+    '<svg class="icon" width="16" height="16" viewBox="0 0 16 16" aria-hidden="true">'
+    '<path d="M8 0a8 8 0 1 0 0 16A8 8 0 0 0 8 0zm0 14.5a6.5 6.5 0 1 1 0-13 6.5 6.5 0 0 1 0 13z'
+    'M7.25 4h1.5v5h-1.5zm0 6.5h1.5V12h-1.5z"/></svg>'
+)
 
 
 def article() -> str:
@@ -82,7 +123,7 @@ def article() -> str:
         f"<span>Story {i}</span></a></div></li>"
         for i in range(10)
     )
-    return ARTICLE.format(paragraphs=paragraph * 8, rows=rows, related=related)
+    return ARTICLE.format(paragraphs=paragraph * 8, rows=rows, related=related, icon=ICON)
 
 
 class TestSite(ThreadedServer):
@@ -113,7 +154,7 @@ class TestSite(ThreadedServer):
         return page("Test site", f"<h1>Test site</h1><ul>{links}</ul>")
 
     async def _article(self, request: Request) -> Response:
-        return page("Trains from Lisbon to Porto", article())
+        return page("Trains from Lisbon to Porto", article(), article_head())
 
     async def _form(self, request: Request) -> Response:
         body = """<h1>Contact us</h1>
