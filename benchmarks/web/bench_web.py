@@ -123,7 +123,7 @@ async def main(runs: int) -> None:
     calibration = cpu_calibration_ms()
     with tempfile.TemporaryDirectory() as tmp, TestSite() as site:
         figures = await browser(site, runs, Path(tmp))
-    searched = await search(runs)
+    searched = await search(runs * 5)
     write_results(RESULTS, {"calibration_ms": calibration, "browser": figures, "search": searched})
     f = figures
     # The target holds at calibration 120 (a quiet machine); a loaded one scales it.
