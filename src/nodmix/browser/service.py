@@ -202,7 +202,12 @@ class BrowserService:
                 "(apt-get install chromium) or set tools.browser.executablePath"
             )
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"browser: Chromium ({path}) did not start: {first}"
+        if "ProcessSingleton" in first:
+            return (
+                "browser: the agent's browser profile is in use by another Nodmix process "
+                "(the gateway, or another `nodmix agent --local`); use that one, or stop it"
+            )
+        return f"browser: Chromium ({path}) did not start: {first.split(': ', 1)[-1]}"
 
     async def _route_guard(self, context: BrowserContext) -> None:
         """A remote browser resolves names itself: check each request's host here (no DNS

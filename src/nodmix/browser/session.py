@@ -66,6 +66,8 @@ class BrowserSession:
         for page in context.pages:
             self._adopt(page)
         context.on("page", self._adopt)
+        # The browser crashed or was closed from outside: the next call starts a new one.
+        context.on("close", lambda _: setattr(self, "closed", True))
 
     # ---- tabs -----------------------------------------------------------------------------
 
