@@ -183,8 +183,7 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
-            runtime.tool_sources.append(open_web_tools(runtime))
-            stack.push_async_callback(runtime.tool_sources[-1].aclose)  # type: ignore[attr-defined]
+            open_web_tools(runtime, stack)  # web_search and browser, when configured
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder

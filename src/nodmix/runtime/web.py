@@ -6,6 +6,7 @@ Nothing of the browser or the search providers is imported until one is configur
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,9 +89,9 @@ class WebTools:
         self._retired.clear()
 
 
-def open_web_tools(runtime: Any) -> WebTools:
-    """The runtime's web tools; a sandboxed session (the agent's `sandbox.mode`) is told
-    apart as the sandbox itself tells it."""
+def open_web_tools(runtime: Any, stack: AsyncExitStack) -> WebTools:
+    """Add the web tools to the runtime's tool sources, closed with `stack`; a sandboxed
+    session (the agent's `sandbox.mode`) is told apart as the sandbox itself tells it."""
 
     def sandboxed(ctx: ToolContext) -> bool:
         from nodmix.runtime.toolset import agent_isolation
@@ -98,6 +99,9 @@ def open_web_tools(runtime: Any) -> WebTools:
         isolation = agent_isolation(runtime.agent(ctx.agent_id))
         return isolation is not None and isolation.applies(ctx)
 
-    return WebTools(
+    tools = WebTools(
         lambda: runtime.config, env=runtime.env, state_dir=runtime.state_dir, sandboxed=sandboxed
     )
+    runtime.tool_sources.append(tools)
+    stack.push_async_callback(tools.aclose)
+    return tools
