@@ -90,3 +90,32 @@ async def test_without_config_neither_tool_is_offered(isolated_state: Path) -> N
             await runtime.run_turn("hello")
     offered = {t["function"]["name"] for t in model.requests[0].body["tools"]}
     assert "web_search" not in offered and "browser" not in offered and "read" in offered
+
+
+@pytest.mark.anyio
+async def test_a_screenshot_reaches_the_model_as_an_image(
+    isolated_state: Path, site: TestSite
+) -> None:
+    from nodmix.messages import ToolResultMessage
+    from nodmix.providers.base import ModelRequest
+    from nodmix.providers.fake import ModelReply
+
+    def look(request: ModelRequest) -> ModelReply:
+        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
+        if not results:
+            return ModelReply.tool_call("browser", {"action": "navigate", "url": site.url("/form")})
+        if len(results) == 1:
+            return ModelReply.tool_call("browser", {"action": "screenshot"})
+        return ModelReply.text("I see the form.")
+
+    async with ScriptedModelServer(look) as model:
+        tools = {"browser": {"enabled": True, "allowHosts": ["127.0.0.1"]}}
+        path = _config(isolated_state, model.base_url, tools)
+        env = {**os.environ, "NODMIX_STATE_DIR": str(isolated_state)}
+        async with Runtime.open(load_config(path), env=env) as runtime:
+            outcome = await runtime.run_turn("look at the form")
+            workspace = runtime.agent("main").workspace
+    assert outcome.result.reply == "I see the form."
+    sent = json.dumps(model.requests[-1].body["messages"])
+    assert '"image_url"' in sent and "data:image/png;base64," in sent
+    assert list((workspace / "browser").glob("screenshot-*.png"))
