@@ -186,3 +186,4 @@ async def test_owner_profile_keeps_cookies_and_other_turns_never_see_it(
         await restarted.aclose()
     assert "visit cookie: owner-1" in again.text_content and again.details["profile"] == "owner"
     assert (isolated_state / "browser" / "main" / "profile").is_dir()
+    assert (isolated_state / "browser").stat().st_mode & 0o077 == 0

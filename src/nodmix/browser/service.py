@@ -102,8 +102,9 @@ class BrowserService:
 
     async def _open_owner(self, agent_id: str) -> BrowserSession:
         pw = await self._ensure_playwright()
+        self._root.mkdir(parents=True, exist_ok=True, mode=0o700)
         folder = self._root / _safe(agent_id)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(exist_ok=True, mode=0o700)
         if self.settings.cdp_url:
             remote = await self._ensure_remote(pw)
             storage = folder / "storage.json"
@@ -146,7 +147,8 @@ class BrowserService:
             return BrowserSession(context, self.settings, refused=self.refused, downloads_dir=None)
         downloads = self._root / "guest-downloads-partial"
         if self._guest_browser is None or not self._guest_browser.is_connected():
-            downloads.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            downloads.mkdir(exist_ok=True, mode=0o700)
             try:
                 self._guest_browser = await pw.chromium.launch(
                     executable_path=self.settings.executable_path,

@@ -18,7 +18,7 @@ service with `server.delay_seconds`. Every request is recorded in `server.reques
     with ScriptedSearchServer(hits=[Hit("Title", "https://example.com/", "snippet")]) as server:
         ...
 
-From a shell: `python -m nodmix.testing.search_server --port 8899`.
+From a shell: `python -m nodmix.testing.search_server --port 8899 --hit 'Title|https://...|text'`.
 """
 
 from __future__ import annotations
@@ -245,8 +245,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Serve the default hits until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--hit",
+        action="append",
+        default=[],
+        metavar="TITLE|URL|SNIPPET",
+        help="a result every query gets (repeat for more; default: two example hits)",
+    )
     args = parser.parse_args(argv)
-    with ScriptedSearchServer(port=args.port) as server:
+    hits = [Hit(*(part.strip() for part in spec.split("|", 2))) for spec in args.hit]
+    with ScriptedSearchServer(hits or DEFAULT_HITS, port=args.port) as server:
         print(f"listening on {server.url}", flush=True)
         try:
             while True:
