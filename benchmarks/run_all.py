@@ -142,6 +142,13 @@ BENCHMARKS = (
         "automation",
     ),
     Benchmark(
+        "subagents",
+        "Subagents: spawn overhead and a 20-way fan-out",
+        "benchmarks.subagents.bench_subagents",
+        ("--pairs", "200"),
+        "subagents",
+    ),
+    Benchmark(
         "channels",
         "Channels (Telegram through the scripted Bot API)",
         "benchmarks.channels.bench_channels",

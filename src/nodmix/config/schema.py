@@ -13,6 +13,7 @@ import msgspec
 from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 from nodmix.config.section import Section
+from nodmix.config.subagents_schema import SubagentsConfig
 from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
 # ---- models -------------------------------------------------------------------------------
@@ -220,6 +221,8 @@ class AgentDefaults(Section, frozen=True):
     """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
     heartbeat: HeartbeatConfig | None = None
     """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
+    subagents: SubagentsConfig | None = None
+    """Delegation: `sessions_spawn` and the other session tools (`config/subagents_schema.py`)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -240,6 +243,8 @@ class AgentConfig(Section, frozen=True):
     """This agent's connect and idle waits, over every provider's `timeouts`."""
     skills: list[str] | None = None
     """Skill allowlist for this agent (names); unset offers every eligible skill."""
+    subagents: SubagentsConfig | None = None
+    """This agent's own `subagents` keys, each over `agents.defaults.subagents`."""
 
 
 class AgentsConfig(Section, frozen=True):

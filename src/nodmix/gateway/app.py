@@ -37,6 +37,7 @@ from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
+from nodmix.gateway.subagents import serve_subagents
 from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
 from nodmix.runtime.client_results import ClientTurn
@@ -86,10 +87,20 @@ class Gateway:
                 group.start_soon(self.watcher.watch)
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))
             group.start_soon(serve_automation, self)
+            group.start_soon(
+                serve_subagents, self.runtime.subagents, lambda: self.approvals.connections
+            )
             async with self.runs.running(self.settings.grace_seconds):
-                yield self
+                try:
+                    yield self
+                finally:
+                    self.runtime.retire()  # turns cancelled by the shutdown keep their runs
             self._group = None
             group.cancel_scope.cancel()
+
+    def busy_sessions(self) -> set[str]:
+        """Sessions with a turn running: a run of the gateway's, or a subagent's."""
+        return self.runs.busy_sessions() | self.runtime.subagents.running_sessions()
 
     def _start_background(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> bool:
         """Start housekeeping nobody waits for (shutdown waits for it); False when the gateway

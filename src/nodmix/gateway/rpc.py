@@ -26,7 +26,7 @@ from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
-from nodmix.sessions.keys import is_stateless_key
+from nodmix.sessions.keys import is_stateless_key, session_kind
 from nodmix.sessions.locate import Located
 from nodmix.sessions.transcript import Transcript
 
@@ -146,6 +146,8 @@ def session_row(summary: SessionSummary, busy: set[str]) -> dict[str, Any]:
         "contextTokens": entry.context_tokens,
         "compactionCount": entry.compaction_count,
         "running": summary.key in busy,
+        "kind": session_kind(summary.key),
+        "spawnedBy": entry.spawned_by,
     }
 
 
@@ -167,7 +169,7 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
         return False
 
     rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
-    busy = conn.gateway.runs.busy_sessions()
+    busy = conn.gateway.busy_sessions()
     result = {
         "sessions": [session_row(row, busy) for row in rows],
         "total": counts["shown"],
@@ -192,7 +194,7 @@ async def sessions_create(conn: Connection, req_id: str | int, params: dict[str,
         path=session.transcript.path,
         message_count=0,
     )
-    return session_row(summary, conn.gateway.runs.busy_sessions())
+    return session_row(summary, conn.gateway.busy_sessions())
 
 
 async def sessions_history(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -215,7 +217,7 @@ async def sessions_history(conn: Connection, req_id: str | int, params: dict[str
         "sessionId": session.session_id,
         "agentId": profile.id,
         "total": len(entries),
-        "running": key in conn.gateway.runs.busy_sessions(),
+        "running": key in conn.gateway.busy_sessions(),
         "entries": [entry_to_builtins(e) for e in entries[-limit:]],
     }
 

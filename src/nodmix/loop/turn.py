@@ -108,6 +108,9 @@ class RunTools(msgspec.Struct, frozen=True, kw_only=True):
     """For the turn's first model call: `required`, a tool name, or `None` (the model picks)."""
     held: Callable[[], Sequence[ToolCallBlock]] | None = None
     """Client tool calls the run's code-mode programs are waiting for (code mode)."""
+    on_result: Callable[[str], None] | None = None
+    """Told the call id of each tool result once it is in the transcript (code mode: a run
+    that `wait` resumed need not survive a restart any more)."""
 
     @property
     def by_name(self) -> dict[str, Tool]:
@@ -406,6 +409,9 @@ class _Turn:
     async def _append(self, message: Message) -> None:
         session = self.req.session
         session.append_message(message)
+        on_result = self.req.tools.on_result
+        if on_result is not None and isinstance(message, ToolResultMessage):
+            on_result(message.tool_call_id)
         self.added.append(message)
         if self.batch_ingest is None:
             await self.deps.context.ingest(

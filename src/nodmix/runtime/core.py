@@ -53,6 +53,7 @@ from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
+from nodmix.subagents.wiring import open_subagents
 from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
@@ -131,6 +132,7 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
+        self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -232,6 +234,12 @@ class Runtime:
         if self._engine is None:
             self._engine = open_code_mode_engine(self.config, self.state_dir, self.background)
         return self._engine
+
+    def retire(self) -> None:
+        """The process is stopping: code-mode runs of turns cancelled from now on are kept
+        for the next start instead of being aborted."""
+        if self._engine is not None:
+            self._engine.retire()
 
     # ---- agents, models, engines --------------------------------------------------------------
 

@@ -94,6 +94,9 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     cache: ConfigCache | None = None
     """Where the core tools built for `tools_config` are kept between turns (the runtime's,
     valid until a config reload); without one they are built for this run alone."""
+    session_policy: ToolPolicy | None = None
+    """A further policy for this session, applied after the agent's (a subagent's
+    `subagents.tools`, no `sessions_spawn` past `maxDepth`)."""
 
 
 async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
@@ -106,10 +109,14 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)
     effective = policy.filter(candidates)
+    narrower = inputs.session_policy
+    if narrower is not None:
+        effective = narrower.filter(effective)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
         return RunTools(visible=_app_wins(effective), tool_choice=inputs.tool_choice)
-    effective = [*effective, *policy.filter(list(inputs.code_mode_tools))]
+    more = policy.filter(list(inputs.code_mode_tools))
+    effective = [*effective, *(narrower.filter(more) if narrower is not None else more)]
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
@@ -144,6 +151,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         code_mode=True,
         tool_choice=choice if choice in (None, "required") else "exec",
         held=lambda: engine.client_calls.for_turn(inputs.run_id),
+        on_result=engine.recorded,
     )
 
 

@@ -162,6 +162,7 @@ async def _prepare_turn(
                 lambda: instruction_sources(runtime.config, config_paths.config_path(runtime.env)),
             ),
             cache=cache,
+            session_policy=runtime.subagents.tool_policy(agent.id, session.key),
         )
     )
     await bootstrapper.bootstrap(context, session)

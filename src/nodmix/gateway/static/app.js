@@ -103,6 +103,7 @@ const channelsPanel = new ChannelsPanel($("channels"), {
   onError: (text) => conversation.notice(text, "warning"),
 });
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
+conversation.onOpenSession = (key) => switchSession(key).then(refreshSessions).catch(() => {});
 
 function setRunState(name, text) {
   const label = { idle: "", queued: "queued behind another turn…", running: "running…" };
@@ -144,20 +145,48 @@ function ago(ms) {
 }
 
 function sessionRow(row) {
-  const meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
+  let meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
+  if (row.kind === "subagent") meta = `subagent · ${meta}`;
   const open = el(
     "button",
     { type: "button", "data-key": row.key, class: `session${row.key === state.sessionKey ? " active" : ""}` },
     el("span", { class: `name${row.running ? " busy" : ""}` }, row.label || row.name),
     el("span", { class: "meta" }, meta),
   );
+  const nested = row.depth ? { class: "child", style: `--depth: ${row.depth}`, "data-parent": row.spawnedBy } : {};
   open.addEventListener("click", () => switchSession(row.key));
-  if (row.fresh) return el("li", {}, open);
+  if (row.fresh) return el("li", nested, open);
   const rename = el("button", { type: "button", class: "rename", title: "Rename", "aria-label": "Rename" }, "✎");
   rename.addEventListener("click", () => renameSession(row));
   const remove = el("button", { type: "button", class: "delete", title: "Delete", "aria-label": "Delete" }, "🗑");
   remove.addEventListener("click", () => deleteSession(row));
-  return el("li", { "data-key": row.key }, open, el("span", { class: "row-actions" }, rename, remove));
+  return el("li", { "data-key": row.key, ...nested }, open, el("span", { class: "row-actions" }, rename, remove));
+}
+
+/** Sessions with each subagent's session right under the session that spawned it (indented by
+ * depth); a subagent whose parent is not listed stays at the top level. */
+function nestSessions(rows) {
+  const listed = new Set(rows.map((row) => row.key));
+  const children = new Map();
+  const top = [];
+  for (const row of rows) {
+    if (row.spawnedBy && listed.has(row.spawnedBy) && row.spawnedBy !== row.key) {
+      if (!children.has(row.spawnedBy)) children.set(row.spawnedBy, []);
+      children.get(row.spawnedBy).push(row);
+    } else {
+      top.push(row);
+    }
+  }
+  const out = [];
+  const seen = new Set();
+  const visit = (row, depth) => {
+    if (seen.has(row.key)) return;
+    seen.add(row.key);
+    out.push({ ...row, depth });
+    for (const child of children.get(row.key) || []) visit(child, depth + 1);
+  };
+  for (const row of top) visit(row, 0);
+  return out;
 }
 
 function earlierRow(row) {
@@ -182,7 +211,7 @@ async function refreshSessions() {
   const rows = sessions.some((row) => row.key === state.sessionKey)
     ? sessions
     : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...sessions];
-  $("sessions").replaceChildren(...rows.map(sessionRow));
+  $("sessions").replaceChildren(...nestSessions(rows).map(sessionRow));
   const others = (listing.others || []).filter((row) => row.status !== "continued");
   $("earlier").hidden = others.length === 0;
   $("earlier-count").textContent = String(others.length);
@@ -248,11 +277,13 @@ async function loadHistory() {
   conversation.scroll();
 }
 
-/** A message a scheduled job posted into a session (a reminder): shown if that session is open. */
+/** A message a scheduled job posted into a session (a reminder), or a subagent's result:
+ * shown if that session is open. */
 function onSessionMessage(payload) {
   if (payload.kind !== "message") return;
   if (payload.sessionKey === state.sessionKey && !state.viewing) {
-    conversation.jobMessage(payload.entry.message, payload.source?.jobName);
+    if (payload.source?.kind === "subagent") conversation.subagentMessage(payload.entry);
+    else conversation.jobMessage(payload.entry.message, payload.source?.jobName);
   }
   refreshSessions().catch(() => {});
 }

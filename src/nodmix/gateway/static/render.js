@@ -64,6 +64,7 @@ export class Conversation {
     this.bubble = null;
     this.pendingRender = false;
     this.onWaiting = () => {};
+    this.onOpenSession = () => {};
   }
 
   clear() {
@@ -170,6 +171,26 @@ export class Conversation {
     this.scroll();
   }
 
+  /** A subagent's result announced into the session (a `session` event, or history). */
+  subagentMessage(entry) {
+    const details = entry.details || {};
+    const raw = typeof entry.content === "string" ? entry.content : textOf(entry.content);
+    const body = raw.replace(/^\[Subagent [^\n]*\]\s*/, "") || raw;
+    const bubble = el("div", { class: "msg assistant from-subagent", "data-run": details.runId || "" });
+    this.place(bubble);
+    renderMarkdown(bubble, body);
+    const name = details.label ? `"${details.label}"` : details.runId;
+    const label = el("div", { class: "job-label" }, `From subagent ${name} (${details.status || "done"}) `);
+    if (details.sessionKey) {
+      const open = el("button", { type: "button", class: "link open-subagent", "data-key": details.sessionKey }, "open its session");
+      open.addEventListener("click", () => this.onOpenSession(details.sessionKey));
+      label.append(open);
+    }
+    bubble.prepend(label);
+    bubble.append(el("div", { class: "msg-actions" }, copyButton(() => body, "copy result")));
+    this.scroll();
+  }
+
   toolStarted({ callId, toolName, arguments: args, parentCallId }) {
     this.bubble = null;
     const view = isCodeCell(toolName, args) ? codeCell(toolName, args) : toolCard(toolName, args);
@@ -191,6 +212,8 @@ export class Conversation {
     for (const entry of entries) {
       if (entry.type === "compaction") {
         this.notice(`Earlier messages were compacted (${entry.tokensBefore} tokens summarised).`);
+      } else if (entry.type === "custom_message" && entry.customType === "subagent_result") {
+        this.subagentMessage(entry);
       } else if (entry.type === "custom_message" && entry.display) {
         this.notice(textOf(entry.content));
       } else if (entry.type === "message") {
