@@ -138,7 +138,7 @@ async def test_huge_slow_and_tab_opening_pages_stay_bounded(
     chromium: str, isolated_state: Path, site: TestSite, tmp_path: Path
 ) -> None:
     tool = BrowserTool(
-        settings(chromium, timeout_seconds=4.0, max_tabs=4, max_snapshot_chars=5000),
+        settings(chromium, timeout_seconds=5.0, max_tabs=4, max_snapshot_chars=5000),
         isolated_state,
     )
     ctx = context(tmp_path / "ws")
@@ -157,7 +157,7 @@ async def test_huge_slow_and_tab_opening_pages_stay_bounded(
         await tool.aclose()
     assert huge.details["truncated"] and len(huge.text_content) < 6000
     assert "[Snapshot cut at 5000 characters" in huge.text_content
-    assert "[The page was still loading after 4 s.]" in slow.text_content
+    assert "[The page was still loading after 5 s.]" in slow.text_content
     assert '- heading "Half" [level=1]' in slow.text_content
     assert len(tabs.details["tabs"]) == 4
     assert "at most 4 are kept" in after.text_content

@@ -7,6 +7,7 @@ file in the workspace (`browser/`), `tabs` lists the tabs. Every Playwright call
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 import time
@@ -249,8 +250,11 @@ async def snapshot_text(session: BrowserSession, page: Page) -> tuple[str, JsonO
     timeout_ms = session.settings.timeout_seconds * 1000
     limit = session.settings.max_snapshot_chars
     try:
-        raw = await page.aria_snapshot(mode="ai", timeout=timeout_ms)
+        raw, title = await asyncio.gather(
+            page.aria_snapshot(mode="ai", timeout=timeout_ms), _title(page)
+        )
     except PlaywrightTimeout:
+        title = await _title(page)
         # A page with tens of thousands of elements: its plain text, without refs.
         session.refs[page] = set()
         plain = await page.evaluate(
@@ -267,7 +271,6 @@ async def snapshot_text(session: BrowserSession, page: Page) -> tuple[str, JsonO
         text, cut = bounded(compact(raw), limit)
         if cut:
             text += f"\n[Snapshot cut at {limit} characters; scroll or open a part of the page.]"
-    title = await _title(page)
     body = untrusted(f"title: {title}\n{text}", page.url)
     return body, {"url": page.url, "title": title, "snapshotChars": len(text), "truncated": cut}
 

@@ -12,7 +12,7 @@ Pages:
   allowed) by fetch, an image, a WebSocket and an iframe, and shows what got through;
   `/secret` records every hit in `site.secret_hits`;
 - `/cookie?set=V` sets a cookie that `/cookie` shows; `/redirect?to=URL` a 302 to URL;
-- `/popups` opens 20 tabs; `/huge?n=N` N list items (20,000);
+- `/popups` opens 10 tabs; `/huge?n=N` N list items (20,000);
 - `/slow` sends half a page and never finishes; `/download/small` a 2 KiB attachment;
   `/download/endless` an attachment that never ends.
 """
@@ -223,7 +223,7 @@ try {{ const s = new WebSocket({ws});
         return RedirectResponse(request.query_params.get("to", "/"), status_code=302)
 
     async def _popups(self, request: Request) -> Response:
-        body = """<h1>Popups</h1><button onclick="for (let i = 0; i < 20; i++)
+        body = """<h1>Popups</h1><button onclick="for (let i = 0; i < 10; i++)
 window.open('/?tab=' + i, '_blank')">Open many</button>"""
         return page("Popups", body)
 
