@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import socket
 import struct
 
 from nodmix.browser.policy import BlockedAddress, NetworkPolicy, RefusedLog
@@ -75,6 +76,7 @@ class GuardProxy:
                 await server.wait_closed()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        _no_delay(writer)
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
@@ -136,11 +138,21 @@ class GuardProxy:
         for address in addresses:
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
-                    return await asyncio.open_connection(address, port, limit=_BUFFER)
+                    opened = await asyncio.open_connection(address, port, limit=_BUFFER)
+                _no_delay(opened[1])
+                return opened
             except (OSError, TimeoutError):
                 continue
         await _reply(writer, _REFUSED)
         return None
+
+
+def _no_delay(writer: asyncio.StreamWriter) -> None:
+    """Small writes go out at once (a tunnel must not wait on delayed ACKs)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 async def _read_address(reader: asyncio.StreamReader, kind: int) -> str | None:
