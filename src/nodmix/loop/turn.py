@@ -52,7 +52,13 @@ from nodmix.events import (
     TurnStarted,
 )
 from nodmix.loop.endings import record_abort, record_failure
-from nodmix.loop.model_call import ModelCall, ModelResolver, ReplyLimits, request_builder
+from nodmix.loop.model_call import (
+    MediaView,
+    ModelCall,
+    ModelResolver,
+    ReplyLimits,
+    request_builder,
+)
 from nodmix.loop.prompt import build_system_prompt
 from nodmix.loop.window import ensure_prompt_fits
 from nodmix.messages import (
@@ -128,6 +134,9 @@ class TurnDeps(msgspec.Struct, frozen=True, kw_only=True):
     clock: Callable[[], datetime] = msgspec.field(default=lambda: datetime.now().astimezone())
     guard: ContextGuard | None = None
     """Keeps requests inside the context window; without one, nothing is trimmed or compacted."""
+    media: MediaView | None = None
+    """Gives each model the request's images in the form it takes; without one, image
+    references reach the provider as one-line notes."""
 
 
 class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -313,6 +322,11 @@ class _Turn:
                     await guard.compact("auto", attempt=0)
                     continue
                 messages = plan.messages
+            for_model = None
+            if deps.media is not None:
+                for_model = await deps.media.prepare(
+                    messages, agent_id=req.agent.id, workspace=req.agent.workspace
+                )
             try:
                 build = request_builder(
                     system,
@@ -321,6 +335,7 @@ class _Turn:
                     tools.expected_tool_names,
                     self.limits,
                     tool_choice=tools.tool_choice if self.steps == 1 else None,
+                    for_model=for_model,
                 )
                 assistant = await self.model_call.run(req.model_refs, build)
             except ContextOverflowError as exc:
