@@ -29,7 +29,7 @@ def site() -> Iterator[TestSite]:
         yield running
 
 
-def _config(state: Path, model: str, tools: dict[str, Any]) -> Path:
+def _config(state: Path, model: str, tools: dict[str, Any], *, vision: bool = False) -> Path:
     config = {
         "models": {
             "providers": {
@@ -37,7 +37,9 @@ def _config(state: Path, model: str, tools: dict[str, Any]) -> Path:
                     "api": "openai-completions",
                     "baseUrl": model,
                     "apiKey": "test-key",
-                    "models": [{"id": "scripted"}],
+                    "models": [
+                        {"id": "scripted", **({"input": ["text", "image"]} if vision else {})}
+                    ],
                 }
             }
         },
@@ -93,7 +95,7 @@ async def test_without_config_neither_tool_is_offered(isolated_state: Path) -> N
 
 
 @pytest.mark.anyio
-async def test_a_screenshot_reaches_the_model_as_an_image(
+async def test_a_screenshot_reaches_a_vision_model_as_an_image(
     isolated_state: Path, site: TestSite
 ) -> None:
     from nodmix.messages import ToolResultMessage
@@ -110,7 +112,7 @@ async def test_a_screenshot_reaches_the_model_as_an_image(
 
     async with ScriptedModelServer(look) as model:
         tools = {"browser": {"enabled": True, "allowHosts": ["127.0.0.1"]}}
-        path = _config(isolated_state, model.base_url, tools)
+        path = _config(isolated_state, model.base_url, tools, vision=True)
         env = {**os.environ, "NODMIX_STATE_DIR": str(isolated_state)}
         async with Runtime.open(load_config(path), env=env) as runtime:
             outcome = await runtime.run_turn("look at the form")
