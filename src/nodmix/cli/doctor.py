@@ -52,6 +52,9 @@ def _run(args: argparse.Namespace) -> int:
         from nodmix.cli.doctor_channels import channel_findings
 
         checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
+        from nodmix.cli.doctor_web import web_findings
+
+        checks.extend(Check(*f) for f in web_findings(loaded.config))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:

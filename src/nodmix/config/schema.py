@@ -15,6 +15,7 @@ from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionC
 from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaConfig
 from nodmix.config.section import Section
 from nodmix.config.subagents_schema import SubagentsConfig
+from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
 # ---- models -------------------------------------------------------------------------------
 
@@ -154,6 +155,10 @@ class ToolsConfig(Section, frozen=True):
     exec: ExecToolConfig | None = None
     web_fetch: WebFetchToolConfig | None = None
     sandbox: ToolsSandboxConfig | None = None
+    web: WebToolsConfig | None = None
+    """`tools.web.search`: the `web_search` provider."""
+    browser: BrowserToolConfig | None = None
+    """The `browser` tool (a real Chromium)."""
     media: ToolsMediaConfig | None = None
     """Voice notes and audio files transcribed to text (`tools.media.audio`)."""
 

@@ -52,6 +52,7 @@ from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn
+from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
@@ -200,6 +201,7 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
+            open_web_tools(runtime, stack)  # web_search and browser, when configured
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
