@@ -80,6 +80,22 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
     return paths
 
 
+def _require_module(module: str, what: str, extra: str) -> None:
+    """Refuse a channel whose optional library is missing, with the one-line install hint.
+
+    Raises:
+        ConfigError: `module` cannot be imported.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(
+            f"{what} needs the {extra!r} extra, which is not installed: "
+            f"pip install 'nodmix[{extra}]'",
+            key=f"channels.{extra}",
+        )
+
+
 def _invite_check(
     config: NodmixConfig, state_dir: Path, channel: str
 ) -> Callable[[str, str, bool], bool]:
@@ -141,6 +157,7 @@ def create_adapter(
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
     if channel == "whatsapp" and config.channels.whatsapp is not None:
+        _require_module("pywa_async", "the WhatsApp channel", "whatsapp")
         from nodmix.channels.whatsapp.adapter import WhatsAppAdapter
         from nodmix.channels.whatsapp.settings import whatsapp_settings
 

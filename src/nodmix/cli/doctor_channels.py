@@ -12,6 +12,12 @@ Finding = tuple[str, Level, str, str | None]
 """(name, level, detail, fix)."""
 
 CHECK_TIMEOUT_SECONDS = 15.0
+SIGNAL_FIX = (
+    "start signal-cli's daemon for the account (`signal-cli -a +NUMBER daemon --http "
+    "127.0.0.1:8080`, or `--socket PATH`); install signal-cli from its release page (it needs "
+    "Java 21) and link it to your phone first with `signal-cli link -n Nodmix` "
+    "(docs/channels/signal.md)"
+)
 
 
 def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
@@ -44,8 +50,8 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         try:
             account = anyio.run(probe)
         except TimeoutError:
-            where = "homeserver" if channel == "matrix" else "apiBaseUrl"
-            findings.append((name, "error", "no answer within 15 s", f"check {where}"))
+            where = _WHERE.get(channel, "check apiBaseUrl")
+            findings.append((name, "error", "no answer within 15 s", where))
         except Exception as exc:
             fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
             findings.append((name, "error", f"credentials refused or unreachable: {exc}", fix))
@@ -54,6 +60,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
     return findings
 
 
+_WHERE = {"matrix": "check homeserver", "signal": SIGNAL_FIX}
 _CREDENTIAL_FIX = {
     "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
     "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
@@ -61,4 +68,7 @@ _CREDENTIAL_FIX = {
     "email": "check channels.email.imap and .smtp: host, port, security, username, password",
     "discord": "check the bot token (channels.discord.token / DISCORD_BOT_TOKEN)",
     "slack": "check the bot token (channels.slack.botToken / SLACK_BOT_TOKEN)",
+    "whatsapp": "check channels.whatsapp.phoneNumberId and the permanent access token "
+    "(accessToken / WHATSAPP_ACCESS_TOKEN); docs/channels/whatsapp.md shows where Meta lists them",
+    "signal": SIGNAL_FIX,
 }

@@ -54,6 +54,8 @@ class GraphCall:
     path: str
     body: dict[str, Any]
     at: float = field(default_factory=time.time)
+    answered: bool = False
+    """Answered with success (not a scripted failure, a hang or a refused token)."""
 
 
 @dataclass
@@ -97,6 +99,8 @@ class ScriptedWhatsApp(ThreadedServer):
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._wake_event: anyio.Event | None = None
+        self._stopping: anyio.Event | None = None
+        """Set when the server stops: ends the requests `fail_next(hang=True)` holds."""
 
     # ---- test API -------------------------------------------------------------------------
 
@@ -203,13 +207,15 @@ class ScriptedWhatsApp(ThreadedServer):
             self._failures.extend([None if hang else status] * times)
 
     def messages(self, to: str | None = None) -> list[dict[str, Any]]:
-        """Messages the business sent (not receipts or typing), oldest first."""
+        """Messages the business sent (not receipts or typing; not calls answered with a
+        failure), oldest first."""
         with self._lock:
             calls = list(self.calls)
         return [
             c.body
             for c in calls
-            if c.path.endswith("/messages")
+            if c.answered
+            and c.path.endswith("/messages")
             and c.body.get("type")
             and (to is None or c.body.get("to") == to)
         ]
@@ -262,7 +268,12 @@ class ScriptedWhatsApp(ThreadedServer):
         if event is not None:
             self._call_soon(event.set)
 
+    def _before_stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+
     async def _serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        self._stopping = anyio.Event()
         async with anyio.create_task_group() as group:
             group.start_soon(self._deliver)
             await super()._serve(task_status=task_status)
@@ -309,15 +320,18 @@ class ScriptedWhatsApp(ThreadedServer):
 
     async def _checked(self, request: Request, body: dict[str, Any]) -> Response | None:
         """Record the call; an auth or injected failure as the answer, if any."""
+        call = GraphCall(request.method, request.url.path, body)
         with self._lock:
-            self.calls.append(GraphCall(request.method, request.url.path, body))
+            self.calls.append(call)
             failure = self._failures.pop(0) if self._failures else 0
-        if failure is None:
-            await anyio.sleep_forever()  # the client's timeout ends it
+        if failure is None and self._stopping is not None:
+            await self._stopping.wait()  # the client's timeout ends it (or the server's stop)
+            return Response(status_code=503)
         if failure:
             return JSONResponse(_error(2, "Service temporarily unavailable"), status_code=failure)
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return JSONResponse(_error(190, "Invalid OAuth access token"), status_code=401)
+        call.answered = True
         return None
 
     async def _node(self, request: Request) -> Response:

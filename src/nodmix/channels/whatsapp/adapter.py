@@ -19,7 +19,6 @@ from pathlib import Path
 
 import anyio
 from pywa_async.client import WhatsApp
-from pywa_async.errors import WhatsAppError
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
@@ -39,7 +38,7 @@ from nodmix.channels.whatsapp.window import (
 
 log = logging.getLogger("nodmix.channels.whatsapp")
 
-MAX_BACKOFF_SECONDS = 60.0
+MAX_BACKOFF_SECONDS = 30.0
 DOWNLOAD_SECONDS = 300.0
 TYPING_EVERY_SECONDS = 20.0
 """WhatsApp shows the indicator for up to 25 s (or until the reply)."""
@@ -95,12 +94,15 @@ class WhatsAppAdapter:
         number, name = await self._number()
         return f"{number} ({name})" if name else number
 
-    async def _number(self) -> tuple[str, str]:
-        info = await graph.retrying(
-            lambda: self.wa.get_business_phone_number(),
-            "reading the business number",
-            seconds=self._call_seconds,
-        )
+    async def _number(self, *, retry: bool = True) -> tuple[str, str]:
+        """The number and its verified name; `retry=False` tries once (`run` has its own
+        backoff between checks)."""
+        what = "reading the business number"
+        read = self.wa.get_business_phone_number
+        if retry:
+            info = await graph.retrying(read, what, seconds=self._call_seconds)
+        else:
+            info = await graph.bounded(read, self._call_seconds)
         return str(info.display_phone_number or ""), str(info.verified_name or "")
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
@@ -122,7 +124,7 @@ class WhatsAppAdapter:
         backoff = 1.0
         while True:
             try:
-                number, name = await self._number()
+                number, name = await self._number(retry=False)
             except Exception as exc:
                 status.connected = False
                 kind = "token refused" if _auth_error(exc) else "Graph API"
@@ -142,6 +144,7 @@ class WhatsAppAdapter:
         """A call gave up: say so and have `run` check the API until it answers again."""
         if self._status is not None:
             self._status.connected = False
+            self._status.error(f"Graph API: {exc}")
         self._trouble.set()
         log.warning("whatsapp: %s", exc)
 
@@ -173,7 +176,7 @@ class WhatsAppAdapter:
         except graph.GraphUnavailable as exc:
             self._unavailable(exc)
             raise
-        except WhatsAppError as exc:
+        except graph.GraphRefused as exc:
             if exc.code == WINDOW_CLOSED_CODE:
                 raise OutsideWindow(chat, None) from exc
             raise
@@ -237,8 +240,7 @@ class WhatsAppAdapter:
             return
         self._latest[chat] = (latest[0], True, latest[2])
         try:
-            with anyio.fail_after(self._call_seconds):
-                await self.wa.mark_message_as_read(latest[0])
+            await graph.bounded(lambda: self.wa.mark_message_as_read(latest[0]), self._call_seconds)
         except Exception as exc:  # a missing receipt must not hold up the reply
             log.info("whatsapp: read receipt for %s failed: %s", chat, graph.describe(exc))
 
@@ -249,8 +251,7 @@ class WhatsAppAdapter:
         if latest is None or now - latest[2] < TYPING_EVERY_SECONDS:
             return
         self._latest[chat_id] = (latest[0], True, now)
-        with anyio.fail_after(self._call_seconds):
-            await self.wa.indicate_typing(latest[0])
+        await graph.bounded(lambda: self.wa.indicate_typing(latest[0]), self._call_seconds)
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
         """The media URL (its declared size checked first), then the file under the cap."""
@@ -262,8 +263,8 @@ class WhatsAppAdapter:
         if suffix and not target.suffix:
             target = target.with_suffix(".ogg" if mime == "audio/ogg" else suffix)
         url = str(getattr(media, "url", ""))
-        with anyio.fail_after(DOWNLOAD_SECONDS):
-            await write_capped(self.wa.stream_media(url), target, max_bytes)
+        chunks = self.wa.stream_media(url)
+        await graph.bounded(lambda: write_capped(chunks, target, max_bytes), DOWNLOAD_SECONDS)
         return target
 
     async def aclose(self) -> None:
@@ -278,4 +279,4 @@ def _is_group(chat_id: str) -> bool:
 
 
 def _auth_error(exc: BaseException) -> bool:
-    return isinstance(exc, WhatsAppError) and (exc.code in (0, 190) or exc.status_code == 401)
+    return isinstance(exc, graph.GraphRefused) and exc.auth

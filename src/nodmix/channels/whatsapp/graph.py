@@ -29,6 +29,34 @@ class GraphUnavailable(Exception):
     """The Graph API kept failing (after the retries): the platform or the network is down."""
 
 
+class GraphRefused(Exception):
+    """The Graph API answered with an error (pywa's `WhatsAppError`, as our own type: pywa's
+    errors are frozen dataclasses that cannot pass through a generator-based context manager,
+    which sets their traceback)."""
+
+    def __init__(self, code: int, status: int | None, message: str, *, transient: bool) -> None:
+        self.code = code
+        self.status = status
+        self.transient = transient
+        where = f"HTTP {status}, " if status is not None else ""
+        super().__init__(f"{where}error {code}: {message}"[:300])
+
+    @property
+    def auth(self) -> bool:
+        """The token was refused."""
+        return self.code in (0, 190) or self.status == 401
+
+    @classmethod
+    def of(cls, exc: WhatsAppError) -> GraphRefused:
+        status = exc.status_code
+        transient = (
+            (status is not None and (status >= 500 or status == 429))
+            or exc.code in TRANSIENT_CODES
+            or bool(exc.is_transient)
+        )
+        return cls(exc.code, status, str(exc.message), transient=transient)
+
+
 def http_client(timeout: float) -> httpx.AsyncClient:
     """The client pywa makes its requests with (pywa sets its base URL and token)."""
     return httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
@@ -59,14 +87,7 @@ def transient(exc: BaseException) -> bool:
     """Whether trying again later may succeed."""
     if isinstance(exc, httpx.TransportError | TimeoutError):
         return True
-    if isinstance(exc, WhatsAppError):
-        status = exc.status_code
-        return (
-            (status is not None and (status >= 500 or status == 429))
-            or exc.code in TRANSIENT_CODES
-            or bool(exc.is_transient)
-        )
-    return False
+    return isinstance(exc, GraphRefused) and exc.transient
 
 
 async def retrying(
@@ -76,13 +97,12 @@ async def retrying(
 
     Raises:
         GraphUnavailable: every attempt failed transiently.
-        WhatsAppError: the platform refused the call (not retried).
+        GraphRefused: the platform refused the call (not retried).
     """
     backoff = FIRST_BACKOFF_SECONDS
     for attempt in range(ATTEMPTS):
         try:
-            with anyio.fail_after(seconds):
-                return await call()
+            return await bounded(call, seconds)
         except Exception as exc:
             if not transient(exc):
                 raise
@@ -94,11 +114,28 @@ async def retrying(
     raise AssertionError("unreachable")
 
 
+async def bounded(call: Callable[[], Awaitable[T]], seconds: float) -> T:
+    """`call()`, cancelled after `seconds`.
+
+    A bare cancel scope rather than `anyio.fail_after`: pywa's errors are frozen dataclasses,
+    which a generator-based context manager fails to re-raise (it sets their traceback).
+
+    Raises:
+        TimeoutError: no answer within `seconds`.
+        GraphRefused: the Graph API answered with an error.
+    """
+    with anyio.CancelScope(deadline=anyio.current_time() + seconds) as scope:
+        try:
+            return await call()
+        except WhatsAppError as exc:
+            raise GraphRefused.of(exc) from None
+    raise TimeoutError(f"no answer within {seconds:g} s")
+
+
 def describe(exc: BaseException) -> str:
     """One line for a failed call (never the request, which carries the token)."""
-    if isinstance(exc, WhatsAppError):
-        status = f"HTTP {exc.status_code}, " if exc.status_code is not None else ""
-        return f"{status}error {exc.code}: {exc.message}"[:300]
+    if isinstance(exc, GraphRefused):
+        return str(exc)
     if isinstance(exc, TimeoutError | httpx.TimeoutException):
         return "no answer in time"
     return f"{type(exc).__name__}: {exc}"[:300]
