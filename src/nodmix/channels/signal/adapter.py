@@ -45,8 +45,22 @@ TRACKED = 500
 _ATTACHMENT_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
+METHOD_NOT_FOUND = -32601
+
+
 class SendFailed(Exception):
     """The daemon took the message but Signal delivered it to nobody."""
+
+
+class NotLinked(Exception):
+    """The daemon does not hold the configured account."""
+
+    def __init__(self, account: str, where: str) -> None:
+        super().__init__(
+            f"signal-cli at {where} has no account {account}: link it to your phone "
+            "(`signal-cli link -n Nodmix`, then scan the QR code in Signal → Settings → Linked "
+            "devices) or register the number, then restart the daemon"
+        )
 
 
 def make_transport(settings: SignalSettings) -> Transport:
@@ -74,19 +88,39 @@ class SignalAdapter:
         self.me = Me(number=settings.account)
         self._typing: OrderedDict[str, float] = OrderedDict()
         self._edits: OrderedDict[str, int] = OrderedDict()
+        self._latest: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        """chat → (sender, timestamp) of its newest message not yet marked read."""
 
     # ---- connection -----------------------------------------------------------------------
 
     async def check(self) -> str:
-        """The daemon's version (and that it answers for this account)."""
+        """The daemon's version, and that it holds this account.
+
+        Raises:
+            NotLinked: the daemon serves other accounts only.
+        """
         version = await self.rpc.call("version")
         name = version.get("version", "?") if isinstance(version, dict) else "?"
+        try:
+            accounts = await self.rpc.call("listAccounts")
+        except RpcError as exc:
+            if exc.code != METHOD_NOT_FOUND:
+                raise
+            accounts = None  # a single-account daemon (`signal-cli -a NUMBER daemon`)
+        if isinstance(accounts, list):
+            numbers = {a.get("number") for a in accounts if isinstance(a, dict)}
+            if self.settings.account not in numbers:
+                raise NotLinked(self.settings.account, self.settings.where)
         return f"{self.settings.account} (signal-cli {name})"
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        """An account-scoped call (`account` names it to a multi-account daemon)."""
+        return await self.rpc.call(method, {"account": self.settings.account, **params})
 
     async def _learn_me(self) -> None:
         """The account's ACI, which mentions and quotes may name instead of the number."""
         try:
-            found = await self.rpc.call(
+            found = await self._call(
                 "listContacts", {"recipient": [self.settings.account], "allRecipients": True}
             )
         except (RpcError, DaemonUnavailable) as exc:
@@ -110,7 +144,7 @@ class SignalAdapter:
                         status.last_event_at = time.time()
                         await self._hand_on(params, sink, status)
                 raise DaemonUnavailable("the daemon ended the event stream")
-            except DaemonUnavailable as exc:
+            except (DaemonUnavailable, RpcError, NotLinked) as exc:
                 status.connected = False
                 status.error(f"signal-cli at {self.settings.where}: {exc}")
                 log.warning("signal: %s (reconnecting in %gs)", exc, backoff)
@@ -126,6 +160,9 @@ class SignalAdapter:
             log.info("signal connected: %s at %s", version, self.settings.where)
 
     async def _hand_on(self, params: dict[str, Any], sink: InboundSink, status: Any) -> None:
+        account = params.get("account")
+        if isinstance(account, str) and account not in (self.settings.account, self.me.uuid):
+            return  # another account of a multi-account daemon
         if isinstance(params.get("exception"), dict) and params.get("envelope") is None:
             status.count("ignore", "message signal-cli could not decrypt")
             return
@@ -137,6 +174,7 @@ class SignalAdapter:
             return
         if msg is None:
             return
+        self._arrived(msg.chat_id, msg.sender_id, msg.message_id)
         try:
             await sink(msg)
         except Exception as exc:  # one bad message must not stop the channel
@@ -153,14 +191,34 @@ class SignalAdapter:
 
     async def send(self, message: OutboundMessage) -> list[str]:
         """One `send` with the text and the files (as data URIs)."""
+        await self._mark_read(message.chat_id)
         params: dict[str, Any] = {**self._to(message.chat_id), "message": message.text}
         files = [a for a in message.attachments if a.data is not None or a.path is not None]
         if files:
             params["attachments"] = [await _data_uri(a) for a in files]
             if any(a.kind == "voice" for a in files):
                 params["voiceNote"] = True
-        result = await self.rpc.call("send", params)
+        result = await self._call("send", params)
         return [_sent_timestamp(result)]
+
+    def _arrived(self, chat_id: str, sender: str, message_id: str) -> None:
+        self._latest[chat_id] = (sender, message_id)
+        self._latest.move_to_end(chat_id)
+        while len(self._latest) > TRACKED:
+            self._latest.popitem(last=False)
+
+    async def _mark_read(self, chat_id: str) -> None:
+        """A read receipt to the sender of the chat's newest message, before the first reply
+        to it (a missing receipt never holds up the reply)."""
+        latest = self._latest.pop(chat_id, None)
+        if latest is None or not latest[1].isdigit():
+            return
+        sender, stamp = latest
+        params = {"recipient": [sender], "targetTimestamp": [int(stamp)], "type": "read"}
+        try:
+            await self._call("sendReceipt", params)
+        except (RpcError, DaemonUnavailable) as exc:
+            log.info("signal: read receipt for %s failed: %s", chat_id, exc)
 
     async def edit_text(self, chat_id: str, message_id: str, text: str) -> None:
         """Send an edit of message `message_id` (at most `MAX_EDITS` per message).
@@ -176,7 +234,7 @@ class SignalAdapter:
         while len(self._edits) > TRACKED:
             self._edits.popitem(last=False)
         params = {**self._to(chat_id), "message": text, "editTimestamp": int(message_id)}
-        _sent_timestamp(await self.rpc.call("send", params))
+        _sent_timestamp(await self._call("send", params))
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """`sendTyping`, at most every 10 s per chat (Signal shows it for about 15 s)."""
@@ -187,7 +245,7 @@ class SignalAdapter:
         self._typing.move_to_end(chat_id)
         while len(self._typing) > TRACKED:
             self._typing.popitem(last=False)
-        await self.rpc.call("sendTyping", self._to(chat_id))
+        await self._call("sendTyping", self._to(chat_id))
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
         """From the daemon's attachments folder when configured, else `getAttachment`."""
@@ -203,7 +261,7 @@ class SignalAdapter:
             check_declared((await source.stat()).st_size, max_bytes)
             async with await anyio.open_file(source, "rb") as handle:
                 return await write_capped(_chunks(handle), target, max_bytes)
-        found = await self.rpc.call("getAttachment", {"id": attachment_id, **where})
+        found = await self._call("getAttachment", {"id": attachment_id, **where})
         data = found.get("data") if isinstance(found, dict) else None
         if not isinstance(data, str):
             raise DaemonUnavailable("getAttachment answered without data")

@@ -120,6 +120,7 @@ class HttpTransport:
         self._limit = max_message_bytes
         self._ids = itertools.count(1)
         self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=CONNECT_SECONDS))
+        self._last_event_id = ""
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         body = request(next(self._ids), method, params)
@@ -146,9 +147,14 @@ class HttpTransport:
     @contextlib.asynccontextmanager
     async def listen(self) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         timeout = httpx2.Timeout(STREAM_IDLE_SECONDS, connect=CONNECT_SECONDS)
+        # After a drop, the daemon first sends what arrived since the last event seen.
+        resume = {"Last-Event-ID": self._last_event_id} if self._last_event_id else None
         try:
             async with self._client.sse(
-                f"{self.base_url}/api/v1/events", timeout=timeout, max_event_size=EVENT_LIMIT
+                f"{self.base_url}/api/v1/events",
+                timeout=timeout,
+                max_event_size=EVENT_LIMIT,
+                headers=resume,
             ) as source:
                 if source.response.status_code != 200:
                     raise DaemonUnavailable(f"HTTP {source.response.status_code} from /events")
@@ -158,6 +164,8 @@ class HttpTransport:
 
     async def _events(self, source: httpx2.EventSource) -> AsyncIterator[dict[str, Any]]:
         async for event in source:
+            if event.id:
+                self._last_event_id = event.id
             if event.event != "receive" or not event.data:
                 continue
             try:
@@ -231,6 +239,12 @@ class SocketTransport:
                     yield inbox.drain()
                 finally:
                     group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:
+            # The reader and the probe end quietly, so the one error is the consumer's own
+            # (`DaemonUnavailable` from the inbox): raise it as it is, not wrapped.
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
         finally:
             self._stream = None
             self._connected = anyio.Event()

@@ -124,7 +124,7 @@ async def bounded(call: Callable[[], Awaitable[T]], seconds: float) -> T:
         TimeoutError: no answer within `seconds`.
         GraphRefused: the Graph API answered with an error.
     """
-    with anyio.CancelScope(deadline=anyio.current_time() + seconds) as scope:
+    with anyio.CancelScope(deadline=anyio.current_time() + seconds):
         try:
             return await call()
         except WhatsAppError as exc:
