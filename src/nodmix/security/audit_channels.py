@@ -13,7 +13,7 @@ from nodmix.security.audit import AuditInputs, Finding
 _PINGS = (("everyone", "@everyone and @here"), ("roles", "whole roles"))
 
 
-def _sections(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
+def enabled_sections(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
     """Enabled `channels.<id>` sections (camelCase), with `channels.defaults` filled in."""
     raw = getattr(inputs.config, "channels", None)
     data = msgspec.to_builtins(raw) if raw is not None else None
@@ -29,7 +29,7 @@ def _sections(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
 
 def check_channel_identity(inputs: AuditInputs) -> list[Finding]:
     """Senders a channel cannot tell apart, and replies that may ping a whole server."""
-    sections = _sections(inputs)
+    sections = enabled_sections(inputs)
     found: list[Finding] = []
     if "email" in sections:
         found += _email(sections["email"])
