@@ -25,7 +25,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,29 +43,6 @@ from nodmix.testing.http_thread import ThreadedServer
 T = TypeVar("T")
 KEPT_EVENTS = 1000
 ACCOUNT_UUID = "7f3c2a10-5b6e-4d8f-9a1b-2c3d4e5f6a7b"
-_SCOPED = frozenset(
-    {"listContacts", "send", "sendTyping", "sendReceipt", "getAttachment", "listGroups"}
-)
-
-
-@dataclass
-class Sent:
-    """One message the account sent (or edited)."""
-
-    to: str
-    """The recipient (an ACI or number) or the group id."""
-    text: str
-    attachments: list[tuple[str, str, bytes]] = field(default_factory=list)
-    """`(mime type, file name, bytes)` of each attachment."""
-    voice_note: bool = False
-    edit_of: int | None = None
-    timestamp: int = 0
-
-
-class _Refused(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        self.code = code
-        super().__init__(message)
 
 
 class ScriptedSignalDaemon(ThreadedServer):
@@ -87,7 +63,7 @@ class ScriptedSignalDaemon(ThreadedServer):
         self.keepalive_seconds = keepalive_seconds
         self.version = version
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.sent: list[Sent] = []
+        self.sent: list[payloads.Sent] = []
         self.typing: list[tuple[str, str]] = []
         """`(recipient, action)` of each `sendTyping`."""
         self.receipts: list[tuple[str, list[int], str]] = []
@@ -261,10 +237,10 @@ class ScriptedSignalDaemon(ThreadedServer):
         request_id = request.get("id") if isinstance(request, dict) else None
         try:
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                raise _Refused(-32600, "method field must be set")
+                raise payloads.RpcRefused(-32600, "method field must be set")
             params = request.get("params") or {}
             result = self._dispatch(request["method"], dict(params))
-        except _Refused as exc:
+        except payloads.RpcRefused as exc:
             error = {"code": exc.code, "message": str(exc), "data": None}
             return {"jsonrpc": "2.0", "error": error, "id": request_id}
         return {"jsonrpc": "2.0", "result": result, "id": request_id}
@@ -272,8 +248,8 @@ class ScriptedSignalDaemon(ThreadedServer):
     def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
         with self._lock:
             self.calls.append((method, params))
-        if method in _SCOPED and params.get("account") != self.account:
-            raise _Refused(-32602, "Method requires valid account parameter")
+        if method in payloads.SCOPED and params.get("account") != self.account:
+            raise payloads.RpcRefused(-32602, "Method requires valid account parameter")
         if method == "version":
             return {"version": self.version}
         if method == "listAccounts":
@@ -285,44 +261,30 @@ class ScriptedSignalDaemon(ThreadedServer):
         if method == "sendTyping":
             action = "STOP" if params.get("stop") else "START"
             with self._lock:
-                self.typing.append((_target(params), action))
+                self.typing.append((payloads.target(params), action))
             return {"timestamp": next(self._stamps), "results": []}
         if method == "sendReceipt":
             stamps = params.get("targetTimestamp")
             stamps = stamps if isinstance(stamps, list) else [stamps]
             with self._lock:
-                self.receipts.append((_target(params), stamps, str(params.get("type", "read"))))
+                self.receipts.append(
+                    (payloads.target(params), stamps, str(params.get("type", "read")))
+                )
             return {"timestamp": next(self._stamps), "results": []}
         if method == "getAttachment":
             with self._lock:
                 stored = self.attachments.get(str(params.get("id")))
             if stored is None:
-                raise _Refused(-1, "Attachment file not found")
+                raise payloads.RpcRefused(-1, "Attachment file not found")
             return {"data": base64.b64encode(stored[0]).decode("ascii")}
-        raise _Refused(-32601, "Method not implemented")
+        raise payloads.RpcRefused(-32601, "Method not implemented")
 
     def _send(self, params: dict[str, Any]) -> dict[str, Any]:
-        target = _target(params)
-        files = []
-        for uri in params.get("attachments") or []:
-            head, _, data = str(uri).partition(";base64,")
-            mime, _, rest = head.removeprefix("data:").partition(";")
-            name = rest.removeprefix("filename=") if rest.startswith("filename=") else ""
-            files.append((mime, name, base64.b64decode(data)))
-        edit = params.get("editTimestamp")
-        stamp = next(self._stamps)
-        sent = Sent(
-            to=target,
-            text=str(params.get("message") or ""),
-            attachments=files,
-            voice_note=bool(params.get("voiceNote")),
-            edit_of=int(edit) if edit is not None else None,
-            timestamp=stamp,
-        )
+        sent = payloads.decode_send(params, next(self._stamps))
         with self._lock:
             self.sent.append(sent)
-        recipient = (None, target) if "groupId" not in params else (None, "member")
-        return payloads.send_result(stamp, [recipient])
+        recipient = (None, sent.to) if "groupId" not in params else (None, "member")
+        return payloads.send_result(sent.timestamp, [recipient])
 
     # ---- HTTP -----------------------------------------------------------------------------
 
@@ -433,12 +395,3 @@ class ScriptedSignalDaemon(ThreadedServer):
                 group.start_soon(serve_requests)
                 await dropped.wait()
                 group.cancel_scope.cancel()
-
-
-def _target(params: dict[str, Any]) -> str:
-    if params.get("groupId"):
-        return str(params["groupId"])
-    recipient = params.get("recipient")
-    if isinstance(recipient, list):
-        return str(recipient[0]) if recipient else ""
-    return str(recipient or "")

@@ -3,9 +3,15 @@ daemon in `nodmix.testing.signal_daemon`)."""
 
 from __future__ import annotations
 
+import base64
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
+SCOPED = frozenset(
+    {"listContacts", "send", "sendTyping", "sendReceipt", "getAttachment", "listGroups"}
+)
+"""Methods that name the account in a multi-account daemon."""
 PLACEHOLDER = "\ufffc"
 """Signal writes a mention into the text as this character; `mentions[]` says whom."""
 
@@ -107,3 +113,54 @@ def send_result(timestamp: int, recipients: list[tuple[str | None, str]]) -> dic
             for number, uuid in recipients
         ],
     }
+
+
+@dataclass
+class Sent:
+    """One message the account sent (or edited)."""
+
+    to: str
+    """The recipient (an ACI or number) or the group id."""
+    text: str
+    attachments: list[tuple[str, str, bytes]] = field(default_factory=list)
+    """`(mime type, file name, bytes)` of each attachment."""
+    voice_note: bool = False
+    edit_of: int | None = None
+    timestamp: int = 0
+
+
+def target(params: dict[str, Any]) -> str:
+    """The recipient or group a call names."""
+    if params.get("groupId"):
+        return str(params["groupId"])
+    recipient = params.get("recipient")
+    if isinstance(recipient, list):
+        return str(recipient[0]) if recipient else ""
+    return str(recipient or "")
+
+
+def decode_send(params: dict[str, Any], timestamp: int) -> Sent:
+    """What a `send` call asked for (its data-URI attachments decoded)."""
+    files = []
+    for uri in params.get("attachments") or []:
+        head, _, data = str(uri).partition(";base64,")
+        mime, _, rest = head.removeprefix("data:").partition(";")
+        name = rest.removeprefix("filename=") if rest.startswith("filename=") else ""
+        files.append((mime, name, base64.b64decode(data)))
+    edit = params.get("editTimestamp")
+    return Sent(
+        to=target(params),
+        text=str(params.get("message") or ""),
+        attachments=files,
+        voice_note=bool(params.get("voiceNote")),
+        edit_of=int(edit) if edit is not None else None,
+        timestamp=timestamp,
+    )
+
+
+class RpcRefused(Exception):
+    """A JSON-RPC error answer."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.code = code
+        super().__init__(message)

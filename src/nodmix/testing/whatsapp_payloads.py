@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 WABA_ID = "102290129340398"
@@ -95,3 +96,36 @@ def media(kind: str, media_id: str, mime_type: str, **extra: Any) -> dict[str, A
     """An image, audio (`voice=True`: a voice note), document or video message."""
     body: dict[str, Any] = {"id": media_id, "mime_type": mime_type, "sha256": "0" * 64, **extra}
     return {"type": kind, kind: body}
+
+
+@dataclass
+class GraphCall:
+    """One recorded Graph API request."""
+
+    method: str
+    path: str
+    body: dict[str, Any]
+    at: float = field(default_factory=time.time)
+    answered: bool = False
+    """Answered with success (not a scripted failure, a hang or a refused token)."""
+
+
+@dataclass
+class Delivery:
+    """One POST of a queued update to the webhook."""
+
+    index: int
+    status: int
+    """The HTTP status the webhook answered (0: no answer)."""
+
+
+def graph_error(code: int, message: str) -> dict[str, Any]:
+    """A Graph API error body."""
+    return {
+        "error": {
+            "message": message,
+            "type": "OAuthException",
+            "code": code,
+            "fbtrace_id": "AbCdEfGh",
+        }
+    }

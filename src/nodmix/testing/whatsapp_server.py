@@ -12,12 +12,8 @@ a status (a 500) or hang (`hang=True`) until the client gives up.
 Webhook: `inject_text()` / `inject_media()` queue updates that are POSTed, in order, to
 `webhook_url` with `X-Hub-Signature-256`, each again until answered 200 (`deliveries`
 records every attempt). `post()` sends raw bytes with any signature (a forgery, a replay)
-from the test's thread and returns the status::
-
-    with ScriptedWhatsApp() as wa:
-        wa.webhook_url = f"{gateway.url}/whatsapp"
-        wa.inject_text("15550104242", "hello")
-        wa.wait_for(lambda: wa.sent_texts("15550104242"))
+from the test's thread and returns the status. Set `webhook_url` to the gateway's
+`<url>/whatsapp`, then `inject_text(...)` and `wait_for(lambda: sent_texts(...))`.
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -44,27 +39,6 @@ from nodmix.testing.http_thread import ThreadedServer
 T = TypeVar("T")
 REDELIVER_SECONDS = 0.2
 POST_TIMEOUT_SECONDS = 10.0
-
-
-@dataclass
-class GraphCall:
-    """One recorded Graph API request."""
-
-    method: str
-    path: str
-    body: dict[str, Any]
-    at: float = field(default_factory=time.time)
-    answered: bool = False
-    """Answered with success (not a scripted failure, a hang or a refused token)."""
-
-
-@dataclass
-class Delivery:
-    """One POST of a queued update to the webhook."""
-
-    index: int
-    status: int
-    """The HTTP status the webhook answered (0: no answer)."""
 
 
 class ScriptedWhatsApp(ThreadedServer):
@@ -88,10 +62,10 @@ class ScriptedWhatsApp(ThreadedServer):
         self.verified_name = verified_name
         self.app_secret = app_secret
         self.webhook_url: str | None = None
-        self.calls: list[GraphCall] = []
+        self.calls: list[payloads.GraphCall] = []
         self.media: dict[str, tuple[bytes, str]] = {}
         self.downloads: list[str] = []
-        self.deliveries: list[Delivery] = []
+        self.deliveries: list[payloads.Delivery] = []
         self._queue: list[bytes] = []
         self._sent: list[bytes] = []
         self._closed_windows: set[str] = set()
@@ -300,7 +274,7 @@ class ScriptedWhatsApp(ThreadedServer):
                 except httpx2.HTTPError:
                     status = 0
                 with self._lock:
-                    self.deliveries.append(Delivery(index, status))
+                    self.deliveries.append(payloads.Delivery(index, status))
                     if status == 200 and self._queue and self._queue[0] is body:
                         self._queue.pop(0)
                 if status != 200:
@@ -320,7 +294,7 @@ class ScriptedWhatsApp(ThreadedServer):
 
     async def _checked(self, request: Request, body: dict[str, Any]) -> Response | None:
         """Record the call; an auth or injected failure as the answer, if any."""
-        call = GraphCall(request.method, request.url.path, body)
+        call = payloads.GraphCall(request.method, request.url.path, body)
         with self._lock:
             self.calls.append(call)
             failure = self._failures.pop(0) if self._failures else 0
@@ -328,9 +302,13 @@ class ScriptedWhatsApp(ThreadedServer):
             await self._stopping.wait()  # the client's timeout ends it (or the server's stop)
             return Response(status_code=503)
         if failure:
-            return JSONResponse(_error(2, "Service temporarily unavailable"), status_code=failure)
+            return JSONResponse(
+                payloads.graph_error(2, "Service temporarily unavailable"), status_code=failure
+            )
         if request.headers.get("authorization") != f"Bearer {self.token}":
-            return JSONResponse(_error(190, "Invalid OAuth access token"), status_code=401)
+            return JSONResponse(
+                payloads.graph_error(190, "Invalid OAuth access token"), status_code=401
+            )
         call.answered = True
         return None
 
@@ -351,7 +329,9 @@ class ScriptedWhatsApp(ThreadedServer):
         with self._lock:
             stored = self.media.get(node)
         if stored is None:
-            return JSONResponse(_error(100, f"Unsupported get request: {node}"), status_code=400)
+            return JSONResponse(
+                payloads.graph_error(100, f"Unsupported get request: {node}"), status_code=400
+            )
         data, mime = stored
         return JSONResponse(
             {
@@ -417,14 +397,3 @@ class ScriptedWhatsApp(ThreadedServer):
         if stored is None:
             return Response(status_code=404)
         return Response(stored[0], media_type=stored[1])
-
-
-def _error(code: int, message: str) -> dict[str, Any]:
-    return {
-        "error": {
-            "message": message,
-            "type": "OAuthException",
-            "code": code,
-            "fbtrace_id": "AbCdEfGh",
-        }
-    }
