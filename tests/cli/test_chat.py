@@ -146,8 +146,9 @@ async def test_terminal_prompt_edits_lines_keeps_history_and_quits_on_ctrl_d(
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from nodmix.cli.agent import EventPrinter, LocalChat
+    from nodmix.cli.agent import LocalChat
     from nodmix.cli.chat import history_path, prompt_lines, run_chat
+    from nodmix.cli.printer import EventPrinter
     from nodmix.runtime import Runtime
 
     args = argparse.Namespace(agent_id=None, session_key=None, model=None, no_tools=False)

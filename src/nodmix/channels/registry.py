@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.pairing import PairingStore
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
