@@ -10,12 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nodmix.channels.types import InboundMessage
 
-if TYPE_CHECKING:
-    from nodmix.channels.manager import ChannelManager
+
+class Lanes(Protocol):
+    """The session lanes a command may look at or stop (`ChannelManager`)."""
+
+    def lane_state(self, key: str) -> tuple[bool, int]:
+        """(a turn is running, messages queued) of a session."""
+        ...
+
+    def stop_session(self, key: str) -> bool:
+        """Stop the running turn of a session; whether one was running."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +36,7 @@ class CommandCall:
     message: InboundMessage
     session_key: str
     agent_id: str
-    manager: ChannelManager
+    manager: Lanes
 
 
 CommandHandler = Callable[[CommandCall], Awaitable[str]]

@@ -13,22 +13,20 @@ import re
 import tempfile
 import time
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
 
+from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.types import Attachment, InboundMessage
 from nodmix.tools.confined import copy_into, open_folder
-
-if TYPE_CHECKING:
-    from nodmix.channels.manager import ChannelManager
 
 log = logging.getLogger("nodmix.channels")
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-async def prompt_text(manager: ChannelManager, msg: InboundMessage, workspace: Path) -> str:
+async def prompt_text(adapter: ChannelAdapter, msg: InboundMessage, workspace: Path) -> str:
     """The user message a turn gets: the text (with the sender's name in groups) and the
-    workspace paths of saved attachments."""
+    workspace paths of saved attachments (fetched through the `adapter` the message came
+    from)."""
     text = msg.text
     if msg.chat_type == "group" and msg.sender_name:
         text = f"[{msg.sender_name}] {text}"
@@ -40,7 +38,7 @@ async def prompt_text(manager: ChannelManager, msg: InboundMessage, workspace: P
         message_id = _SAFE.sub("_", msg.message_id)[:80]
         name = f"{int(time.time())}-{message_id}-{i}-{base}"
         try:
-            saved = await _save(manager, msg.channel, attachment, workspace, name)
+            saved = await _save(adapter, attachment, workspace, name)
         except Exception as exc:
             log.warning("%s: cannot save attachment: %s", msg.channel, exc)
             notes.append(f"[{attachment.kind} attached, but it could not be saved: {exc}]")
@@ -50,12 +48,12 @@ async def prompt_text(manager: ChannelManager, msg: InboundMessage, workspace: P
 
 
 async def _save(
-    manager: ChannelManager, channel: str, attachment: Attachment, workspace: Path, name: str
+    adapter: ChannelAdapter, attachment: Attachment, workspace: Path, name: str
 ) -> Path:
     assert attachment.ref is not None
     workspace.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="nodmix-inbox-") as staging:
-        fetched = await manager.adapter(channel).download(attachment.ref, Path(staging) / name)
+        fetched = await adapter.download(attachment.ref, Path(staging) / name)
         final = _SAFE.sub("_", fetched.name)
         with open_folder(workspace, PurePath("inbox"), create=True) as inbox:
             copy_into(fetched, inbox, final)

@@ -288,7 +288,7 @@ class ChannelManager:
     async def _run_one(self, msg: InboundMessage, key: str, agent_id: str, lane: _Lane) -> None:
         assert self._runner is not None
         runner = self._runner
-        text = await prompt_text(self, msg, runner.workspace(agent_id))
+        text = await prompt_text(self.adapter(msg.channel), msg, runner.workspace(agent_id))
         lane.stopped = False
         rules = rules_for(self._config(), msg.channel)
         stream = None
