@@ -43,9 +43,9 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.mcp_holder import McpHolder, open_mcp
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
-from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn

@@ -32,11 +32,11 @@ from nodmix.sessions.turn_lock import waiting_notice
 
 if TYPE_CHECKING:
     from nodmix.codemode.engine import CodeModeEngine
-    from nodmix.runtime.core import Runtime
+    from nodmix.runtime.host import RuntimeHost
 
 
 async def run_agent_turn(
-    runtime: Runtime,
+    runtime: RuntimeHost,
     text: str,
     *,
     agent_id: str | None,
@@ -115,7 +115,7 @@ async def run_agent_turn(
 
 
 async def _prepare_turn(
-    runtime: Runtime,
+    runtime: RuntimeHost,
     *,
     agent: AgentProfile,
     session: Session,
