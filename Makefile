@@ -55,6 +55,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/python scripts/check_module_size.py
+	$(BIN)/python scripts/check_import_cycles.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

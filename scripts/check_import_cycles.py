@@ -12,16 +12,17 @@ package's face handing on names from its own modules would otherwise make every 
 
 from __future__ import annotations
 
+import argparse
 import ast
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def module_name(path: Path, src: Path) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -109,8 +110,11 @@ def strongly_connected(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     return found
 
 
-def main() -> int:
-    modules = {module_name(path): path for path in sorted(SRC.rglob("*.py"))}
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--src", type=Path, default=SRC, help="the source root (default: src/)")
+    src = parser.parse_args(argv).src.resolve()
+    modules = {module_name(path, src): path for path in sorted(src.rglob("*.py"))}
     graph = build_graph(modules)
     circles = strongly_connected(graph)
     for number, members in enumerate(circles, 1):
@@ -119,16 +123,16 @@ def main() -> int:
         for name in members:
             for target, line in sorted(graph[name].items()):
                 if target in inside:
-                    where = modules[name].relative_to(SRC.parent)
+                    where = modules[name].relative_to(src.parent)
                     print(f"  {where}:{line}: {name} -> {target}", file=sys.stderr)
     if circles:
         print(
-            f"{len(circles)} import circle(s) under src/: let a lower module own the shared type "
-            "or protocol, or pass a callback down instead of importing up",
+            f"{len(circles)} import circle(s) under {src.name}/: let a lower module own the "
+            "shared type or protocol, or pass a callback down instead of importing up",
             file=sys.stderr,
         )
         return 1
-    print(f"no import circles among {len(modules)} modules under src/")
+    print(f"no import circles among {len(modules)} modules under {src.name}/")
     return 0
 
 

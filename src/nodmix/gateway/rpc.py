@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -31,9 +31,8 @@ from nodmix.sessions.locate import Located
 from nodmix.sessions.transcript import Transcript
 
 if TYPE_CHECKING:
-    from nodmix.gateway.ws import Connection
+    from nodmix.gateway.ws import Connection, Method
 
-Method = Callable[["Connection", str | int, dict[str, Any]], Awaitable[Any]]
 T = TypeVar("T")
 
 DEFAULT_HISTORY_LIMIT = 500
