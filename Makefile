@@ -8,10 +8,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons terminal clean
 
+# Every optional part (`[all]`: each channel's library, numpy, trafilatura) plus the dev tools,
+# pinned by the lock. pip shows what it collects and installs: a first run takes minutes.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c requirements.lock -e ".[dev]"
+	@echo "installing Nodmix with every extra and the dev tools into $(VENV) (pip's progress follows)"
+	$(BIN)/python -m pip install --progress-bar on -c requirements.lock -e ".[all,dev]"
 	touch $(STAMP)
 
 # Byte-compile explicitly: with PYTHONDONTWRITEBYTECODE set (some environments do), an editable

@@ -52,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
         from nodmix.cli.doctor_channels import channel_findings
 
         checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
+        checks.extend(_missing_extras(loaded.config))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:
@@ -61,6 +62,18 @@ def _run(args: argparse.Namespace) -> int:
             if c.fix and c.level != "ok":
                 print(f"    fix: {c.fix}")
     return 1 if any(c.level == "error" for c in checks) else 0
+
+
+def _missing_extras(config: Any) -> list[Check]:
+    """Configured optional parts other than channels (those are checked with the channels)
+    whose extra is missing: they fall back to what the core does, so a warning."""
+    from nodmix.extras import hint, missing
+
+    return [
+        Check(row.id, "warn", hint(row))
+        for row in missing(config)
+        if not (row.config_key or "").startswith("channels.")
+    ]
 
 
 def _code_mode_on(loaded: Any) -> bool:

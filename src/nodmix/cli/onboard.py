@@ -142,4 +142,8 @@ def _write(path: Any, answers: Answers) -> None:
         print(f"  channel:   {answers.channel} (the gateway reads its token from {variable})")
         if not os.environ.get(variable):
             print(f"  set {variable} in the gateway's environment before starting it")
+        from nodmix.extras import hint, installed, part
+
+        if not installed(part(answers.channel)):
+            print(f"  {hint(part(answers.channel))}")
     print(f"next: {command('agent -m hello')}  or  {command('gateway')}")
