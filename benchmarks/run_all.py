@@ -156,6 +156,13 @@ BENCHMARKS = (
         "channels",
     ),
     Benchmark(
+        "install",
+        "Install: packages, disk and time of pip install",
+        "benchmarks.install.bench_install",
+        (),
+        "light install",
+    ),
+    Benchmark(
         "channels-discord-slack",
         "Channels: Discord and Slack through their scripted servers",
         "benchmarks.channels.bench_discord_slack",

@@ -7,9 +7,10 @@ The mapping rule (also in docs/gateway.md):
   `x-nodmix-session-key` header, else `user`, else a fresh one-shot session.
 - `input` is a string (the prompt) or a list of items. The last item is a `user` message
   (the prompt), or the last items are `function_call_output`s: results of the client tool calls
-  the previous response ended with, and the turn continues from them. Earlier messages seed a
-  new session as in chat completions; `function_call` and `reasoning` items the client echoes
-  back from earlier responses are skipped (the session has them already).
+  the previous response ended with, and the turn continues from them. Earlier items, of any
+  type and in any order (messages, `function_call`, `function_call_output`, `reasoning`), seed
+  a new session with the conversation they tell (`responses_items.py`); a session that already
+  has messages keeps its own.
 - `instructions` are recorded, like `system` messages, as the client's instructions when the
   session starts.
 - `tools` of type `function` are client tools; `tool_choice` is honoured for the first model
@@ -29,18 +30,13 @@ from nodmix.gateway.client_tools import arguments_json, result_message
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_INTRO
+from nodmix.gateway.responses_items import PASSED_OVER, history, item_text
 from nodmix.messages import (
-    AssistantMessage,
     Message,
-    TextBlock,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
-    user_message,
 )
-
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_SKIPPED_ITEMS = frozenset({"function_call", "reasoning", "item_reference"})
 
 
 class ResponsesRequest(msgspec.Struct, kw_only=True):
@@ -87,64 +83,41 @@ def turn_input(request: ResponsesRequest) -> TurnInput:
     """The prompt or tool results, and what a new session is seeded with.
 
     Raises:
-        APIError: a 400 for an unsupported item or a list that does not end with a user
-            message or tool outputs.
+        APIError: a 400 for an item that cannot be read, or a list that does not end with a
+            user message or tool outputs.
     """
     system = [request.instructions.strip()] if request.instructions else []
     if isinstance(request.input, str):
         return TurnInput(prompt=request.input, note=_note(system))
-    items = [item for item in request.input if item.get("type") not in _SKIPPED_ITEMS]
+    items = [
+        (index, item)
+        for index, item in enumerate(request.input)
+        if not (isinstance(item, dict) and item.get("type") in PASSED_OVER)
+    ]
     trailing: list[ToolResultMessage] = []
-    while items and items[-1].get("type") == "function_call_output":
-        item = items.pop()
-        where = f"input[{request.input.index(item)}]"
-        trailing.append(result_message(item.get("call_id"), item.get("output"), where=where))
-    if trailing:
+    while items and _kind(items[-1][1]) == "function_call_output":
+        index, item = items.pop()
+        trailing.append(
+            result_message(item.get("call_id"), item.get("output"), where=f"input[{index}]")
+        )
+    if trailing:  # the session that made the calls has everything before them
         return TurnInput(results=trailing[::-1])
-    if not items or items[-1].get("role") != "user":
+    last = items[-1][1] if items else None
+    if last is None or _kind(last) != "message" or last.get("role") != "user":
         raise bad_request(
             "input must end with a user message or function_call_output items", param="input"
         )
-    history: list[Message] = []
-    for item in items[:-1]:
-        where = f"input[{request.input.index(item)}]"
-        role, text = item.get("role"), _item_text(item, where)
-        if item.get("type", "message") != "message":
-            raise bad_request(f"{where}: items of type {item.get('type')!r} are not supported")
-        if role in ("system", "developer"):
-            if text.strip():
-                system.append(text.strip())
-        elif role == "user":
-            history.append(user_message(text))
-        elif role == "assistant" and text:
-            history.append(
-                AssistantMessage(content=(TextBlock(text=text),), provider="client", model="client")
-            )
-    last = items[-1]
-    prompt = _item_text(last, f"input[{request.input.index(last)}]")
-    return TurnInput(prompt=prompt, note=_note(system), history=history)
+    messages, instructions = history(items[:-1])
+    prompt = item_text(last, f"input[{items[-1][0]}]")
+    return TurnInput(prompt=prompt, note=_note(system + instructions), history=messages)
+
+
+def _kind(item: object) -> str | None:
+    return str(item.get("type", "message")) if isinstance(item, dict) else None
 
 
 def _note(system: list[str]) -> str | None:
     return f"{SYSTEM_NOTE_INTRO}\n\n" + "\n\n".join(system) if system else None
-
-
-def _item_text(item: dict[str, Any], where: str) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise bad_request(f"{where}: content must be a string or a list of parts", param=where)
-    texts: list[str] = []
-    for part in content:
-        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
-            kind = part.get("type", "unknown") if isinstance(part, dict) else "unknown"
-            raise bad_request(
-                f"{where}: content part of type {kind!r} is not supported; send text",
-                param=f"{where}.content",
-            )
-        texts.append(str(part.get("text", "")))
-    return "\n".join(texts)
 
 
 class ResponseObject:

@@ -49,6 +49,7 @@ from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn
+from nodmix.runtime.usage_flush import UsageFlusher
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
@@ -91,6 +92,7 @@ class Runtime:
         self.router = router
         self.sessions = sessions
         self.background = background
+        self.usage = UsageFlusher(sessions, background)  # token counters soon after turns
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
@@ -118,7 +120,6 @@ class Runtime:
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
         self._channels: ChannelManager | None = None
-        self._env = env
         self.channel_access = LazyChannels(lambda: self.config, lambda: self.channels)
         """What tools and automation use of the channels (no import until one is used)."""
         self.tool_sources.append(MessageTools(self.channel_access))
@@ -220,7 +221,7 @@ class Runtime:
         requests of channel turns are posted to their chat, and `/approve` answers there."""
         if self._channels is None:
             self._channels = open_channels(
-                lambda: self.config, env=self._env, state_dir=self.state_dir, security=self.security
+                lambda: self.config, env=self.env, state_dir=self.state_dir, security=self.security
             )
         return self._channels
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nodmix.runtime.mcp_holder import McpHolder
     from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
     from nodmix.runtime.toolset import ToolProvider
+    from nodmix.runtime.usage_flush import UsageFlusher
     from nodmix.security.parts import SecurityParts
     from nodmix.sessions import Session, SessionManager
     from nodmix.skills import SkillBook
@@ -47,6 +48,7 @@ class RuntimeHost(Protocol):
     router: ProviderRouter
     sessions: SessionManager
     background: TaskGroup
+    usage: UsageFlusher
     tool_sources: list[ToolProvider]
     executor: ToolExecutor
     retry: RetryPolicy | None

@@ -106,7 +106,7 @@ async def run_agent_turn(
             context_tokens=last.usage.context_tokens if last else None,
             model=result.model,
         )
-        runtime.sessions.flush_due()
+        runtime.usage.after_turn()
         if result.stop_reason == "max_steps":
             emit(Notice(level="warning", text=f"stopped after {result.steps} steps"))
     return TurnOutcome(
