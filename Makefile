@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons terminal clean
+.PHONY: run test lint typecheck unit plain-install bench install install-cli sandbox web node browser bubblewrap daemons terminal clean
 
 # Every optional part (`[all]`: each channel's library, numpy, trafilatura) plus the dev tools,
 # pinned by the lock. pip shows what it collects and installs: a first run takes minutes.
@@ -21,6 +21,15 @@ $(STAMP): pyproject.toml requirements.lock
 # install would otherwise recompile every module on each start (~70 ms of `nodmix` start-up).
 install: $(STAMP) sandbox web
 	$(BIN)/python -m compileall -q src
+
+# `nodmix` on PATH: a link in ~/.local/bin to this checkout's command (says so when that folder
+# is not on PATH yet).
+install-cli: install
+	mkdir -p "$(HOME)/.local/bin"
+	ln -sf "$(abspath $(BIN))/nodmix" "$(HOME)/.local/bin/nodmix"
+	@case ":$$PATH:" in *":$(HOME)/.local/bin:"*) echo "nodmix: $(HOME)/.local/bin/nodmix";; \
+	  *) echo "linked $(HOME)/.local/bin/nodmix; that folder is not on PATH yet:" \
+	     'export PATH="$$HOME/.local/bin:$$PATH"  (add it to ~/.profile)';; esac
 
 # Fetch quickjs.wasm from its npm package (pinned, hash-verified) and precompile it.
 sandbox: $(STAMP)

@@ -154,15 +154,15 @@ def _add(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     store = _store()
     jobs = store.load()
-    states = store.load_state()
+    last = _last_runs(store, jobs)
     if args.json:
         rows = []
         for job in jobs:
             row = job.describe()
-            state = states.get(job.id)
+            run_at, status = last.get(job.id, (None, None))
             row["nextRunAt"] = _next_run(store, job) if job.enabled else None
-            row["lastRunAt"] = state.last_run_at if state else None
-            row["lastStatus"] = state.last_status if state else None
+            row["lastRunAt"] = run_at
+            row["lastStatus"] = status
             rows.append(row)
         print_json({"jobs": rows})
         return 0
@@ -170,12 +170,32 @@ def _list(args: argparse.Namespace) -> int:
         print("No cron jobs. Add one: nodmix cron add --name NAME --every 30m --message TEXT")
         return 0
     for job in jobs:
-        state = states.get(job.id)
         nxt = _stamp(_next_run(store, job)) if job.enabled else "disabled"
-        last = f"last {state.last_status}" if state and state.last_status else "never ran"
+        run_at, status = last.get(job.id, (None, None))
+        ran = f"last {status} {_stamp(run_at)}" if run_at is not None and status else "never ran"
         target = f" -> {job.deliver}" if job.deliver else ""
-        print(f"{job.id}  {job.name}  {job.schedule.describe()}  next {nxt}  {last}{target}")
+        print(f"{job.id}  {job.name}  {job.schedule.describe()}  next {nxt}  {ran}{target}")
     return 0
+
+
+def _last_runs(store: JobStore, jobs: list[Job]) -> dict[str, tuple[float | None, str | None]]:
+    """`{job id: (started at, status)}` of each job's latest run. The run history has every
+    run, scheduled or `cron run`; the scheduler's state is the fallback for a job whose
+    history was removed."""
+    from nodmix.automation.history import RunHistory
+    from nodmix.config import paths
+
+    states = store.load_state()
+    history = RunHistory(paths.state_dir(dict(os.environ)))
+    out: dict[str, tuple[float | None, str | None]] = {}
+    for job in jobs:
+        runs = history.runs(job.id)
+        state = states.get(job.id)
+        if runs:
+            out[job.id] = (runs[-1].started_at, runs[-1].status)
+        elif state is not None:
+            out[job.id] = (state.last_run_at, state.last_status)
+    return out
 
 
 def _show(args: argparse.Namespace) -> int:
