@@ -125,7 +125,7 @@ def test_an_empty_message_is_refused_and_never_sent(
     configured: Path, server: ScriptedModelServer, args: tuple[str, ...], stdin: str, source: str
 ) -> None:
     done = run_nodmix(configured, "agent", "--local", *args, stdin=stdin)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr == f"nodmix: error: the message from {source} is empty; nothing was sent\n"
     assert done.stdout == "" and server.requests == []
 

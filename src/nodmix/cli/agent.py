@@ -45,10 +45,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.chat and args.message is not None:  # the command line itself: a usage error
+        print(
+            "nodmix: error: --chat and -m do not go together: -m sends one message, --chat "
+            "starts a chat",
+            file=sys.stderr,
+        )
+        return 2
     problem = _read_message(args)
     if problem is not None:
         print(f"nodmix: error: {problem}", file=sys.stderr)
-        return 2
+        return 1
     if not args.local:
         from nodmix.cli import remote
 
@@ -65,8 +72,6 @@ def _run(args: argparse.Namespace) -> int:
 def _read_message(args: argparse.Namespace) -> str | None:
     """Settle `args.message`: `-m -` and piped stdin (without -m) are one message read from
     stdin. Returns why the message cannot be sent (it is empty), or None."""
-    if args.chat and args.message is not None:
-        return "--chat and -m do not go together: -m sends one message, --chat starts a chat"
     piped = args.message is None and not args.chat and not sys.stdin.isatty()
     if args.message == "-" or piped:
         args.message = sys.stdin.read().rstrip("\n")  # `echo text |` ends in a newline
