@@ -167,8 +167,12 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
 
     rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
     busy = conn.gateway.runs.busy_sessions()
+    listed = [session_row(row, busy) for row in rows]
+    rpc_sessions.job_runs(
+        listed, lambda: {job.id: job.name for job in conn.gateway.runtime.automation.store.load()}
+    )
     result = {
-        "sessions": [session_row(row, busy) for row in rows],
+        "sessions": listed,
         "total": counts["shown"],
         "oneShotHidden": counts["hidden"],
     }
