@@ -6,10 +6,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install install-cli sandbox web node browser bubblewrap daemons terminal clean
+.PHONY: run test lint typecheck unit plain-install bench install install-cli sandbox web node browser bubblewrap daemons terminal media clean
 
-# Every optional part (`[all]`: each channel's library, numpy, trafilatura) plus the dev tools,
-# pinned by the lock. pip shows what it collects and installs: a first run takes minutes.
+# Every optional part (`[all]`: each channel's library, numpy, trafilatura, playwright, the web
+# search clients) plus the dev tools, pinned by the lock. pip shows what it collects and
+# installs: a first run takes minutes.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
@@ -60,7 +61,11 @@ daemons:
 terminal:
 	scripts/ensure-tmux.sh
 
-run: install
+# Voice replies are converted to OGG/Opus (Telegram voice messages) with Debian's ffmpeg.
+media:
+	scripts/ensure-ffmpeg.sh
+
+run: install media
 	$(BIN)/nodmix gateway
 
 lint: $(STAMP)
@@ -72,7 +77,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser bubblewrap daemons terminal
+unit: install node browser bubblewrap daemons terminal media
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
@@ -81,7 +86,7 @@ plain-install:
 
 test: lint typecheck unit plain-install
 
-bench: install node bubblewrap
+bench: install node bubblewrap media
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

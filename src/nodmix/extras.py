@@ -38,6 +38,8 @@ class Part:
     package: str | None = None
     """Nodmix's own package that imports the extra's modules at its top (the core imports it
     only once the part is used and `require`d); None when the core imports them lazily."""
+    opt_in: bool = False
+    """The section turns the part on only with `enabled: true` (not by being present)."""
 
 
 def _channel(channel: str, name: str, modules: tuple[str, ...]) -> Part:
@@ -56,11 +58,14 @@ PARTS: tuple[Part, ...] = (
     _channel("telegram", "Telegram", ("telegram", "httpx")),
     _channel("matrix", "Matrix", ("nio", "aiohttp")),
     _channel("irc", "IRC", ("pydle", "puresasl")),
-    _channel("email", "email", ("aioimaplib", "aiosmtplib")),
+    _channel("email", "email", ("aioimaplib", "aiosmtplib", "authres")),
     _channel("discord", "Discord", ("discord", "yarl")),
     _channel("slack", "Slack", ("slack_bolt", "slack_sdk", "markdown_to_mrkdwn")),
     Part("embeddings", "vector memory search", "embeddings", ("numpy",), "memory.embeddings"),
     Part("web", "web_fetch's main-content extraction", "web", ("trafilatura",), None),
+    Part("browser", "the browser tool", "browser", ("playwright",), "tools.browser", opt_in=True),
+    Part("tavily", "web_search through Tavily", "tavily", ("tavily",), None),
+    Part("linkup", "web_search through Linkup", "linkup", ("linkup",), None),
 )
 """Every optional part (see the module docstring)."""
 
@@ -106,7 +111,8 @@ def in_use(row: Part, config: Any) -> bool:
         node = getattr(node, _attribute(name), None)
         if node is None:
             return False
-    return bool(getattr(node, "enabled", True))
+    enabled = getattr(node, "enabled", None)
+    return enabled is True if row.opt_in else enabled is not False
 
 
 def _attribute(key: str) -> str:
@@ -132,12 +138,18 @@ def missing_under(config: Any, key: str) -> list[Part]:
 
 def hint(row: Part) -> str:
     """One line: what needs which extra, and the command that installs it here."""
-    keep = [other.extra for other in PARTS if other is not row and installed(other)]
     where = f" ({row.config_key})" if row.config_key else ""
     return (
         f"{row.what}{where} needs the {row.extra!r} extra, which is not installed: "
-        f"{install_command([row.extra], keep=keep)}"
+        f"{install_line(row.id)}"
     )
+
+
+def install_line(part_id: str) -> str:
+    """The command that installs a part's extra in this installation."""
+    row = part(part_id)
+    keep = [other.extra for other in PARTS if other is not row and installed(other)]
+    return install_command([row.extra], keep=keep)
 
 
 def require(part_id: str) -> None:

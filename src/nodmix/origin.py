@@ -27,6 +27,11 @@ class TurnOrigin(msgspec.Struct, frozen=True, kw_only=True):
     sender_id: str | None = None
     sender_name: str | None = None
     message_id: str | None = None
+    spawned_by: str | None = None
+    """For a turn another session's turn started (a subagent run, a `sessions_send` message):
+    the session key of the turn it works for (the first one when they nest). Whom the turn
+    speaks for is decided as for that session (`is_owner_turn`), so delegating never gains a
+    sender anything."""
 
 
 AUTOMATION_CHANNELS = frozenset({"cron", "heartbeat", "webhook"})
@@ -45,11 +50,15 @@ def is_owner_turn(origin: TurnOrigin | None, agent_id: str, session_key: str) ->
     """Whether a turn speaks for the owner: no origin (the CLI, the web page, the API), or a
     chat message in the agent's main session (the owner's DMs). A group chat, a per-peer DM
     and every automation run are not: they must not reach what only the owner may see or
-    change (other sessions' transcripts, the owner's jobs, the main session)."""
+    change (other sessions' transcripts, the owner's jobs, the main session). A turn another
+    session's turn started (`spawned_by`) speaks for whom that turn spoke for."""
     if origin is None:
         return True
     if is_automation(origin):
         return False
     from nodmix.sessions.keys import format_session_key  # keeps this module import-light
 
+    if origin.spawned_by is not None:  # decided as the requester's own turn was
+        parts = origin.spawned_by.split(":", 2)
+        agent_id, session_key = (parts[1] if len(parts) == 3 else agent_id), origin.spawned_by
     return session_key == format_session_key(agent_id)

@@ -15,8 +15,12 @@ from typing import Protocol
 from nodmix.channels.types import InboundMessage
 
 
-class Lanes(Protocol):
-    """The session lanes a command may look at or stop (`ChannelManager`)."""
+class CommandHost(Protocol):
+    """What a command may use of the channels that run it (`ChannelManager`): the session
+    lanes, and the hook that speaks replies (`channels/voice.py`), if one is wired."""
+
+    @property
+    def voice(self) -> object: ...
 
     def lane_state(self, key: str) -> tuple[bool, int]:
         """(a turn is running, messages queued) of a session."""
@@ -36,7 +40,7 @@ class CommandCall:
     message: InboundMessage
     session_key: str
     agent_id: str
-    manager: Lanes
+    manager: CommandHost
 
 
 CommandHandler = Callable[[CommandCall], Awaitable[str]]

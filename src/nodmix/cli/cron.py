@@ -17,7 +17,7 @@ from nodmix.cli.common import common_parent, print_json
 
 if TYPE_CHECKING:
     from nodmix.automation.jobs import Job
-    from nodmix.automation.store import JobStore
+    from nodmix.automation.store import JobState, JobStore
 
 
 def _schedule_options(q: argparse.ArgumentParser, *, required: bool) -> None:
@@ -37,6 +37,13 @@ def _job_options(q: argparse.ArgumentParser) -> None:
         "session's transcript (session alone: the main session)",
     )
     q.add_argument("--model", help="provider/model for this job's turns")
+    q.add_argument(
+        "--retry-interrupted",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run a scheduled run cut short by a crash or restart once more when the gateway "
+        "starts (default: on)",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -142,6 +149,7 @@ def _add(args: argparse.Namespace) -> int:
         session=args.session or "isolated",
         deliver=args.deliver,
         model=args.model,
+        retry_interrupted=args.retry_interrupted is not False,
     )
     _store().add(job)
     if args.json:
@@ -151,18 +159,29 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _last_run(job_id: str, state: JobState | None) -> tuple[float | None, str | None]:
+    """When the job last ran and how that run stands now: from its run history (a run whose
+    process died reads as `interrupted`), else from the scheduler's state."""
+    from nodmix.automation.history import RunHistory
+    from nodmix.config import paths
+
+    runs = RunHistory(paths.state_dir(dict(os.environ))).runs(job_id)
+    if runs:
+        last = max(runs, key=lambda r: r.started_at)
+        return last.started_at, last.status
+    return (state.last_run_at, state.last_status) if state else (None, None)
+
+
 def _list(args: argparse.Namespace) -> int:
     store = _store()
     jobs = store.load()
-    last = _last_runs(store, jobs)
+    states = store.load_state()
     if args.json:
         rows = []
         for job in jobs:
             row = job.describe()
-            run_at, status = last.get(job.id, (None, None))
             row["nextRunAt"] = _next_run(store, job) if job.enabled else None
-            row["lastRunAt"] = run_at
-            row["lastStatus"] = status
+            row["lastRunAt"], row["lastStatus"] = _last_run(job.id, states.get(job.id))
             rows.append(row)
         print_json({"jobs": rows})
         return 0
@@ -171,31 +190,11 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for job in jobs:
         nxt = _stamp(_next_run(store, job)) if job.enabled else "disabled"
-        run_at, status = last.get(job.id, (None, None))
-        ran = f"last {status} {_stamp(run_at)}" if run_at is not None and status else "never ran"
+        status = _last_run(job.id, states.get(job.id))[1]
+        last = f"last {status}" if status else "never ran"
         target = f" -> {job.deliver}" if job.deliver else ""
-        print(f"{job.id}  {job.name}  {job.schedule.describe()}  next {nxt}  {ran}{target}")
+        print(f"{job.id}  {job.name}  {job.schedule.describe()}  next {nxt}  {last}{target}")
     return 0
-
-
-def _last_runs(store: JobStore, jobs: list[Job]) -> dict[str, tuple[float | None, str | None]]:
-    """`{job id: (started at, status)}` of each job's latest run. The run history has every
-    run, scheduled or `cron run`; the scheduler's state is the fallback for a job whose
-    history was removed."""
-    from nodmix.automation.history import RunHistory
-    from nodmix.config import paths
-
-    states = store.load_state()
-    history = RunHistory(paths.state_dir(dict(os.environ)))
-    out: dict[str, tuple[float | None, str | None]] = {}
-    for job in jobs:
-        runs = history.runs(job.id)
-        state = states.get(job.id)
-        if runs:
-            out[job.id] = (runs[-1].started_at, runs[-1].status)
-        elif state is not None:
-            out[job.id] = (state.last_run_at, state.last_status)
-    return out
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -242,6 +241,9 @@ def _edit(args: argparse.Namespace) -> int:
         deliver=args.deliver or job.deliver,
         model=args.model or job.model,
         created_by=job.created_by,
+        retry_interrupted=(
+            job.retry_interrupted if args.retry_interrupted is None else args.retry_interrupted
+        ),
     )
     changed = msgspec.structs.replace(
         checked, id=job.id, enabled=job.enabled, created_in=job.created_in

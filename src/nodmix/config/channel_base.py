@@ -2,7 +2,7 @@
 every channel inherits (`channels.defaults`), and the Telegram webhook section the config
 checks read (`channel_webhook.py`)."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -40,6 +40,8 @@ class ChannelDefaults(ChannelSection, frozen=True):
     streaming: Literal["off", "edit"] | None = None
     """`off` (default): send the reply when the turn ends; `edit`: send the first words at
     once and edit that message as the reply grows (channels that can edit messages)."""
+    max_attachment_bytes: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Attachments larger than this are refused with a reply, never saved (default 20 MB)."""
 
 
 class TelegramWebhook(ChannelSection, frozen=True):

@@ -29,6 +29,7 @@ from nodmix.gateway.errors import APIError, classify
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.state import Gateway, api_route, gateway_of, gateway_of_app
+from nodmix.gateway.subagents import serve_subagents
 from nodmix.runtime import Runtime
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -81,6 +82,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
     from nodmix.gateway.hooks_api import get_hook_run, hook_token, post_hook
+    from nodmix.gateway.media_api import UPLOAD_PATH, media_file, upload, upload_limit
     from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
@@ -98,6 +100,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         async with gateway.serving(
             lambda: runtime.channels.run(GatewayTurns(gateway)),
             lambda: serve_automation(gateway),
+            lambda: serve_subagents(runtime.subagents, lambda: gateway.approvals.connections),
         ):
             yield
 
@@ -112,6 +115,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/hooks/runs/{run_id}", api_route(get_hook_run), methods=["GET"]),
         Route("/hooks/{name}", api_route(post_hook), methods=["POST"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route(UPLOAD_PATH, api_route(upload), methods=["POST"]),
+        Route("/media/file", api_route(media_file), methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint(METHODS)),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
@@ -132,6 +137,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 BodyLimitMiddleware,
                 max_bytes=settings.max_body_bytes,
                 timeout_seconds=settings.request_timeout_seconds,
+                path_limits={UPLOAD_PATH: lambda: upload_limit(gateway)},
             ),
         ],
         lifespan=lifespan,

@@ -5,9 +5,9 @@ Agents SDK's `to_input_list()`, LangChain with `use_responses_api`): user and as
 `message`s, the `function_call`s a response ended with, the `function_call_output`s that
 answered them, and `reasoning` items, interleaved. Each becomes what the session would have
 recorded: an assistant message holding the text and the calls of one response, a tool result
-per output (named after its call), a user message; `reasoning` and `item_reference` items
-carry nothing a new session can use and are passed over. `system`/`developer` messages are the
-client's instructions.
+per output (named after its call), a user message (with its `input_image` parts); `reasoning`
+and `item_reference` items carry nothing a new session can use and are passed over.
+`system`/`developer` messages are the client's instructions.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from nodmix.gateway.client_tools import result_message
 from nodmix.gateway.errors import bad_request
+from nodmix.gateway.media_parts import UserParts, image_part
 from nodmix.messages import (
     AssistantBlock,
     AssistantMessage,
@@ -33,37 +34,50 @@ PASSED_OVER = frozenset({"reasoning", "item_reference"})
 """Item types a session has no use for (a client echoes them back from earlier responses)."""
 
 
-def item_text(item: dict[str, Any], where: str) -> str:
-    """The text of a message item (a string, or text parts; a refusal counts as text).
+def item_parts(item: dict[str, Any], where: str, *, media: bool) -> UserParts:
+    """The text of a message item (a string, or text parts; a refusal counts as text) and,
+    with `media`, its `input_image` parts (inline `data:` URLs).
 
     Raises:
-        APIError: a 400 for content that is not text.
+        APIError: a 400 for a part that is neither.
     """
     content = item.get("content")
     if isinstance(content, str):
-        return content
+        return UserParts(content)
     if not isinstance(content, list):
         raise bad_request(f"{where}: content must be a string or a list of parts", param=where)
+    parts = UserParts("")
     texts: list[str] = []
-    for part in content:
+    for number, part in enumerate(content):
         kind = part.get("type", "unknown") if isinstance(part, dict) else "unknown"
-        if kind == "refusal":
+        if isinstance(part, dict) and kind in TEXT_PARTS:
+            texts.append(str(part.get("text", "")))
+        elif isinstance(part, dict) and kind == "refusal":
             texts.append(str(part.get("refusal", "")))
-            continue
-        if kind not in TEXT_PARTS:
+        elif isinstance(part, dict) and media and kind == "input_image":
+            url = part.get("image_url")
+            if url is None and part.get("file_id"):
+                raise bad_request(
+                    f"{where}: input_image with file_id is not supported; send image_url "
+                    "as a data: URL",
+                    param=f"{where}.content",
+                )
+            parts.media.append(image_part(url, f"{where}.content[{number}]"))
+        else:
+            taken = "input_text or input_image" if media else "text"
             raise bad_request(
-                f"{where}: content part of type {kind!r} is not supported; send text",
+                f"{where}: content part of type {kind!r} is not supported; send {taken}",
                 param=f"{where}.content",
             )
-        texts.append(str(part.get("text", "")))
-    return "\n".join(texts)
+    parts.text = "\n".join(texts)
+    return parts
 
 
 class _History:
     """Folds items into messages: consecutive assistant text and calls make one response."""
 
     def __init__(self) -> None:
-        self.messages: list[Message] = []
+        self.messages: list[Message | UserParts] = []
         self.system: list[str] = []
         self._blocks: list[AssistantBlock] = []
         self._names: dict[str, str] = {}
@@ -118,7 +132,9 @@ class _History:
         self._blocks.append(ToolCallBlock(id=call_id, name=name, arguments=parsed))
 
     def _message(self, item: dict[str, Any], where: str) -> None:
-        role, text = item.get("role"), item_text(item, where)
+        role = item.get("role")
+        parts = item_parts(item, where, media=role == "user")
+        text = parts.text
         if role == "assistant":
             if text:
                 self._blocks.append(TextBlock(text=text))
@@ -128,16 +144,18 @@ class _History:
             if text.strip():
                 self.system.append(text.strip())
         elif role == "user":
-            self.messages.append(user_message(text))
+            self.messages.append(parts if parts.media else user_message(text))
         else:
             raise bad_request(f"{where}: unknown message role {role!r}", param=f"{where}.role")
 
-    def done(self) -> tuple[list[Message], list[str]]:
+    def done(self) -> tuple[list[Message | UserParts], list[str]]:
         self._flush()
         return self.messages, self.system
 
 
-def history(items: Iterable[tuple[int, dict[str, Any]]]) -> tuple[list[Message], list[str]]:
+def history(
+    items: Iterable[tuple[int, dict[str, Any]]],
+) -> tuple[list[Message | UserParts], list[str]]:
     """The messages and the instructions of `(index, item)` pairs of a request's `input`.
 
     Raises:

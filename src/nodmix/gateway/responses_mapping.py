@@ -11,6 +11,8 @@ The mapping rule (also in docs/gateway.md):
   type and in any order (messages, `function_call`, `function_call_output`, `reasoning`), seed
   a new session with the conversation they tell (`responses_items.py`); a session that already
   has messages keeps its own.
+- `input_image` parts (inline `data:` URLs) are saved under the agent's `inbox/` and reach a
+  vision model as images (`media_parts`); `input_file` and remote image URLs are refused.
 - `instructions` are recorded, like `system` messages, as the client's instructions when the
   session starts.
 - `tools` of type `function` are client tools; `tool_choice` is honoured for the first model
@@ -29,8 +31,9 @@ import msgspec
 from nodmix.gateway.client_tools import arguments_json, result_message
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.limits import decode_json
+from nodmix.gateway.media_parts import InlineMedia, UserParts
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_INTRO
-from nodmix.gateway.responses_items import PASSED_OVER, history, item_text
+from nodmix.gateway.responses_items import PASSED_OVER, history, item_parts
 from nodmix.messages import (
     Message,
     ToolCallBlock,
@@ -61,10 +64,12 @@ class TurnInput(msgspec.Struct, kw_only=True):
     """What a Responses request asks of the agent."""
 
     prompt: str = ""
+    media: list[InlineMedia] = msgspec.field(default_factory=list)
+    """Images that came with the prompt."""
     results: list[ToolResultMessage] | None = None
     """Client tool results: continue the session instead of a new prompt."""
     note: str | None = None
-    history: list[Message] = msgspec.field(default_factory=list)
+    history: list[Message | UserParts] = msgspec.field(default_factory=list)
 
 
 def parse_request(body: bytes) -> ResponsesRequest:
@@ -108,8 +113,10 @@ def turn_input(request: ResponsesRequest) -> TurnInput:
             "input must end with a user message or function_call_output items", param="input"
         )
     messages, instructions = history(items[:-1])
-    prompt = item_text(last, f"input[{items[-1][0]}]")
-    return TurnInput(prompt=prompt, note=_note(system + instructions), history=messages)
+    prompt = item_parts(last, f"input[{items[-1][0]}]", media=True)
+    return TurnInput(
+        prompt=prompt.text, media=prompt.media, note=_note(system + instructions), history=messages
+    )
 
 
 def _kind(item: object) -> str | None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.applications import Starlette
@@ -31,6 +31,9 @@ from nodmix.runtime import Runtime
 from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
+
+if TYPE_CHECKING:
+    from nodmix.media.files import InboundFile
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -76,9 +79,16 @@ class Gateway:
             for service in services:
                 group.start_soon(service)
             async with self.runs.running(self.settings.grace_seconds):
-                yield self
+                try:
+                    yield self
+                finally:
+                    self.runtime.retire()  # turns cancelled by the shutdown keep their runs
             self._group = None
             group.cancel_scope.cancel()
+
+    def busy_sessions(self) -> set[str]:
+        """Sessions with a turn running: a run of the gateway's, or a subagent's."""
+        return self.runs.busy_sessions() | self.runtime.subagents.running_sessions()
 
     def _start_background(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> bool:
         """Start housekeeping nobody waits for (shutdown waits for it); False when the gateway
@@ -129,6 +139,7 @@ class Gateway:
         after: Callable[[], object] | None = None,
         turn_origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -150,6 +161,7 @@ class Gateway:
                     disable_tools=disable_tools,
                     origin=turn_origin,
                     client=client,
+                    files=files,
                 )
             finally:
                 if after is not None:

@@ -5,7 +5,7 @@ turns, chat commands, reloads and automation point down to it, and only the comp
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from nodmix.config.schema import NodmixConfig
     from nodmix.context.base import ContextEngine
     from nodmix.events import EventSink
+    from nodmix.media.files import InboundFile
+    from nodmix.media.service import MediaService
     from nodmix.observability import TurnObserver
     from nodmix.origin import TurnOrigin
     from nodmix.plugins import PluginRegistry, PluginStatus
@@ -27,12 +29,14 @@ if TYPE_CHECKING:
     from nodmix.runtime.channel_access import LazyChannels
     from nodmix.runtime.client_results import ClientTurn
     from nodmix.runtime.mcp_holder import McpHolder
+    from nodmix.runtime.memory import MemoryBackends
     from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
     from nodmix.runtime.toolset import ToolProvider
     from nodmix.runtime.usage_flush import UsageFlusher
     from nodmix.security.parts import SecurityParts
     from nodmix.sessions import Session, SessionManager
     from nodmix.skills import SkillBook
+    from nodmix.subagents.service import Subagents
     from nodmix.tools.executor import ToolExecutor
 
 
@@ -60,6 +64,8 @@ class RuntimeHost(Protocol):
     channel_access: LazyChannels
     observer: TurnObserver
     inline_skill_scans: bool
+    memory_backends: MemoryBackends
+    subagents: Subagents
 
     @property
     def engine(self) -> CodeModeEngine: ...
@@ -67,11 +73,14 @@ class RuntimeHost(Protocol):
     @property
     def security(self) -> SecurityParts: ...
 
+    @property
+    def media(self) -> MediaService: ...
+
     def agent(self, agent_id: str | None = None) -> AgentProfile: ...
 
     def model_refs(self, agent: AgentProfile, override: str | None = None) -> tuple[str, ...]: ...
 
-    def context_engine(self) -> ContextEngine: ...
+    def context_engine(self, agent: AgentProfile | None = None) -> ContextEngine: ...
 
     def retire_engines(self) -> None: ...
 
@@ -103,4 +112,5 @@ class RuntimeHost(Protocol):
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> TurnOutcome | CommandOutcome: ...
