@@ -103,6 +103,9 @@ wait_for "$work/gateway.log" "listening on" "the core gateway did not start"
 wait_for "$work/gateway.log" "channel discord not started: the Discord channel (channels.discord)" \
   "gateway start did not refuse discord"
 grep -qF "$hint" "$work/gateway.log" || fail "gateway start did not name the install command"
+for log in set doctor-discord gateway; do
+  if grep -q "Traceback" "$work/$log.log"; then fail "a traceback in $log.log for a missing extra"; fi
+done
 NODMIX_AGENT_REQUIRE_GATEWAY=1 "$nodmix" agent -m "read notes.txt" >"$work/gateway-turn.log" 2>&1 \
   || fail "a turn through the core gateway failed"
 grep -q "The ferry leaves at 9:40." "$work/gateway-turn.log" || fail "the gateway turn lacks the file"

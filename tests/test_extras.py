@@ -34,6 +34,14 @@ def test_every_part_has_its_extra_in_pyproject_and_all_has_them_all() -> None:
         assert not {_name(requirement) for requirement in optional[row.extra]} & core
 
 
+def test_the_readme_table_names_every_extra() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| extra | what it adds |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    named = {name for line in rows for name in re.findall(r"`([a-z]+)`", line.split("|")[1])}
+    assert named == {row.extra for row in extras.PARTS}
+
+
 def _name(requirement: str) -> str:
     return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
