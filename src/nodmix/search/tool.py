@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
+import anyio
 import msgspec
 
 from nodmix.messages import JsonObject
-from nodmix.search.base import SearchError, SearchProvider, SearchResult
+from nodmix.search.base import SearchError, SearchProvider, SearchResult, timeout_error
 from nodmix.search.settings import SearchSettings
 from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
 
@@ -118,7 +119,15 @@ class WebSearchTool:
             return hit[1], True
         if self._provider is None:
             self._provider = open_provider(self.settings)
-        results = await self._provider.search(query, count)
+        seconds = self.settings.timeout_seconds
+        try:
+            # The whole search, not each read: a service trickling its answer byte by byte
+            # never trips a per-read timeout.
+            with anyio.fail_after(seconds):
+                found = await self._provider.search(query, count)
+        except TimeoutError:
+            raise timeout_error(self.settings.provider, seconds) from None
+        results = found
         if self.settings.cache_seconds > 0:
             self._cache[key] = (now + self.settings.cache_seconds, results)
             self._cache.move_to_end(key)
