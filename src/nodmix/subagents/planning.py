@@ -5,20 +5,16 @@ fails with one line naming it (`SpawnRefused`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from nodmix.errors import NodmixError, ToolError
 from nodmix.origin import is_owner_turn
+from nodmix.subagents.confinement import check_confinement
 from nodmix.subagents.host import SubagentHost
-from nodmix.subagents.lineage import child_origin
 from nodmix.subagents.records import SubagentRun, child_key_for, new_run_id
 from nodmix.subagents.settings import SubagentSettings
 from nodmix.tools.base import ToolContext
-
-if TYPE_CHECKING:
-    from nodmix.agents import AgentProfile
 
 MAX_OPEN_RUNS = 512
 """Subagent runs queued or running in one process at most, whatever the limits per agent."""
@@ -39,29 +35,6 @@ class SpawnRequest(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     timeout_seconds: float | None = None
     wait: bool = False
-
-
-def _never_less_confined(mine: AgentProfile, target: AgentProfile, ctx: ToolContext) -> None:
-    """A turn whose commands run in the sandbox may not spawn a subagent of another agent
-    whose commands would not (a page or message steering a sandboxed turn would otherwise
-    reach the host's shell through that agent)."""
-    modes = (mine.sandbox.mode or "off", target.sandbox.mode or "off")
-    if modes[0] == "off":
-        return
-    from nodmix.security.sandbox.policy import is_sandboxed
-
-    if not is_sandboxed(modes[0], ctx.agent_id, ctx.session_key, ctx.origin):
-        return
-    child = child_key_for(target.id, "0" * 16)
-    if modes[1] != "off" and is_sandboxed(
-        modes[1], target.id, child, child_origin(ctx.origin, ctx.session_key)
-    ):
-        return
-    raise SpawnRefused(
-        f"agent {target.id!r} runs commands outside the sandbox and this turn runs them "
-        "inside it: a subagent may not be less confined than its requester; spawn one of "
-        f"agent {ctx.agent_id!r}, or give {target.id!r} a sandbox (agents.list[].sandbox.mode)"
-    )
 
 
 def plan_run(
@@ -123,7 +96,12 @@ def plan_run(
     own = settings(target)
     agent = host.agent(target)
     if target != ctx.agent_id:
-        _never_less_confined(host.agent(ctx.agent_id), agent, ctx)
+        try:
+            check_confinement(
+                host.agent(ctx.agent_id), ctx, agent, child_key_for(target, "0" * 16), "spawn"
+            )
+        except ToolError as exc:
+            raise SpawnRefused(str(exc)) from None
     model = request.model or own.model
     try:
         host.model_refs(agent, model)
