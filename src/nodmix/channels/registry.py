@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.pairing import PairingStore
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
+from nodmix.extras import require
 
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
@@ -31,6 +32,8 @@ KNOWN_CHANNELS = (
     "whatsapp",
     "signal",
 )
+CORE_CHANNELS = frozenset({"signal"})
+"""Channels that need no extra (Signal: JSON-RPC over the core's HTTP client and anyio)."""
 VERIFIED_BY_GET = frozenset({"whatsapp"})
 """Channels whose platform checks the webhook URL with a `GET` (served next to the `POST`)."""
 
@@ -80,22 +83,6 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
     return paths
 
 
-def _require_module(module: str, what: str, extra: str) -> None:
-    """Refuse a channel whose optional library is missing, with the one-line install hint.
-
-    Raises:
-        ConfigError: `module` cannot be imported.
-    """
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        raise ConfigError(
-            f"{what} needs the {extra!r} extra, which is not installed: "
-            f"pip install 'nodmix[{extra}]'",
-            key=f"channels.{extra}",
-        )
-
-
 def _invite_check(
     config: NodmixConfig, state_dir: Path, channel: str
 ) -> Callable[[str, str, bool], bool]:
@@ -124,7 +111,10 @@ def create_adapter(
 
     Raises:
         ConfigError: the channel is not configured or its credentials are missing.
+        MissingExtraError: the channel's platform library (its extra) is not installed.
     """
+    if channel_section(config, channel) is not None and channel not in CORE_CHANNELS:
+        require(channel)
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
@@ -157,7 +147,6 @@ def create_adapter(
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
     if channel == "whatsapp" and config.channels.whatsapp is not None:
-        _require_module("pywa_async", "the WhatsApp channel", "whatsapp")
         from nodmix.channels.whatsapp.adapter import WhatsAppAdapter
         from nodmix.channels.whatsapp.settings import whatsapp_settings
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.errors import ConfigError
 
 PeerId = str | int
