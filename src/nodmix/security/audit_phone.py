@@ -10,8 +10,8 @@ import stat
 from typing import Any
 from urllib.parse import urlsplit
 
-from nodmix.security.audit import AuditInputs, Finding
 from nodmix.security.audit_channels import enabled_sections
+from nodmix.security.findings import AuditInputs, Finding
 
 MIN_VERIFY_TOKEN = 16
 
