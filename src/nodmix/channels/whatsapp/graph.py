@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
-import httpx
 from pywa_async.client import WhatsApp
 from pywa_async.errors import WhatsAppError
+
+if TYPE_CHECKING:  # httpx comes with pywa; imported where it is used
+    import httpx
 
 log = logging.getLogger("nodmix.channels.whatsapp")
 
@@ -59,6 +61,8 @@ class GraphRefused(Exception):
 
 def http_client(timeout: float) -> httpx.AsyncClient:
     """The client pywa makes its requests with (pywa sets its base URL and token)."""
+    import httpx
+
     return httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
 
 
@@ -77,6 +81,8 @@ def new_client(
         wa = WhatsApp(
             phone_id=phone_number_id, token=token, session=session, api_version=api_version
         )
+    import httpx
+
     # pywa sets `https://graph.facebook.com/v<version>`; keep its version, use our server.
     version = str(session.base_url).rstrip("/").rsplit("/", 1)[-1]
     session.base_url = httpx.URL(f"{api_base_url}/{version}")
@@ -85,6 +91,8 @@ def new_client(
 
 def transient(exc: BaseException) -> bool:
     """Whether trying again later may succeed."""
+    import httpx
+
     if isinstance(exc, httpx.TransportError | TimeoutError):
         return True
     return isinstance(exc, GraphRefused) and exc.transient
@@ -134,6 +142,8 @@ async def bounded(call: Callable[[], Awaitable[T]], seconds: float) -> T:
 
 def describe(exc: BaseException) -> str:
     """One line for a failed call (never the request, which carries the token)."""
+    import httpx
+
     if isinstance(exc, GraphRefused):
         return str(exc)
     if isinstance(exc, TimeoutError | httpx.TimeoutException):
