@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 import httpx2
@@ -148,6 +149,8 @@ class GatewayProcess:
         self._error_pump: threading.Thread | None = None
         self.banner: list[str] = []
         self.url = ""
+        self.token: str | None = None
+        """The token in force: read from the banner's page link (`#token=`), as a user would."""
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> GatewayProcess:
@@ -171,8 +174,15 @@ class GatewayProcess:
             self.banner.append(line)
             if "listening on" in line:
                 self.url = line.split("listening on ", 1)[1].strip()
+            if "web page:" in line and "#token=" in line:
+                self.token = unquote(line.split("#token=", 1)[1].strip())
             if line == STOP_HINT:
                 return self
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """`Authorization: Bearer <token>` (empty for a gateway without auth)."""
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

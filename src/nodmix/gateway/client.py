@@ -1,8 +1,8 @@
 """Talking to a running gateway over its WebSocket: `GatewayClient` and `nodmix agent` remote.
 
-`run_remote(args, url)` is what `nodmix agent -m` does when a gateway answers: the same output as
-an in-process run (answer text streamed on stdout, tool activity on stderr, the same `--json`
-object), with the turn running inside the gateway, which owns the sessions.
+`run_remote(args, url, token)` is what `nodmix agent -m` does when a gateway answers: the same
+output as an in-process run (answer text streamed on stdout, tool activity on stderr, the same
+`--json` object), with the turn running inside the gateway, which owns the sessions.
 """
 
 from __future__ import annotations
@@ -177,19 +177,6 @@ class GatewayClient:
 # ---- nodmix agent through the gateway -----------------------------------------------------------
 
 
-def gateway_token(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> str | None:
-    """`--token`, else `NODMIX_GATEWAY_TOKEN`, else `gateway.auth.token` from the config."""
-    env = os.environ if env is None else env
-    if getattr(args, "token", None):
-        return str(args.token)
-    if env.get(TOKEN_ENV):
-        return env[TOKEN_ENV]
-    from nodmix.config.loader import load_config, resolve_secret
-
-    config = load_config(env=env).config
-    return resolve_secret(config.gateway.auth.token, key="gateway.auth.token", env=env)
-
-
 _RAW_FIELDS = frozenset({"arguments", "details", "usage"})
 """Fields that stay plain JSON (tool arguments are a dict in the local event too)."""
 
@@ -209,9 +196,9 @@ def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
-def run_remote(args: argparse.Namespace, url: str) -> int:
+def run_remote(args: argparse.Namespace, url: str, token: str | None) -> int:
     """`nodmix agent -m TEXT` through the gateway at `url` (the chat is `cli/remote.py`)."""
-    return anyio.run(_one_turn, args, url, gateway_token(args))
+    return anyio.run(_one_turn, args, url, token)
 
 
 def turn_params(args: argparse.Namespace, message: str) -> dict[str, Any]:
