@@ -35,3 +35,11 @@ def show_help_without_action(parser: argparse.ArgumentParser) -> None:
         return 2
 
     parser.set_defaults(handler=show)
+
+
+def channel_checks(config: Any) -> tuple[Any, ...]:
+    """The channel layer's audit checks (`nodmix.channels.audit`: owners, delivery targets;
+    light, no platform library)."""
+    from nodmix.channels.audit import CHANNEL_CHECKS
+
+    return CHANNEL_CHECKS

@@ -35,12 +35,9 @@ def _send(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     config = load_config(env=env).config
     manager = ChannelManager(lambda: config, env=env, state_dir=paths.state_dir(env))
-    if args.channel not in manager.configured():
-        raise NodmixError(f"channel {args.channel!r} is not configured or not enabled")
-    if not manager.outbound_allowed(args.channel, args.to, None):
-        raise NodmixError(
-            f"{args.channel} chat {args.to} is not allowed (add it to allowFrom/groups, or pair)"
-        )
+    refused = manager.deliver_refusal(args.channel, args.to, None)
+    if refused is not None:
+        raise NodmixError(refused)
     files = []
     for name in args.file:
         path = Path(name)

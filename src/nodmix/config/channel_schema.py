@@ -44,6 +44,11 @@ class ChannelDefaults(ChannelSection, frozen=True):
     streaming: Literal["off", "edit"] | None = None
     """`off` (default): send the reply when the turn ends; `edit`: send the first words at
     once and edit that message as the reply grows (channels that can edit messages)."""
+    owner_ids: list[PeerId] | None = None
+    """The owner's sender ids on this channel (set by `nodmix pairing approve <channel>
+    <code> --owner` and by onboarding). Their DMs continue the main session and speak for
+    the owner; only they answer exec approvals. Other senders get sessions of their own.
+    A channel's own setting: `channels.defaults.ownerIds` is refused."""
 
 
 class TelegramWebhook(ChannelSection, frozen=True):
@@ -184,6 +189,12 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     from nodmix.errors import ConfigError
 
     defaults = channels.defaults
+    if defaults.owner_ids is not None:
+        raise ConfigError(
+            "the owner's ids differ per platform: set ownerIds in each channel's section",
+            file=file,
+            key="channels.defaults.ownerIds",
+        )
     sections: list[tuple[str, ChannelDefaults]] = [("defaults", defaults)]
     if channels.telegram is not None:
         sections.append(("telegram", channels.telegram))
@@ -198,6 +209,13 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     if channels.slack is not None:
         sections.append(("slack", channels.slack))
     for name, section in sections:
+        if "*" in [str(o) for o in section.owner_ids or []]:
+            raise ConfigError(
+                "ownerIds names the owner's own sender ids; a wildcard would make everyone "
+                "the owner",
+                file=file,
+                key=f"channels.{name}.ownerIds",
+            )
         policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
         allow = section.allow_from if section.allow_from is not None else defaults.allow_from
         if policy == "open" and "*" not in [str(a) for a in allow or []]:

@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from nodmix.memory.service import MemoryService
 from nodmix.memory.sources import SESSIONS_PREFIX
 from nodmix.messages import JsonObject
-from nodmix.origin import TurnOrigin, is_owner_turn
+from nodmix.origin import TurnOrigin, is_owner_turn, sees_owner_memory
 from nodmix.security.workspace_guard import PEERS_DIR, peer_notes
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
@@ -63,6 +63,12 @@ def _another_chats(path: str, origin: TurnOrigin | None) -> bool:
     return pure.parts[: len(PEERS_DIR.parts)] == PEERS_DIR.parts and pure != own
 
 
+def _not_own(path: str, origin: TurnOrigin | None) -> bool:
+    """Whether `path` is anything but the chat's own notes file."""
+    pure = PurePosixPath(path.replace("\\", "/"))
+    return origin is None or pure != peer_notes(origin)
+
+
 def memory_tools(service: MemoryService) -> list[Tool]:
     """`memory_search` and `memory_get` over the calling agent's memory."""
 
@@ -82,10 +88,13 @@ def memory_tools(service: MemoryService) -> list[Tool]:
             min_score=float(min_score) if isinstance(min_score, int | float) else None,
         )
         if not owner:
+            own_only = not sees_owner_memory(ctx.origin, ctx.agent_id, ctx.session_key)
             hits = [
                 hit
                 for hit in hits
-                if hit.source != "sessions" and not _another_chats(hit.path, ctx.origin)
+                if hit.source != "sessions"
+                and not _another_chats(hit.path, ctx.origin)
+                and not (own_only and _not_own(hit.path, ctx.origin))
             ][:wanted]
         payload: JsonObject = {
             "results": [hit.to_json() for hit in hits],
@@ -109,6 +118,13 @@ def memory_tools(service: MemoryService) -> list[Tool]:
                 f"{path!r} is another chat's notes; only {peer_notes(ctx.origin)} is yours."
                 if ctx.origin is not None
                 else f"{path!r} is another chat's notes."
+            )
+        sees = sees_owner_memory(ctx.origin, ctx.agent_id, ctx.session_key)
+        if not sees and _not_own(path, ctx.origin):
+            own = f"; this chat's notes are {peer_notes(ctx.origin)}" if ctx.origin else ""
+            return ToolResult.error(
+                f"{path!r} is the owner's memory, which this chat does not see "
+                f"(memory.shareWith lists the chats that may){own}."
             )
         try:
             text, first, last = await service.read(ctx.agent_id, path, first, lines)

@@ -306,7 +306,7 @@ class Runtime:
         """A chat message: a `/command` or a turn (`client`: tools and results of the
         application that sent it; with results, `text` is ignored and the turn continues)."""
         stripped = text.strip() if client is None or client.results is None else ""
-        done = await chat_command(self, stripped, agent_id, session_key, emit)
+        done = await chat_command(self, stripped, agent_id, session_key, emit, origin)
         if done is not None:
             return done
         return await self.run_turn(

@@ -9,7 +9,7 @@ the machine or its secrets today (the command exits 1); `medium` is a weakness w
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeAlias
 
@@ -91,8 +91,10 @@ def run_audit(
     config_path: Path,
     state_dir: Path,
     env: Mapping[str, str] | None = None,
+    extra: Sequence[Check] = (),
 ) -> AuditReport:
-    """Run every check and sort the findings by severity."""
+    """Run every check (and `extra`: the channel layer's, `nodmix.channels.audit`) and sort
+    the findings by severity."""
     from nodmix.security.audit_checks import CHECKS
 
     inputs = AuditInputs(
@@ -101,6 +103,6 @@ def run_audit(
         state_dir=state_dir,
         env=os.environ if env is None else env,
     )
-    findings = [f for check in CHECKS for f in check(inputs)]
+    findings = [f for check in (*CHECKS, *extra) for f in check(inputs)]
     findings.sort(key=lambda f: SEVERITIES.index(f.severity))
     return AuditReport(findings=tuple(findings))

@@ -19,6 +19,7 @@ import msgspec
 from nodmix.agents import agent_ids, resolve_agent
 from nodmix.errors import ConfigError
 from nodmix.security.audit import AuditInputs, Check, Finding, Severity
+from nodmix.security.audit_sharing import SHARING_CHECKS
 from nodmix.security.audit_workspace import check_mcp_in_workspace, check_workspace_access
 from nodmix.security.sandbox.bwrap import check_sandbox
 from nodmix.security.sandbox.policy import SandboxSettings
@@ -56,6 +57,12 @@ def _gateway_token(inputs: AuditInputs) -> str | None:
     return token.strip()
 
 
+def auth_none(inputs: AuditInputs) -> bool:
+    """Whether the gateway serves without any token (`gateway.auth.mode: "none"`); otherwise
+    it has one, configured or its own (`<state>/gateway/token`)."""
+    return inputs.config.gateway.auth.mode == "none"
+
+
 def _exposed(inputs: AuditInputs) -> bool:
     """Whether people other than the owner can reach the assistant (network or channels)."""
     return not _is_loopback(_bind_host(inputs)) or bool(_channels(inputs))
@@ -88,14 +95,15 @@ def check_gateway(inputs: AuditInputs) -> list[Finding]:
             )
         )
     tools = getattr(inputs.config.gateway, "tools", None)
-    if getattr(tools, "allow_unauthenticated", False) and token is None:
+    if getattr(tools, "allow_unauthenticated", False) and auth_none(inputs):
         found.append(
             Finding(
                 id="gateway.tools-unauthenticated",
                 severity="medium",
                 title="/tools/invoke runs exec for any local process (no token)",
-                detail="gateway.tools.allowUnauthenticated is true and no token is set.",
-                fix="set gateway.auth.token, or remove gateway.tools.allowUnauthenticated",
+                detail="gateway.tools.allowUnauthenticated is true and gateway.auth.mode "
+                'is "none".',
+                fix='remove gateway.auth.mode "none", or gateway.tools.allowUnauthenticated',
             )
         )
     return found
@@ -268,7 +276,7 @@ def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
                 )
             )
         elif settings.mode != "off":
-            if settings.network and _gateway_token(inputs) is None:
+            if settings.network and auth_none(inputs):
                 found.append(_network_reaches_gateway(agent_id))
             if settings not in failures:
                 failures[settings] = check_sandbox(settings)
@@ -294,7 +302,8 @@ def _network_reaches_gateway(agent_id: str) -> Finding:
         title=f"agent {agent_id!r}: sandboxed commands have the network and the gateway no token",
         detail="sandbox.network shares this machine's network, loopback included: a sandboxed "
         "command can call the gateway's API as the owner, whose sessions are not sandboxed.",
-        fix=f"set gateway.auth.token (or {TOKEN_ENV}), or remove sandbox.network",
+        fix='remove gateway.auth.mode "none" (the gateway then requires a token: '
+        f"gateway.auth.token, {TOKEN_ENV} or its own), or remove sandbox.network",
     )
 
 
@@ -353,9 +362,10 @@ def check_channels(inputs: AuditInputs) -> list[Finding]:
                         severity="medium",
                         title=f"agent {agent_id!r}: channel DMs run in its unsandboxed main "
                         "session",
-                        detail='with session.dmScope "main" (the default) approved senders '
-                        "continue agent:" + agent_id + ":main, which sandbox.mode non-main "
-                        "leaves unsandboxed.",
+                        detail='with session.dmScope "main" (the default) the owner\'s DMs '
+                        "(ownerIds) continue agent:" + agent_id + ":main, which sandbox.mode "
+                        "non-main leaves unsandboxed: whoever holds the owner's chat account "
+                        "gets the owner's shell.",
                         fix='set session.dmScope to "per-peer", or sandbox.mode to "all"',
                     )
                 )
@@ -387,4 +397,5 @@ CHECKS: tuple[Check, ...] = (
     check_web_fetch,
     check_workspace_access,
     check_mcp_in_workspace,
+    *SHARING_CHECKS,
 )
