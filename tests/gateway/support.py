@@ -20,13 +20,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import anyio
 import httpx2
 
 from nodmix.config.loader import load_config
 from nodmix.gateway import BackgroundGateway, GatewaySettings, create_app
+from nodmix.gateway.presence import read_presence
 from nodmix.gateway.server import STOP_HINT
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
@@ -149,8 +149,10 @@ class GatewayProcess:
         self._error_pump: threading.Thread | None = None
         self.banner: list[str] = []
         self.url = ""
+        self.state = state
         self.token: str | None = None
-        """The token in force: read from the banner's page link (`#token=`), as a user would."""
+        """The token in force, read from `gateway.json` once it listens (where `nodmix gateway
+        url` finds it)."""
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> GatewayProcess:
@@ -174,9 +176,10 @@ class GatewayProcess:
             self.banner.append(line)
             if "listening on" in line:
                 self.url = line.split("listening on ", 1)[1].strip()
-            if "web page:" in line and "#token=" in line:
-                self.token = unquote(line.split("#token=", 1)[1].strip())
             if line == STOP_HINT:
+                record = read_presence(self.state) or {}
+                token = record.get("token")
+                self.token = token if isinstance(token, str) else None
                 return self
 
     @property

@@ -87,7 +87,8 @@ def _run(args: argparse.Namespace) -> int:
 
     def ready(bound: GatewaySettings, runtime: Runtime) -> None:
         collector.resume(args)
-        print(banner(bound, runtime), flush=True)
+        # The token goes into the link only on a terminal, never into a service's log.
+        print(banner(bound, runtime, show_token=sys.stdout.isatty()), flush=True)
 
     anyio.run(lambda: serve_until_signal(settings, loaded=loaded, env=env, ready=ready))
     print("nodmix gateway stopped", flush=True)

@@ -235,8 +235,10 @@ async def serve_until_signal(
         group.cancel_scope.cancel()
 
 
-def banner(settings: GatewaySettings, runtime: Runtime) -> str:
-    """What `nodmix gateway` prints once it listens: where, how to log in, which model."""
+def banner(settings: GatewaySettings, runtime: Runtime, *, show_token: bool = True) -> str:
+    """What `nodmix gateway` prints once it listens: where, how to log in, which model.
+    `show_token`: the page link carries the token (in a terminal; not into a service's log,
+    where `nodmix gateway url` prints it on demand)."""
     from nodmix.invocation import command
     from nodmix.providers.router import default_model_ref
 
@@ -246,7 +248,10 @@ def banner(settings: GatewaySettings, runtime: Runtime) -> str:
     config = runtime.loaded
     lines = [
         f"nodmix gateway {__version__} listening on {url}",
-        f"  web page:   {page_url(url, settings.token)}",
+        f"  web page:   {page_url(url, settings.token)}"
+        if show_token or not settings.token
+        else f"  web page:   {url}/  (the link that logs it in: "
+        f"{command('gateway url')})",
         f'  OpenAI API: {url}/v1  (chat/completions, responses; model "nodmix" or '
         '"nodmix/<agentId>", see /v1/models)',
         "  auth:       " + _auth_line(settings, runtime.state_dir),

@@ -467,6 +467,11 @@ function tokenFromAddress() {
   }
 }
 
+// A link pasted into a tab that already shows the page only changes the fragment: start over.
+window.addEventListener("hashchange", () => {
+  if (/(?:^|&)token=/.test(location.hash.slice(1))) location.reload();
+});
+
 async function start() {
   const linked = tokenFromAddress();
   if (linked) localStorage.setItem(TOKEN_KEY, linked);
