@@ -4,6 +4,7 @@ on whatever port) through the state dir, without configuration."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import pty
@@ -13,6 +14,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -229,3 +231,48 @@ def test_the_banner_on_a_terminal_prints_the_page_link_with_the_token(
     token = (configured / "gateway" / "token").read_text(encoding="ascii").strip()
     text = seen.decode()
     assert f"/#token={token}" in text, text
+
+
+class _Squatter(http.server.BaseHTTPRequestHandler):
+    """A server another local user runs on a port the CLI may try: it records what it gets."""
+
+    seen: list[str] = []
+
+    def do_GET(self) -> None:
+        _Squatter.seen.append(f"{self.path} {self.headers.get('authorization')}")
+        body = b'{"status": "ok", "auth": "token", "instance": "squatter"}'
+        self.send_response(200 if self.path == "/health" else 400)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_state_dirs_own_token_never_goes_to_another_server(
+    configured: Path, model_server: ScriptedModelServer
+) -> None:
+    with GatewayProcess(configured) as gateway:  # makes the token, then stops
+        token = gateway.token
+    assert token
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Squatter)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    squatter = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        write_config(
+            configured, model_server.base_url, f"gateway: {{ port: {server.server_address[1]} }}"
+        )
+        on_port = run_nodmix(configured, "agent", "-m", "hi")  # squatting the configured port
+        named = run_nodmix(configured, "agent", "-m", "hi", "--url", squatter)
+        link = run_nodmix(configured, "gateway", "url")
+        linked = run_nodmix(configured, "gateway", "url", "--url", squatter)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert on_port.returncode == 0 and on_port.stdout == "hi\n"  # ran here instead
+    assert named.returncode == 1  # the squatter is no gateway
+    assert not any(token in line for line in _Squatter.seen), _Squatter.seen
+    assert token not in link.stdout and link.returncode == 1
+    assert token not in linked.stdout

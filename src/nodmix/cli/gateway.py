@@ -56,11 +56,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _url(args: argparse.Namespace) -> int:
     from nodmix.cli.remote import find_gateway
-    from nodmix.gateway.locate import page_url, probe
+    from nodmix.config.paths import state_dir as find_state_dir
+    from nodmix.gateway.locate import elsewhere, page_url, probe
 
     target = find_gateway(args)
-    if not probe(target).answering:
+    found = probe(target)
+    if not found.answering:
         print(f"nodmix: no gateway answers at {target.url}", file=sys.stderr)
+    elif not found.ours:
+        # A link with the token would hand it to whatever serves that page.
+        print(f"nodmix: {elsewhere(target, find_state_dir())}", file=sys.stderr)
+        print(page_url(target.url, None))
+        return 1
     print(page_url(target.url, target.token))
     return 0
 

@@ -6,7 +6,9 @@
 - the URL: `--url`, else the gateway recorded in `<state>/gateway.json` (any port, port 0
   included, while its process lives), else the configured port on loopback;
 - the token: `--token`, else `NODMIX_GATEWAY_TOKEN`, else the recorded gateway's own (when the
-  URL is the recorded one), else `gateway.auth.token`, else the state dir's own token file.
+  URL is the recorded one), else `gateway.auth.token`, else the state dir's own token file,
+  again only for the recorded gateway: the token a gateway made for itself is never sent
+  anywhere else (not to another URL, not to whatever answers on the configured port).
 
 `probe()` then asks `/health` and tells whether the gateway that answers is this state dir's:
 its instance id must be the recorded one. A gateway answering on the configured port with no
@@ -104,6 +106,8 @@ def _token(
         configured = resolve_secret(config.gateway.auth.token, key="gateway.auth.token", env=env)
     if configured and configured.strip():
         return configured.strip()
+    if record is None:
+        return None  # the state dir's own token goes to its own gateway only
     from nodmix.gateway.token import FileTokenStore
 
     return FileTokenStore(state_dir).load()
