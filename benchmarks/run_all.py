@@ -142,6 +142,13 @@ BENCHMARKS = (
         "automation",
     ),
     Benchmark(
+        "subagents",
+        "Subagents: spawn overhead and a 20-way fan-out",
+        "benchmarks.subagents.bench_subagents",
+        ("--pairs", "200"),
+        "subagents",
+    ),
+    Benchmark(
         "channels",
         "Channels (Telegram through the scripted Bot API)",
         "benchmarks.channels.bench_channels",
@@ -156,11 +163,25 @@ BENCHMARKS = (
         "channels",
     ),
     Benchmark(
+        "media",
+        "Media: preparing a photo, images in a request",
+        "benchmarks.media.bench_media",
+        (),
+        "pictures and voice",
+    ),
+    Benchmark(
         "channels-discord-slack",
         "Channels: Discord and Slack through their scripted servers",
         "benchmarks.channels.bench_discord_slack",
         (),
         "more channels",
+    ),
+    Benchmark(
+        "web",
+        "Web search and the browser",
+        "benchmarks.web.bench_web",
+        (),
+        "web search and browser",
     ),
 )
 

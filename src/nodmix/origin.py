@@ -34,6 +34,11 @@ class TurnOrigin(msgspec.Struct, frozen=True, kw_only=True):
     memory: bool = False
     """The turn may read the owner's memory although it does not speak for the owner: the
     heartbeat, the owner's own cron jobs, and the chats `memory.shareWith` names."""
+    spawned_by: str | None = None
+    """For a turn another session's turn started (a subagent run, a `sessions_send` message):
+    the session key of the turn it works for (the first one when they nest). Whom the turn
+    speaks for is decided as for that session (`is_owner_turn`), so delegating never gains a
+    sender anything."""
 
 
 AUTOMATION_CHANNELS = frozenset({"cron", "heartbeat", "webhook"})
@@ -53,7 +58,8 @@ def is_owner_turn(origin: TurnOrigin | None, agent_id: str, session_key: str) ->
     from the owner (`channels.<id>.ownerIds`), or a chat message in the agent's main session
     (only the owner's DMs are routed there). A group chat, another sender's DM and every
     automation run are not: they must not reach what only the owner may see or change
-    (other sessions' transcripts, the owner's jobs, the main session)."""
+    (other sessions' transcripts, the owner's jobs, the main session). A turn another
+    session's turn started (`spawned_by`) speaks for whom that turn spoke for."""
     if origin is None:
         return True
     if is_automation(origin):
@@ -62,6 +68,9 @@ def is_owner_turn(origin: TurnOrigin | None, agent_id: str, session_key: str) ->
         return True
     from nodmix.sessions.keys import format_session_key  # keeps this module import-light
 
+    if origin.spawned_by is not None:  # decided as the requester's own turn was
+        parts = origin.spawned_by.split(":", 2)
+        agent_id, session_key = (parts[1] if len(parts) == 3 else agent_id), origin.spawned_by
     return session_key == format_session_key(agent_id)
 
 

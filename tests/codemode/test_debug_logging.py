@@ -73,13 +73,14 @@ async def test_debug_code_mode_logs_activation_cells_suspensions_and_waits(
     monkeypatch.setenv("NODMIX_DEBUG_CODE_MODE", "1")
     with caplog.at_level(logging.INFO, logger="nodmix.codemode"):
         reply = await _turn(isolated_state, {})
-    # Five core tools, memory_search, memory_get and cron, plus skills_list and skill_read.
-    assert reply == "tools: 10"
+    # Five core tools, memory_search, memory_get, cron and the five session tools, plus
+    # skills_list and skill_read.
+    assert reply == "tools: 15"
     messages = [r.getMessage() for r in caplog.records if r.name == "nodmix.codemode"]
     assert any(
         m.startswith("code mode active for run run_")
-        and "model tools exec,wait; hidden catalog 10 tools" in m
-        and "'nodmix': 10" in m
+        and "model tools exec,wait; hidden catalog 15 tools" in m
+        and "'nodmix': 15" in m
         for m in messages
     ), messages
     assert any(m.startswith("code mode exec call_") and "(javascript," in m for m in messages)
@@ -119,7 +120,8 @@ async def test_debug_model_payload_tools_shows_the_full_list_without_code_mode(
         await _turn(isolated_state, {"NODMIX_DEBUG_MODEL_PAYLOAD": "tools"}, code_mode=False)
     lines = [r.getMessage() for r in caplog.records if "payload tools:" in r.getMessage()]
     assert lines[0] == (
-        "local payload tools: exec,read,write,edit,web_fetch,memory_search,memory_get,cron"
+        "local payload tools: exec,read,write,edit,web_fetch,memory_search,memory_get,cron,"
+        "sessions_spawn,sessions_send,sessions_list,sessions_history,agents_list"
     )
 
 

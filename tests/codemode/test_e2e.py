@@ -25,6 +25,7 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.runtime import Runtime
 from nodmix.sessions import export_trajectory, messages_for_model
+from nodmix.subagents.service import SESSION_TOOLS
 from nodmix.testing.model_server import ScriptedModelServer
 
 from .support import StaticTools, text_tool, wait_until
@@ -57,6 +58,11 @@ DIRECT_NAMES = [
     "time__convert_time",
     "select_file",
     "cron",
+    "sessions_spawn",
+    "sessions_send",
+    "sessions_list",
+    "sessions_history",
+    "agents_list",
 ]
 
 
@@ -246,6 +252,7 @@ async def test_plan_7_and_8_all_tools_lists_the_test_tools_and_the_catalog_calls
         "nodmix:core:memory_search",
         "nodmix:core:memory_get",
         "nodmix:core:cron",
+        *(f"nodmix:core:{name}" for name in SESSION_TOOLS),
         "nodmix:notes:note_add",
         "nodmix:notes:note_list",
         "nodmix:notes:note_read",

@@ -53,6 +53,7 @@ def test_updates_are_saved_as_camel_case_json_and_read_by_a_fresh_store(
             "compactionCount": 0,
             "model": None,
             "label": None,
+            "spawnedBy": None,
         }
     }
     entry = _store(isolated_state).get("agent:main:main")

@@ -50,6 +50,9 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     enabled: bool = True
     delete_after_run: bool = False
     """One-shot (`at`) jobs remove themselves after a successful run."""
+    retry_interrupted: bool = True
+    """A scheduled run cut short by a crash or restart runs again once when the gateway
+    starts (unless a newer run is due then anyway)."""
     created_by: str = "cli"
     created_in: str | None = None
     """The session key of the turn that added the job with the `cron` tool; a turn outside
@@ -188,6 +191,7 @@ def new_job(
     for_owner: bool = True,
     created_from: str | None = None,
     forced: bool = False,
+    retry_interrupted: bool = True,
 ) -> Job:
     """A validated job.
 
@@ -220,4 +224,5 @@ def new_job(
         for_owner=for_owner,
         created_from=created_from,
         forced=forced,
+        retry_interrupted=retry_interrupted,
     )

@@ -106,6 +106,10 @@ async def _one_turn(args: argparse.Namespace) -> int:
         if interrupted:
             print("\nnodmix: turn interrupted; the transcript was kept", file=sys.stderr)
             return 130
+        if runtime.subagents.open_runs() and printer.mid_line:
+            print()
+            printer.mid_line = False
+        await _await_subagents(runtime, quiet=args.json)
     await anyio.lowlevel.checkpoint()
     return _report(outcome, args, printer)
 
@@ -146,6 +150,23 @@ async def _chat(args: argparse.Namespace) -> int:
         )
 
 
+async def _await_subagents(runtime: Any, *, quiet: bool) -> None:
+    """Before a one-message run ends, wait for the subagents it started without waiting (they
+    run in this process), printing each result as it lands; Ctrl-C leaves them to the next
+    gateway start, which continues them."""
+    from nodmix.cli.chat import announcement_line
+
+    count = sum(1 for run in runtime.subagents.open_runs() if not run.wait)
+    if not count:
+        return
+    if not quiet:
+        plural = "s" if count > 1 else ""
+        print(f"waiting for {count} subagent{plural} (Ctrl-C leaves them to the gateway)…")
+        runtime.subagents.listeners.append(lambda post: print(announcement_line(post)))
+    if await _cancellable(runtime.subagents.settle):
+        print("\nnodmix: the gateway finishes the subagents when it next starts", file=sys.stderr)
+
+
 def _ask_on_terminal(runtime: Any) -> None:
     """Approval requests of this process's turns are asked on the terminal (y/n/always); the
     prompt is set up when the security parts are built (a turn without `exec` never does)."""
@@ -171,6 +192,14 @@ class LocalChat:
             f"nodmix chat with {self.agent.name} ({self.key}). "
             "/help lists commands, /exit or Ctrl-D quits."
         )
+        runtime.subagents.listeners.append(self._announced)
+
+    def _announced(self, post: Any) -> None:
+        """A subagent's result landed in a session: print it if it is this chat's."""
+        from nodmix.cli.chat import announcement_line, print_above_prompt
+
+        if post.session_key == self.key:
+            print_above_prompt(announcement_line(post))
 
     async def unseen(self) -> list[str]:
         """Messages jobs posted into this chat's session since the user last wrote."""
@@ -282,6 +311,8 @@ class EventPrinter:
             mark = "✗" if event.result.is_error else "✓"
             name = event.result.tool_name
             self._line(f"{_indent(event)}{mark} {name} ({event.duration_ms:.0f} ms)")
+        elif kind == "tool_progress":
+            self._line(f"{_indent(event)}  … {event.text}")
         elif kind == "approval_resolved" and event.decision == "timeout":
             self._line(f"! approval {event.id} timed out: the command was not run")
         elif kind == "model_fallback":

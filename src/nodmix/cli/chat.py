@@ -5,9 +5,10 @@ otherwise), handles the chat's own commands, and hands everything else to a `Cha
 `LocalChat` in `cli/agent.py` runs turns in this process, `RemoteChat` in `gateway/client.py`
 runs them in a gateway. A failed turn prints one line and the prompt comes back.
 
-Messages scheduled jobs post into the chat's session (reminders, `docs/automation.md`) are
-announced when the chat opens ("1 new message from cron job X", those after the user's last
-message) and, through a gateway, printed as they arrive (above the prompt on a terminal).
+Messages scheduled jobs post into the chat's session (reminders, `docs/automation.md`) and
+results of subagents nobody waited for (`docs/subagents.md`) are announced when the chat opens
+("1 new message from cron job X", those after the user's last message) and, through a
+gateway, printed as they arrive (above the prompt on a terminal).
 """
 
 from __future__ import annotations
@@ -158,31 +159,64 @@ def _job_text(message: dict[str, Any]) -> str:
     )
 
 
+def _subagent_text(entry: dict[str, Any]) -> str:
+    """A subagent's announced result without the header line written for the model."""
+    content = entry.get("content")
+    text = content if isinstance(content, str) else _job_text({"content": content or ()})
+    head, sep, rest = text.partition("]\n\n")
+    return rest if sep and head.startswith("[Subagent ") else text
+
+
+def _subagent_name(details: dict[str, Any]) -> str:
+    label = details.get("label")
+    return f"{label!r} ({details.get('runId', '')})" if label else str(details.get("runId", ""))
+
+
 def new_job_messages(entries: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines announcing the messages jobs posted into a session after its last user message
-    (entries as `sessions.history` returns them); none when there are none."""
+    """Lines announcing the messages jobs and subagents posted into a session after its last
+    user message (entries as `sessions.history` returns them); none when there are none."""
     posted: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for entry in entries:
+        if entry.get("type") == "custom_message" and entry.get("customType") == "subagent_result":
+            results.append(entry)
+            continue
         message = entry.get("message") if entry.get("type") == "message" else None
         if not isinstance(message, dict) or entry.get("parentToolCallId"):
             continue
         if message.get("role") == "user":
-            posted = []
+            posted, results = [], []
         elif message.get("role") == "assistant" and message.get("api") == "cron":
             posted.append(message)
-    if not posted:
-        return []
-    jobs = ", ".join(sorted({str(m.get("model", "")).removeprefix("cron:") for m in posted}))
-    plural = "s" if len(posted) > 1 else ""
-    return [f"{len(posted)} new message{plural} from cron job {jobs}:"] + [
-        f"  {_job_text(m)}" for m in posted
-    ]
+    lines: list[str] = []
+    if posted:
+        jobs = ", ".join(sorted({str(m.get("model", "")).removeprefix("cron:") for m in posted}))
+        plural = "s" if len(posted) > 1 else ""
+        lines += [f"{len(posted)} new message{plural} from cron job {jobs}:"]
+        lines += [f"  {_job_text(m)}" for m in posted]
+    for entry in results:
+        details = entry.get("details") or {}
+        status = details.get("status", "done")
+        lines.append(f"result of subagent {_subagent_name(details)}, {status}:")
+        lines.append(f"  {_subagent_text(entry)}")
+    return lines
+
+
+def announcement_line(post: Any) -> str:
+    """A subagent result announced in this process (`subagents.announce.Announcement`)."""
+    from nodmix.subagents.announce import chat_text
+
+    return chat_text(post.run)
 
 
 def job_message_line(payload: dict[str, Any]) -> str:
     """A `session` event's message as the chat prints it when it arrives."""
     source = payload.get("source") or {}
-    message = (payload.get("entry") or {}).get("message") or {}
+    entry = payload.get("entry") or {}
+    if source.get("kind") == "subagent":
+        name = _subagent_name({"label": source.get("label"), "runId": source.get("runId")})
+        return f"[from subagent {name}, {source.get('status', '')}] " + _subagent_text(entry)
+    message = entry.get("message") or {}
     return f"[from cron job {source.get('jobName', '')!r} ({source.get('jobId', '')})] " + (
         _job_text(message)
     )

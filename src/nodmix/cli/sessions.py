@@ -1,5 +1,6 @@
 """`nodmix sessions list|show|tail|export-trajectory|compact` (the commands that change
-things, `repair|repair-store|rename|delete`, are in `sessions_admin.py`).
+things, `repair|repair-store|rename|delete`, are in `sessions_admin.py`; `checkpoints|restore`
+in `sessions_checkpoints.py`).
 
 Every action names its session the same way, `KEY_OR_ID`: a key, a bare name of the default
 agent, or a session id (a unique prefix will do), which also reaches sessions replaced by
@@ -33,7 +34,7 @@ FOLLOW_POLL_S = 0.25
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `sessions` command group."""
-    from nodmix.cli import sessions_admin
+    from nodmix.cli import sessions_admin, sessions_checkpoints
 
     parser = sub.add_parser("sessions", help="list, inspect, repair and export sessions")
     # `dest` names the action so later groups (the lead's `sessions compact`) can slot in.
@@ -84,6 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=_compact)
 
     sessions_admin.register(cmds, parent, _target)
+    sessions_checkpoints.register(cmds, parent, _target)
 
 
 def _target(p: argparse.ArgumentParser, *, optional: bool = False) -> None:
@@ -128,10 +130,17 @@ def _load(args: argparse.Namespace) -> tuple[Located, Transcript]:
 
 
 def _summary_json(row: SessionSummary) -> dict[str, Any]:
+    from nodmix.sessions.keys import session_kind
     from nodmix.sessions.store import store_to_builtins
 
     entry: dict[str, Any] = store_to_builtins({row.key: row.entry})[row.key]
-    return {"key": row.key, "agentId": row.agent_id, **entry, "messages": row.message_count}
+    return {
+        "key": row.key,
+        "agentId": row.agent_id,
+        "kind": session_kind(row.key),
+        **entry,
+        "messages": row.message_count,
+    }
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -150,7 +159,8 @@ def _list(args: argparse.Namespace) -> int:
         print(f"no sessions for {where}")
         return 0
     titled = any(r.entry.label for r in rows)
-    table = [("KEY", "SESSION ID", "UPDATED", "TOKENS", "MESSAGES", "TITLE")]
+    spawned = any(r.entry.spawned_by for r in rows)
+    table = [("KEY", "SESSION ID", "UPDATED", "TOKENS", "MESSAGES", "PARENT", "TITLE")]
     for row in rows:
         updated = datetime.fromtimestamp(row.entry.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
         table.append(
@@ -160,10 +170,12 @@ def _list(args: argparse.Namespace) -> int:
                 updated,
                 str(row.entry.total_tokens),
                 str(row.message_count),
+                row.entry.spawned_by or "-",
                 row.entry.label or "",
             )
         )
-    print_table([r if titled else r[:-1] for r in table])
+    columns = [i for i in range(7) if (i != 5 or spawned) and (i != 6 or titled)]
+    print_table([[r[i] for i in columns] for r in table])
     return 0
 
 
@@ -185,6 +197,7 @@ def _show(args: argparse.Namespace) -> int:
                 "sessionKey": found.key,
                 "sessionId": transcript.session_id,
                 "status": found.status,
+                **_lineage(found),
                 "file": str(transcript.path),
                 "header": entry_to_builtins(transcript.header),
                 "skippedLines": [{"line": s.line, "reason": s.reason} for s in transcript.skipped],
@@ -198,6 +211,11 @@ def _show(args: argparse.Namespace) -> int:
     print(f"session {found.key or '-'}  id {transcript.session_id}{status}{title}")
     print(f"file    {transcript.path}")
     print(f"cwd     {header.cwd}  created {header.timestamp}")
+    place = _lineage(found)
+    if place["parent"]:
+        run = place["run"]
+        about = f"  run {run['runId']} {run['status']} (depth {run['depth']})" if run else ""
+        print(f"subagent of {place['parent']}{about}")
     if header.parent_session:
         print(f"continues {header.parent_session}")
     for skipped in transcript.skipped:
@@ -211,6 +229,14 @@ def _show(args: argparse.Namespace) -> int:
         for line in renderer.render(entry):
             print(line)
     return 0
+
+
+def _lineage(found: Located) -> dict[str, Any]:
+    """The session's kind, the session that spawned it and its subagent run."""
+    from nodmix.config.paths import state_dir
+    from nodmix.subagents.describe import SessionLineage
+
+    return SessionLineage(state_dir()).describe(found.key, found.entry)
 
 
 def _tail(args: argparse.Namespace) -> int:

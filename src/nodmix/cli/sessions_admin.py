@@ -53,8 +53,10 @@ def list_all(args: argparse.Namespace) -> int:
     from nodmix.cli.sessions import manager, print_table
     from nodmix.sessions.locate import all_transcripts
     from nodmix.sessions.transcript import count_messages
+    from nodmix.subagents.describe import SessionLineage
 
     sessions = manager()
+    lineage = SessionLineage(sessions.state_dir)
     agents = sessions.agent_ids() if args.all_agents else [args.agent or sessions.default_agent_id]
     rows: list[dict[str, Any]] = []
     for agent in agents:
@@ -64,12 +66,16 @@ def list_all(args: argparse.Namespace) -> int:
                 modified = int(found.path.stat().st_mtime * 1000)
             except FileNotFoundError:  # moved meanwhile
                 continue
+            place = lineage.describe(found.key, entry)
             rows.append(
                 {
                     "key": found.key,
                     "agentId": found.agent_id,
                     "sessionId": found.session_id,
                     "status": found.status,
+                    "kind": place["kind"],
+                    "parent": place["parent"],
+                    "run": place["run"],
                     "title": entry.label if entry else None,
                     "updatedAt": entry.updated_at if entry else modified,
                     "totalTokens": entry.total_tokens if entry else None,
@@ -84,15 +90,22 @@ def list_all(args: argparse.Namespace) -> int:
     if not rows:
         print("no sessions")
         return 0
-    table = [("KEY", "SESSION ID", "STATUS", "UPDATED", "TOKENS", "MESSAGES", "TITLE")]
+    table = [
+        ("KEY", "SESSION ID", "STATUS", "KIND", "PARENT", "UPDATED", "TOKENS", "MESSAGES", "TITLE")
+    ]
     for r in rows:
         updated = datetime.fromtimestamp(r["updatedAt"] / 1000).strftime("%Y-%m-%d %H:%M")
         tokens = "-" if r["totalTokens"] is None else str(r["totalTokens"])
+        kind = r["kind"] or "-"
+        if r["run"] is not None:
+            kind = f"{kind} ({r['run']['status']})"
         table.append(
             (
                 r["key"] or "-",
                 r["sessionId"],
                 r["status"],
+                kind,
+                r["parent"] or "-",
                 updated,
                 tokens,
                 str(r["messages"]),
@@ -107,17 +120,30 @@ def _repair(args: argparse.Namespace) -> int:
     from nodmix.cli.sessions import manager, target_of
     from nodmix.sessions.locate import locate
     from nodmix.sessions.repair import repair_transcript
+    from nodmix.sessions.successors import restore_seed
 
     found = locate(manager(), target_of(args))
     done = repair_transcript(found.path)
-    if done.backup is None:
+    seeded = restore_seed(found.path)
+    if seeded is None and found.status == "continued" and found.key:
+        # The file a compaction continued from: its successor is the one that may lack the
+        # summary and kept turns.
+        seeded = restore_seed(locate(manager(), found.key).path)
+    if done.backup is None and seeded is None:
         print(f"{done.path}: nothing to repair ({done.kept} entries read)")
         return 0
-    lines = ", ".join(str(d.line) for d in done.dropped) or "none"
-    print(
-        f"{done.path}: kept {done.kept} entries, dropped line(s) {lines},"
-        f" re-linked {done.relinked}; the original is {done.backup}"
-    )
+    if done.backup is not None:
+        lines = ", ".join(str(d.line) for d in done.dropped) or "none"
+        print(
+            f"{done.path}: kept {done.kept} entries, dropped line(s) {lines},"
+            f" re-linked {done.relinked}; the original is {done.backup}"
+        )
+    if seeded is not None:
+        print(
+            f"{seeded.path}: restored the compaction summary and {seeded.seeded - 1} kept"
+            f" entries from {seeded.parent.name} ({seeded.kept_after} later entries kept after"
+            f" them); the original is {seeded.backup}"
+        )
     return 0
 
 

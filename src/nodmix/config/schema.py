@@ -12,7 +12,10 @@ import msgspec
 
 from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
+from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaConfig
 from nodmix.config.section import Section
+from nodmix.config.subagents_schema import SubagentsConfig
+from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
 # ---- models -------------------------------------------------------------------------------
 
@@ -24,6 +27,9 @@ class ModelEntry(Section, frozen=True):
     name: str | None = None
     context_window: int | None = None
     max_tokens: int | None = None
+    input: list[Literal["text", "image"]] | None = None
+    """What the model takes: `["text"]` (default) or `["text", "image"]` (a vision model;
+    the presets set it for the vision models they list)."""
 
 
 class ModelTimeouts(Section, frozen=True):
@@ -122,6 +128,23 @@ class WebFetchToolConfig(Section, frozen=True):
     """Let a sandboxed session fetch loopback, link-local and private addresses. Default false."""
 
 
+class SandboxToolPolicyConfig(Section, frozen=True):
+    """`tools.sandbox.tools`: which tools a sandboxed session may use (see
+    `nodmix.tools.sandbox_policy`)."""
+
+    allow: list[str] | None = None
+    """Replaces the default list (`group:core`, `group:skills`, `group:client`)."""
+    also_allow: list[str] = []
+    """Added to the allow list, e.g. `["bundle-mcp"]` for every MCP server."""
+    deny: list[str] = []
+
+
+class ToolsSandboxConfig(Section, frozen=True):
+    """`tools.sandbox`: the tools of sandboxed sessions."""
+
+    tools: SandboxToolPolicyConfig | None = None
+
+
 class ToolsConfig(Section, frozen=True):
     """`tools`: policy and per-tool settings."""
 
@@ -131,6 +154,13 @@ class ToolsConfig(Section, frozen=True):
     code_mode: bool | CodeModeConfig | None = None
     exec: ExecToolConfig | None = None
     web_fetch: WebFetchToolConfig | None = None
+    sandbox: ToolsSandboxConfig | None = None
+    web: WebToolsConfig | None = None
+    """`tools.web.search`: the `web_search` provider."""
+    browser: BrowserToolConfig | None = None
+    """The `browser` tool (a real Chromium)."""
+    media: ToolsMediaConfig | None = None
+    """Voice notes and audio files transcribed to text (`tools.media.audio`)."""
 
 
 class AgentToolsConfig(Section, frozen=True):
@@ -141,6 +171,8 @@ class AgentToolsConfig(Section, frozen=True):
     code_mode: bool | CodeModeConfig | None = None
     exec: ExecToolConfig | None = None
     """The agent's own `tools.exec` keys, each over the global one."""
+    sandbox: ToolsSandboxConfig | None = None
+    """The agent's own sandbox tool policy: `allow` replaces, `alsoAllow`/`deny` add."""
 
 
 # ---- compaction -------------------------------------------------------------------------------
@@ -215,6 +247,10 @@ class AgentDefaults(Section, frozen=True):
     """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
     heartbeat: HeartbeatConfig | None = None
     """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
+    media: MediaConfig | None = None
+    """Images in conversations: downscaling, how long they stay, a describing model."""
+    subagents: SubagentsConfig | None = None
+    """Delegation: `sessions_spawn` and the other session tools (`config/subagents_schema.py`)."""
 
 
 class AgentConfig(Section, frozen=True):
@@ -235,6 +271,10 @@ class AgentConfig(Section, frozen=True):
     """This agent's connect and idle waits, over every provider's `timeouts`."""
     skills: list[str] | None = None
     """Skill allowlist for this agent (names); unset offers every eligible skill."""
+    media: MediaConfig | None = None
+    """This agent's `agents.defaults.media` keys, each over the default one."""
+    subagents: SubagentsConfig | None = None
+    """This agent's own `subagents` keys, each over `agents.defaults.subagents`."""
 
 
 class AgentsConfig(Section, frozen=True):
@@ -265,6 +305,8 @@ class PluginSlots(Section, frozen=True):
     """`plugins.slots`: exclusive choices among registered implementations."""
 
     context_engine: str | None = None
+    memory: str | None = None
+    """The memory backend that answers `memory_search`/`memory_get` (default `builtin`)."""
 
 
 class PluginsConfig(Section, frozen=True):
@@ -445,3 +487,4 @@ class NodmixConfig(Section, frozen=True):
     skills: SkillsConfig = SkillsConfig()
     automation: AutomationConfig = AutomationConfig()
     hooks: HooksConfig = HooksConfig()
+    messages: MessagesConfig = MessagesConfig()

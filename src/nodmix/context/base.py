@@ -117,21 +117,35 @@ class IngestBatchParams(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SubagentSpawnParams(msgspec.Struct, frozen=True, kw_only=True):
-    """Input of the optional `prepare_subagent_spawn`."""
+    """Input of the optional `prepare_subagent_spawn`, called before a subagent's first turn.
+
+    It may return a rollback handle (a callable, or an object with `rollback()`; either may be
+    async), which Nodmix calls if the spawn fails after the preparation succeeded."""
 
     parent_session_key: str
     child_session_key: str
     context_mode: Literal["isolated", "fork"] = "isolated"
+    transcript_ids: Sequence[str] = ()
+    """Session ids of the transcripts the child may draw on (the parent's current one)."""
     transcript_files: Sequence[str] = ()
+    """Their files, absolute paths."""
     ttl_seconds: float | None = None
+    """How long the child's run may take."""
+    run_id: str = ""
+    """The subagent run (`sub_...`)."""
 
 
 class SubagentEndedParams(msgspec.Struct, frozen=True, kw_only=True):
-    """Input of the optional `on_subagent_ended`."""
+    """Input of the optional `on_subagent_ended`: a subagent's run ended (`completed` or
+    `failed`; a timeout or a cancellation is `failed`, with `status` saying which), or its
+    finished session was archived (`swept`)."""
 
     parent_session_key: str
     child_session_key: str
     reason: Literal["completed", "failed", "swept"] = "completed"
+    run_id: str = ""
+    status: str = ""
+    """The run's own status: `completed`, `failed`, `timeout` or `cancelled`."""
 
 
 OPTIONAL_MEMBERS = (
@@ -166,7 +180,10 @@ class EngineContext(msgspec.Struct, frozen=True, kw_only=True):
     config: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """The owning plugin's `plugins.entries.<id>.config`."""
     agent_dir: Path | None = None
+    """The agent's own state directory, `$NODMIX_STATE_DIR/agents/<agent id>` (a factory is
+    called once per agent)."""
     workspace_dir: Path | None = None
+    """The agent's workspace."""
     services: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Runtime services an engine may use (e.g. `compact_with_runtime`)."""
 

@@ -22,11 +22,12 @@ from nodmix.events import EventSink, RunEvent
 from nodmix.gateway import channel_turns, rpc_sessions, rpc_skills
 from nodmix.gateway.approvals import approvals_list, approvals_resolve
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
+from nodmix.gateway.media_parts import attachment_files
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
-from nodmix.sessions.keys import is_stateless_key
+from nodmix.sessions.keys import is_stateless_key, session_kind
 from nodmix.sessions.locate import Located
 from nodmix.sessions.transcript import Transcript
 
@@ -90,9 +91,10 @@ async def agent(conn: Connection, req_id: str | int, params: dict[str, Any]) -> 
     """Run a chat message on a session; stream its events; answer with the outcome."""
     message = _param(params, "message", str, required=True)
     assert message is not None
-    if not message.strip():
-        raise bad_request("params.message is empty", param="message")
     profile, key = _agent_and_key(conn, params)
+    files = attachment_files(profile, _param(params, "attachments", list) or [])
+    if not message.strip() and not files:
+        raise bad_request("params.message is empty", param="message")
     emit, bind = _streamer(conn, req_id)
     gateway = conn.gateway
     queued = gateway.runtime.sessions.turn_lock(key).locked()
@@ -104,6 +106,7 @@ async def agent(conn: Connection, req_id: str | int, params: dict[str, Any]) -> 
         origin="ws",
         model=_param(params, "model", str),
         disable_tools=bool(_param(params, "disableTools", bool)),
+        files=files,
     )
     bind(run)
     accepted = {"kind": "accepted", "sessionKey": key, "agentId": profile.id, "queued": queued}
@@ -146,6 +149,8 @@ def session_row(summary: SessionSummary, busy: set[str]) -> dict[str, Any]:
         "contextTokens": entry.context_tokens,
         "compactionCount": entry.compaction_count,
         "running": summary.key in busy,
+        "kind": session_kind(summary.key),
+        "spawnedBy": entry.spawned_by,
     }
 
 
@@ -167,7 +172,7 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
         return False
 
     rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
-    busy = conn.gateway.runs.busy_sessions()
+    busy = conn.gateway.busy_sessions()
     result = {
         "sessions": [session_row(row, busy) for row in rows],
         "total": counts["shown"],
@@ -192,7 +197,7 @@ async def sessions_create(conn: Connection, req_id: str | int, params: dict[str,
         path=session.transcript.path,
         message_count=0,
     )
-    return session_row(summary, conn.gateway.runs.busy_sessions())
+    return session_row(summary, conn.gateway.busy_sessions())
 
 
 async def sessions_history(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -215,7 +220,7 @@ async def sessions_history(conn: Connection, req_id: str | int, params: dict[str
         "sessionId": session.session_id,
         "agentId": profile.id,
         "total": len(entries),
-        "running": key in conn.gateway.runs.busy_sessions(),
+        "running": key in conn.gateway.busy_sessions(),
         "entries": [entry_to_builtins(e) for e in entries[-limit:]],
     }
 

@@ -70,7 +70,7 @@ def rename(conn: Connection, found: Located, title: str) -> dict[str, Any]:
 def delete(conn: Connection, found: Located) -> dict[str, Any]:
     """`sessions.delete`: move a session's transcripts to the trash and drop its key (refused
     while it runs)."""
-    if found.key is not None and found.key in conn.gateway.runs.busy_sessions():
+    if found.key is not None and found.key in conn.gateway.busy_sessions():
         raise APIError(
             status=409,
             message=f"session {found.key} is running; abort the run or wait for it first",

@@ -180,6 +180,10 @@ async def run_gateway(
 
             async def follow_stop_requests() -> None:
                 await stop.graceful.wait()
+                # From here on, a turn that is cancelled keeps its suspended code-mode runs
+                # for the next start: a second signal may cancel turns before the app's own
+                # shutdown has run.
+                runtime.retire()
                 server.should_exit = True
                 await stop.forced.wait()
                 # Cancelled turns end (with valid transcripts) and their requests answer,
@@ -250,8 +254,7 @@ def banner(settings: GatewaySettings, runtime: Runtime, *, show_token: bool = Tr
         f"nodmix gateway {__version__} listening on {url}",
         f"  web page:   {page_url(url, settings.token)}"
         if show_token or not settings.token
-        else f"  web page:   {url}/  (the link that logs it in: "
-        f"{command('gateway url')})",
+        else f"  web page:   {url}/  (the link that logs it in: {command('gateway url')})",
         f'  OpenAI API: {url}/v1  (chat/completions, responses; model "nodmix" or '
         '"nodmix/<agentId>", see /v1/models)',
         "  auth:       " + _auth_line(settings, runtime.state_dir),

@@ -20,6 +20,7 @@ from anyio.abc import TaskGroup
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
 from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
+from nodmix.checkpoints.store import FileCheckpointStore
 from nodmix.compaction.service import CompactionService, SessionCompaction, flush_runner
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
@@ -30,6 +31,7 @@ from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import SessionError
 from nodmix.events import EventSink, discard
 from nodmix.memory.tools import MemoryTools
+from nodmix.messages import UserMessage
 from nodmix.observability import TurnObserver, open_log_file
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
@@ -43,15 +45,18 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
-from nodmix.runtime.memory import open_memory
+from nodmix.runtime.media import media_prompt, open_media
+from nodmix.runtime.memory import MemoryBackends, open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn
+from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
+from nodmix.subagents.wiring import open_subagents
 from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
 from nodmix.tools.executor import ToolExecutor
@@ -60,6 +65,8 @@ if TYPE_CHECKING:
     from nodmix.automation.service import Automation
     from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
+    from nodmix.media.files import InboundFile
+    from nodmix.media.service import MediaService
     from nodmix.security.parts import SecurityParts
 
 log = logging.getLogger("nodmix.runtime")
@@ -108,11 +115,16 @@ class Runtime:
             agent_for_key=lambda key: self.agent(resolve_session_key(key).agent_id),
             model_refs=self.model_refs,
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
+            checkpoints=FileCheckpointStore(state_dir),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self._context_engines = ContextEngines(
             lambda: self.config, lambda: self.registry, state_dir=state_dir, services=self.services
         )
+        self.memory_backends = MemoryBackends(
+            lambda: self.config, lambda: self.registry, self.agent, state_dir=state_dir
+        )
+        """The memory backend `plugins.slots.memory` selects, per agent."""
         self.mcp_holder: McpHolder | None = None
         self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
@@ -130,6 +142,8 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
+        self._media: MediaService | None = None
+        self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -165,7 +179,12 @@ class Runtime:
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             memory = open_memory(loaded.config, env, state_dir, registry)
             stack.callback(memory.close)
-            sources: list[ToolProvider] = [MemoryTools(memory), PluginTools(registry)]
+            sources: list[ToolProvider] = [
+                MemoryTools(
+                    memory.settings, lambda agent: runtime.memory_backends.for_agent(agent)
+                ),
+                PluginTools(registry),
+            ]
             holder = await open_mcp(loaded.config.mcp.servers, env, background)
             if holder is not None:
                 sources.append(holder.manager)
@@ -182,6 +201,7 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
+            open_web_tools(runtime, stack)  # web_search and browser, when configured
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
@@ -220,9 +240,20 @@ class Runtime:
         requests of channel turns are posted to their chat, and `/approve` answers there."""
         if self._channels is None:
             self._channels = open_channels(
-                lambda: self.config, env=self._env, state_dir=self.state_dir, security=self.security
+                lambda: self.config,
+                env=self._env,
+                state_dir=self.state_dir,
+                security=self.security,
+                media=self.media,
             )
         return self._channels
+
+    @property
+    def media(self) -> MediaService:
+        """Images, transcription, speech and per-chat `/tts` (`nodmix.media`), on first use."""
+        if self._media is None:
+            self._media = open_media(lambda: self.config, lambda: self.router, self.state_dir)
+        return self._media
 
     @property
     def engine(self) -> CodeModeEngine:
@@ -230,6 +261,12 @@ class Runtime:
         if self._engine is None:
             self._engine = open_code_mode_engine(self.config, self.state_dir, self.background)
         return self._engine
+
+    def retire(self) -> None:
+        """The process is stopping: code-mode runs of turns cancelled from now on are kept
+        for the next start instead of being aborted."""
+        if self._engine is not None:
+            self._engine.retire()
 
     # ---- agents, models, engines --------------------------------------------------------------
 
@@ -252,9 +289,10 @@ class Runtime:
             self.router.model_spec(ref)  # unknown providers/models fail before the turn starts
         return refs
 
-    def context_engine(self) -> ContextEngine:
-        """The engine `plugins.slots.contextEngine` selects (`legacy` by default)."""
-        return self._context_engines.selected()
+    def context_engine(self, agent: AgentProfile | None = None) -> ContextEngine:
+        """The engine `plugins.slots.contextEngine` selects (`legacy` by default), created for
+        `agent` (the default agent when `None`) with its directory and workspace."""
+        return self._context_engines.selected(agent or self.agent())
 
     @property
     def engine_failures(self) -> dict[str, str]:
@@ -302,13 +340,18 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn (`client`: tools and results of the
-        application that sent it; with results, `text` is ignored and the turn continues)."""
+        application that sent it; with results, `text` is ignored and the turn continues;
+        `files`: saved in the workspace with it, images and voice notes among them)."""
         stripped = text.strip() if client is None or client.results is None else ""
         done = await chat_command(self, stripped, agent_id, session_key, emit, origin)
         if done is not None:
             return done
+        prompt = await media_prompt(self, text, files, agent_id, session_key, model)
+        if isinstance(prompt, CommandOutcome):
+            return prompt
         return await self.run_turn(
             text,
             agent_id=agent_id,
@@ -318,6 +361,7 @@ class Runtime:
             disable_tools=disable_tools,
             origin=origin,
             client=client,
+            prompt=prompt,
         )
 
     def new_session(
@@ -354,7 +398,7 @@ class Runtime:
             agent_id = resolve_session_key(session_key).agent_id
         agent = self.agent(agent_id)
         key = self.session_key(agent, session_key)
-        engine = self.context_engine()
+        engine = self.context_engine(agent)
         return await self.compaction.compact_session(
             engine,
             agent=agent,
@@ -376,11 +420,12 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        prompt: UserMessage | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
         `disable_tools` runs the turn with no tools at all (the model just answers); code mode
-        then stays off too.
+        then stays off too. `prompt` replaces the plain text message (images, transcripts).
         """
         return await run_agent_turn(
             self,
@@ -392,6 +437,7 @@ class Runtime:
             disable_tools=disable_tools,
             origin=origin,
             client=client,
+            prompt=prompt,
             turns=self._security.turns,
             engine=lambda: self._engine,
             cache=self._cache,

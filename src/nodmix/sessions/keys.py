@@ -156,3 +156,20 @@ def is_stateless_key(key: str, agent_id: str | None = None) -> bool:
     if agent_id is not None and parts[1] != agent_id:
         return False
     return _ONE_SHOT_NAME.fullmatch(parts[2]) is not None
+
+
+def session_kind(key: str) -> str:
+    """What kind of conversation a key names, from its shape: `main`, `subagent`, `cron`,
+    `hook` (a webhook call), `api` (a one-shot API request), `group` or `dm` (a chat), or
+    `other` (a session opened by name)."""
+    parts = key.split(":", 2)
+    name = parts[2] if len(parts) == 3 and parts[0] == KEY_PREFIX else key
+    head, _, rest = name.partition(":")
+    if name == DEFAULT_SESSION_NAME:
+        return "main"
+    if head in ("subagent", "cron", "hook"):
+        return head
+    if _ONE_SHOT_NAME.fullmatch(name):
+        return "api"
+    kind = rest.partition(":")[0]
+    return kind if kind in ("group", "dm") else "other"

@@ -157,6 +157,14 @@ class Session:
         """Set or clear the session's display label."""
         return self._update(lambda e: msgspec.structs.replace(e, label=label, updated_at=now_ms()))
 
+    def set_spawned(self, parent_key: str, label: str | None) -> SessionEntry:
+        """Mark the session as a subagent's, spawned from `parent_key` (and give it a label)."""
+        # Not fsynced, like a new session's own entry: lost in a power cut with it.
+        return self._update(
+            lambda e: msgspec.structs.replace(e, spawned_by=parent_key, label=label or e.label),
+            sync=False,
+        )
+
     def record_compaction(self, *, context_tokens: int | None = None) -> SessionEntry:
         """Count a compaction and, if known, store the context size after it."""
 

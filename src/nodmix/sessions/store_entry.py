@@ -26,6 +26,8 @@ class SessionEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     model: str | None = None
     """`provider/model` used last (or pinned for this session)."""
     label: str | None = None
+    spawned_by: str | None = None
+    """For a subagent's session: the key of the session whose turn spawned it."""
 
 
 StoreData = dict[str, SessionEntry]

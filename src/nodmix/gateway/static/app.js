@@ -3,6 +3,7 @@
 
 import { ApprovalPanel } from "./approvals.js";
 import { ChannelsPanel } from "./channels.js";
+import { Attachments, MediaFiles } from "./media.js";
 import { Conversation, el } from "./render.js";
 import { refreshSkills, wireSkills } from "./skills.js";
 
@@ -103,6 +104,14 @@ const channelsPanel = new ChannelsPanel($("channels"), {
   onError: (text) => conversation.notice(text, "warning"),
 });
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
+conversation.media = new MediaFiles(() => state.socket?.token, () => state.agentId);
+const attachments = new Attachments($("attachments"), {
+  token: () => state.socket?.token,
+  agentId: () => state.agentId,
+  onError: (text) => conversation.notice(text, "error"),
+  onVoice: () => $("composer").requestSubmit(),
+});
+conversation.onOpenSession = (key) => switchSession(key).then(refreshSessions).catch(() => {});
 
 function setRunState(name, text) {
   const label = { idle: "", queued: "queued behind another turn…", running: "running…" };
@@ -144,20 +153,48 @@ function ago(ms) {
 }
 
 function sessionRow(row) {
-  const meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
+  let meta = row.fresh ? "new" : `${row.messageCount} messages · ${ago(row.updatedAt)}`;
+  if (row.kind === "subagent") meta = `subagent · ${meta}`;
   const open = el(
     "button",
     { type: "button", "data-key": row.key, class: `session${row.key === state.sessionKey ? " active" : ""}` },
     el("span", { class: `name${row.running ? " busy" : ""}` }, row.label || row.name),
     el("span", { class: "meta" }, meta),
   );
+  const nested = row.depth ? { class: "child", style: `--depth: ${row.depth}`, "data-parent": row.spawnedBy } : {};
   open.addEventListener("click", () => switchSession(row.key));
-  if (row.fresh) return el("li", {}, open);
+  if (row.fresh) return el("li", nested, open);
   const rename = el("button", { type: "button", class: "rename", title: "Rename", "aria-label": "Rename" }, "✎");
   rename.addEventListener("click", () => renameSession(row));
   const remove = el("button", { type: "button", class: "delete", title: "Delete", "aria-label": "Delete" }, "🗑");
   remove.addEventListener("click", () => deleteSession(row));
-  return el("li", { "data-key": row.key }, open, el("span", { class: "row-actions" }, rename, remove));
+  return el("li", { "data-key": row.key, ...nested }, open, el("span", { class: "row-actions" }, rename, remove));
+}
+
+/** Sessions with each subagent's session right under the session that spawned it (indented by
+ * depth); a subagent whose parent is not listed stays at the top level. */
+function nestSessions(rows) {
+  const listed = new Set(rows.map((row) => row.key));
+  const children = new Map();
+  const top = [];
+  for (const row of rows) {
+    if (row.spawnedBy && listed.has(row.spawnedBy) && row.spawnedBy !== row.key) {
+      if (!children.has(row.spawnedBy)) children.set(row.spawnedBy, []);
+      children.get(row.spawnedBy).push(row);
+    } else {
+      top.push(row);
+    }
+  }
+  const out = [];
+  const seen = new Set();
+  const visit = (row, depth) => {
+    if (seen.has(row.key)) return;
+    seen.add(row.key);
+    out.push({ ...row, depth });
+    for (const child of children.get(row.key) || []) visit(child, depth + 1);
+  };
+  for (const row of top) visit(row, 0);
+  return out;
 }
 
 function earlierRow(row) {
@@ -182,7 +219,7 @@ async function refreshSessions() {
   const rows = sessions.some((row) => row.key === state.sessionKey)
     ? sessions
     : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...sessions];
-  $("sessions").replaceChildren(...rows.map(sessionRow));
+  $("sessions").replaceChildren(...nestSessions(rows).map(sessionRow));
   const others = (listing.others || []).filter((row) => row.status !== "continued");
   $("earlier").hidden = others.length === 0;
   $("earlier-count").textContent = String(others.length);
@@ -248,11 +285,13 @@ async function loadHistory() {
   conversation.scroll();
 }
 
-/** A message a scheduled job posted into a session (a reminder): shown if that session is open. */
+/** A message a scheduled job posted into a session (a reminder), or a subagent's result:
+ * shown if that session is open. */
 function onSessionMessage(payload) {
   if (payload.kind !== "message") return;
   if (payload.sessionKey === state.sessionKey && !state.viewing) {
-    conversation.jobMessage(payload.entry.message, payload.source?.jobName);
+    if (payload.source?.kind === "subagent") conversation.subagentMessage(payload.entry);
+    else conversation.jobMessage(payload.entry.message, payload.source?.jobName);
   }
   refreshSessions().catch(() => {});
 }
@@ -316,17 +355,15 @@ function onRunEvent(event, key) {
   }
 }
 
-async function send(text) {
+async function send(text, files = attachments.take()) {
   const key = state.sessionKey;
   state.busy = true;
-  const bubble = conversation.addUser(text);
+  const bubble = conversation.addUser(text, files.shown);
   setRunState("running", "starting…");
   try {
-    const answer = await state.socket.request(
-      "agent",
-      { message: text, sessionKey: key, agentId: state.agentId },
-      (event) => onRunEvent(event, key),
-    );
+    const params = { message: text, sessionKey: key, agentId: state.agentId };
+    if (files.attachments.length) params.attachments = files.attachments;
+    const answer = await state.socket.request("agent", params, (event) => onRunEvent(event, key));
     if (answer.command && key === state.sessionKey) await loadHistory();
     if (answer.command) conversation.notice(answer.message);
   } catch (error) {
@@ -334,7 +371,7 @@ async function send(text) {
       if (error.code === "aborted") conversation.notice("Stopped.", "info");
       else {
         conversation.notice(error.message, "error");
-        conversation.markFailed(bubble, error.code || "error", () => retry(text, key));
+        conversation.markFailed(bubble, error.code || "error", () => retry(text, key, files));
       }
     }
   } finally {
@@ -345,18 +382,25 @@ async function send(text) {
   }
 }
 
-function retry(text, key) {
+function retry(text, key, files) {
   if (state.busy || key !== state.sessionKey) return;
-  send(text);
+  send(text, files);
 }
 
 function wireUi() {
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("input").value.trim();
-    if (!text || state.busy) return;
+    if ((!text && !attachments.ready.length) || state.busy || attachments.uploading) return;
     $("input").value = "";
     send(text);
+  });
+  attachments.wire({
+    input: $("input"),
+    zone: $("composer"),
+    button: $("attach"),
+    picker: $("file-picker"),
+    mic: $("record"),
   });
   $("input").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

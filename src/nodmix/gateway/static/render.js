@@ -64,6 +64,8 @@ export class Conversation {
     this.bubble = null;
     this.pendingRender = false;
     this.onWaiting = () => {};
+    this.media = null; // `MediaFiles`: fetches workspace images for the history
+    this.onOpenSession = () => {};
   }
 
   clear() {
@@ -89,9 +91,28 @@ export class Conversation {
     this.scroll();
   }
 
-  addUser(text) {
+  /** A user message; `files` are its pictures and recordings ({path, name, kind, preview}). */
+  addUser(text, files = []) {
     this.bubble = null;
     const bubble = el("div", { class: "msg user" }, el("span", { class: "text" }, text));
+    const images = files.filter((file) => file.kind === "image");
+    if (images.length) {
+      bubble.append(
+        el(
+          "div",
+          { class: "msg-images" },
+          ...images.map((file) =>
+            file.preview
+              ? el("img", { class: "msg-image", src: file.preview, alt: file.name || file.path })
+              : this.media?.image(file.path, file.name) ?? el("span", {}, `[image ${file.path}]`),
+          ),
+        ),
+      );
+    }
+    for (const file of files.filter((one) => one.kind !== "image")) {
+      const label = file.kind === "voice" ? "voice note" : `file: ${file.name || file.path}`;
+      bubble.append(el("div", { class: "msg-file" }, label));
+    }
     this.place(bubble);
     return bubble;
   }
@@ -170,6 +191,26 @@ export class Conversation {
     this.scroll();
   }
 
+  /** A subagent's result announced into the session (a `session` event, or history). */
+  subagentMessage(entry) {
+    const details = entry.details || {};
+    const raw = typeof entry.content === "string" ? entry.content : textOf(entry.content);
+    const body = raw.replace(/^\[Subagent [^\n]*\]\s*/, "") || raw;
+    const bubble = el("div", { class: "msg assistant from-subagent", "data-run": details.runId || "" });
+    this.place(bubble);
+    renderMarkdown(bubble, body);
+    const name = details.label ? `"${details.label}"` : details.runId;
+    const label = el("div", { class: "job-label" }, `From subagent ${name} (${details.status || "done"}) `);
+    if (details.sessionKey) {
+      const open = el("button", { type: "button", class: "link open-subagent", "data-key": details.sessionKey }, "open its session");
+      open.addEventListener("click", () => this.onOpenSession(details.sessionKey));
+      label.append(open);
+    }
+    bubble.prepend(label);
+    bubble.append(el("div", { class: "msg-actions" }, copyButton(() => body, "copy result")));
+    this.scroll();
+  }
+
   toolStarted({ callId, toolName, arguments: args, parentCallId }) {
     this.bubble = null;
     const view = isCodeCell(toolName, args) ? codeCell(toolName, args) : toolCard(toolName, args);
@@ -191,6 +232,8 @@ export class Conversation {
     for (const entry of entries) {
       if (entry.type === "compaction") {
         this.notice(`Earlier messages were compacted (${entry.tokensBefore} tokens summarised).`);
+      } else if (entry.type === "custom_message" && entry.customType === "subagent_result") {
+        this.subagentMessage(entry);
       } else if (entry.type === "custom_message" && entry.display) {
         this.notice(textOf(entry.content));
       } else if (entry.type === "message") {
@@ -202,7 +245,10 @@ export class Conversation {
 
   replay(message, parentCallId) {
     if (message.role === "user" && !parentCallId) {
-      this.addUser(textOf(message.content));
+      const images = (message.content || [])
+        .filter((block) => block.type === "imageRef")
+        .map((block) => ({ path: block.path, name: block.name, kind: "image" }));
+      this.addUser(textOf(message.content), images);
     } else if (message.role === "assistant" && message.api === "cron" && !parentCallId) {
       this.jobMessage(message);
     } else if (message.role === "assistant") {
