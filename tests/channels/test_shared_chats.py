@@ -218,3 +218,66 @@ def test_a_few_accounts_cannot_lock_newcomers_out_of_pairing(
     assert model.requests == []  # nothing reached the model
     pending = PairingStore(isolated_state).load("telegram").pending
     assert any(p.code == code for p in pending) and len(pending) == 10
+
+
+def _spawn(task: str) -> str:
+    return _call("sessions_spawn", task=task, wait=True)
+
+
+def test_a_group_members_subagent_gets_no_more_than_the_member(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    """Delegating gains a group member nothing: the subagent's prompt and tools hold none of
+    the owner's memory, its shell runs in the sandbox, and only the owner approves it."""
+    _memory(isolated_state)
+    _config(isolated_state, model, api, tools={"exec": {"security": "full", "ask": "off"}})
+    with _gateway():
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text="hello")  # the owner's DM
+        _said(api, OWNER, "echo: hello")
+        owners = len(model.requests)  # the owner's own turn sees the memory
+        for i, task in enumerate(
+            [
+                _call("read", path="MEMORY.md"),
+                _call("memory_get", path="memory/2026-01-02.md"),
+                _call("exec", command="cat MEMORY.md memory/*.md; ls memory"),
+            ]
+        ):
+            api.inject_text(
+                chat_id=GROUP, sender_id=MEMBER, text=_spawn(task), chat_type="supergroup"
+            )
+            api.wait_for(lambda i=i: len(api.sent_texts(GROUP)) > i, timeout=60)
+        seen = api.sent_texts(GROUP)
+        systems = _systems(model)[owners:]
+        assert len(systems) >= 3 * 3  # the member's turn, its subagent's, the answer
+        assert not any(CANARY in t for t in seen), seen
+        assert not any(CANARY in s for s in systems)
+        assert "the owner's memory" in seen[0] and "the owner's memory" in seen[1], seen
+        assert "No such file or directory" in seen[2], seen[2]  # the sandbox shows it none
+
+
+def test_a_group_members_subagent_asks_the_owner_for_approval(
+    isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
+) -> None:
+    (isolated_state / "workspace").mkdir()
+    marker = isolated_state / "workspace" / "ran"
+    _config(isolated_state, model, api)
+    with _gateway():
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text="hello")
+        _said(api, OWNER, "echo: hello")
+        command = f"touch {marker}"
+        api.inject_text(
+            chat_id=GROUP,
+            sender_id=MEMBER,
+            text=_spawn(_call("exec", command=command)),
+            chat_type="supergroup",
+        )
+        request_id = _request_id(_said(api, GROUP, "/approve")[0])
+        _said(api, OWNER, f"/approve {request_id}")  # the owner is asked too
+        api.inject_text(
+            chat_id=GROUP, sender_id=MEMBER, text=f"/approve {request_id}", chat_type="supergroup"
+        )
+        _said(api, GROUP, "Only the owner can answer approval requests")
+        assert not marker.exists()
+        api.inject_text(chat_id=OWNER, sender_id=OWNER, text=f"/approve {request_id}")
+        _said(api, OWNER, f"Approved: {command}")
+        api.wait_for(marker.exists, timeout=30)

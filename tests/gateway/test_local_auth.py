@@ -39,6 +39,8 @@ ENDPOINTS = [
     ("GET", "/metrics"),
     ("POST", "/hooks/mail"),
     ("GET", "/hooks/runs/run_000000000000"),
+    ("POST", "/media/upload"),
+    ("GET", "/media/file"),
     ("GET", "/nonexistent"),
 ]
 TURN = {"model": "nodmix", "messages": [{"role": "user", "content": "x"}]}
