@@ -1,7 +1,7 @@
 """A group member answering an exec approval request with `/approve`, on every channel the tests
 can drive besides Telegram (`test_shared_chats.py`): Discord and Slack through their real client
 libraries against the scripted servers, IRC against a real ngircd, Matrix against a real
-Synapse. The request is posted in the room, the member's answer is refused with one line, and
+Synapse, email against a real dovecot (where every sender is a DM). The request is posted in the room, the member's answer is refused with one line, and
 the command never runs."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from email.message import EmailMessage
+from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from nodmix.testing.discord_server import ScriptedDiscord
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.slack_server import ScriptedSlack
 from tests.channels.irc_daemon import IrcUser, Ngircd
+from tests.channels.mail_daemons import PASSWORD, USER, Dovecot, SmtpRecorder
 from tests.channels.support import chat_model, write_config
 from tests.channels.synapse import Synapse
 
@@ -170,3 +173,58 @@ def test_matrix(isolated_state: Path, model: ScriptedModelServer, synapse: Synap
             marker,
             command,
         )
+
+
+def _mail(sender: str, subject: str, text: str) -> EmailMessage:
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = USER
+    mail["Subject"] = subject
+    mail["Message-ID"] = make_msgid(domain="example.org")
+    mail.set_content(text)
+    return mail
+
+
+def test_email(isolated_state: Path, model: ScriptedModelServer) -> None:
+    """Every sender is a DM on email: an allowed sender who is not the owner cannot approve
+    the command their own mail asked for; the owner can, also from a fresh mail whose subject
+    says something else."""
+    command, marker = _command(isolated_state)
+    owner, other = "ann@example.org", "bob@example.org"
+    imap = Dovecot()
+    imap.start()
+    try:
+        with SmtpRecorder() as smtp:
+            section = {
+                "address": USER,
+                "imap": {"host": "127.0.0.1", "port": imap.port, "tls": False},
+                "smtp": {"host": "127.0.0.1", "port": smtp.port, "security": "none"},
+                "dmPolicy": "allowlist",
+                "allowFrom": ["*@example.org"],
+                "ownerIds": [owner],
+                "replyLimit": {"count": 50},
+            }
+            section["imap"] |= {"password": PASSWORD}
+            section["smtp"] |= {"username": ""}
+            write_config(isolated_state, model.base_url, {"email": section})
+            with _gateway() as gateway:
+                _wait(lambda: gateway.runtime.channels.statuses["email"].connected, "connected")
+                imap.deliver(_mail(owner, "Hello", "hello"))  # the owner's DM is known
+                _wait(lambda: smtp.texts(owner), "the answer to the owner")
+                _attack(
+                    "email",
+                    lambda text: imap.deliver(_mail(other, "Re: Job", text)),
+                    lambda: smtp.texts(other),
+                    model,
+                    marker,
+                    command,
+                )
+                asked = [t for t in smtp.texts(owner) if "/approve " in t]
+                assert asked and "needs your approval" in asked[0]
+                request_id = re.search(r"/approve (\S+)", asked[0]).group(1)  # type: ignore[union-attr]
+                imap.deliver(_mail(owner, "Go ahead", f"/approve {request_id}"))
+                _wait(marker.exists, "the command the owner approved")
+    finally:
+        imap.close()
+    log = (isolated_state / "logs" / "nodmix.log").read_text(encoding="utf-8")
+    assert f"/approve from {other} in {other} refused: not the owner" in log
