@@ -1,8 +1,8 @@
 """A group member answering an exec approval request with `/approve`, on every channel the tests
 can drive besides Telegram (`test_shared_chats.py`): Discord and Slack through their real client
 libraries against the scripted servers, IRC against a real ngircd, Matrix against a real
-Synapse, email against a real dovecot (where every sender is a DM). The request is posted in the room, the member's answer is refused with one line, and
-the command never runs."""
+Synapse, email against a real dovecot (where every sender is a DM). The request is posted in the
+room, the member's answer is refused with one line, and the command never runs."""
 
 from __future__ import annotations
 
