@@ -48,6 +48,21 @@ def test_auth_mode_none_is_high_and_a_default_gateway_is_not(
     assert "gateway.auth-none" not in _audit(private_state, "{}", capsys)
 
 
+def test_auth_mode_none_on_a_network_bind_is_flagged_even_with_a_token_set(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = "{gateway: {bind: 'lan', auth: {mode: 'none', token: '%s'}}}" % ("x" * 40)
+    found = _audit(private_state, config, capsys)
+    [exposed] = found["gateway.bind-without-token"]
+    assert exposed["severity"] == "high"
+    assert exposed["title"] == (
+        "the gateway is configured to listen on 0.0.0.0 without a token "
+        '(gateway.auth.mode is "none")'
+    )
+    assert exposed["fix"].startswith("remove gateway.auth.mode and set gateway.auth.token")
+    assert found["gateway.auth-none"][0]["severity"] == "high"
+
+
 def test_a_token_file_others_can_read_is_high(
     private_state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,7 +107,7 @@ def test_delivery_targets_outside_the_rules_are_reported_wherever_they_are_set(
         )
     config = (
         f"{{channels: {{{TELEGRAM}, ownerIds: ['42']}}}}, "
-        "hooks: {mappings: {mail: {message: 'x', deliver: 'slack:C1'}, "
+        "hooks: {mappings: {mail: {message: 'x', deliver: 'telegram:55555'}, "
         "ok: {message: 'x', deliver: 'telegram:-100'}}}, "
         "agents: {defaults: {heartbeat: {every: '1h', deliver: 'telegram:77'}}}}"
     )
@@ -103,7 +118,7 @@ def test_delivery_targets_outside_the_rules_are_reported_wherever_they_are_set(
         "cron job "
         + next(j.id for j in store.load() if j.deliver == "telegram:99999")
         + " (telegram:99999) delivers to telegram:99999, which is refused",
-        "hooks.mappings.mail.deliver delivers to slack:C1, which is refused",
+        "hooks.mappings.mail.deliver delivers to telegram:55555, which is refused",
     ]
     [forced] = found["deliver.forced"]
     assert forced["severity"] == "low" and "telegram:88888" in forced["title"]

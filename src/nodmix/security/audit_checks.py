@@ -48,6 +48,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _gateway_token(inputs: AuditInputs) -> str | None:
+    if auth_none(inputs):
+        return None  # a configured token is not asked for
     token = inputs.env.get(TOKEN_ENV) or inputs.config.gateway.auth.token
     if token is None:
         return None
@@ -76,13 +78,17 @@ def check_gateway(inputs: AuditInputs) -> list[Finding]:
     token = _gateway_token(inputs)
     found: list[Finding] = []
     if not _is_loopback(host) and token is None:
+        none = auth_none(inputs)
         found.append(
             Finding(
                 id="gateway.bind-without-token",
                 severity="high",
-                title=f"the gateway is configured to listen on {host} without a token",
-                detail="anyone who can reach this machine could run agent turns and tools.",
-                fix=f"set gateway.auth.token (or {TOKEN_ENV}) to a long random value "
+                title=f"the gateway is configured to listen on {host} without a token"
+                + (' (gateway.auth.mode is "none")' if none else ""),
+                detail="anyone who can reach this machine could run agent turns and tools; "
+                "the gateway refuses to start this way.",
+                fix=("remove gateway.auth.mode and " if none else "")
+                + f"set gateway.auth.token (or {TOKEN_ENV}) to a long random value "
                 f"({_NEW_TOKEN}), or set gateway.bind to loopback",
             )
         )
