@@ -13,7 +13,7 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.channels.registry import enabled_channels, rules_for
 from nodmix.channels.targets import deliver_refusal
 from nodmix.origin import TurnOrigin
-from nodmix.security.audit import AuditInputs, Check, Finding
+from nodmix.security.findings import AuditInputs, Check, Finding
 
 
 def check_owners(inputs: AuditInputs) -> list[Finding]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -43,3 +44,10 @@ def channel_checks(config: Any) -> tuple[Any, ...]:
     from nodmix.channels.audit import CHANNEL_CHECKS
 
     return CHANNEL_CHECKS
+
+
+def print_table(table: Sequence[Sequence[str]]) -> None:
+    """Print rows as left-aligned columns."""
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from nodmix.security.audit import AuditInputs, Check, Finding
+from nodmix.security.findings import AuditInputs, Check, Finding
 
 
 def check_gateway_auth(inputs: AuditInputs) -> list[Finding]:
