@@ -21,7 +21,24 @@ from nodmix.errors import ConfigError
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
 
-KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
+KNOWN_CHANNELS = (
+    "telegram",
+    "matrix",
+    "irc",
+    "email",
+    "discord",
+    "slack",
+    "msteams",
+    "googlechat",
+)
+ENDPOINT_CHANNELS = ("msteams", "googlechat")
+"""Channels whose platform posts every message to the gateway's own port."""
+EXTRA_MODULES = {
+    "msteams": ("microsoft_agents", "jwt", "aiohttp"),
+    "googlechat": ("google", "requests"),
+}
+"""The optional extra (`nodmix[<channel>]`) a channel's library comes from, by the top-level
+modules it provides."""
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -61,7 +78,26 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
         from nodmix.config.channel_webhook import webhook_path
 
         paths[webhook_path(telegram.webhook)] = "telegram"
+    for channel in ENDPOINT_CHANNELS:
+        section = getattr(config.channels, channel, None)
+        if section is not None and section.enabled:
+            from nodmix.config.channel_teams_chat import endpoint_path
+
+            paths[endpoint_path(channel, section)] = channel
     return paths
+
+
+def missing_extra(channel: str, exc: ModuleNotFoundError) -> ConfigError | None:
+    """The one-line install hint when `exc` is the channel's library missing (None when the
+    missing module is something else)."""
+    top = (exc.name or "").partition(".")[0]
+    if top not in EXTRA_MODULES.get(channel, ()):
+        return None
+    return ConfigError(
+        f"the {channel} channel needs its library ({exc.name} is not installed): "
+        f"pip install 'nodmix[{channel}]'",
+        key=f"channels.{channel}",
+    )
 
 
 def _invite_check(
@@ -124,5 +160,27 @@ def create_adapter(
         from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
+    if channel in ENDPOINT_CHANNELS and getattr(config.channels, channel, None) is not None:
+        try:
+            return _endpoint_adapter(channel, config, env, state_dir)
+        except ModuleNotFoundError as exc:
+            hint = missing_extra(channel, exc)
+            if hint is None:
+                raise
+            raise hint from None
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
+
+
+def _endpoint_adapter(
+    channel: str, config: NodmixConfig, env: Mapping[str, str], state_dir: Path
+) -> ChannelAdapter:
+    """The Teams or Google Chat adapter (their libraries are an optional extra)."""
+    if channel == "msteams" and config.channels.msteams is not None:
+        from nodmix.channels.msteams.adapter import MsTeamsAdapter, msteams_settings
+
+        return MsTeamsAdapter(msteams_settings(config.channels.msteams, env), state_dir)
+    assert config.channels.googlechat is not None
+    from nodmix.channels.googlechat.adapter import GoogleChatAdapter, googlechat_settings
+
+    return GoogleChatAdapter(googlechat_settings(config.channels.googlechat, env), state_dir)

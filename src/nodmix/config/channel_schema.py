@@ -154,6 +154,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     email: "EmailConfig | None" = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
+    msteams: "MsTeamsConfig | None" = None
+    googlechat: "GoogleChatConfig | None" = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -194,7 +196,7 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("telegram", channels.telegram))
     if channels.matrix is not None:
         sections.append(("matrix", channels.matrix))
-    for extra in ("irc", "email"):
+    for extra in ("irc", "email", "msteams", "googlechat"):
         extra_section = getattr(channels, extra, None)
         if extra_section is not None:
             sections.append((extra, extra_section))
@@ -215,6 +217,12 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         from nodmix.config.channel_webhook import check_webhook
 
         check_webhook(channels.telegram.webhook, file=file, key="channels.telegram.webhook")
+    check_endpoint_sections(channels, file=file)
 
 
 from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402
+from nodmix.config.channel_teams_chat import (  # noqa: E402
+    GoogleChatConfig,
+    MsTeamsConfig,
+    check_endpoint_sections,
+)
