@@ -126,7 +126,8 @@ class ScriptedChat(ThreadedServer):
         body = {k: v for k, v in body.items() if v is not None}
         signing = key or self.signer
         signer = crypt.RSASigner.from_string(signing.private_pem, signing.kid)
-        return google_jwt.encode(signer, body).decode()
+        token: bytes = google_jwt.encode(signer, body)
+        return token.decode()
 
     def post(self, event: dict[str, Any], *, token: str | None = "", timeout: float = 30.0) -> int:
         """POST `event` to `endpoint` (with a valid token unless `token` is given; None: no
