@@ -169,9 +169,13 @@ class GoogleChatAdapter:
             log.warning("googlechat: refused a request: %s", exc)
             return 401
         except KeysUnavailable as exc:
+            status.connected = False
             status.error(str(exc))
             log.warning("googlechat: %s", exc)
             return 503
+        if not status.connected:
+            status.connected = True
+            log.info("googlechat: signing keys reachable again")
         try:
             event = read_event(json.loads(await body()))
         except ValueError:

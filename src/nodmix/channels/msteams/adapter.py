@@ -51,6 +51,8 @@ from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 
 log = logging.getLogger("nodmix.channels.msteams")
+# The SDK logs every refused call at ERROR; the adapter reports what matters itself.
+logging.getLogger("microsoft_agents.hosting.core.connector").setLevel(logging.CRITICAL)
 
 REQUEST_TIMEOUT_SECONDS = 30.0
 MAX_SESSIONS = 16
@@ -102,12 +104,20 @@ def msteams_settings(section: MsTeamsConfig, env: Mapping[str, str]) -> MsTeamsS
     )
 
 
+class ConnectorError(Exception):
+    """The Bot Connector answered an error status."""
+
+    def __init__(self, status: int, retry_after: str = "") -> None:
+        super().__init__(f"the Bot Connector answered HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+
 def _transient(exc: Exception) -> float | None:
     """The wait before retrying `exc`, or None when retrying cannot help."""
-    if isinstance(exc, aiohttp.ClientResponseError):
+    if isinstance(exc, ConnectorError):
         if exc.status == 429:
-            after = str(exc.headers.get("Retry-After", "")) if exc.headers else ""
-            return float(after) if after.isdigit() else 1.0
+            return float(exc.retry_after) if exc.retry_after.isdigit() else 1.0
         return 0.0 if exc.status >= 500 else None
     if isinstance(exc, TokenError):
         return None if exc.refused else 0.0
@@ -180,9 +190,13 @@ class MsTeamsAdapter:
             log.warning("msteams: refused a request: %s", exc)
             return 401
         except KeysUnavailable as exc:
+            status.connected = False
             status.error(str(exc))
             log.warning("msteams: %s", exc)
             return 503
+        if not status.connected:
+            status.connected = True
+            log.info("msteams: signing keys reachable again")
         try:
             activity = Activity.model_validate(json.loads(await body()))
         except (ValueError, ValidationError) as exc:
@@ -245,7 +259,8 @@ class MsTeamsAdapter:
             except aiohttp.ClientResponseError as exc:
                 if exc.status == 401:
                     self.token.forget()
-                raise
+                after = str(exc.headers.get("Retry-After", "")) if exc.headers else ""
+                raise ConnectorError(exc.status, after) from None
 
         while self._closing:
             await self._closing.pop().close()
