@@ -107,7 +107,7 @@ def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
         teams.send("the real one", user=ANN)
         teams.wait_for(lambda: teams.texts(ANN.personal_conversation))
         assert teams.texts(ANN.personal_conversation) == ["the real one"]
-        assert [t for t in _user_texts(model) if "forged" in t or t in ("moved", "skype", "elsewhere")] == []
+        assert _user_texts(model) == ["the real one"]
         status = gateway.runtime.channels.statuses["msteams"]
         assert status.reasons["invalid Bot Framework token"] == len(forgeries) + 1
         assert status.reasons["activity does not match its token"] == 3
