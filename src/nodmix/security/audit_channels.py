@@ -37,7 +37,9 @@ def check_channel_identity(inputs: AuditInputs) -> list[Finding]:
         found += _irc(sections["irc"])
     if "discord" in sections:
         found += _discord(sections["discord"])
-    return found
+    from nodmix.security.audit_endpoints import check_endpoint_channels
+
+    return found + check_endpoint_channels(sections)
 
 
 def _email(section: dict[str, Any]) -> list[Finding]:
