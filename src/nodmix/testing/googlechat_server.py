@@ -80,6 +80,21 @@ class ScriptedChat(ThreadedServer):
         self._fail: list[int] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._client: httpx2.Client | None = None
+
+    def _poster(self) -> httpx2.Client:
+        """One HTTP client for posting (kept alive, as the platform keeps its connections)."""
+        with self._lock:
+            if self._client is None:
+                self._client = httpx2.Client()
+            return self._client
+
+    def stop(self) -> None:
+        """Stop serving and close the posting client."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+        super().stop()
 
     @property
     def url(self) -> str:
@@ -135,7 +150,7 @@ class ScriptedChat(ThreadedServer):
         if self.endpoint is None:
             raise RuntimeError("set ScriptedChat.endpoint to the gateway's endpoint")
         headers = {} if token is None else {"Authorization": f"Bearer {token or self.sign()}"}
-        response = httpx2.post(self.endpoint, json=event, headers=headers, timeout=timeout)
+        response = self._poster().post(self.endpoint, json=event, headers=headers, timeout=timeout)
         return response.status_code
 
     def event(
