@@ -88,6 +88,13 @@ def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
         for name, token in forgeries.items():
             activity = teams.activity(f"forged: {name}", user=ANN)
             assert teams.post(activity, token=token) == 401, name
+        # Invented key ids do not make the gateway hammer the key endpoint.
+        fetched = teams.keys_endpoint.served
+        invented = [teams.sign(key=RsaKey(f"invented-{i}")) for i in range(2)]
+        for i in range(30):
+            flood = teams.activity("kid flood", user=ANN)
+            assert teams.post(flood, token=invented[i % 2]) == 401
+        assert teams.keys_endpoint.served == fetched
         # A valid token, but the activity names another service URL or channel.
         moved = teams.activity("moved", user=ANN) | {"serviceUrl": "https://evil.example/t/"}
         assert teams.post(moved) == 401
@@ -109,7 +116,7 @@ def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
         assert teams.texts(ANN.personal_conversation) == ["the real one"]
         assert _user_texts(model) == ["the real one"]
         status = gateway.runtime.channels.statuses["msteams"]
-        assert status.reasons["invalid Bot Framework token"] == len(forgeries) + 1
+        assert status.reasons["invalid Bot Framework token"] == len(forgeries) + 31
         assert status.reasons["activity does not match its token"] == 3
     finally:
         gateway.__exit__(None, None, None)
