@@ -124,3 +124,19 @@ def test_files_and_pasted_images_are_saved_and_a_file_over_the_cap_is_not_kept(
     assert not any("big" in n for n in saved), "abandoned at the cap (Teams declares no size)"
     assert "larger than" in teams.texts(DM)[1]
     assert len(model_user_texts(model)) == 1
+
+
+def test_the_bots_token_goes_to_no_host_but_the_bot_connectors(
+    isolated_state: Path, teams: ScriptedTeams
+) -> None:
+    with ScriptedTeams() as elsewhere, ScriptedModelServer(echo) as model:
+        elsewhere.files["pasted"] = photo(32, 32, "PNG")
+        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+        try:
+            pasted = inline_image(f"{elsewhere.service_url}attachments/pasted")
+            teams.send("look", user=ANN, attachments=[pasted])
+            teams.wait_for(lambda: teams.texts(DM))
+        finally:
+            gateway.__exit__(None, None, None)
+        assert elsewhere.downloads == [] and elsewhere.refused_calls == []
+    assert "could not be saved" in model_user_texts(model)[0]
