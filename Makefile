@@ -11,7 +11,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c requirements.lock -e ".[dev,msteams,googlechat]"
+	$(BIN)/python -m pip install -q -c requirements.lock -e ".[dev]"
 	touch $(STAMP)
 
 # Byte-compile explicitly: with PYTHONDONTWRITEBYTECODE set (some environments do), an editable
