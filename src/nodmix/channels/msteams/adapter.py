@@ -46,7 +46,8 @@ from nodmix.channels.retry import with_retries
 from nodmix.channels.signing_keys import KeysUnavailable
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
-from nodmix.config.channel_teams_chat import MsTeamsConfig, endpoint_path
+from nodmix.config.channel_schema import MsTeamsConfig
+from nodmix.config.channel_teams_chat import endpoint_path
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 
