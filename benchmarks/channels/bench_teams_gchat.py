@@ -35,6 +35,7 @@ from typing import Any
 from tests.support.config import write_json_config
 
 from benchmarks.channels.bench_memory import measure
+from benchmarks.report import cpu_calibration_ms
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.messages import UserMessage
 from nodmix.providers.base import ModelRequest
@@ -185,6 +186,7 @@ def memory() -> dict[str, Any]:
 
 def main() -> None:
     names = ("Teams", "Google Chat")
+    calibration = cpu_calibration_ms()
     results = latency_and_burst()
     print("| measurement | Teams | Google Chat |")
     print("|---|---|---|")
@@ -210,6 +212,7 @@ def main() -> None:
     print(f"| of which importing its library (beyond the gateway's own) | {libraries} |")
     own = [mem[n][0] - mem[n][1] for n in names]
     print(f"| the channel beyond its library | {own[0]:+.1f} MB | {own[1]:+.1f} MB |")
+    print(f"| CPU calibration (before the run) | {calibration:.0f} ms | |")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,24 @@ def test_a_failing_chat_api_is_retried_then_noticed_and_recovered_from(
             gateway.__exit__(None, None, None)
 
 
+def test_a_revoked_token_is_renewed_and_the_reply_still_arrives(
+    isolated_state: Path, chat: ScriptedChat
+) -> None:
+    with ScriptedModelServer(echo) as model:
+        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        try:
+            chat.send("first", user=ANN)
+            chat.wait_for(lambda: chat.texts(DM) == ["first"])
+            revoked = chat.revoke_tokens()
+            chat.send("second", user=ANN)
+            chat.wait_for(lambda: chat.texts(DM) == ["first", "second"])
+            assert chat.tokens and not chat.tokens & revoked, "a new token was fetched"
+            assert [code for _, code in chat.refused_calls] == [401]
+            assert gateway.runtime.channels.statuses["googlechat"].connected
+        finally:
+            gateway.__exit__(None, None, None)
+
+
 def test_a_token_endpoint_down_at_start_is_retried_until_it_answers(
     isolated_state: Path, chat: ScriptedChat
 ) -> None:

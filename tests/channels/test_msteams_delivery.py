@@ -80,6 +80,24 @@ def test_a_failing_bot_connector_is_retried_then_noticed_and_recovered_from(
             gateway.__exit__(None, None, None)
 
 
+def test_a_revoked_token_is_renewed_and_the_reply_still_arrives(
+    isolated_state: Path, teams: ScriptedTeams
+) -> None:
+    with ScriptedModelServer(echo) as model:
+        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad], typing=False)
+        try:
+            teams.send("first", user=ANN)
+            teams.wait_for(lambda: teams.texts(DM) == ["first"])
+            revoked = teams.revoke_tokens()
+            teams.send("second", user=ANN)
+            teams.wait_for(lambda: teams.texts(DM) == ["first", "second"])
+            assert teams.tokens and not teams.tokens & revoked, "a new token was fetched"
+            assert [code for _, code in teams.refused_calls] == [401]
+            assert gateway.runtime.channels.statuses["msteams"].connected
+        finally:
+            gateway.__exit__(None, None, None)
+
+
 def test_a_token_endpoint_down_at_start_is_retried_until_it_answers(
     isolated_state: Path, teams: ScriptedTeams
 ) -> None:

@@ -185,6 +185,13 @@ class ScriptedChat(ThreadedServer):
 
     # ---- what the app did -------------------------------------------------------------------
 
+    def revoke_tokens(self) -> set[str]:
+        """Forget every token handed out (as when a secret is rotated or a token expires
+        early): Chat API calls with them answer 401. The revoked tokens."""
+        with self._lock:
+            revoked, self.tokens = self.tokens, set()
+        return revoked
+
     def fail_next(self, count: int, status: int = 503) -> None:
         """The next `count` Chat API calls answer `status`."""
         with self._lock:

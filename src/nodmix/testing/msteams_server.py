@@ -194,6 +194,13 @@ class ScriptedTeams(ThreadedServer):
 
     # ---- what the bot did -------------------------------------------------------------------
 
+    def revoke_tokens(self) -> set[str]:
+        """Forget every token handed out (as when a secret is rotated or a token expires
+        early): Bot Connector calls with them answer 401. The revoked tokens."""
+        with self._lock:
+            revoked, self.tokens = self.tokens, set()
+        return revoked
+
     def fail_next(self, count: int, status: int = 503) -> None:
         """The next `count` Bot Connector calls answer `status`."""
         with self._lock:

@@ -91,12 +91,14 @@ class ChatApi:
             return str(self.credentials.token)
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {await self.token()}"}
-        response = await self._client.request(
-            method, f"{self.base_url}/v1/{path}", headers=headers, **kwargs
-        )
-        if response.status_code == 401:
-            self.credentials.token = None  # refreshed on the next call
+        for renewed in (False, True):
+            headers = {"Authorization": f"Bearer {await self.token()}"}
+            response = await self._client.request(
+                method, f"{self.base_url}/v1/{path}", headers=headers, **kwargs
+            )
+            if response.status_code != 401 or renewed:
+                break
+            self.credentials.token = None  # revoked or expired early: renewed once, at once
         response.raise_for_status()
         body = response.json() if response.content else {}
         return body if isinstance(body, dict) else {}

@@ -7,8 +7,8 @@ headers before the body is read. Accepted messages go through the channel layer 
 control, pairing, the delivery log, which also answers an activity Teams posts again only
 once). Replies go to the service URL and conversation the adapter recorded for the chat
 (`conversations.py`), with the bot's client-credentials token (`token.py`); a 5xx, a 429 or a
-network error is retried with backoff, and a call that keeps failing marks the channel
-disconnected until one goes through.
+network error is retried with backoff, a refused token (401) is renewed once at once, and a
+call that keeps failing marks the channel disconnected until one goes through.
 """
 
 from __future__ import annotations
@@ -251,21 +251,31 @@ class MsTeamsAdapter:
             self._sessions[base] = session
         return session
 
-    async def _call(self, service_url: str, what: str, op: Callable[[ConnectorClient], Any]) -> Any:
-        async def attempt() -> Any:
+    async def _once(self, service_url: str, op: Callable[[ConnectorClient], Any]) -> Any:
+        """`op` with the bot's token; a token the Bot Connector refuses (revoked, or expired
+        early) is renewed and the call made once more."""
+        while self._closing:
+            await self._closing.pop().close()
+        for renewed in (False, True):
             token = await self.token.get()
             client = ConnectorClient(service_url, token, session=self._session(service_url))
             try:
                 return await op(client)
             except aiohttp.ClientResponseError as exc:
-                if exc.status == 401:
+                if exc.status == 401 and not renewed:
                     self.token.forget()
+                    continue
                 after = str(exc.headers.get("Retry-After", "")) if exc.headers else ""
                 raise ConnectorError(exc.status, after) from None
+        raise AssertionError("unreachable")
 
-        while self._closing:
-            await self._closing.pop().close()
-        return await with_retries(attempt, transient=_transient, status=self._status, what=what)
+    async def _call(self, service_url: str, what: str, op: Callable[[ConnectorClient], Any]) -> Any:
+        return await with_retries(
+            lambda: self._once(service_url, op),
+            transient=_transient,
+            status=self._status,
+            what=what,
+        )
 
     def _activity(self, conversation: str, **fields: Any) -> Activity:
         return Activity(
@@ -308,17 +318,18 @@ class MsTeamsAdapter:
         activity = self._activity(
             conversation, type="message", id=message_id, text=text, text_format="markdown"
         )
-        token = await self.token.get()
-        client = ConnectorClient(service_url, token, session=self._session(service_url))
-        await client.conversations.update_activity(conversation, message_id, activity)
+        await self._once(
+            service_url,
+            lambda c: c.conversations.update_activity(conversation, message_id, activity),
+        )
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """A `typing` activity."""
         service_url, conversation = self._address(chat_id, thread_id)
         activity = self._activity(conversation, type="typing")
-        token = await self.token.get()
-        client = ConnectorClient(service_url, token, session=self._session(service_url))
-        await client.conversations.send_to_conversation(conversation, activity)
+        await self._once(
+            service_url, lambda c: c.conversations.send_to_conversation(conversation, activity)
+        )
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
         """A file's pre-authorised download URL, or an inline image from the Bot Connector
