@@ -38,18 +38,13 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def _gateway(teams: ScriptedTeams) -> BackgroundGateway:
-    gateway = BackgroundGateway(
-        GatewaySettings(port=0, token="gateway-token"), retry=RetryPolicy(attempts=1)
-    )
-    return gateway
-
-
 def _start(
     state: Path, model: ScriptedModelServer, teams: ScriptedTeams, **section: Any
 ) -> BackgroundGateway:
     write_config(state, model.base_url, {"msteams": teams.channel_config(**section)})
-    gateway = _gateway(teams).__enter__()
+    gateway = BackgroundGateway(
+        GatewaySettings(port=0, token="gateway-token"), retry=RetryPolicy(attempts=1)
+    ).__enter__()
     teams.endpoint = gateway.url + PATH
     teams.wait_for(lambda: gateway.runtime.channels.statuses.get("msteams")
                    and gateway.runtime.channels.statuses["msteams"].connected)  # fmt: skip
