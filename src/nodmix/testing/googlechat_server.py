@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx2
-from google.auth import crypt
-from google.auth import jwt as google_jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -46,6 +44,13 @@ CHAT_ISSUER = "chat@system.gserviceaccount.com"
 TEXT_LIMIT = 4096
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
 """The audience google-auth puts in a service account's assertion (Google accepts it)."""
+
+
+def google_jwt() -> Any:
+    """`google.auth.jwt` (google-auth is the Google Chat extra: imported when first used)."""
+    from google.auth import jwt
+
+    return jwt
 
 
 @dataclass
@@ -81,6 +86,7 @@ class ScriptedChat(ThreadedServer):
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._client: httpx2.Client | None = None
+        self._signers: dict[RsaKey, Any] = {}
 
     def _poster(self) -> httpx2.Client:
         """One HTTP client for posting (kept alive, as the platform keeps its connections)."""
@@ -140,9 +146,17 @@ class ScriptedChat(ThreadedServer):
         body.update(claims)
         body = {k: v for k, v in body.items() if v is not None}
         signing = key or self.signer
-        signer = crypt.RSASigner.from_string(signing.private_pem, signing.kid)
-        token: bytes = google_jwt.encode(signer, body)
+        token: bytes = google_jwt().encode(self._signer(signing), body)
         return token.decode()
+
+    def _signer(self, key: RsaKey) -> Any:
+        """google-auth's signer for `key` (made once: parsing the key is slow)."""
+        from google.auth import crypt
+
+        with self._lock:
+            if key not in self._signers:
+                self._signers[key] = crypt.RSASigner.from_string(key.private_pem, key.kid)
+            return self._signers[key]
 
     def post(self, event: dict[str, Any], *, token: str | None = "", timeout: float = 30.0) -> int:
         """POST `event` to `endpoint` (with a valid token unless `token` is given; None: no
@@ -243,7 +257,7 @@ class ScriptedChat(ThreadedServer):
         if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
             return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
         try:
-            claims = google_jwt.decode(
+            claims = google_jwt().decode(
                 str(form.get("assertion", "")),
                 certs={self.account_key.kid: self.account_key.certificate_pem()},
                 audience=[GOOGLE_TOKEN_AUDIENCE, f"{self.url}/token"],

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx2
-import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -132,6 +131,8 @@ class ScriptedTeams(ThreadedServer):
 
     def sign(self, key: RsaKey | None = None, alg: str = "RS256", **claims: Any) -> str:
         """A token as the Bot Connector signs it (`claims` override or, set to None, drop)."""
+        import jwt  # PyJWT: the Teams extra
+
         now = int(time.time())
         body: dict[str, Any] = {
             "iss": ISSUER,

@@ -1,19 +1,21 @@
 """Signing keys for the scripted platforms that sign what they post (Teams, Google Chat): an
 RSA key pair with its public JWK and a self-signed X.509 certificate, and an outage switch for
-the endpoints that publish them."""
+the endpoints that publish them.
+
+`cryptography` comes with the channels' extras (`nodmix[msteams]`, `nodmix[googlechat]`), so it
+is imported where a key is made, not when this module is."""
 
 from __future__ import annotations
 
 import base64
 import datetime
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 Mode = Literal["up", "down", "hang"]
 HANG_SECONDS = 60.0
@@ -23,12 +25,16 @@ class RsaKey:
     """A 2048-bit RSA key pair named `kid`."""
 
     def __init__(self, kid: str) -> None:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
         self.kid = kid
-        self.private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.private: RSAPrivateKey = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
     @property
     def private_pem(self) -> str:
         """The private key, PKCS#8 PEM."""
+        from cryptography.hazmat.primitives import serialization
+
         return self.private.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
@@ -49,6 +55,10 @@ class RsaKey:
 
     def certificate_pem(self, subject: str = "nodmix-test") -> str:
         """A self-signed certificate of the public key (what Google publishes per key id)."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.x509.oid import NameOID
+
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
         now = datetime.datetime.now(datetime.UTC)
         cert = (
