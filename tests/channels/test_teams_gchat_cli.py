@@ -15,6 +15,7 @@ import pytest
 from nodmix.channels.registry import create_adapter
 from nodmix.config.loader import load_config
 from nodmix.errors import ConfigError
+from nodmix.extras import MissingExtraError
 from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
@@ -130,23 +131,30 @@ def test_missing_credentials_name_the_key(
     assert raised.value.key == key
 
 
-@pytest.mark.parametrize(("channel", "library"), [("msteams", "jwt"), ("googlechat", "google")])
+@pytest.mark.parametrize(
+    ("channel", "library", "name"),
+    [("msteams", "jwt", "Microsoft Teams"), ("googlechat", "google.auth", "Google Chat")],
+)
 def test_a_missing_extra_is_one_line_with_the_install_command(
     isolated_state: Path,
     model: ScriptedModelServer,
     monkeypatch: pytest.MonkeyPatch,
     channel: str,
     library: str,
+    name: str,
 ) -> None:
     section = {"appId": "a", "appPassword": "p"} if channel == "msteams" else {"audience": "1"}
     section |= {"credentials": json.dumps({"type": "x"})} if channel == "googlechat" else {}
     write_config(isolated_state, model.base_url, {channel: section})
     config = load_config(isolated_state / "nodmix.json").config
-    for name in list(sys.modules):
-        if name == library or name.startswith((f"{library}.", f"nodmix.channels.{channel}")):
-            monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, library, None)
-    with pytest.raises(ConfigError) as raised:
+    for module in list(sys.modules):
+        if module == library or module.startswith((f"{library}.", f"nodmix.channels.{channel}")):
+            monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, library, None)  # as in a core-only install
+    with pytest.raises(MissingExtraError) as raised:
         create_adapter(channel, config, {}, isolated_state)
-    assert f"pip install 'nodmix[{channel}]'" in str(raised.value)
-    assert "\n" not in str(raised.value)
+    line = str(raised.value)
+    assert line.startswith(f"the {name} channel (channels.{channel}) needs the '{channel}' extra")
+    assert line.endswith(f"install 'nodmix[{channel}]'")
+    assert "\n" not in line
+    assert f"nodmix.channels.{channel}.adapter" not in sys.modules  # refused before importing

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.pairing import PairingStore
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
+from nodmix.extras import require
 
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
@@ -33,12 +34,6 @@ KNOWN_CHANNELS = (
 )
 ENDPOINT_CHANNELS = ("msteams", "googlechat")
 """Channels whose platform posts every message to the gateway's own port."""
-EXTRA_MODULES = {
-    "msteams": ("microsoft_agents", "jwt", "aiohttp"),
-    "googlechat": ("google", "requests"),
-}
-"""The optional extra (`nodmix[<channel>]`) a channel's library comes from, by the top-level
-modules it provides."""
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -87,19 +82,6 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
     return paths
 
 
-def missing_extra(channel: str, exc: ModuleNotFoundError) -> ConfigError | None:
-    """The one-line install hint when `exc` is the channel's library missing (None when the
-    missing module is something else)."""
-    top = (exc.name or "").partition(".")[0]
-    if top not in EXTRA_MODULES.get(channel, ()):
-        return None
-    return ConfigError(
-        f"the {channel} channel needs its library ({exc.name} is not installed): "
-        f"pip install 'nodmix[{channel}]'",
-        key=f"channels.{channel}",
-    )
-
-
 def _invite_check(
     config: NodmixConfig, state_dir: Path, channel: str
 ) -> Callable[[str, str, bool], bool]:
@@ -128,7 +110,10 @@ def create_adapter(
 
     Raises:
         ConfigError: the channel is not configured or its credentials are missing.
+        MissingExtraError: the channel's platform library (its extra) is not installed.
     """
+    if channel_section(config, channel) is not None:
+        require(channel)
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
@@ -161,13 +146,7 @@ def create_adapter(
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
     if channel in ENDPOINT_CHANNELS and getattr(config.channels, channel, None) is not None:
-        try:
-            return _endpoint_adapter(channel, config, env, state_dir)
-        except ModuleNotFoundError as exc:
-            hint = missing_extra(channel, exc)
-            if hint is None:
-                raise
-            raise hint from None
+        return _endpoint_adapter(channel, config, env, state_dir)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
 
@@ -175,7 +154,7 @@ def create_adapter(
 def _endpoint_adapter(
     channel: str, config: NodmixConfig, env: Mapping[str, str], state_dir: Path
 ) -> ChannelAdapter:
-    """The Teams or Google Chat adapter (their libraries are an optional extra)."""
+    """The Teams or Google Chat adapter (their libraries are an extra, `require`d above)."""
     if channel == "msteams" and config.channels.msteams is not None:
         from nodmix.channels.msteams.adapter import MsTeamsAdapter, msteams_settings
 

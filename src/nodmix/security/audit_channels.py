@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 
-from nodmix.security.audit import AuditInputs, Finding
+from nodmix.security.audit_endpoints import check_endpoint_channels
+from nodmix.security.findings import AuditInputs, Finding
 
 _PINGS = (("everyone", "@everyone and @here"), ("roles", "whole roles"))
 
@@ -37,8 +38,6 @@ def check_channel_identity(inputs: AuditInputs) -> list[Finding]:
         found += _irc(sections["irc"])
     if "discord" in sections:
         found += _discord(sections["discord"])
-    from nodmix.security.audit_endpoints import check_endpoint_channels
-
     return found + check_endpoint_channels(sections)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from nodmix.security.audit import Finding
+from nodmix.security.findings import Finding
 
 _KEY_SOURCES = {
     "msteams": (("openIdMetadataUrl", ("login.botframework.com",)),),
