@@ -40,6 +40,7 @@ from nodmix.codemode.client_calls import ClientCalls, is_client_call, waiting_re
 from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.locations import SourceMap
 from nodmix.codemode.nested import RunServices, cancel_all
+from nodmix.codemode.quick import QuickLane
 from nodmix.codemode.restore import adopt
 from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.run_results import run_completed, run_failed, run_failure
@@ -166,7 +167,7 @@ class CodeModeEngine:
         deadline = anyio.current_time() + settings.timeout_ms / 1000
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            outcome = await guest_step(ref, boot_and_run, ref, handler, limits, source, wrapped)
+            outcome = await _step(ref, state, boot_and_run, ref, handler, limits, source, wrapped)
         except RuntimeUnavailableError as exc:
             return run_failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
@@ -174,8 +175,6 @@ class CodeModeEngine:
         except BaseException:
             cancel_all(state)  # the step may have dispatched calls through its fast lane
             raise
-        finally:
-            state.handoff = None
         return await self._guarded_drive(services, state, ref, outcome, deadline)
 
     # ---- wait -----------------------------------------------------------------------------
@@ -252,8 +251,9 @@ class CodeModeEngine:
         items = self._deliveries(services, state, settled)
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            outcome = await guest_step(
+            outcome = await _step(
                 ref,
+                state,
                 restore_and_pump,
                 ref,
                 parked.snapshot,
@@ -268,8 +268,6 @@ class CodeModeEngine:
                 else "internal_error"
             )
             return run_failed(state, f"could not restore the code-mode run: {exc}", failure)
-        finally:
-            state.handoff = None
         return await self._guarded_drive(services, state, ref, outcome, deadline)
 
     # ---- stepping -------------------------------------------------------------------------
@@ -330,22 +328,22 @@ class CodeModeEngine:
                 return await self._suspend(state, ref)
             items = self._deliveries(services, state, settled)
             ref.handoff = self._fast_lane(services, state, deadline)
-            try:
-                outcome = await guest_step(ref, deliver_and_drive, ref, cell, items)
-            finally:
-                state.handoff = None
+            outcome = await _step(ref, state, deliver_and_drive, ref, cell, items)
             _raise_step_error(ref.handoff)
 
     def _fast_lane(self, services: RunServices, state: RunState, deadline: float) -> Handoff | None:
-        """A `Handoff` for the next worker step (asyncio only), attached to `state`."""
+        """A `Handoff` for the next worker step (asyncio only), attached to `state`, with the
+        lane that runs quick tools on the worker."""
         if sniffio.current_async_library() != "asyncio":
             return None
+        loop = asyncio.get_running_loop()
         handoff = Handoff(
-            asyncio.get_running_loop(),
+            loop,
             state,
             lambda: self._dispatch(services, state),
             lambda settled: self._deliveries(services, state, settled),
             time.monotonic() + (deadline - anyio.current_time()),
+            quick=QuickLane(loop, services, state),
         )
         state.handoff = handoff
         return handoff
@@ -422,7 +420,23 @@ class CodeModeEngine:
             self._expire()
 
 
+async def _step(ref: CellRef, state: RunState, fn: Any, *args: Any) -> Any:
+    """A worker step (`guest_step`); when it ends, however it ends, the quick calls it ran are
+    published before anything else looks at the run (the outcome, a cancellation's cleanup)."""
+    try:
+        return await guest_step(ref, fn, *args)
+    finally:
+        state.handoff = None
+        if ref.handoff is not None and ref.handoff.quick is not None:
+            ref.handoff.quick.publish()
+
+
 def _raise_step_error(handoff: Handoff | None) -> None:
-    """Re-raise what dispatching or delivering raised on the loop during a fast-lane step."""
-    if handoff is not None and handoff.error is not None:
+    """Re-raise what dispatching or delivering (or publishing quick calls) raised on the loop
+    during a fast-lane step."""
+    if handoff is None:
+        return
+    if handoff.error is not None:
         raise handoff.error
+    if handoff.quick is not None and handoff.quick.error is not None:
+        raise handoff.quick.error

@@ -27,6 +27,7 @@ from typing import Final
 
 import sniffio
 
+from nodmix.codemode.quick import QuickLane
 from nodmix.codemode.runs import RunState, Settled
 from nodmix.sandbox import Outcome, Pending
 from nodmix.sandbox.rendezvous import new_rendezvous
@@ -56,10 +57,14 @@ class Handoff:
         deliveries: Callable[[list[Settled]], list[Delivery]],
         deadline: float,
         window: float | None = None,
+        quick: QuickLane | None = None,
     ) -> None:
         """`deadline` is the step's end on the `time.monotonic()` clock; `dispatch` and
         `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones);
-        `window` defaults to `FAST_WINDOW_SECONDS`."""
+        `window` defaults to `FAST_WINDOW_SECONDS`; `quick` runs the step's quick calls on the
+        worker (it is published before each dispatch, so calls are recorded in the order they
+        ran)."""
+        self.quick = quick
         self._loop = loop
         self._state = state
         self._dispatch = dispatch
@@ -140,6 +145,8 @@ class Handoff:
                     return
                 self._dispatching = True
                 try:
+                    if self.quick is not None:
+                        self.quick.publish()
                     self._guarded(self._dispatch)
                 finally:
                     self._dispatching = False
@@ -204,4 +211,6 @@ class Handoff:
         """The turn was aborted (thread-safe): wake the worker and hand over nothing more."""
         with self._lock:
             self._closed = True
+        if self.quick is not None:
+            self.quick.close()
         self._ready.set()

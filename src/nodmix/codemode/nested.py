@@ -85,27 +85,8 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
         state.notify()
         return
     call.ran = True
-    parent = call.parent_call_id
-    services.emit(
-        ToolCallStarted(
-            call_id=call.call_id,
-            tool_name=call.entry.name,
-            arguments=call.input,
-            parent_call_id=parent,
-            tool_id=call.entry.id,
-        )
-    )
-    ctx = ToolContext(
-        agent_id=services.scope.agent_id,
-        session_key=services.scope.session_key,
-        session_id=services.scope.session_id,
-        run_id=services.scope.run_id,
-        call_id=call.call_id,
-        workspace=services.workspace,
-        parent_call_id=parent,
-        extra={APPROVAL_WAITING: _approval_flag(state, call)},
-        origin=services.scope.origin,
-    )
+    services.emit(started_event(call))
+    ctx = call_context(services, state, call)
     run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")
     result: ToolResult | None = None
     try:
@@ -128,18 +109,49 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     call.finished = time.perf_counter()
     call.done.set()
     try:  # the finished event goes out before the guest (possibly on a waiting worker) sees it
-        services.emit(
-            ToolCallFinished(
-                result=tool_message(call, call.result),
-                parent_call_id=parent,
-                duration_ms=(call.finished - call.started) * 1000,
-            )
-        )
+        services.emit(finished_event(call))
     finally:
         state.notify()
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
+
+
+def started_event(call: NestedCall) -> ToolCallStarted:
+    """The event of a nested call starting."""
+    return ToolCallStarted(
+        call_id=call.call_id,
+        tool_name=call.entry.name,
+        arguments=call.input,
+        parent_call_id=call.parent_call_id,
+        tool_id=call.entry.id,
+    )
+
+
+def finished_event(call: NestedCall) -> ToolCallFinished:
+    """The event of a nested call finishing (its result set)."""
+    assert call.result is not None and call.finished is not None
+    return ToolCallFinished(
+        result=tool_message(call, call.result),
+        parent_call_id=call.parent_call_id,
+        duration_ms=(call.finished - call.started) * 1000,
+    )
+
+
+def call_context(services: RunServices, state: RunState, call: NestedCall) -> ToolContext:
+    """The `ToolContext` of a nested call."""
+    scope = services.scope
+    return ToolContext(
+        agent_id=scope.agent_id,
+        session_key=scope.session_key,
+        session_id=scope.session_id,
+        run_id=scope.run_id,
+        call_id=call.call_id,
+        workspace=services.workspace,
+        parent_call_id=call.parent_call_id,
+        extra={APPROVAL_WAITING: _approval_flag(state, call)},
+        origin=scope.origin,
+    )
 
 
 def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:

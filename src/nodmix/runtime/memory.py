@@ -8,7 +8,7 @@ from pathlib import Path
 from nodmix.agents import resolve_agent
 from nodmix.config.schema import NodmixConfig
 from nodmix.hooks import Registered
-from nodmix.memory.service import MemoryService
+from nodmix.memory.service import WRITING_TOOLS, MemoryService
 from nodmix.memory.settings import resolve_memory_settings
 from nodmix.plugins import PluginRegistry
 from nodmix.plugins.registry import CORE_OWNER
@@ -24,5 +24,8 @@ def open_memory(
         workspace_for=lambda agent_id: resolve_agent(config, agent_id, env=env).workspace,
     )
     if service.settings.enabled:
-        registry.hooks.after_tool_call.append(Registered(CORE_OWNER, service.after_tool_call))
+        # Only writes concern it, so other calls (a quick tool in code mode) need no hook.
+        registry.hooks.after_tool_call.append(
+            Registered(CORE_OWNER, service.after_tool_call, tools=WRITING_TOOLS)
+        )
     return service
