@@ -62,9 +62,11 @@ from nodmix.codemode.steps import (
     guest_step,
     in_worker,
     limits_for,
+    raise_step_error,
     restore_and_pump,
     settled_by,
     snapshot_and_close,
+    step,
 )
 from nodmix.codemode.tasks import NestedTasks
 from nodmix.codemode.wait_checks import wait_problem
@@ -167,7 +169,7 @@ class CodeModeEngine:
         deadline = anyio.current_time() + settings.timeout_ms / 1000
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            outcome = await _step(ref, state, boot_and_run, ref, handler, limits, source, wrapped)
+            outcome = await step(ref, state, boot_and_run, ref, handler, limits, source, wrapped)
         except RuntimeUnavailableError as exc:
             return run_failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
@@ -251,7 +253,7 @@ class CodeModeEngine:
         items = self._deliveries(services, state, settled)
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            outcome = await _step(
+            outcome = await step(
                 ref,
                 state,
                 restore_and_pump,
@@ -281,7 +283,7 @@ class CodeModeEngine:
         deadline: float,
     ) -> Result:
         try:
-            _raise_step_error(ref.handoff)
+            raise_step_error(ref.handoff)
             return await self._drive(ref, services, state, outcome, deadline)
         except BaseException:
             # Aborted (the turn was cancelled) or broken: nothing of this run may keep running.
@@ -328,8 +330,8 @@ class CodeModeEngine:
                 return await self._suspend(state, ref)
             items = self._deliveries(services, state, settled)
             ref.handoff = self._fast_lane(services, state, deadline)
-            outcome = await _step(ref, state, deliver_and_drive, ref, cell, items)
-            _raise_step_error(ref.handoff)
+            outcome = await step(ref, state, deliver_and_drive, ref, cell, items)
+            raise_step_error(ref.handoff)
 
     def _fast_lane(self, services: RunServices, state: RunState, deadline: float) -> Handoff | None:
         """A `Handoff` for the next worker step (asyncio only), attached to `state`, with the
@@ -418,25 +420,3 @@ class CodeModeEngine:
         while True:
             await anyio.sleep(_SWEEP_SECONDS)
             self._expire()
-
-
-async def _step(ref: CellRef, state: RunState, fn: Any, *args: Any) -> Any:
-    """A worker step (`guest_step`); when it ends, however it ends, the quick calls it ran are
-    published before anything else looks at the run (the outcome, a cancellation's cleanup)."""
-    try:
-        return await guest_step(ref, fn, *args)
-    finally:
-        state.handoff = None
-        if ref.handoff is not None and ref.handoff.quick is not None:
-            ref.handoff.quick.publish()
-
-
-def _raise_step_error(handoff: Handoff | None) -> None:
-    """Re-raise what dispatching or delivering (or publishing quick calls) raised on the loop
-    during a fast-lane step."""
-    if handoff is None:
-        return
-    if handoff.error is not None:
-        raise handoff.error
-    if handoff.quick is not None and handoff.quick.error is not None:
-        raise handoff.quick.error
