@@ -4,6 +4,7 @@ transcript entries in the order the calls ran, cancellation, and other sessions 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from nodmix.security.turns import TurnHandle, TurnRegistry
 from nodmix.sessions import SessionManager
 from nodmix.tools import FunctionTool, Tool, ToolContext, ToolResult
 
-from .support import Gate, build_harness, text_tool, transcript_lines, wait_until
+from .support import DEADLINE_S, Gate, build_harness, text_tool, transcript_lines, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -166,6 +167,83 @@ async def test_quick_and_loop_calls_are_recorded_in_the_order_they_ran(
         "quick",
         "quick",
     ]
+
+
+async def test_a_loop_call_finishing_among_quick_calls_is_reported_after_those_that_ran_first(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    loop = asyncio.get_running_loop()
+    fifth = asyncio.Event()
+    quick = Quick()
+    body = quick.body
+
+    def counting(args: JsonObject, ctx: ToolContext) -> ToolResult:
+        result = body(args, ctx)
+        if args.get("i") == 4:
+            loop.call_soon_threadsafe(fifth.set)
+        return result
+
+    done_after: list[int] = []
+
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await fifth.wait()
+        done_after.append(len(quick.inputs))  # the last of these may still be running
+        return ToolResult.text("slow done")
+
+    tool = FunctionTool.create_quick(counting, name="quick", description="x")
+    h = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=[tool, FunctionTool.create(slow, name="slow", description="x")],
+    )
+    value = await h.value(
+        "const p = tools.slow({}); for (let i = 0; i < 40; i++) await tools.quick({ i });"
+        "return (await p).text"
+    )
+    assert value == "slow done"
+    order = [
+        e.result.tool_name if isinstance(e, ToolCallFinished) else None
+        for e in h.events
+        if isinstance(e, ToolCallFinished)
+    ]
+    finished_first = order.index("slow")
+    assert finished_first >= done_after[0] - 1, (finished_first, done_after)
+
+
+async def test_a_call_started_before_quick_calls_runs_without_waiting_for_them(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    slow_started = threading.Event()
+    quick = Quick()
+    body = quick.body
+    waited: list[bool] = []
+
+    def waiting_for_slow(args: JsonObject, ctx: ToolContext) -> ToolResult:
+        if args.get("i") == 20:  # the slow call must be running by now, not after the loop
+            waited.append(slow_started.wait(DEADLINE_S))
+        return body(args, ctx)
+
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        slow_started.set()
+        return ToolResult.text("slow done")
+
+    h = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=[
+            FunctionTool.create_quick(waiting_for_slow, name="quick", description="x"),
+            FunctionTool.create(slow, name="slow", description="x"),
+        ],
+    )
+    value = await h.value(
+        "const p = tools.slow({}); for (let i = 0; i < 40; i++) await tools.quick({ i });"
+        "return (await p).text"
+    )
+    assert value == "slow done" and waited == [True]
+    # Only the first quick call went through the loop, starting the slow one with it.
+    assert quick.threads.count(threading.get_ident()) == 1
 
 
 async def test_a_hook_on_the_tool_sends_its_calls_through_the_loop_and_sees_them(

@@ -180,9 +180,12 @@ class Handoff:
 
     def _hand_over(self, settled: list[Settled]) -> None:
         # Building deliveries starts queued calls; one that finishes at once (eager tasks)
-        # offers again re-entrantly: it is picked up by the next exchange instead.
+        # offers again re-entrantly: it is picked up by the next exchange instead. Quick calls
+        # the worker ran before it asked go on record first.
         self._dispatching = True
         try:
+            if self.quick is not None:
+                self.quick.publish()
             self._items = self._deliveries(settled)
         finally:
             self._dispatching = False

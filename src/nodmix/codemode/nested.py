@@ -85,6 +85,7 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
         state.notify()
         return
     call.ran = True
+    _quick_first(state)
     services.emit(started_event(call))
     ctx = call_context(services, state, call)
     run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")
@@ -109,12 +110,21 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     call.finished = time.perf_counter()
     call.done.set()
     try:  # the finished event goes out before the guest (possibly on a waiting worker) sees it
+        _quick_first(state)
         services.emit(finished_event(call))
     finally:
         state.notify()
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
+
+
+def _quick_first(state: RunState) -> None:
+    # Quick calls the worker ran meanwhile (`codemode.quick`) are published before this call's
+    # event, so events follow the order in which calls ran.
+    handoff = state.handoff
+    if handoff is not None and handoff.quick is not None:
+        handoff.quick.publish()
 
 
 def started_event(call: NestedCall) -> ToolCallStarted:

@@ -17,6 +17,11 @@ for it) to publish the batch a few milliseconds later. The loop also publishes t
 it dispatches calls the worker recorded (so calls are on record in the order they ran) and
 whenever a step ends, completed, failed or aborted.
 
+A program that started a call without awaiting it (or armed a timer) and then makes quick calls
+sends the first of those through the loop, which starts the pending call meanwhile. Results of
+calls through the loop reach the program when it next waits for the loop, as promises resolved
+at once let timers wait in JavaScript engines.
+
 Cancellation: a turn aborted during a quick call lets it finish (it returns at once by
 contract); it is recorded like any call that ran, and no quick call starts after the abort.
 """
@@ -102,11 +107,13 @@ class QuickLane:
     def run(self, call: NestedCall) -> tuple[bool, str] | None:
         """Run `call` here if it is quick: the guest's delivery, or None (nothing ran) when
         the call must be recorded for the loop."""
-        tool = call.entry.tool
-        if self.closed or quick_form(tool) is None:
+        tool, state = call.entry.tool, self._state
+        # Calls and timers recorded since the last crossing are started by the loop: this call
+        # goes that way too, so they start now rather than after a long run of quick calls.
+        if self.closed or state.new_calls or state.timers.new or quick_form(tool) is None:
             return None
         services = self._services
-        ctx = call_context(services, self._state, call)
+        ctx = call_context(services, state, call)
         result = services.executor.run_quick(tool, dict(call.input), ctx)
         if result is None:
             return None
