@@ -79,7 +79,6 @@ class QuickLane:
         "_state",
         "closed",
         "error",
-        "ran",
     )
 
     def __init__(
@@ -99,8 +98,6 @@ class QuickLane:
         """Set when the turn is aborted or publishing failed: no quick call starts."""
         self.error: BaseException | None = None
         """What publishing raised on the loop; the engine re-raises it after the step."""
-        self.ran = 0
-        """Quick calls this step ran (for benchmarks and tests)."""
 
     # ---- worker side ----------------------------------------------------------------------
 
@@ -123,7 +120,6 @@ class QuickLane:
         ok, payload = delivery(call)
         with self._lock:
             self._done.append((call, ok, payload))
-            self.ran += 1
             quick_counts.ran += 1
             wake = not self._scheduled
             self._scheduled = True
