@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons terminal clean
+.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons terminal media clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,7 +48,11 @@ daemons:
 terminal:
 	scripts/ensure-tmux.sh
 
-run: install
+# Voice replies are converted to OGG/Opus (Telegram voice messages) with Debian's ffmpeg.
+media:
+	scripts/ensure-ffmpeg.sh
+
+run: install media
 	$(BIN)/nodmix gateway
 
 lint: $(STAMP)
@@ -59,7 +63,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser bubblewrap daemons terminal
+unit: install node browser bubblewrap daemons terminal media
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
@@ -68,7 +72,7 @@ plain-install:
 
 test: lint typecheck unit plain-install
 
-bench: install node bubblewrap
+bench: install node bubblewrap media
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

@@ -163,6 +163,13 @@ BENCHMARKS = (
         "channels",
     ),
     Benchmark(
+        "media",
+        "Media: preparing a photo, images in a request",
+        "benchmarks.media.bench_media",
+        (),
+        "pictures and voice",
+    ),
+    Benchmark(
         "channels-discord-slack",
         "Channels: Discord and Slack through their scripted servers",
         "benchmarks.channels.bench_discord_slack",

@@ -9,8 +9,10 @@ Measures, for a real suspended run (a cell awaiting a gated tool):
 
 - persisting it: capture on the loop, encode, write a temp file, fsync, rename (what the
   writer thread does for a newly parked run), synchronously, each time a new file;
-- `park` on the event loop (the part on the path of returning `waiting`), file vs memory store;
-- `wait`: restore to completed, file vs memory store (the file is deleted on the writer thread);
+- `park` on the event loop, file vs memory store, and `saved`: the wait for the file to be on
+  disk that comes before `exec` returns `waiting` (nothing to wait for with the memory store);
+- `wait`: restore to completed, file vs memory store (the file stays until the loop records the
+  result, then `recorded` deletes it: timed on its own);
 - loading a run written by an earlier process (the first `wait` after a restart).
 
 Prints a markdown table and writes `benchmarks/results/codemode_run_files.json`.
@@ -58,10 +60,12 @@ def _tools(gate: dict[str, anyio.Event]) -> list[Tool]:
 
 
 async def _measure(store: SuspendedRunStore, workspace: Path, reps: int) -> dict[str, float]:
-    """Median `park` time (on the loop) and `wait` restore-to-completed time with `store`."""
+    """Median `park` time (on the loop), `saved` time (until the file is on disk), `wait`
+    restore-to-completed time and `recorded` time with `store`."""
     gate = {"release": anyio.Event()}
     parks: list[float] = []
-    original = store.park
+    saves: list[float] = []
+    original, original_saved = store.park, store.saved
 
     def timed_park(*args: Any) -> Any:
         start = time.perf_counter()
@@ -70,9 +74,18 @@ async def _measure(store: SuspendedRunStore, workspace: Path, reps: int) -> dict
         finally:
             parks.append((time.perf_counter() - start) * 1000)
 
+    async def timed_saved(*args: Any) -> None:
+        start = time.perf_counter()
+        try:
+            await original_saved(*args)
+        finally:
+            saves.append((time.perf_counter() - start) * 1000)
+
     store.park = timed_park  # type: ignore[method-assign]
+    store.saved = timed_saved  # type: ignore[method-assign]
     engine = CodeModeEngine(store)
     restores: list[float] = []
+    records: list[float] = []
     async with engine.running():
         bench = Bench(engine, _tools(gate), workspace)
         for i in range(reps + 3):
@@ -86,7 +99,16 @@ async def _measure(store: SuspendedRunStore, workspace: Path, reps: int) -> dict
             if i >= 3:
                 restores.append((time.perf_counter() - start) * 1000)
             assert done["status"] == "completed", done
-    return {"park_ms": _median(parks[3:]), "restore_ms": _median(restores)}
+            start = time.perf_counter()
+            engine.recorded("wait")  # what the agent loop does once the result is written
+            if i >= 3:
+                records.append((time.perf_counter() - start) * 1000)
+    return {
+        "park_ms": _median(parks[3:]),
+        "saved_ms": _median(saves[3:]),
+        "restore_ms": _median(restores),
+        "recorded_ms": _median(records),
+    }
 
 
 async def _persist_and_load(workspace: Path, directory: Path, reps: int) -> dict[str, float]:
@@ -160,8 +182,20 @@ def main() -> int:
             None,
         ),
         (
+            "then until the run file is on disk, before `waiting` is returned (file store)",
+            f"{r['file_saved_ms']:.2f} ms",
+            "-",
+            None,
+        ),
+        (
             "`wait`: restore to completed, file store / memory store",
             f"{r['file_restore_ms']:.2f} / {r['memory_restore_ms']:.2f} ms",
+            "-",
+            None,
+        ),
+        (
+            "deleting a consumed run's file once its result is recorded (on the loop)",
+            f"{r['file_recorded_ms']:.3f} ms",
             "-",
             None,
         ),

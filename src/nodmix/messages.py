@@ -11,6 +11,7 @@ which keeps appending and loading transcripts fast.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
@@ -47,6 +48,34 @@ class ImageBlock(_Block, frozen=True, tag="image"):
     mime_type: str
 
 
+class ImageRefBlock(_Block, frozen=True, tag="imageRef"):
+    """An image kept as a file (a photo from a chat, an image the `read` tool opened): the
+    transcript stores where it is, and each request that still shows it to a vision model
+    reads, downscales and encodes it then (`nodmix.media`)."""
+
+    path: str
+    """Where the file is: relative to the agent's workspace (`inbox/...`), or absolute."""
+    mime_type: str
+    name: str | None = None
+    """The name it came with (`photo.jpg`), when that differs from the saved file."""
+    width: int | None = None
+    height: int | None = None
+    description: str | None = None
+    """What `agents.defaults.media.imageModel` saw in it (for text-only models)."""
+
+    @property
+    def label(self) -> str:
+        """`inbox/x.jpg` or `inbox/x.jpg (photo.jpg)`: how notes about it name the image."""
+        return f"{self.path} ({self.name})" if self.name else self.path
+
+    @property
+    def note(self) -> str:
+        """One line standing in for the image where it is not sent (what a request gets for
+        a reference nothing resolved)."""
+        seen = f": {self.description}" if self.description else ""
+        return f"[image {self.label}{seen}]"
+
+
 class ThinkingBlock(_Block, frozen=True, tag="thinking"):
     """Model reasoning that providers return separately from the answer."""
 
@@ -62,9 +91,9 @@ class ToolCallBlock(_Block, frozen=True, tag="toolCall"):
     arguments: JsonObject
 
 
-UserBlock: TypeAlias = TextBlock | ImageBlock
+UserBlock: TypeAlias = TextBlock | ImageBlock | ImageRefBlock
 AssistantBlock: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock
-ResultBlock: TypeAlias = TextBlock | ImageBlock
+ResultBlock: TypeAlias = TextBlock | ImageBlock | ImageRefBlock
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -152,6 +181,18 @@ class ToolResultMessage(_Message, frozen=True, tag="toolResult"):
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+def carries_images(messages: Iterable[Message]) -> bool:
+    """Whether any message holds an image (inline or by reference): one pass over block
+    types, so a request without images pays next to nothing for media."""
+    for message in messages:
+        if type(message) is AssistantMessage:
+            continue
+        for block in message.content:
+            if type(block) is not TextBlock:
+                return True
+    return False
 
 
 def user_message(text: str) -> UserMessage:

@@ -26,6 +26,7 @@ from tests.channels.irc_daemon import wait_until
 from tests.channels.mail_daemons import PASSWORD, USER, Dovecot, SmtpRecorder
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import GatewayProcess, run_nodmix
+from tests.media.samples import photo
 
 pytestmark = pytest.mark.integration
 
@@ -151,15 +152,18 @@ def test_attachments_arrive_in_the_workspace_and_go_out_with_a_reply(
     (isolated_state / "workspace" / "plan.txt").write_text("ferry at 9:40", encoding="utf-8")
     _config(isolated_state, model, imap, smtp, allowFrom=[ANN])
     mail = _mail("see attached")
-    mail.add_attachment(b"\x89PNG fake", maintype="image", subtype="png", filename="map.png")
+    png = photo(300, 200, "PNG")
+    mail.add_attachment(png, maintype="image", subtype="png", filename="map.png")
+    mail.add_attachment(b"9:40 ferry", maintype="text", subtype="plain", filename="times.txt")
     with _gateway() as gateway:
         _connected(gateway)
         imap.deliver(mail)
         wait_until(lambda: len(smtp.sent(ANN)) >= 2, what="the file and the answer")
     prompt = model_user_texts(model)[0]
-    assert prompt.startswith("Subject: Ferry\n\nsee attached\n[photo attached: inbox/")
-    saved = isolated_state / "workspace" / prompt.split("attached: ", 1)[1].rstrip("]")
-    assert saved.read_bytes() == b"\x89PNG fake"
+    assert prompt.startswith("Subject: Ferry\n\nsee attached\n[document attached: inbox/")
+    assert prompt.endswith("-map.png: this model cannot see images]")
+    inbox = isolated_state / "workspace" / "inbox"
+    assert sorted(p.read_bytes() for p in inbox.iterdir()) == sorted([png, b"9:40 ferry"])
     sent = smtp.sent(ANN)[0]
     files = list(sent.iter_attachments())
     assert [f.get_filename() for f in files] == ["plan.txt"]

@@ -199,15 +199,22 @@ class Harness:
             args["language"] = language
         return await self.exec_args(args, call_id=call_id)
 
+    def recorded(self, call_id: str) -> None:
+        """What the agent loop does once a result is in the transcript: tell the engine."""
+        if self.tools.on_result is not None:
+            self.tools.on_result(call_id)
+
     async def exec_args(self, args: dict[str, Any], *, call_id: str | None = None) -> Result:
         tool = self.exec_tool
+        call_id = call_id or self.next_call_id()
         result = await self.executor.run(
             tool,
             args,
-            self.ctx(call_id or self.next_call_id()),
+            self.ctx(call_id),
             kind="code_mode_exec",
             input_kind=tool.hook_input_kind(args),
         )
+        self.recorded(call_id)
         assert isinstance(result.details, dict), result
         # The model reads the compact projection of the same result: no telemetry, no spaces.
         view = model_view(result.details)
@@ -216,12 +223,14 @@ class Harness:
         return result.details
 
     async def wait(self, run_id: Any, *, call_id: str | None = None) -> Result:
+        call_id = call_id or self.next_call_id()
         result = await self.executor.run(
             self.wait_tool,
             {"runId": run_id},
-            self.ctx(call_id or self.next_call_id()),
+            self.ctx(call_id),
             kind="code_mode_wait",
         )
+        self.recorded(call_id)
         assert isinstance(result.details, dict), result
         return result.details
 

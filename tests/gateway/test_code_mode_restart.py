@@ -1,11 +1,16 @@
 """A suspended code-mode run survives `kill -9` of the gateway: after a restart, `wait` with its
 runId continues the program, which sees the tool call that was in flight fail with
-`interrupted by restart`."""
+`interrupted by restart`. A run whose turn a stopping gateway cancels is kept for the next start
+too."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +18,7 @@ import pytest
 
 from nodmix.messages import ToolResultMessage
 from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelReply
+from nodmix.providers.fake import ModelReply, ModelStall
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import GatewayProcess, run_nodmix, wait_until, workspace_file
 
@@ -118,3 +123,63 @@ def test_a_waiting_run_continues_after_the_gateway_is_killed_and_started_again(
     assert done["value"] == {"note": "Ferry at 9:40.", "caught": "interrupted by restart"}
     assert not run_file.exists()  # a completed run leaves the disk
     assert code == 0 and "Traceback" not in stderr
+
+
+class StallAfterWaiting(CodeModeModel):
+    """Like `CodeModeModel`, but the reply to a `waiting` result never comes: the turn is still
+    running when the gateway is told to stop."""
+
+    def __call__(self, request: ModelRequest) -> ModelReply | ModelStall:
+        last = request.messages[-1]
+        if isinstance(last, ToolResultMessage) and json.loads(last.text)["status"] == "waiting":
+            self.results.append(json.loads(last.text))
+            return ModelStall(mode="hang")
+        return super().__call__(request)
+
+
+def test_a_run_whose_turn_a_stopping_gateway_cancels_is_kept_for_the_next_start(
+    isolated_state: Path,
+) -> None:
+    state = isolated_state
+    workspace_file(state, "notes.txt", "Ferry at 9:40.\n")
+    model = StallAfterWaiting()
+    with ScriptedModelServer(model) as server:
+        _configure(state, server.base_url)
+        with GatewayProcess(state, "--token", TOKEN) as gateway:
+            turn = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "nodmix",
+                    "agent",
+                    "-m",
+                    "start",
+                    "--url",
+                    gateway.url,
+                    "--token",
+                    TOKEN,
+                ],
+                env=gateway.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            wait_until(lambda: bool(model.results), what="the waiting result to reach the model")
+            (parked,) = model.results
+            assert gateway.proc is not None
+            deadline = time.monotonic() + 20
+            while gateway.proc.poll() is None and time.monotonic() < deadline:
+                gateway.proc.send_signal(signal.SIGTERM)  # the second one cancels the turn
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    gateway.proc.wait(timeout=0.3)
+            code, stderr = gateway.stop()
+            turn.wait(timeout=30)
+        assert code == 0, stderr
+        run_file = state / "codemode" / "runs" / f"{parked['runId']}.run"
+        assert run_file.exists()  # kept for the next start, not aborted with its turn
+
+        with GatewayProcess(state, "--token", TOKEN) as gateway:
+            _turn(state, gateway, f"resume {parked['runId']}")
+            gateway.stop()
+    done = model.results[-1]
+    assert done["status"] == "completed", done
+    assert done["value"] == {"note": "Ferry at 9:40.", "caught": "interrupted by restart"}

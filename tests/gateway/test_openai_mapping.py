@@ -7,12 +7,13 @@ import json
 import pytest
 
 from nodmix.gateway.errors import APIError
+from nodmix.gateway.media_parts import UserParts
 from nodmix.gateway.openai_mapping import (
     SYSTEM_NOTE_INTRO,
     agent_of_model,
     finish_reason,
     parse_request,
-    prompt_text,
+    prompt_parts,
     seed,
 )
 from nodmix.messages import AssistantMessage, UserMessage
@@ -43,7 +44,7 @@ def test_the_prompt_is_the_last_user_message_and_earlier_turns_are_seeded() -> N
             tools=[{"type": "function", "function": {"name": "x"}}],
         )
     )
-    assert prompt_text(request) == "And\nback?"
+    assert prompt_parts(request) == UserParts("And\nback?")
     note, history = seed(request)
     assert note == f"{SYSTEM_NOTE_INTRO}\n\nBe brief.\n\nUse metric units."
     assert [type(m) for m in history] == [UserMessage, AssistantMessage]
@@ -99,3 +100,53 @@ def test_turns_cut_short_finish_with_length() -> None:
         "length",
         "stop",
     ]
+
+
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"
+    "hQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_image_parts_of_user_messages_are_decoded_for_the_prompt_and_the_seed() -> None:
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL}"}}
+    request = parse_request(
+        _request(
+            {"role": "user", "content": [{"type": "text", "text": "first"}, image]},
+            {"role": "assistant", "content": "a dot"},
+            {"role": "user", "content": [image, {"type": "text", "text": "again?"}]},
+        )
+    )
+    prompt = prompt_parts(request)
+    assert prompt.text == "again?" and [m.mime_type for m in prompt.media] == ["image/png"]
+    assert prompt.media[0].data.startswith(b"\x89PNG")
+    assert prompt.media[0].where == "messages[2].content[0]"
+    _, history = seed(request)
+    assert isinstance(history[0], UserParts) and history[0].text == "first"
+    assert isinstance(history[1], AssistantMessage)
+
+
+@pytest.mark.parametrize(
+    ("part", "says"),
+    [
+        ({"type": "image_url", "image_url": {"url": "https://example.org/a.png"}}, "not fetched"),
+        ({"type": "image_url", "image_url": {"url": "data:text/html;base64,PGI+"}}, "data:image"),
+        ({"type": "image_url", "image_url": {"url": "data:image/png;base64,%%%"}}, "base64"),
+        ({"type": "input_audio", "input_audio": {"data": "AAAA", "format": "aiff"}}, "format"),
+        ({"type": "file", "file": {}}, "not supported"),
+    ],
+)
+def test_unusable_media_parts_are_400s_that_say_why(part: dict[str, object], says: str) -> None:
+    request = parse_request(_request({"role": "user", "content": [part]}))
+    with pytest.raises(APIError) as raised:
+        prompt_parts(request)
+    assert raised.value.status == 400 and says in raised.value.message
+
+
+def test_media_in_system_or_assistant_messages_is_refused() -> None:
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL}"}}
+    request = parse_request(
+        _request({"role": "system", "content": [image]}, {"role": "user", "content": "hi"})
+    )
+    with pytest.raises(APIError, match="not supported; send text"):
+        seed(request)

@@ -32,7 +32,11 @@ async def test_preset_resolves_with_its_known_limits_and_env_key() -> None:
         assert resolved.provider.name == "openai"
         assert resolved.provider.base_url == "https://api.openai.com/v1"
         assert resolved.spec == ModelSpec(
-            provider="openai", id="gpt-4o", context_window=128_000, max_tokens=16_384
+            provider="openai",
+            id="gpt-4o",
+            context_window=128_000,
+            max_tokens=16_384,
+            input=("text", "image"),
         )
 
 
@@ -166,7 +170,11 @@ async def test_preset_config_merges_only_the_fields_it_sets() -> None:
         assert definition.api == "openai-completions"
         assert definition.headers == {"X-Team": "a"}
         assert router.resolve("openai/gpt-4o").spec == ModelSpec(
-            provider="openai", id="gpt-4o", context_window=64_000, max_tokens=16_384
+            provider="openai",
+            id="gpt-4o",
+            context_window=64_000,
+            max_tokens=16_384,
+            input=("text", "image"),  # kept from the preset: the entry did not set it
         )
         assert router.resolve("openai/my-tune").spec.max_tokens == 99
         assert router.resolve("openai/gpt-4.1").spec.context_window == 1_047_576

@@ -1,8 +1,10 @@
 """Run history: one JSON-lines file per job under `automation/runs/`, capped per job.
 
 A run is appended when it starts (`running`) and again when it ends; readers keep the last
-record of each run id, so a run cut short by a crash shows as `running` with no end. When the
-file holds more than twice the cap it is rewritten (atomically) with the newest runs only.
+record of each run id. A run records the process running it (`owner`, see `owners.py`): one
+left `running` by a process that is gone reads as `interrupted`, and the gateway writes that
+down when it starts (`close_interrupted`). When the file holds more than twice the cap it is
+rewritten (atomically) with the newest runs only.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Literal
 import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
+from nodmix.automation.owners import ProcessMarks
 from nodmix.automation.store import automation_dir
 
-RunStatus = Literal["running", "ok", "error", "timeout", "skipped"]
+RunStatus = Literal["running", "ok", "error", "timeout", "skipped", "interrupted"]
 DEFAULT_RUNS_KEPT = 50
 EXCERPT_CHARS = 200
 
@@ -28,9 +31,13 @@ class RunRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
     run_id: str
     job_id: str
     trigger: str
-    """`schedule`, `missed`, `manual`, `webhook`, `heartbeat`."""
+    """`schedule`, `missed`, `retry`, `manual`, `webhook`, `heartbeat`."""
     started_at: float
     status: RunStatus = "running"
+    slot: float | None = None
+    """The scheduled time this run is for (scheduled runs and their retries)."""
+    owner: str | None = None
+    """The token of the process running it (`owners.ProcessMarks`)."""
     finished_at: float | None = None
     session_key: str | None = None
     reply: str | None = None
@@ -63,6 +70,8 @@ class RunHistory:
 
     def __init__(self, state_dir: Path, *, kept: int = DEFAULT_RUNS_KEPT) -> None:
         self.dir = automation_dir(state_dir) / "runs"
+        self.owners = ProcessMarks(automation_dir(state_dir) / "owners")
+        """Tells whether the process of a `running` run still lives."""
         self.kept = max(1, kept)
         self._decoder = msgspec.json.Decoder(RunRecord)
         self._encoder = msgspec.json.Encoder()
@@ -102,9 +111,43 @@ class RunHistory:
         return len(lines), sorted(latest.values(), key=lambda r: r.started_at)
 
     def runs(self, job_id: str) -> list[RunRecord]:
-        """Runs of a job, oldest first (the last state of each)."""
-        return self._read(job_id)[1][-self.kept :]
+        """Runs of a job, oldest first (the last state of each); a run whose process is gone
+        reads as `interrupted` even before the gateway wrote that down."""
+        return [self._true(r) for r in self._read(job_id)[1][-self.kept :]]
 
     def find(self, job_id: str, run_id: str) -> RunRecord | None:
         """One run of a job."""
         return next((r for r in self.runs(job_id) if r.run_id == run_id), None)
+
+    def job_ids(self) -> list[str]:
+        """Ids with a history file (jobs, heartbeats, webhook mappings), sorted."""
+        with contextlib.suppress(FileNotFoundError):
+            return sorted(p.stem for p in self.dir.iterdir() if p.suffix == ".jsonl")
+        return []
+
+    def close_interrupted(self, now: float) -> list[RunRecord]:
+        """Write down as `interrupted` every run left `running` by a process that is gone
+        (killed, or the machine stopped); the runs closed, oldest first."""
+        closed: list[RunRecord] = []
+        for job_id in self.job_ids():
+            for run in self._read(job_id)[1]:
+                if run.status == "running" and not self.owners.alive(run.owner):
+                    done = self._interrupted(run, now)
+                    self.record(done)
+                    closed.append(done)
+        self.owners.sweep()
+        return sorted(closed, key=lambda r: r.started_at)
+
+    def _true(self, run: RunRecord) -> RunRecord:
+        if run.status != "running" or self.owners.alive(run.owner):
+            return run
+        return self._interrupted(run, None)
+
+    @staticmethod
+    def _interrupted(run: RunRecord, now: float | None) -> RunRecord:
+        return msgspec.structs.replace(
+            run,
+            status="interrupted",
+            finished_at=now,
+            error="interrupted: the process running it stopped (a crash or a restart)",
+        )

@@ -49,6 +49,9 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     enabled: bool = True
     delete_after_run: bool = False
     """One-shot (`at`) jobs remove themselves after a successful run."""
+    retry_interrupted: bool = True
+    """A scheduled run cut short by a crash or restart runs again once when the gateway
+    starts (unless a newer run is due then anyway)."""
     created_by: str = "cli"
     created_in: str | None = None
     """The session key of the turn that added the job with the `cron` tool; a turn outside
@@ -159,6 +162,7 @@ def new_job(
     model: str | None = None,
     created_by: str = "cli",
     created_in: str | None = None,
+    retry_interrupted: bool = True,
 ) -> Job:
     """A validated job.
 
@@ -188,4 +192,5 @@ def new_job(
         delete_after_run=schedule.kind == "at",
         created_by=created_by,
         created_in=created_in or None,
+        retry_interrupted=retry_interrupted,
     )

@@ -3,10 +3,12 @@
 Every run holds a slot of the global concurrency cap and runs under the per-run timeout; a
 job runs once at a time (an `flock` on `automation/locks/<jobId>.lock`, so `nodmix cron run`
 and the gateway's scheduler exclude each other too). The run is written to the history when
-it starts and when it ends. A reply goes to the job's delivery target: a chat through the
-channel layer, or a session (`session:<key>`) through the `SessionPoster`; a failure is
-reported there once, and again only after the job succeeded in between
-(a marker file under `automation/failed/` remembers it across processes).
+it starts (before it waits for a slot, with the scheduled time it is for and the process
+running it) and when it ends; a run whose process died in between reads as `interrupted`.
+A reply goes to the job's delivery target: a chat through the channel layer, or a session
+(`session:<key>`) through the `SessionPoster`; a failure is reported there once, and again
+only after the job succeeded in between (a marker file under `automation/failed/` remembers
+it across processes).
 
 Turns started here are not the owner typing: they carry a `TurnOrigin` on one of the
 automation channels (`cron`, `heartbeat`, `webhook`; see `nodmix.origin`), so tools and the
@@ -157,30 +159,56 @@ class JobRunner:
         finally:
             os.close(fd)
 
-    async def run_job(self, job: Job, trigger: str, run_id: str | None = None) -> RunRecord | None:
-        """Run a stored job now; None when a run of it is already in progress."""
+    async def run_job(
+        self,
+        job: Job,
+        trigger: str,
+        run_id: str | None = None,
+        *,
+        slot: float | None = None,
+        started: anyio.Event | None = None,
+    ) -> RunRecord | None:
+        """Run a stored job now (for the scheduled time `slot`, if any); None when a run of it
+        is already in progress. `started` is set once the run is on record (or skipped)."""
         run_id = run_id or new_run_id()
-        return await self.run(job, plan_job_run(job, trigger, run_id), run_id)
+        plan = plan_job_run(job, trigger, run_id)
+        return await self.run(job, plan, run_id, slot=slot, started=started)
 
-    async def run(self, job: Job, plan: RunPlan, run_id: str | None = None) -> RunRecord | None:
+    async def run(
+        self,
+        job: Job,
+        plan: RunPlan,
+        run_id: str | None = None,
+        *,
+        slot: float | None = None,
+        started: anyio.Event | None = None,
+    ) -> RunRecord | None:
         """Run `job` as `plan` says; None when it is exclusive and already running."""
         run_id = run_id or new_run_id()
-        with contextlib.ExitStack() as stack:
-            if plan.exclusive and not stack.enter_context(self._exclusive(job.id)):
-                log.info("job %s is still running; this run is skipped", job.id)
-                return None
-            async with self._slots:
-                return await self._run(job, plan, run_id)
+        try:
+            with contextlib.ExitStack() as stack:
+                if plan.exclusive and not stack.enter_context(self._exclusive(job.id)):
+                    log.info("job %s is still running; this run is skipped", job.id)
+                    return None
+                record = RunRecord(
+                    run_id=run_id,
+                    job_id=job.id,
+                    trigger=plan.trigger,
+                    started_at=self.clock.now(),
+                    session_key=plan.session_key,
+                    slot=slot,
+                    owner=self.history.owners.token,
+                )
+                await anyio.to_thread.run_sync(self.history.record, record)
+                if started is not None:
+                    started.set()
+                async with self._slots:
+                    return await self._run(job, plan, record)
+        finally:
+            if started is not None:
+                started.set()
 
-    async def _run(self, job: Job, plan: RunPlan, run_id: str) -> RunRecord:
-        record = RunRecord(
-            run_id=run_id,
-            job_id=job.id,
-            trigger=plan.trigger,
-            started_at=self.clock.now(),
-            session_key=plan.session_key,
-        )
-        await anyio.to_thread.run_sync(self.history.record, record)
+    async def _run(self, job: Job, plan: RunPlan, record: RunRecord) -> RunRecord:
         reply = ""
         try:
             with anyio.fail_after(self.limits.timeout_seconds):

@@ -6,6 +6,12 @@ the `cron` tool write it). A job whose stored next time passed while no schedule
 once on start (`automation.missedRuns: "run-once"`, the default) or is skipped (`"skip"`); a
 job that is still running when it is due again is skipped for that time. The clock is
 injected: tests drive `tick()` under a `ManualClock`.
+
+Crashes: a fired run is in the history (with the time it is for, its slot) before the state
+file records the job's next time, so a restart never loses a slot, and a slot already in the
+history is never caught up again. On start, runs a dead process left `running` are closed as
+`interrupted`, and a scheduled one is run again once (`retryInterrupted`, on by default) when
+it was the job's latest run and no newer run is due then anyway.
 """
 
 from __future__ import annotations
@@ -18,16 +24,21 @@ import anyio
 from anyio.abc import TaskGroup
 
 from nodmix.automation.clock import Clock
+from nodmix.automation.history import RunRecord
 from nodmix.automation.jobs import Job, JobError
 from nodmix.automation.runner import JobRunner
 from nodmix.automation.schedule import ScheduleError, next_fire
 from nodmix.automation.store import JobState, JobStore, encode_state, schedule_key
+from nodmix.crashpoints import crash_point
 
 log = logging.getLogger("nodmix.automation")
 
 MissedPolicy = Literal["run-once", "skip"]
 POLL_SECONDS = 1.0
 STATE_FLUSH_SECONDS = 1.0
+START_RECORD_SECONDS = 10.0
+"""How long the state write waits for fired runs to be on record (a slow disk)."""
+SLOT_TOLERANCE = 0.001
 
 
 class Scheduler:
@@ -57,6 +68,7 @@ class Scheduler:
         self._dirty = False
         self._last_flush = 0.0
         self._fired_unsaved = False
+        self._starting: list[anyio.Event] = []
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -92,18 +104,25 @@ class Scheduler:
     def _plan(self, job: Job, now: float) -> None:
         state = self.states.get(job.id)
         key = schedule_key(job)
-        if state is not None and state.schedule_key == key:
-            if state.next_run_at is not None and state.next_run_at <= now and self.missed == "skip":
-                state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
-                self._dirty = True
-            return  # keep a stored next time (in the past means missed: it fires once)
-        state = state or JobState()
-        state.schedule_key = key
-        state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
-        if job.schedule.kind == "at" and state.next_run_at is None and self.missed == "run-once":
-            state.next_run_at = job.schedule.at  # its moment passed while no scheduler ran
-        self.states[job.id] = state
-        self._dirty = True
+        if state is None or state.schedule_key != key:
+            state = state or JobState()
+            state.schedule_key = key
+            state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
+            if job.schedule.kind == "at" and state.next_run_at is None:
+                state.next_run_at = job.schedule.at  # its moment passed while no scheduler ran
+            self.states[job.id] = state
+            self._dirty = True
+        # A stored time in the past means missed: it fires once, unless skipped by policy or
+        # started already (the process died before the state file recorded the next time).
+        due = state.next_run_at
+        if due is not None and due <= now and (self.missed == "skip" or self._ran(job, due)):
+            state.next_run_at = next_fire(job.schedule, now, anchor=job.created_at)
+            self._dirty = True
+
+    def _ran(self, job: Job, slot: float) -> bool:
+        """Whether a run for `slot` of `job` is in the history."""
+        runs = self.runner.history.runs(job.id)
+        return any(r.slot is not None and abs(r.slot - slot) < SLOT_TOLERANCE for r in runs)
 
     def next_due(self) -> float | None:
         """The earliest next fire time of an enabled job."""
@@ -166,13 +185,27 @@ class Scheduler:
             fired.append(job)
             if self.on_fired is not None:
                 self.on_fired(job, due)
-            group.start_soon(self._run, job, trigger)
+            self._start(group, job, trigger, due)
         self._fired_unsaved = self._fired_unsaved or bool(fired)
         return fired
 
-    async def _run(self, job: Job, trigger: str) -> None:
+    def _start(self, group: TaskGroup, job: Job, trigger: str, slot: float | None) -> None:
+        started = anyio.Event()
+        self._starting.append(started)
+        group.start_soon(self._run, job, trigger, slot, started)
+
+    async def _on_record(self) -> None:
+        """Wait until the runs fired so far are in the history (or skipped)."""
+        starting, self._starting = self._starting, []
+        with anyio.move_on_after(START_RECORD_SECONDS):
+            for started in starting:
+                await started.wait()
+
+    async def _run(
+        self, job: Job, trigger: str, slot: float | None = None, started: anyio.Event | None = None
+    ) -> None:
         try:
-            record = await self.runner.run_job(job, trigger)
+            record = await self.runner.run_job(job, trigger, slot=slot, started=started)
         except Exception:
             log.exception("job %s crashed", job.id)
             return
@@ -181,13 +214,47 @@ class Scheduler:
             state.last_status, state.last_error = record.status, record.error
             self._dirty = True
 
+    # ---- after a crash ----------------------------------------------------------------
+
+    async def recover(self, group: TaskGroup) -> list[RunRecord]:
+        """Close the runs a dead process left `running` and retry the scheduled ones that may
+        run again (see the module docs); the runs closed."""
+        self.reload()
+        history = self.runner.history
+        closed = await anyio.to_thread.run_sync(history.close_interrupted, self.clock.now())
+        for run in closed:
+            log.warning("run %s of %s was interrupted (%s)", run.run_id, run.job_id, run.error)
+            job, state = self.jobs.get(run.job_id), self.states.get(run.job_id)
+            latest = max(history.runs(run.job_id), key=lambda r: r.started_at)
+            if state is None or job is None or latest.run_id != run.run_id:
+                continue
+            state.last_status, state.last_error = run.status, run.error
+            self._dirty = True
+            if self._may_retry(job, run, state.next_run_at):
+                log.info("job %s: running the interrupted run %s once more", job.id, run.run_id)
+                self._start(group, job, "retry", run.slot)
+                self._fired_unsaved = True
+        return closed
+
+    def _may_retry(self, job: Job, run: RunRecord, next_run_at: float | None) -> bool:
+        due_now = next_run_at is not None and next_run_at <= self.clock.now()
+        return (
+            job.enabled
+            and job.retry_interrupted
+            and run.trigger in ("schedule", "missed")
+            and not due_now  # a newer run starts now anyway
+        )
+
     async def run(self) -> None:
-        """Fire jobs until cancelled."""
+        """Fire jobs until cancelled (after `recover`)."""
         async with anyio.create_task_group() as group:
+            await self.recover(group)
             while True:
                 self.tick(group)
                 if self._fired_unsaved:  # a restart must not fire these runs again
                     self._fired_unsaved = False
+                    await self._on_record()  # the history first: a slot is never lost
+                    crash_point("automation.fired-recorded")
                     await self.flush_soon(force=True)
                 due = self.next_due()
                 now = self.clock.now()

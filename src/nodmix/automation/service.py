@@ -114,3 +114,4 @@ class Automation:
             self.runner = self.scheduler = None
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: scheduler.flush(force=True))
+            self.history.owners.close()  # a clean stop: no run of this process is left open

@@ -49,8 +49,14 @@ class ChannelAdapter(Protocol):
         """Show the typing indicator for a few seconds."""
         ...
 
-    async def download(self, ref: str, target: Path) -> Path:
-        """Save an inbound attachment to `target` (a path; the adapter may add an extension)."""
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """Save an inbound attachment to `target` (a path; the adapter may add an extension),
+        never more than `max_bytes`.
+
+        Raises:
+            AttachmentTooLarge: the file is larger (known before or while downloading; a
+                partial file is removed).
+        """
         ...
 
     async def check(self) -> str:

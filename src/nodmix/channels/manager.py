@@ -27,11 +27,11 @@ from nodmix.channels.base import ChannelAdapter, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
 from nodmix.channels.delivery import DeliveryLog
-from nodmix.channels.inbox import prompt_text
+from nodmix.channels.inbox import save_message
 from nodmix.channels.pairing import PairingStore
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for, webhook_paths
 from nodmix.channels.routing import route_agent, session_key
-from nodmix.channels.runner import RunHandle, TurnRunner
+from nodmix.channels.runner import ReplyHook, RunHandle, TurnRunner
 from nodmix.channels.status import ChannelStatus, write_status
 from nodmix.channels.streaming import EditThrottle, edit_stream
 from nodmix.channels.tls import ClientTls
@@ -88,6 +88,7 @@ class ChannelManager:
         self._pairing_told: dict[tuple[str, str], float] = {}
         self._edits = EditThrottle()
         self._tls = ClientTls()
+        self.voice: ReplyHook | None = None  # spoken replies (`channels/voice.py`), if wired
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -288,7 +289,11 @@ class ChannelManager:
     async def _run_one(self, msg: InboundMessage, key: str, agent_id: str, lane: _Lane) -> None:
         assert self._runner is not None
         runner = self._runner
-        text = await prompt_text(self, msg, runner.workspace(agent_id))
+        saved = await save_message(self, msg, runner.workspace(agent_id), self._config())
+        if saved.refusal is not None:  # too large: one line, no turn
+            await self._reply(msg, saved.refusal)
+            self._delivery[msg.channel].done(msg)
+            return
         lane.stopped = False
         rules = rules_for(self._config(), msg.channel)
         stream = None
@@ -302,7 +307,12 @@ class ChannelManager:
             if stream is not None:
                 typing_group.start_soon(stream.run)
             handle = runner.start(
-                text, agent_id=agent_id, session_key=key, origin=msg.origin(), stream=stream
+                saved.text,
+                agent_id=agent_id,
+                session_key=key,
+                origin=msg.origin(),
+                stream=stream,
+                files=saved.files,
             )
             lane.running = handle
             try:
@@ -317,6 +327,8 @@ class ChannelManager:
                 typing_group.cancel_scope.cancel()
         if stream is None or not await stream.complete(reply, failed=failed):
             await self._reply(msg, reply)
+        if self.voice is not None and not failed:
+            await self.voice.after_reply(msg, reply)
         self._delivery[msg.channel].done(msg)
         self.statuses[msg.channel].answered += 1
         self._status_dirty = True

@@ -102,7 +102,10 @@ def create_adapter(
         from nodmix.channels.matrix.adapter import MatrixAdapter, matrix_settings
 
         settings = matrix_settings(config.channels.matrix, env)
-        return MatrixAdapter(settings, state_dir, _invite_check(config, state_dir, channel))
+        groups = rules_for(config, channel).groups
+        return MatrixAdapter(
+            settings, state_dir, _invite_check(config, state_dir, channel), groups=groups
+        )
     if channel == "irc" and config.channels.irc is not None:
         from nodmix.channels.irc.adapter import IrcAdapter, irc_settings
 
@@ -111,7 +114,8 @@ def create_adapter(
         from nodmix.channels.email.adapter import EmailAdapter
         from nodmix.channels.email.settings import email_settings
 
-        return EmailAdapter(email_settings(config.channels.email, env), state_dir)
+        mail = email_settings(config.channels.email, env, config.channels.defaults)
+        return EmailAdapter(mail, state_dir)
     if channel == "discord" and config.channels.discord is not None:
         from nodmix.channels.discord.adapter import DiscordAdapter, discord_settings
 

@@ -1,12 +1,16 @@
 """How the channel manager runs turns: `TurnRunner`, implemented by the gateway
-(`gateway/channel_turns.py`) over the same turn path as WebSocket and HTTP turns."""
+(`gateway/channel_turns.py`) over the same turn path as WebSocket and HTTP turns; and
+`ReplyHook`, what runs after a reply went out (spoken replies, `channels/voice.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from nodmix.channels.streaming import ReplyStream
+from nodmix.channels.types import InboundMessage
+from nodmix.media.files import InboundFile
 from nodmix.origin import TurnOrigin
 
 
@@ -31,10 +35,18 @@ class TurnRunner(Protocol):
         session_key: str,
         origin: TurnOrigin,
         stream: ReplyStream | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> RunHandle:
-        """Start the turn; its model text goes to `stream` as it arrives."""
+        """Start the turn (`files`: saved attachments, images and voice notes among them);
+        its model text goes to `stream` as it arrives."""
         ...
 
     def workspace(self, agent_id: str) -> Path: ...
 
     def default_agent(self) -> str: ...
+
+
+class ReplyHook(Protocol):
+    """Runs after a turn's text reply was sent (failures are its own to report)."""
+
+    async def after_reply(self, msg: InboundMessage, reply: str) -> None: ...

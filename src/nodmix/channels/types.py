@@ -13,10 +13,15 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True):
     """A file that came with a message (`ref` is the platform's handle) or goes out with one."""
 
     kind: str
-    """`photo`, `document`, ..."""
+    """`photo`, `voice`, `audio`, `document`, ... (outbound `voice`: sent as a voice message
+    where the platform has them)."""
     ref: str | None = None
     """The platform's file id (inbound)."""
     name: str | None = None
+    size: int | None = None
+    """The size the platform declares (inbound; checked against the cap before download)."""
+    mime_type: str | None = None
+    """The type the platform declares (a hint: the content decides)."""
     path: Path | None = None
     """Where the file is on disk (saved inbound files, outbound files)."""
     data: bytes | None = None

@@ -17,7 +17,7 @@ from nodmix.cli.common import common_parent, print_json
 
 if TYPE_CHECKING:
     from nodmix.automation.jobs import Job
-    from nodmix.automation.store import JobStore
+    from nodmix.automation.store import JobState, JobStore
 
 
 def _schedule_options(q: argparse.ArgumentParser, *, required: bool) -> None:
@@ -37,6 +37,13 @@ def _job_options(q: argparse.ArgumentParser) -> None:
         "session's transcript (session alone: the main session)",
     )
     q.add_argument("--model", help="provider/model for this job's turns")
+    q.add_argument(
+        "--retry-interrupted",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run a scheduled run cut short by a crash or restart once more when the gateway "
+        "starts (default: on)",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -142,6 +149,7 @@ def _add(args: argparse.Namespace) -> int:
         session=args.session or "isolated",
         deliver=args.deliver,
         model=args.model,
+        retry_interrupted=args.retry_interrupted is not False,
     )
     _store().add(job)
     if args.json:
@@ -149,6 +157,19 @@ def _add(args: argparse.Namespace) -> int:
     else:
         print(f"Added job {job.id} ({job.name}): {schedule.describe()}.")
     return 0
+
+
+def _last_run(job_id: str, state: JobState | None) -> tuple[float | None, str | None]:
+    """When the job last ran and how that run stands now: from its run history (a run whose
+    process died reads as `interrupted`), else from the scheduler's state."""
+    from nodmix.automation.history import RunHistory
+    from nodmix.config import paths
+
+    runs = RunHistory(paths.state_dir(dict(os.environ))).runs(job_id)
+    if runs:
+        last = max(runs, key=lambda r: r.started_at)
+        return last.started_at, last.status
+    return (state.last_run_at, state.last_status) if state else (None, None)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -159,10 +180,8 @@ def _list(args: argparse.Namespace) -> int:
         rows = []
         for job in jobs:
             row = job.describe()
-            state = states.get(job.id)
             row["nextRunAt"] = _next_run(store, job) if job.enabled else None
-            row["lastRunAt"] = state.last_run_at if state else None
-            row["lastStatus"] = state.last_status if state else None
+            row["lastRunAt"], row["lastStatus"] = _last_run(job.id, states.get(job.id))
             rows.append(row)
         print_json({"jobs": rows})
         return 0
@@ -170,9 +189,9 @@ def _list(args: argparse.Namespace) -> int:
         print("No cron jobs. Add one: nodmix cron add --name NAME --every 30m --message TEXT")
         return 0
     for job in jobs:
-        state = states.get(job.id)
         nxt = _stamp(_next_run(store, job)) if job.enabled else "disabled"
-        last = f"last {state.last_status}" if state and state.last_status else "never ran"
+        status = _last_run(job.id, states.get(job.id))[1]
+        last = f"last {status}" if status else "never ran"
         target = f" -> {job.deliver}" if job.deliver else ""
         print(f"{job.id}  {job.name}  {job.schedule.describe()}  next {nxt}  {last}{target}")
     return 0
@@ -222,6 +241,9 @@ def _edit(args: argparse.Namespace) -> int:
         deliver=args.deliver or job.deliver,
         model=args.model or job.model,
         created_by=job.created_by,
+        retry_interrupted=(
+            job.retry_interrupted if args.retry_interrupted is None else args.retry_interrupted
+        ),
     )
     changed = msgspec.structs.replace(
         checked, id=job.id, enabled=job.enabled, created_in=job.created_in

@@ -19,6 +19,7 @@ async def run_now(job: Job) -> RunRecord | None:
         try:
             return await runner.run_job(job, "manual")
         finally:
+            runner.history.owners.close()
             for adapter in runtime.channels.adapters.values():
                 with contextlib.suppress(Exception):
                     await adapter.aclose()

@@ -120,17 +120,30 @@ def _repair(args: argparse.Namespace) -> int:
     from nodmix.cli.sessions import manager, target_of
     from nodmix.sessions.locate import locate
     from nodmix.sessions.repair import repair_transcript
+    from nodmix.sessions.successors import restore_seed
 
     found = locate(manager(), target_of(args))
     done = repair_transcript(found.path)
-    if done.backup is None:
+    seeded = restore_seed(found.path)
+    if seeded is None and found.status == "continued" and found.key:
+        # The file a compaction continued from: its successor is the one that may lack the
+        # summary and kept turns.
+        seeded = restore_seed(locate(manager(), found.key).path)
+    if done.backup is None and seeded is None:
         print(f"{done.path}: nothing to repair ({done.kept} entries read)")
         return 0
-    lines = ", ".join(str(d.line) for d in done.dropped) or "none"
-    print(
-        f"{done.path}: kept {done.kept} entries, dropped line(s) {lines},"
-        f" re-linked {done.relinked}; the original is {done.backup}"
-    )
+    if done.backup is not None:
+        lines = ", ".join(str(d.line) for d in done.dropped) or "none"
+        print(
+            f"{done.path}: kept {done.kept} entries, dropped line(s) {lines},"
+            f" re-linked {done.relinked}; the original is {done.backup}"
+        )
+    if seeded is not None:
+        print(
+            f"{seeded.path}: restored the compaction summary and {seeded.seeded - 1} kept"
+            f" entries from {seeded.parent.name} ({seeded.kept_after} later entries kept after"
+            f" them); the original is {seeded.backup}"
+        )
     return 0
 
 

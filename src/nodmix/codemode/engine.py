@@ -45,6 +45,7 @@ from nodmix.codemode.restore import adopt
 from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.run_results import run_completed, run_failed, run_failure
 from nodmix.codemode.runs import (
+    RunNotSaved,
     RunState,
     RunStore,
     RunStoreFull,
@@ -70,6 +71,7 @@ from nodmix.codemode.steps import (
 )
 from nodmix.codemode.tasks import NestedTasks
 from nodmix.codemode.wait_checks import wait_problem
+from nodmix.crashpoints import crash_point
 from nodmix.errors import RuntimeUnavailableError, SandboxError
 from nodmix.sandbox import (
     Completed,
@@ -94,6 +96,7 @@ class CodeModeEngine:
         # store (e.g. with a test clock) would silently be replaced.
         self.store: SuspendedRunStore = store if store is not None else RunStore()
         self._tasks: NestedTasks | None = None
+        self._retiring = False
         self.client_calls = ClientCalls()
         """Calls of client tools held for the application that started the turn."""
         if group is not None:
@@ -103,6 +106,17 @@ class CodeModeEngine:
         """Run nested calls and the expiry sweeper in `group`'s event loop."""
         self._tasks = NestedTasks(group)
         group.start_soon(self._sweeper)
+
+    def retire(self) -> None:
+        """The process is stopping: turns cancelled from now on leave their runs where they
+        are (a durable store keeps them for the next start) instead of aborting them."""
+        self._retiring = True
+
+    def recorded(self, call_id: str) -> None:
+        """The result of `exec`/`wait` call `call_id` is in the transcript (the agent loop
+        says so): a run that call resumed no longer needs to survive a restart."""
+        self.store.recorded(call_id)
+        crash_point("codemode.result-recorded")
 
     def shutdown(self) -> None:
         """Drop every suspended run and cancel its nested calls (process shutdown)."""
@@ -215,16 +229,20 @@ class CodeModeEngine:
                 parked.state.on_settle()  # the file now shows the calls that started
         parked.resuming = True
         try:
-            return await self._resume(services, parked, call_id)
+            result = await self._resume(services, parked, call_id)
         except BaseException:
             # The wait was cancelled (its turn was aborted) or broke. The run ends here, like a
             # cancelled exec: its snapshot is dropped, its nested calls are cancelled, and a
             # later wait on the id is told the run was aborted. (Leaving it parked would keep
-            # nested calls running for a turn that no longer exists.)
-            self.store.drop(parked.id)
-            self.store.mark_ended(parked.id, parked.state.scope, "aborted")
+            # nested calls running for a turn that no longer exists.) A process that is
+            # stopping keeps it instead, for the next start.
+            if not self._retiring:
+                self.store.drop(parked.id)
+                self.store.mark_ended(parked.id, parked.state.scope, "aborted")
             cancel_all(parked.state)
             raise
+        crash_point("codemode.resume-finished")
+        return result
 
     async def _resume(self, services: RunServices, parked: SuspendedRun, call_id: str) -> Result:
         state = parked.state
@@ -245,10 +263,12 @@ class CodeModeEngine:
                 state.output,
                 state.catalog.telemetry(),
             )
-        self.store.drop(parked.id)
+        # Out of the store, but restorable until this wait's result is in the transcript.
+        self.store.consume(parked.id, call_id)
         # Remembered so that a second wait on this id (concurrent, or after the result came
         # back) is told it was resumed, not that it is unknown and should be started over.
         self.store.mark_ended(parked.id, state.scope, "resumed")
+        crash_point("codemode.resume-taken")
         handler = StepHandler(state)
         items = self._deliveries(services, state, settled)
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
@@ -383,6 +403,12 @@ class CodeModeEngine:
             parked = self.store.park(state, blob, reason)
         except RunStoreFull as exc:
             return run_failed(state, str(exc), "invalid_input")
+        try:
+            await self.store.saved(parked)  # the model is told `waiting` only once it is
+        except RunNotSaved as exc:
+            self.store.drop(parked.id)
+            return run_failed(state, f"could not save the suspended run: {exc}", "internal_error")
+        crash_point("codemode.park-saved")
         if debug_enabled():
             log.info("code mode run %s suspended (%s, %d bytes)", parked.id, reason, len(blob))
         returned(state)
@@ -404,6 +430,8 @@ class CodeModeEngine:
         leave that run's nested calls running until the snapshot TTL. A later `wait` on such a
         run fails with code `aborted`. Returns how many runs were dropped.
         """
+        if self._retiring:
+            return 0  # the process is stopping: the runs wait for the next start
         gone = self.store.take(lambda run: run.state.turn_id == run_id)
         for run in gone:
             self.store.mark_ended(run.id, run.state.scope, "aborted")

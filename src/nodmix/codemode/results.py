@@ -24,6 +24,7 @@ ErrorCode: TypeAlias = Literal[
     "output_limit_exceeded",
     "snapshot_limit_exceeded",
     "snapshot_expired",
+    "lost_in_restart",
     "too_many_pending_tool_calls",
     "nested_tool_failed",
     "aborted",

@@ -1,41 +1,51 @@
 """`FileRunStore`: suspended code-mode runs that survive a restart of the process.
 
 Each parked run is also written to `<state>/codemode/runs/<runId>.run` (0600, see
-`run_records` for the format). Parking returns at once: the file is written by one writer
-thread (temp file, fsync, rename), so a crash mid-write leaves the old file or none, never a
-torn one; and a `wait` that arrives before the write finished finds the run in memory. Files
-are deleted on the same thread, in order, so a slow disk never holds up the event loop. The
-file is rewritten when a nested call settles, a queued call starts or a guest timer fires
-while the run is parked, so that survives too; a call still in flight at a crash is delivered
-to the guest as failed (`interrupted by restart`) when the run is resumed, never run again,
-while a queued call that never started is queued again and a timer re-armed for what is left
-of its delay.
+`run_records` for the format) by one writer thread (temp file, fsync, rename), so a crash
+mid-write leaves the old file or none, never a torn one. The engine awaits that first write
+(`saved`) before it returns `waiting`: a run the model was told about is on disk. The file is
+rewritten in the background when a nested call settles, a queued call starts or a guest timer
+fires while the run is parked, so that survives too; a call still in flight at a crash is
+delivered to the guest as failed (`interrupted by restart`) when the run is resumed, never run
+again, while a queued call that never started is queued again and a timer re-armed for what is
+left of its delay.
+
+A `wait` that resumes a run `consume`s it: the run leaves memory, but its file stays until the
+result of that `wait` is `recorded` in the transcript, and is deleted then (at once, on the
+event loop: a few microseconds, and the shorter the gap between the two the better). A process
+killed while the program continues, or before its result reached the transcript, leaves the
+file, so the next `wait` continues the program again from the state the model was told about
+(tool calls the lost step had made are made again).
 
 After a restart runs are loaded lazily, on the first `wait` for their id. Startup removes
 expired files and leftover temp files, skips (and removes) damaged ones with a warning, and
-evicts the oldest runs beyond the caps. The store is bounded by a run count (shared with the
-memory store) and by bytes on disk; past either cap a new suspension fails with a clear error.
-Completed, failed, aborted and expired runs are deleted from disk.
+evicts the oldest runs beyond the caps; a `wait` for one of those is told it expired, or that it
+was lost in the restart (`lost_in_restart`). The store is bounded by a run count (shared with
+the memory store) and by bytes on disk; past either cap a new suspension fails with a clear
+error. Completed, failed, aborted and expired runs are deleted from disk.
 """
 
 from __future__ import annotations
 
-import errno
+import asyncio
 import logging
-import os
-import stat
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import anyio
+import sniffio
+
 from nodmix.assets.files import ensure_private_dir
+from nodmix.codemode.run_io import TEMP_SUFFIX, read_run_file, write_atomically
 from nodmix.codemode.run_records import RunFileError, RunRecord, decode, detached_run, encode
 from nodmix.codemode.run_records import record_of as capture
 from nodmix.codemode.runs import (
+    RunNotSaved,
     RunScope,
     RunState,
     RunStore,
@@ -45,13 +55,16 @@ from nodmix.codemode.runs import (
 )
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP
 
+__all__ = ["FileRunStore", "open_run_store", "read_run_file", "write_atomically"]
+
 log = logging.getLogger("nodmix.codemode")
 
 SUFFIX: Final = ".run"
-TEMP_SUFFIX: Final = ".tmp"
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """Bytes of run files on disk before new suspensions are refused."""
 FLUSH_TIMEOUT_S: Final = 10.0
+UNKNOWN_SCOPE: Final = RunScope(agent_id="", session_key="", session_id="", run_id="")
+"""The scope of a run whose damaged file did not say (any session may learn it was lost)."""
 
 
 @dataclass(slots=True)
@@ -83,6 +96,12 @@ class FileRunStore(RunStore):
         """Bytes of each run's file (written or being written)."""
         self._live: set[str] = set()
         """Runs whose file may (still) be written; guarded by `_lock`."""
+        self._written: set[str] = set()
+        """Live runs whose file has been written at least once; guarded by `_lock`."""
+        self._failed: dict[str, str] = {}
+        """Why the last write of a run failed."""
+        self._consumed: dict[str, tuple[str, float]] = {}
+        """`wait` call id -> (run id, expiry) of runs being resumed, files kept until recorded."""
         self._generation: dict[str, int] = {}
         self._lock = threading.Lock()
         self._writer: ThreadPoolExecutor | None = None
@@ -100,7 +119,7 @@ class FileRunStore(RunStore):
     # ---- the SuspendedRunStore protocol -------------------------------------------------------
 
     def park(self, state: RunState, snapshot: bytes, reason: str) -> SuspendedRun:
-        """Keep the run in memory and write its file in the background."""
+        """Keep the run in memory and start writing its file (`saved` waits for it)."""
         if len(self) >= self._cap:
             raise RunStoreFull
         used = self.disk_bytes
@@ -118,6 +137,17 @@ class FileRunStore(RunStore):
         state.on_settle = lambda: self._write_later(run, created)
         return run
 
+    async def saved(self, run: SuspendedRun) -> None:
+        """Wait until the run's file is on disk (fsynced), off the event loop."""
+        with self._lock:
+            if run.id in self._written or run.id not in self._live:
+                return
+        await _finished(self._submit(_nothing))  # the writer works in order
+        with self._lock:
+            if run.id in self._written or run.id not in self._live:
+                return
+        raise RunNotSaved(self._failed.pop(run.id, "the run file was not written"))
+
     def get(self, run_id: str) -> SuspendedRun | None:
         """A run in memory, else one from an earlier process, loaded from its file."""
         run = super().get(run_id)
@@ -130,15 +160,30 @@ class FileRunStore(RunStore):
         except (OSError, RunFileError) as exc:
             log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
             self._remove_file(run_id)
-            self.mark_ended(run_id, info.scope, "expired")
+            self.mark_ended(run_id, info.scope, "lost")
             return None
         run = detached_run(record, snapshot, self._clock())
         self._runs[run.id] = run
         with self._lock:
             self._live.add(run.id)
+            self._written.add(run.id)
         created = record.created_at
         run.state.on_settle = lambda: self._write_later(run, created)
         return run
+
+    def consume(self, run_id: str, call_id: str) -> SuspendedRun | None:
+        """Take the run out of memory; its file stays until `recorded(call_id)`."""
+        run = super().drop(run_id)
+        if run is not None:
+            run.state.on_settle = None
+            self._consumed[call_id] = (run_id, run.expires_at)
+        return run
+
+    def recorded(self, call_id: str) -> None:
+        """Delete the file of the run `call_id` resumed (now, not on the writer thread)."""
+        consumed = self._consumed.pop(call_id, None)
+        if consumed is not None:
+            self._remove_file(consumed[0], now=True)
 
     def drop(self, run_id: str) -> SuspendedRun | None:
         """Remove the run from memory and its file from disk."""
@@ -146,11 +191,14 @@ class FileRunStore(RunStore):
         if run is not None:
             run.state.on_settle = None
         self._on_disk.pop(run_id, None)
+        for call_id in [c for c, (r, _) in self._consumed.items() if r == run_id]:
+            del self._consumed[call_id]
         self._remove_file(run_id)
         return run
 
     def expire(self) -> list[SuspendedRun]:
-        """Sweep runs in memory and runs known only from their files."""
+        """Sweep runs in memory, runs known only from their files, and consumed runs whose
+        result never reached the transcript."""
         gone = super().expire()
         for run in gone:
             run.state.on_settle = None
@@ -160,6 +208,10 @@ class FileRunStore(RunStore):
             info = self._on_disk.pop(run_id)
             self._remove_file(run_id)
             self.mark_ended(run_id, info.scope, "expired")
+        for call_id, (run_id, expires_at) in list(self._consumed.items()):
+            if expires_at <= now:
+                del self._consumed[call_id]
+                self._remove_file(run_id)
         return gone
 
     def take(self, predicate: Callable[[SuspendedRun], bool]) -> list[SuspendedRun]:
@@ -171,11 +223,13 @@ class FileRunStore(RunStore):
         return gone
 
     def clear(self) -> list[SuspendedRun]:
-        """Shutdown: release the runs held in memory but keep their files for the next start
-        (their calls in flight will be reported as interrupted); finish pending writes."""
+        """Shutdown: release the runs held in memory but keep their files (consumed runs'
+        too) for the next start, where calls in flight are reported as interrupted; finish
+        pending writes."""
         runs = super().clear()
         for run in runs:
             run.state.on_settle = None
+        self._consumed.clear()
         self.flush()
         return runs
 
@@ -186,7 +240,7 @@ class FileRunStore(RunStore):
         writer, self._writer = self._writer, None
         if writer is None:
             return
-        done = writer.submit(lambda: None)
+        done = writer.submit(_nothing)
         try:
             done.result(timeout=timeout)
         except TimeoutError:
@@ -201,29 +255,37 @@ class FileRunStore(RunStore):
         self._submit(self._write, record, run.snapshot, generation)
 
     def _write(self, record: RunRecord, snapshot: bytes, generation: int) -> None:
-        if self._generation.get(record.id) != generation:
-            return  # a newer capture of this run is queued behind this one
+        with self._lock:
+            if self._generation.get(record.id) != generation and record.id in self._written:
+                return  # a newer capture of this run is queued behind this one
         data = encode(record, snapshot)
 
         def commit() -> bool:  # under the lock: a run dropped meanwhile is not brought back
             if record.id not in self._live:
                 return False
             self._sizes[record.id] = len(data)
+            self._written.add(record.id)
             return True
 
         try:
             write_atomically(self._path(record.id), data, lock=self._lock, commit=commit)
         except OSError as exc:
+            self._failed[record.id] = f"cannot write {self._path(record.id)}: {exc.strerror}"
             log.warning("could not write code-mode run %s to disk: %s", record.id, exc)
 
-    def _remove_file(self, run_id: str) -> None:
-        """Forget the run's file: no queued write may commit it any more, and the writer
-        thread deletes it (a slow disk never holds up the event loop)."""
+    def _remove_file(self, run_id: str, *, now: bool = False) -> None:
+        """Forget the run's file: no queued write may commit it any more, and it is deleted
+        (`now`, or on the writer thread: a slow disk never holds up the event loop)."""
         with self._lock:
             self._live.discard(run_id)
+            self._written.discard(run_id)
             self._generation.pop(run_id, None)
             self._sizes.pop(run_id, None)
-        self._submit(self._unlink, self._path(run_id))
+            self._failed.pop(run_id, None)
+        if now:
+            self._unlink(self._path(run_id))
+        else:
+            self._submit(self._unlink, self._path(run_id))
 
     @staticmethod
     def _unlink(path: Path) -> None:
@@ -232,10 +294,10 @@ class FileRunStore(RunStore):
         except OSError as exc:
             log.warning("could not delete code-mode run file %s: %s", path, exc)
 
-    def _submit(self, fn: Callable[..., None], *args: object) -> None:
+    def _submit(self, fn: Callable[..., None], *args: object) -> Future[None]:
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nodmix-runs")
-        self._writer.submit(fn, *args)
+        return self._writer.submit(fn, *args)
 
     def _path(self, run_id: str) -> Path:
         return self.directory / f"{run_id}{SUFFIX}"
@@ -244,7 +306,7 @@ class FileRunStore(RunStore):
 
     def _scan(self) -> None:
         """Index the files an earlier process left: drop temp, damaged and expired ones, and
-        the oldest beyond the caps."""
+        the oldest beyond the caps (a `wait` for those learns what happened)."""
         now = self._clock()
         found: list[tuple[RunRecord, int]] = []
         for path in sorted(self.directory.iterdir()):
@@ -261,9 +323,11 @@ class FileRunStore(RunStore):
             except (OSError, RunFileError) as exc:
                 log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
                 self._unlink(path)  # logs what it cannot remove (a planted directory)
+                self.mark_ended(path.name.removesuffix(SUFFIX), UNKNOWN_SCOPE, "lost")
                 continue
             if record.expires_at <= now:
                 self._unlink(path)
+                self.mark_ended(record.id, _scope(record), "expired")
                 continue
             found.append((record, len(data)))
         found.sort(key=lambda item: item[0].created_at, reverse=True)  # newest first
@@ -278,84 +342,35 @@ class FileRunStore(RunStore):
                     self.max_bytes,
                 )
                 self._path(record.id).unlink(missing_ok=True)
+                self.mark_ended(record.id, _scope(record), "lost")
                 continue
-            scope = record.scope
             self._on_disk[record.id] = _OnDisk(
-                scope=RunScope(
-                    agent_id=scope.agent_id,
-                    session_key=scope.session_key,
-                    session_id=scope.session_id,
-                    run_id=scope.run_id,
-                ),
-                created_at=record.created_at,
-                expires_at=record.expires_at,
+                scope=_scope(record), created_at=record.created_at, expires_at=record.expires_at
             )
             self._sizes[record.id] = size
             kept_bytes += size
 
 
-def read_run_file(path: Path, limit: int) -> bytes:
-    """The bytes of a run file: a regular file (not a link) of at most `limit` bytes.
-
-    Anything else found under a run's name (a pipe, a link to a device, a huge file) is
-    refused before it is read, so it can neither block the reader nor fill its memory.
-
-    Raises:
-        RunFileError: Not a regular file, or larger than `limit`.
-        OSError: It cannot be opened or read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # a symbolic link
-            raise RunFileError("not a regular file") from None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunFileError("not a regular file")
-        if info.st_size > limit:
-            raise RunFileError(f"larger than the store's byte cap ({limit} bytes)")
-    except BaseException:
-        os.close(fd)
-        raise
-    with os.fdopen(fd, "rb") as file:
-        data = file.read(limit + 1)
-    if len(data) > limit:
-        raise RunFileError(f"larger than the store's byte cap ({limit} bytes)")
-    return data
+def _scope(record: RunRecord) -> RunScope:
+    scope = record.scope
+    return RunScope(
+        agent_id=scope.agent_id,
+        session_key=scope.session_key,
+        session_id=scope.session_id,
+        run_id=scope.run_id,
+    )
 
 
-def write_atomically(
-    path: Path, data: bytes, *, lock: threading.Lock, commit: Callable[[], bool]
-) -> bool:
-    """Write `data` to `path` (0600) through a temp file, fsync and rename.
+def _nothing() -> None:
+    """A no-op for the writer thread: once it ran, everything queued before it has."""
 
-    A crash at any point leaves the old file or none, never a torn one. The directory is not
-    fsynced: after a power loss the newest rename may be lost, which leaves the old state
-    (the same as a crash just before the write).
 
-    `commit()` runs with `lock` held just before the rename, which happens (under the same
-    lock) only if it returns True. Returns whether the file was committed.
-    """
-    temp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}{TEMP_SUFFIX}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        with lock:
-            committed = commit()
-            if committed:
-                os.replace(temp, path)
-        if not committed:
-            temp.unlink(missing_ok=True)
-            return False
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return True
+async def _finished(future: Future[None]) -> None:
+    """Wait for a writer-thread future without blocking the event loop."""
+    if sniffio.current_async_library() == "asyncio":
+        await asyncio.wrap_future(future)
+    else:
+        await anyio.to_thread.run_sync(future.result)
 
 
 def open_run_store(kind: str, state_dir: Path) -> SuspendedRunStore:

@@ -6,7 +6,9 @@ steps: a suspended run is its compressed snapshot plus the host state the snapsh
 and session that created them, expire after `snapshotTtlSeconds`, and are capped at 64 per
 process. `RunStore` keeps them in memory only; `codemode.run_files.FileRunStore` also writes
 each one to the state directory so `wait` can continue it after a restart. Both satisfy
-`SuspendedRunStore`, the seam the engine uses.
+`SuspendedRunStore`, the seam the engine uses: a run is `saved` before the model is told it is
+`waiting`, and a run being resumed is `consume`d but stays restorable until the result of the
+`wait` that resumed it is `recorded` in the transcript.
 """
 
 from __future__ import annotations
@@ -198,6 +200,10 @@ class SuspendedRun:
     """Queued calls of a detached run (`run_records.CallRecord`), never started."""
 
 
+class RunNotSaved(Exception):
+    """A parked run could not be made to survive a restart (the message says why)."""
+
+
 class RunStoreFull(Exception):
     """The store's cap (runs, or bytes on disk) is reached; the message says which."""
 
@@ -216,12 +222,27 @@ class SuspendedRunStore(Protocol):
         """Store a suspended run under a new id (`RunStoreFull` past the cap)."""
         ...
 
+    async def saved(self, run: SuspendedRun) -> None:
+        """Return once `run` would survive a kill of the process (`RunNotSaved` if it cannot):
+        the engine tells the model a run is `waiting` only after this."""
+        ...
+
     def get(self, run_id: str) -> SuspendedRun | None:
         """A parked run by id, or None."""
         ...
 
+    def consume(self, run_id: str, call_id: str) -> SuspendedRun | None:
+        """Take a parked run out to resume it in the `wait` call `call_id`: it is no longer
+        parked, but what lets it survive a restart stays until `recorded(call_id)`."""
+        ...
+
+    def recorded(self, call_id: str) -> None:
+        """The result of the `exec`/`wait` call `call_id` is in the transcript: a run that
+        call consumed is gone for good."""
+        ...
+
     def drop(self, run_id: str) -> SuspendedRun | None:
-        """Remove a run for good (it was resumed, completed, failed or aborted)."""
+        """Remove a run for good (it completed, failed or was aborted)."""
         ...
 
     def expire(self) -> list[SuspendedRun]:
@@ -275,9 +296,19 @@ class RunStore:
         self._runs[run.id] = run
         return run
 
+    async def saved(self, run: SuspendedRun) -> None:
+        """Nothing to wait for: runs in memory do not survive a restart."""
+
     def get(self, run_id: str) -> SuspendedRun | None:
         """A live run by id."""
         return self._runs.get(run_id)
+
+    def consume(self, run_id: str, call_id: str) -> SuspendedRun | None:
+        """Take a run out to resume it (in memory, that is all there is to it)."""
+        return self.drop(run_id)
+
+    def recorded(self, call_id: str) -> None:
+        """Nothing is kept for consumed runs in memory."""
 
     def was_expired(self, run_id: str) -> RunScope | None:
         """The scope of a run that expired recently (to tell `wait` it expired, not unknown)."""

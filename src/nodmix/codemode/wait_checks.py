@@ -14,7 +14,13 @@ def wait_problem(
     when it can. Every message says what to do next."""
     if parked is None:
         ended = store.ended(run_id)
-        if ended is not None and ended[0].session_id == scope.session_id:
+        if ended is not None and ended[0].session_id in (scope.session_id, ""):
+            if ended[1] == "lost":
+                return (
+                    f"code mode run {run_id} was lost when Nodmix restarted (its saved state "
+                    "could not be read back); start over with exec.",
+                    "lost_in_restart",
+                )
             if ended[1] == "resumed":
                 return (
                     f"code mode run {run_id} was already resumed by another wait call; use "

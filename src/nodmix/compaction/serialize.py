@@ -17,6 +17,7 @@ import msgspec
 from nodmix.messages import (
     AssistantMessage,
     ImageBlock,
+    ImageRefBlock,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -46,6 +47,8 @@ def _blocks(blocks: Iterable[object]) -> str:
             parts.append(block.text)
         elif isinstance(block, ImageBlock):
             parts.append("[image]")
+        elif isinstance(block, ImageRefBlock):
+            parts.append(block.note)
     return "\n".join(parts)
 
 

@@ -12,9 +12,12 @@ The compaction entry comes after the copied tail and names the tail's first entr
 `firstKeptEntryId`, so the replay shows the summary and then the tail, and the copied
 messages' old usage reports (of the uncompacted context) are never taken for the current size.
 
-The session store is switched to the new file by `SessionManager.rotate` in the same locked
-update that creates it, and the live `Session` object adopts the new transcript in place, so
-everything holding it (the running turn, code-mode recorders) writes to the active file.
+The successor is built in memory and `SessionManager.rotate` creates it whole (header, tail and
+summary, fsynced) before the session store switches to it, in one locked update: a crash
+leaves the key on the old file (which already ends with the compaction, so it continues in
+place) or on the complete successor, never on a file holding only its header. The live
+`Session` object adopts the new transcript in place, so everything holding it (the running
+turn, code-mode recorders) writes to the active file.
 
 Retry storms: chat channels resend a message when they time out waiting, which leaves the same
 long user message several times in a row. Copies of a user message identical to the previous
@@ -97,12 +100,12 @@ def continue_in_successor(
         The compaction entry written to the successor.
     """
     cwd = Path(session.transcript.header.cwd)
-    successor = sessions.rotate(session.key, workspace=cwd)
-    transcript = successor.transcript
+    seed: list[Entry] = []
     parent: str | None = None
     first_kept: str | None = None
     for entry in drop_retry_duplicates([e for e in kept if not isinstance(e, CompactionEntry)]):
-        copy = transcript.append(_relinked(entry, parent))
+        copy = _relinked(entry, parent)
+        seed.append(copy)
         parent = copy.id
         first_kept = first_kept or copy.id
     entry_id = new_entry_id()
@@ -117,7 +120,9 @@ def continue_in_successor(
         details=details,
         from_hook=from_hook,
     )
-    transcript.append(compaction)
+    seed.append(compaction)
+    # The successor is written whole (and fsynced) before the index switches to it.
+    successor = sessions.rotate(session.key, workspace=cwd, seed=seed)
     # Adopt in place: the running turn and its tools hold this object, not the manager's.
     session.transcript = successor.transcript
     session.entry = successor.entry

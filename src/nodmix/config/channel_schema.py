@@ -44,6 +44,8 @@ class ChannelDefaults(ChannelSection, frozen=True):
     streaming: Literal["off", "edit"] | None = None
     """`off` (default): send the reply when the turn ends; `edit`: send the first words at
     once and edit that message as the reply grows (channels that can edit messages)."""
+    max_attachment_bytes: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Attachments larger than this are refused with a reply, never saved (default 20 MB)."""
 
 
 class TelegramWebhook(ChannelSection, frozen=True):
@@ -112,6 +114,9 @@ class DiscordConfig(ChannelDefaults, frozen=True):
     slash_commands: bool | None = None
     """Register `/new`, `/compact`, `/status`, `/stop` and `/help` as slash commands (default
     true)."""
+    allowed_mentions: list[Literal["users", "roles", "everyone"]] | None = None
+    """Which mentions in the bot's replies may notify anyone (default none: a reply that
+    contains `@everyone`, `<@&role>` or `<@user>` shows them as text and pings nobody)."""
     agent_id: str | None = None
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 

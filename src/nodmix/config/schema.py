@@ -12,6 +12,7 @@ import msgspec
 
 from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, HooksConfig
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
+from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaConfig
 from nodmix.config.section import Section
 from nodmix.config.subagents_schema import SubagentsConfig
 
@@ -25,6 +26,9 @@ class ModelEntry(Section, frozen=True):
     name: str | None = None
     context_window: int | None = None
     max_tokens: int | None = None
+    input: list[Literal["text", "image"]] | None = None
+    """What the model takes: `["text"]` (default) or `["text", "image"]` (a vision model;
+    the presets set it for the vision models they list)."""
 
 
 class ModelTimeouts(Section, frozen=True):
@@ -132,6 +136,8 @@ class ToolsConfig(Section, frozen=True):
     code_mode: bool | CodeModeConfig | None = None
     exec: ExecToolConfig | None = None
     web_fetch: WebFetchToolConfig | None = None
+    media: ToolsMediaConfig | None = None
+    """Voice notes and audio files transcribed to text (`tools.media.audio`)."""
 
 
 class AgentToolsConfig(Section, frozen=True):
@@ -216,6 +222,8 @@ class AgentDefaults(Section, frozen=True):
     """Cap on one reply's text and tool-argument bytes (default 1 MiB)."""
     heartbeat: HeartbeatConfig | None = None
     """A periodic turn over the workspace's `HEARTBEAT.md` (off by default)."""
+    media: MediaConfig | None = None
+    """Images in conversations: downscaling, how long they stay, a describing model."""
     subagents: SubagentsConfig | None = None
     """Delegation: `sessions_spawn` and the other session tools (`config/subagents_schema.py`)."""
 
@@ -238,6 +246,8 @@ class AgentConfig(Section, frozen=True):
     """This agent's connect and idle waits, over every provider's `timeouts`."""
     skills: list[str] | None = None
     """Skill allowlist for this agent (names); unset offers every eligible skill."""
+    media: MediaConfig | None = None
+    """This agent's `agents.defaults.media` keys, each over the default one."""
     subagents: SubagentsConfig | None = None
     """This agent's own `subagents` keys, each over `agents.defaults.subagents`."""
 
@@ -437,3 +447,4 @@ class NodmixConfig(Section, frozen=True):
     skills: SkillsConfig = SkillsConfig()
     automation: AutomationConfig = AutomationConfig()
     hooks: HooksConfig = HooksConfig()
+    messages: MessagesConfig = MessagesConfig()

@@ -24,7 +24,14 @@ from collections.abc import Sequence
 import msgspec
 
 from nodmix.context.tokens import IMAGE_CHARS, chars_to_tokens
-from nodmix.messages import ImageBlock, Message, ResultBlock, TextBlock, ToolResultMessage
+from nodmix.messages import (
+    ImageBlock,
+    ImageRefBlock,
+    Message,
+    ResultBlock,
+    TextBlock,
+    ToolResultMessage,
+)
 
 
 class PruneSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,9 +140,10 @@ def _shorten(result: ToolResultMessage, settings: PruneSettings) -> tuple[ToolRe
     saved = 0
     keep = settings.head_chars + settings.tail_chars
     for block in result.content:
-        if type(block) is ImageBlock:
-            blocks.append(TextBlock(text=IMAGE_NOTE))
-            saved += IMAGE_CHARS - len(IMAGE_NOTE)
+        if type(block) is ImageBlock or type(block) is ImageRefBlock:
+            note = block.note if isinstance(block, ImageRefBlock) else IMAGE_NOTE
+            blocks.append(TextBlock(text=note))
+            saved += IMAGE_CHARS - len(note)
             continue
         assert isinstance(block, TextBlock)
         text = block.text

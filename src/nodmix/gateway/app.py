@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.applications import Starlette
@@ -43,6 +43,9 @@ from nodmix.runtime import Runtime
 from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.reconfigure import apply_config
 from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
+
+if TYPE_CHECKING:
+    from nodmix.media.files import InboundFile
 
 STATIC_DIR = Path(__file__).parent / "static"
 """The web page (plain HTML, JS and CSS shipped as package data; nothing is built)."""
@@ -91,7 +94,10 @@ class Gateway:
                 serve_subagents, self.runtime.subagents, lambda: self.approvals.connections
             )
             async with self.runs.running(self.settings.grace_seconds):
-                yield self
+                try:
+                    yield self
+                finally:
+                    self.runtime.retire()  # turns cancelled by the shutdown keep their runs
             self._group = None
             group.cancel_scope.cancel()
 
@@ -148,6 +154,7 @@ class Gateway:
         after: Callable[[], object] | None = None,
         turn_origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> ActiveRun:
         """Run a chat message (a turn, or a command such as `/new`) in the background.
 
@@ -169,6 +176,7 @@ class Gateway:
                     disable_tools=disable_tools,
                     origin=turn_origin,
                     client=client,
+                    files=files,
                 )
             finally:
                 if after is not None:
@@ -307,6 +315,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
     from nodmix.gateway.hooks_api import get_hook_run, hook_token, post_hook
+    from nodmix.gateway.media_api import UPLOAD_PATH, media_file, upload, upload_limit
     from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
@@ -334,6 +343,8 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         Route("/hooks/runs/{run_id}", api_route(get_hook_run), methods=["GET"]),
         Route("/hooks/{name}", api_route(post_hook), methods=["POST"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route(UPLOAD_PATH, api_route(upload), methods=["POST"]),
+        Route("/media/file", api_route(media_file), methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/static/vendor/{name}", vendor_script, methods=["GET"]),
@@ -354,6 +365,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 BodyLimitMiddleware,
                 max_bytes=settings.max_body_bytes,
                 timeout_seconds=settings.request_timeout_seconds,
+                path_limits={UPLOAD_PATH: lambda: upload_limit(gateway)},
             ),
         ],
         lifespan=lifespan,

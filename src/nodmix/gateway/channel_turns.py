@@ -6,7 +6,7 @@ turn lock, shutdown draining), the webhook paths of channels that receive update
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from nodmix.channels.streaming import ReplyStream
     from nodmix.gateway.app import Gateway
     from nodmix.gateway.ws import Connection
+    from nodmix.media.files import InboundFile
 
 
 class _Handle:
@@ -73,6 +74,7 @@ class GatewayTurns:
         session_key: str,
         origin: TurnOrigin,
         stream: ReplyStream | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> _Handle:
         agent = self._gateway.runtime.agent(agent_id)
         run = self._gateway.start_turn(
@@ -82,6 +84,7 @@ class GatewayTurns:
             emit=discard if stream is None else _stream_sink(stream),
             origin=f"channel:{origin.channel}",
             turn_origin=origin,
+            files=files,
         )
         return _Handle(run)
 

@@ -2,8 +2,9 @@
 
 `BodyLimitMiddleware` sits in front of every HTTP route:
 
-- a `Content-Length` above `gateway.maxBodyBytes` is refused with 413 before one byte of the
-  body is read (a client that sent `Expect: 100-continue` never sends it);
+- a `Content-Length` above `gateway.maxBodyBytes` (uploads: the attachment cap) is refused
+  with 413 before one byte of the body is read (a client that sent `Expect: 100-continue`
+  never sends it);
 - a body without a length (chunked) is counted as it arrives and refused with 413 as soon as
   it passes the limit, so at most the limit (plus one chunk) is ever held in memory;
 - a body that has not fully arrived `gateway.requestTimeoutSeconds` after its headers is
@@ -21,6 +22,7 @@ a wrong shape and bytes that are not UTF-8 are all one clear 400.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import anyio
@@ -121,24 +123,33 @@ class _BodyReader:
 class BodyLimitMiddleware:
     """Size and time limits on HTTP request bodies (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_seconds: float) -> None:
-        """Guard `app`'s request bodies: at most `max_bytes`, within `timeout_seconds`."""
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        timeout_seconds: float,
+        path_limits: Mapping[str, Callable[[], int]] | None = None,
+    ) -> None:
+        """Guard `app`'s request bodies: at most `max_bytes`, within `timeout_seconds`
+        (`path_limits`: another size for a path, read per request, such as uploads)."""
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_seconds = timeout_seconds
+        self.path_limits = dict(path_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse an oversized or late body with an error response, or pass the request on."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        own = self.path_limits.get(scope.get("path", ""))
+        max_bytes = own() if own is not None else self.max_bytes
         length = declared_length(scope)
-        if length is not None and length > self.max_bytes:
-            await _closing(too_large(self.max_bytes), scope, receive, send)
+        if length is not None and length > max_bytes:
+            await _closing(too_large(max_bytes), scope, receive, send)
             return
-        reader = _BodyReader(
-            receive, max_bytes=self.max_bytes, timeout_seconds=self.timeout_seconds
-        )
+        reader = _BodyReader(receive, max_bytes=max_bytes, timeout_seconds=self.timeout_seconds)
         started = False
 
         async def guarded_send(message: Message) -> None:

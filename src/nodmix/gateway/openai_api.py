@@ -29,6 +29,7 @@ from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, bad_request, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
+from nodmix.gateway.media_parts import save_media, seeded_history
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_mapping import (
     SYSTEM_NOTE_TYPE,
@@ -37,7 +38,7 @@ from nodmix.gateway.openai_mapping import (
     client_results,
     finish_reason,
     parse_request,
-    prompt_text,
+    prompt_parts,
     seed,
 )
 from nodmix.gateway.runs import ActiveRun
@@ -79,8 +80,10 @@ async def chat_completions(request: Request) -> Response:
     if results is not None and not named:
         named = continued_session(gateway, results)
     key = gateway.session_key(agent, named or fresh_session_name())
-    prompt = prompt_text(chat)
-    note, history = seed(chat) if results is None else (None, [])
+    prompt = prompt_parts(chat)
+    note, parts = seed(chat) if results is None else (None, [])
+    files = await save_media(gateway, agent, prompt.media) if results is None else []
+    history = await seeded_history(gateway, agent, parts)
     client = ClientTurn(tools=tools, tool_choice=choice, results=results)
 
     async def seed_session() -> None:
@@ -90,7 +93,8 @@ async def chat_completions(request: Request) -> Response:
 
     def start(emit: EventSink) -> ActiveRun:
         return gateway.start_turn(
-            prompt,
+            prompt.text,
+            files=files,
             agent=agent,
             session_key=key,
             emit=emit,

@@ -14,7 +14,9 @@ The mapping rule (also in docs/gateway.md):
   afterwards. `system` and `developer` messages become one leading note the model reads as
   client instructions; `user` and `assistant` texts are recorded as they are; `tool` messages
   and assistant tool calls are dropped (they were answered in their own turns).
-- Images and other non-text parts are refused with a 400.
+- `image_url` parts (inline `data:` URLs) and `input_audio` parts are saved under the agent's
+  `inbox/` and reach a vision model as images, the transcription endpoint as audio
+  (`media_parts`); other part types are refused with a 400.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import msgspec
 from nodmix.gateway.client_tools import arguments_json, result_message
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.limits import decode_json
+from nodmix.gateway.media_parts import UserParts, audio_part, image_part
 from nodmix.messages import (
     AssistantMessage,
     Message,
@@ -113,30 +116,49 @@ def agent_of_model(model: str) -> str | None:
     return agent_id
 
 
+def message_parts(message: ChatMessage, index: int, *, media: bool = True) -> UserParts:
+    """The text of a message, and its images and audio (`media` false: text only).
+
+    Raises:
+        APIError: unknown parts, media where only text is taken, malformed media.
+    """
+    content = message.content
+    if content is None or isinstance(content, str):
+        return UserParts(content or "")
+    parts = UserParts("")
+    texts: list[str] = []
+    for number, part in enumerate(content):
+        kind = part.get("type", "unknown")
+        where = f"messages[{index}].content[{number}]"
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif media and kind == "image_url":
+            url = part.get("image_url")
+            parts.media.append(image_part(url.get("url") if isinstance(url, dict) else url, where))
+        elif media and kind == "input_audio":
+            parts.media.append(audio_part(part, where))
+        else:
+            taken = "text, image_url or input_audio" if media else "text"
+            raise bad_request(
+                f"messages[{index}]: content part of type {kind!r} is not supported; send {taken}",
+                param=f"messages[{index}].content",
+            )
+    parts.text = "\n".join(texts)
+    return parts
+
+
 def message_text(message: ChatMessage, index: int) -> str:
-    """The text of a message; list content must be text parts only.
+    """The text of a message whose list content must be text parts only.
 
     Raises:
         APIError: the content holds images, audio or unknown parts.
     """
-    content = message.content
-    if content is None or isinstance(content, str):
-        return content or ""
-    texts: list[str] = []
-    for part in content:
-        if part.get("type") != "text" or not isinstance(part.get("text"), str):
-            kind = part.get("type", "unknown")
-            raise bad_request(
-                f"messages[{index}]: content part of type {kind!r} is not supported; send text",
-                param=f"messages[{index}].content",
-            )
-        texts.append(part["text"])
-    return "\n".join(texts)
+    return message_parts(message, index, media=False).text
 
 
-def prompt_text(request: ChatRequest) -> str:
-    """The turn's prompt: the text of the last (user) message."""
-    return message_text(request.messages[-1], len(request.messages) - 1)
+def prompt_parts(request: ChatRequest) -> UserParts:
+    """The turn's prompt: the text and media of the last (user) message."""
+    return message_parts(request.messages[-1], len(request.messages) - 1)
 
 
 def client_results(request: ChatRequest) -> list[ToolResultMessage] | None:
@@ -156,17 +178,19 @@ def client_results(request: ChatRequest) -> list[ToolResultMessage] | None:
     return results[::-1] or None
 
 
-def seed(request: ChatRequest) -> tuple[str | None, list[Message]]:
-    """What to record before the turn on a new session: a system note and earlier messages."""
+def seed(request: ChatRequest) -> tuple[str | None, list[Message | UserParts]]:
+    """What to record before the turn on a new session: a system note and earlier messages
+    (user messages with media as `UserParts`, saved before they are recorded)."""
     system: list[str] = []
-    history: list[Message] = []
+    history: list[Message | UserParts] = []
     for index, message in enumerate(request.messages[:-1]):
-        text = message_text(message, index)
+        parts = message_parts(message, index, media=message.role == "user")
+        text = parts.text
         if message.role in ("system", "developer"):
             if text.strip():
                 system.append(text.strip())
         elif message.role == "user":
-            history.append(user_message(text))
+            history.append(parts if parts.media else user_message(text))
         elif message.role == "assistant" and text:
             history.append(
                 AssistantMessage(content=(TextBlock(text=text),), provider="client", model="client")

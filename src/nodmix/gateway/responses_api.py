@@ -28,6 +28,7 @@ from nodmix.gateway.app import gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
+from nodmix.gateway.media_parts import save_media, seeded_history
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_api import (
     SESSION_HEADER,
@@ -67,15 +68,18 @@ async def create_response(request: Request) -> Response:
     key = gateway.session_key(agent, named or fresh_session_name())
     client = ClientTurn(tools=tools, tool_choice=choice, results=turn.results)
     response = ResponseObject(body)
+    files = await save_media(gateway, agent, turn.media)
+    history = await seeded_history(gateway, agent, turn.history)
 
     async def seed_session() -> None:
         await gateway.seed_session(
-            agent, key, note=turn.note, history=turn.history, note_type=SYSTEM_NOTE_TYPE
+            agent, key, note=turn.note, history=history, note_type=SYSTEM_NOTE_TYPE
         )
 
     def start(emit: EventSink) -> ActiveRun:
         return gateway.start_turn(
             turn.prompt,
+            files=files,
             agent=agent,
             session_key=key,
             emit=emit,

@@ -10,6 +10,8 @@ The mapping rule (also in docs/gateway.md):
   the previous response ended with, and the turn continues from them. Earlier messages seed a
   new session as in chat completions; `function_call` and `reasoning` items the client echoes
   back from earlier responses are skipped (the session has them already).
+- `input_image` parts (inline `data:` URLs) are saved under the agent's `inbox/` and reach a
+  vision model as images (`media_parts`); `input_file` and remote image URLs are refused.
 - `instructions` are recorded, like `system` messages, as the client's instructions when the
   session starts.
 - `tools` of type `function` are client tools; `tool_choice` is honoured for the first model
@@ -28,6 +30,7 @@ import msgspec
 from nodmix.gateway.client_tools import arguments_json, result_message
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.limits import decode_json
+from nodmix.gateway.media_parts import InlineMedia, UserParts, image_part
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_INTRO
 from nodmix.messages import (
     AssistantMessage,
@@ -65,10 +68,12 @@ class TurnInput(msgspec.Struct, kw_only=True):
     """What a Responses request asks of the agent."""
 
     prompt: str = ""
+    media: list[InlineMedia] = msgspec.field(default_factory=list)
+    """Images that came with the prompt."""
     results: list[ToolResultMessage] | None = None
     """Client tool results: continue the session instead of a new prompt."""
     note: str | None = None
-    history: list[Message] = msgspec.field(default_factory=list)
+    history: list[Message | UserParts] = msgspec.field(default_factory=list)
 
 
 def parse_request(body: bytes) -> ResponsesRequest:
@@ -105,46 +110,61 @@ def turn_input(request: ResponsesRequest) -> TurnInput:
         raise bad_request(
             "input must end with a user message or function_call_output items", param="input"
         )
-    history: list[Message] = []
+    history: list[Message | UserParts] = []
     for item in items[:-1]:
         where = f"input[{request.input.index(item)}]"
-        role, text = item.get("role"), _item_text(item, where)
+        role = item.get("role")
+        parts = _item_parts(item, where, media=role == "user")
+        text = parts.text
         if item.get("type", "message") != "message":
             raise bad_request(f"{where}: items of type {item.get('type')!r} are not supported")
         if role in ("system", "developer"):
             if text.strip():
                 system.append(text.strip())
         elif role == "user":
-            history.append(user_message(text))
+            history.append(parts if parts.media else user_message(text))
         elif role == "assistant" and text:
             history.append(
                 AssistantMessage(content=(TextBlock(text=text),), provider="client", model="client")
             )
     last = items[-1]
-    prompt = _item_text(last, f"input[{request.input.index(last)}]")
-    return TurnInput(prompt=prompt, note=_note(system), history=history)
+    prompt = _item_parts(last, f"input[{request.input.index(last)}]", media=True)
+    return TurnInput(prompt=prompt.text, media=prompt.media, note=_note(system), history=history)
 
 
 def _note(system: list[str]) -> str | None:
     return f"{SYSTEM_NOTE_INTRO}\n\n" + "\n\n".join(system) if system else None
 
 
-def _item_text(item: dict[str, Any], where: str) -> str:
+def _item_parts(item: dict[str, Any], where: str, *, media: bool) -> UserParts:
     content = item.get("content")
     if isinstance(content, str):
-        return content
+        return UserParts(content)
     if not isinstance(content, list):
         raise bad_request(f"{where}: content must be a string or a list of parts", param=where)
+    parts = UserParts("")
     texts: list[str] = []
-    for part in content:
-        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
-            kind = part.get("type", "unknown") if isinstance(part, dict) else "unknown"
+    for number, part in enumerate(content):
+        kind = part.get("type", "unknown") if isinstance(part, dict) else "unknown"
+        if isinstance(part, dict) and kind in _TEXT_PARTS:
+            texts.append(str(part.get("text", "")))
+        elif isinstance(part, dict) and media and kind == "input_image":
+            url = part.get("image_url")
+            if url is None and part.get("file_id"):
+                raise bad_request(
+                    f"{where}: input_image with file_id is not supported; send image_url "
+                    "as a data: URL",
+                    param=f"{where}.content",
+                )
+            parts.media.append(image_part(url, f"{where}.content[{number}]"))
+        else:
+            taken = "input_text or input_image" if media else "text"
             raise bad_request(
-                f"{where}: content part of type {kind!r} is not supported; send text",
+                f"{where}: content part of type {kind!r} is not supported; send {taken}",
                 param=f"{where}.content",
             )
-        texts.append(str(part.get("text", "")))
-    return "\n".join(texts)
+    parts.text = "\n".join(texts)
+    return parts
 
 
 class ResponseObject:

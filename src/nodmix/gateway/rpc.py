@@ -22,6 +22,7 @@ from nodmix.events import EventSink, RunEvent
 from nodmix.gateway import channel_turns, rpc_sessions, rpc_skills
 from nodmix.gateway.approvals import approvals_list, approvals_resolve
 from nodmix.gateway.errors import APIError, bad_request, classify, not_found
+from nodmix.gateway.media_parts import attachment_files
 from nodmix.gateway.runs import ActiveRun
 from nodmix.gateway.wire import event_json, outcome_json
 from nodmix.sessions import SessionSummary, parse_session_key
@@ -90,9 +91,10 @@ async def agent(conn: Connection, req_id: str | int, params: dict[str, Any]) -> 
     """Run a chat message on a session; stream its events; answer with the outcome."""
     message = _param(params, "message", str, required=True)
     assert message is not None
-    if not message.strip():
-        raise bad_request("params.message is empty", param="message")
     profile, key = _agent_and_key(conn, params)
+    files = attachment_files(profile, _param(params, "attachments", list) or [])
+    if not message.strip() and not files:
+        raise bad_request("params.message is empty", param="message")
     emit, bind = _streamer(conn, req_id)
     gateway = conn.gateway
     queued = gateway.runtime.sessions.turn_lock(key).locked()
@@ -104,6 +106,7 @@ async def agent(conn: Connection, req_id: str | int, params: dict[str, Any]) -> 
         origin="ws",
         model=_param(params, "model", str),
         disable_tools=bool(_param(params, "disableTools", bool)),
+        files=files,
     )
     bind(run)
     accepted = {"kind": "accepted", "sessionKey": key, "agentId": profile.id, "queued": queued}

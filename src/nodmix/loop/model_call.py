@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 
 import msgspec
@@ -39,6 +40,19 @@ class ModelResolver(Protocol):
     def resolve(self, ref: str) -> ResolvedModelLike: ...
 
 
+ForModel = Callable[[ModelSpec], Sequence[Message]]
+"""The request's messages in the form one model takes (images or notes about them)."""
+
+
+class MediaView(Protocol):
+    """Turns the image references of a request into what each model gets
+    (`nodmix.media.resolver.ImageResolver`)."""
+
+    async def prepare(
+        self, messages: Sequence[Message], *, agent_id: str, workspace: Path
+    ) -> ForModel: ...
+
+
 class ReplyLimits(msgspec.Struct, frozen=True, kw_only=True):
     """An agent's limits on each model request (`None`: the model's or provider's own)."""
 
@@ -56,10 +70,12 @@ def request_builder(
     limits: ReplyLimits | None = None,
     *,
     tool_choice: str | None = None,
+    for_model: ForModel | None = None,
 ) -> Callable[[ModelSpec], ModelRequest]:
     """Builds the same request for whichever model of the chain ends up answering.
 
-    The output token limit is the agent's `maxTokens`, else the model's own.
+    The output token limit is the agent's `maxTokens`, else the model's own; `for_model`
+    gives each model the messages in the form it takes (images for vision models only).
     """
     limits = limits or ReplyLimits()
 
@@ -67,7 +83,7 @@ def request_builder(
         return ModelRequest(
             model=spec,
             system=system,
-            messages=list(messages),
+            messages=list(messages if for_model is None else for_model(spec)),
             tools=list(tools),
             expected_tool_names=expected_tool_names,
             max_tokens=limits.max_tokens or spec.max_tokens,

@@ -51,7 +51,13 @@ from nodmix.events import (
     TurnStarted,
 )
 from nodmix.loop.endings import record_abort, record_failure
-from nodmix.loop.model_call import ModelCall, ModelResolver, ReplyLimits, request_builder
+from nodmix.loop.model_call import (
+    MediaView,
+    ModelCall,
+    ModelResolver,
+    ReplyLimits,
+    request_builder,
+)
 from nodmix.loop.prompt import build_system_prompt
 from nodmix.loop.window import ensure_prompt_fits
 from nodmix.messages import (
@@ -107,6 +113,9 @@ class RunTools(msgspec.Struct, frozen=True, kw_only=True):
     """For the turn's first model call: `required`, a tool name, or `None` (the model picks)."""
     held: Callable[[], Sequence[ToolCallBlock]] | None = None
     """Client tool calls the run's code-mode programs are waiting for (code mode)."""
+    on_result: Callable[[str], None] | None = None
+    """Told the call id of each tool result once it is in the transcript (code mode: a run
+    that `wait` resumed need not survive a restart any more)."""
 
     @property
     def by_name(self) -> dict[str, Tool]:
@@ -124,6 +133,9 @@ class TurnDeps(msgspec.Struct, frozen=True, kw_only=True):
     clock: Callable[[], datetime] = msgspec.field(default=lambda: datetime.now().astimezone())
     guard: ContextGuard | None = None
     """Keeps requests inside the context window; without one, nothing is trimmed or compacted."""
+    media: MediaView | None = None
+    """Gives each model the request's images in the form it takes; without one, image
+    references reach the provider as one-line notes."""
 
 
 class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -309,6 +321,11 @@ class _Turn:
                     await guard.compact("auto", attempt=0)
                     continue
                 messages = plan.messages
+            for_model = None
+            if deps.media is not None:
+                for_model = await deps.media.prepare(
+                    messages, agent_id=req.agent.id, workspace=req.agent.workspace
+                )
             try:
                 build = request_builder(
                     system,
@@ -317,6 +334,7 @@ class _Turn:
                     tools.expected_tool_names,
                     self.limits,
                     tool_choice=tools.tool_choice if self.steps == 1 else None,
+                    for_model=for_model,
                 )
                 assistant = await self.model_call.run(req.model_refs, build)
             except ContextOverflowError as exc:
@@ -400,6 +418,9 @@ class _Turn:
     async def _append(self, message: Message) -> None:
         session = self.req.session
         session.append_message(message)
+        on_result = self.req.tools.on_result
+        if on_result is not None and isinstance(message, ToolResultMessage):
+            on_result(message.tool_call_id)
         self.added.append(message)
         if self.batch_ingest is None:
             await self.deps.context.ingest(

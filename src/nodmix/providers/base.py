@@ -31,6 +31,13 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
     context_window: int = 128_000
     max_tokens: int = 8_192
+    input: tuple[str, ...] = ("text",)
+    """What the model takes: `text`, and `image` for a vision model."""
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether image content may be sent to this model."""
+        return "image" in self.input
 
     @property
     def ref(self) -> str:

@@ -37,6 +37,7 @@ from nodmix.messages import (
     AssistantBlock,
     AssistantMessage,
     ImageBlock,
+    ImageRefBlock,
     JsonObject,
     Message,
     StopReason,
@@ -186,7 +187,7 @@ def _message_chars(message: Message) -> int:
     for block in message.content:
         if isinstance(block, TextBlock):
             total += len(block.text)
-        elif isinstance(block, ImageBlock):
+        elif isinstance(block, ImageBlock | ImageRefBlock):
             total += _IMAGE_CHARS
         elif isinstance(block, ThinkingBlock):
             total += len(block.thinking)

@@ -46,10 +46,22 @@ class ProviderDefinition(msgspec.Struct, frozen=True, kw_only=True):
         return next((m for m in self.models if m.id == model_id), None)
 
 
-def _models(provider: str, *entries: tuple[str, int, int]) -> tuple[ModelSpec, ...]:
+_VISION = ("text", "image")
+
+
+def _models(
+    provider: str, *entries: tuple[str, int, int] | tuple[str, int, int, bool]
+) -> tuple[ModelSpec, ...]:
+    """Listed models: `(id, context window, max tokens[, sees images])`."""
     return tuple(
-        ModelSpec(provider=provider, id=model_id, context_window=window, max_tokens=max_tokens)
-        for model_id, window, max_tokens in entries
+        ModelSpec(
+            provider=provider,
+            id=entry[0],
+            context_window=entry[1],
+            max_tokens=entry[2],
+            input=_VISION if len(entry) > 3 and entry[3] else ("text",),
+        )
+        for entry in entries
     )
 
 
@@ -87,13 +99,13 @@ def preset_definitions(env: Mapping[str, str]) -> dict[str, ProviderDefinition]:
             default_model="gpt-4.1",
             models=_models(
                 "openai",
-                ("gpt-4.1", 1_047_576, 32_768),
-                ("gpt-4.1-mini", 1_047_576, 32_768),
-                ("gpt-4o", 128_000, 16_384),
-                ("gpt-4o-mini", 128_000, 16_384),
-                ("o4-mini", 200_000, 100_000),
-                ("gpt-5", 400_000, 128_000),
-                ("gpt-5-mini", 400_000, 128_000),
+                ("gpt-4.1", 1_047_576, 32_768, True),
+                ("gpt-4.1-mini", 1_047_576, 32_768, True),
+                ("gpt-4o", 128_000, 16_384, True),
+                ("gpt-4o-mini", 128_000, 16_384, True),
+                ("o4-mini", 200_000, 100_000, True),
+                ("gpt-5", 400_000, 128_000, True),
+                ("gpt-5-mini", 400_000, 128_000, True),
             ),
         ),
         "anthropic": ProviderDefinition(
@@ -105,10 +117,10 @@ def preset_definitions(env: Mapping[str, str]) -> dict[str, ProviderDefinition]:
             default_model="claude-sonnet-4-5",
             models=_models(
                 "anthropic",
-                ("claude-sonnet-4-5", 200_000, 64_000),
-                ("claude-opus-4-1", 200_000, 32_000),
-                ("claude-sonnet-4-0", 200_000, 64_000),
-                ("claude-haiku-4-5", 200_000, 64_000),
+                ("claude-sonnet-4-5", 200_000, 64_000, True),
+                ("claude-opus-4-1", 200_000, 32_000, True),
+                ("claude-sonnet-4-0", 200_000, 64_000, True),
+                ("claude-haiku-4-5", 200_000, 64_000, True),
                 ("claude-3-5-haiku-latest", 200_000, 8_192),
             ),
         ),
@@ -121,9 +133,9 @@ def preset_definitions(env: Mapping[str, str]) -> dict[str, ProviderDefinition]:
             default_model="anthropic/claude-sonnet-4",
             models=_models(
                 "openrouter",
-                ("anthropic/claude-sonnet-4", 200_000, 64_000),
-                ("openai/gpt-4o", 128_000, 16_384),
-                ("google/gemini-2.5-pro", 1_048_576, 65_536),
+                ("anthropic/claude-sonnet-4", 200_000, 64_000, True),
+                ("openai/gpt-4o", 128_000, 16_384, True),
+                ("google/gemini-2.5-pro", 1_048_576, 65_536, True),
                 ("meta-llama/llama-3.3-70b-instruct", 131_072, 8_192),
             ),
         ),
@@ -142,6 +154,9 @@ def preset_definitions(env: Mapping[str, str]) -> dict[str, ProviderDefinition]:
                 ("qwen2.5", 32_768, 8_192),
                 ("qwen3", 40_960, 8_192),
                 ("gpt-oss:20b", 131_072, 32_768),
+                ("llama3.2-vision", 131_072, 8_192, True),
+                ("qwen2.5vl", 125_000, 8_192, True),
+                ("gemma3", 131_072, 8_192, True),
             ),
         ),
     }
@@ -196,5 +211,6 @@ def _merge_models(
             name=entry.name if entry.name is not None else current.name,
             context_window=entry.context_window or current.context_window,
             max_tokens=entry.max_tokens or current.max_tokens,
+            input=tuple(dict.fromkeys(["text", *entry.input])) if entry.input else current.input,
         )
     return tuple(merged.values())

@@ -215,6 +215,15 @@ class ProviderRouter:
         self._providers[provider_id] = provider
         return provider
 
+    def api_key(self, provider_id: str) -> str | None:
+        """The provider's API key (for its other endpoints, such as audio).
+
+        Raises:
+            ConfigError: No such provider.
+            ProviderAuthError: The provider needs a key and none is configured.
+        """
+        return self._api_key(self.definition(provider_id))
+
     def _api_key(self, definition: ProviderDefinition) -> str | None:
         key_path = f"models.providers.{definition.id}.apiKey"
         if definition.api_key:

@@ -18,6 +18,7 @@ from nodmix.origin import TurnOrigin
 if TYPE_CHECKING:
     from nodmix.channels.manager import ChannelManager
     from nodmix.channels.types import OutboundMessage
+    from nodmix.media.service import MediaService
     from nodmix.security.parts import SecurityParts
 
 
@@ -52,13 +53,18 @@ def open_channels(
     env: Mapping[str, str],
     state_dir: Path,
     security: SecurityParts,
+    media: MediaService | None = None,
 ) -> ChannelManager:
     """The channel manager. Approval requests of channel turns are posted to their chat, and
-    `/approve` answers there."""
+    `/approve` answers there; with `media`, replies may be spoken (`/tts`)."""
     from nodmix.channels.approvals import ChannelApprovalPresenter, register_approval_commands
     from nodmix.channels.manager import ChannelManager
+    from nodmix.channels.voice import VoiceReplies, register_voice_command
 
     manager = ChannelManager(config, env=env, state_dir=state_dir)
     security.broker.router.register("channel", ChannelApprovalPresenter(manager))
     register_approval_commands(security.answer_command)
+    if media is not None:
+        manager.voice = VoiceReplies(media, manager)
+        register_voice_command()
     return manager

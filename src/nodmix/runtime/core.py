@@ -30,6 +30,7 @@ from nodmix.context.sdk import COMPACT_SERVICE
 from nodmix.errors import SessionError
 from nodmix.events import EventSink, discard
 from nodmix.memory.tools import MemoryTools
+from nodmix.messages import UserMessage
 from nodmix.observability import TurnObserver, open_log_file
 from nodmix.origin import TurnOrigin
 from nodmix.plugins import PluginRegistry, PluginStatus, load_plugins
@@ -43,6 +44,7 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.media import media_prompt, open_media
 from nodmix.runtime.memory import open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
     from nodmix.automation.service import Automation
     from nodmix.channels.manager import ChannelManager
     from nodmix.codemode.engine import CodeModeEngine
+    from nodmix.media.files import InboundFile
+    from nodmix.media.service import MediaService
     from nodmix.security.parts import SecurityParts
 
 log = logging.getLogger("nodmix.runtime")
@@ -131,6 +135,7 @@ class Runtime:
         self.tool_sources.append(
             CronTools(lambda: self.automation.store, channels=self.channel_access)
         )
+        self._media: MediaService | None = None
         self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
 
     @classmethod
@@ -222,9 +227,20 @@ class Runtime:
         requests of channel turns are posted to their chat, and `/approve` answers there."""
         if self._channels is None:
             self._channels = open_channels(
-                lambda: self.config, env=self._env, state_dir=self.state_dir, security=self.security
+                lambda: self.config,
+                env=self._env,
+                state_dir=self.state_dir,
+                security=self.security,
+                media=self.media,
             )
         return self._channels
+
+    @property
+    def media(self) -> MediaService:
+        """Images, transcription, speech and per-chat `/tts` (`nodmix.media`), on first use."""
+        if self._media is None:
+            self._media = open_media(lambda: self.config, lambda: self.router, self.state_dir)
+        return self._media
 
     @property
     def engine(self) -> CodeModeEngine:
@@ -232,6 +248,12 @@ class Runtime:
         if self._engine is None:
             self._engine = open_code_mode_engine(self.config, self.state_dir, self.background)
         return self._engine
+
+    def retire(self) -> None:
+        """The process is stopping: code-mode runs of turns cancelled from now on are kept
+        for the next start instead of being aborted."""
+        if self._engine is not None:
+            self._engine.retire()
 
     # ---- agents, models, engines --------------------------------------------------------------
 
@@ -304,13 +326,18 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        files: Sequence[InboundFile] = (),
     ) -> TurnOutcome | CommandOutcome:
         """A chat message: a `/command` or a turn (`client`: tools and results of the
-        application that sent it; with results, `text` is ignored and the turn continues)."""
+        application that sent it; with results, `text` is ignored and the turn continues;
+        `files`: saved in the workspace with it, images and voice notes among them)."""
         stripped = text.strip() if client is None or client.results is None else ""
         done = await chat_command(self, stripped, agent_id, session_key, emit)
         if done is not None:
             return done
+        prompt = await media_prompt(self, text, files, agent_id, session_key, model)
+        if isinstance(prompt, CommandOutcome):
+            return prompt
         return await self.run_turn(
             text,
             agent_id=agent_id,
@@ -320,6 +347,7 @@ class Runtime:
             disable_tools=disable_tools,
             origin=origin,
             client=client,
+            prompt=prompt,
         )
 
     def new_session(
@@ -378,11 +406,12 @@ class Runtime:
         disable_tools: bool = False,
         origin: TurnOrigin | None = None,
         client: ClientTurn | None = None,
+        prompt: UserMessage | None = None,
     ) -> TurnOutcome:
         """Run one agent turn on a session; a second turn on the same session waits.
 
         `disable_tools` runs the turn with no tools at all (the model just answers); code mode
-        then stays off too.
+        then stays off too. `prompt` replaces the plain text message (images, transcripts).
         """
         return await run_agent_turn(
             self,
@@ -394,6 +423,7 @@ class Runtime:
             disable_tools=disable_tools,
             origin=origin,
             client=client,
+            prompt=prompt,
             turns=self._security.turns,
             engine=lambda: self._engine,
             cache=self._cache,

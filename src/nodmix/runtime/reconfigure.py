@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nodmix.runtime")
 
-LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills", "hooks")
+LIVE_SECTIONS = ("models", "agents", "tools", "plugins", "mcp", "skills", "hooks", "messages")
 """Top-level sections a running gateway applies without a restart."""
 RESTART_SECTIONS = ("gateway", "automation")
 """Sections that only a restart applies."""

@@ -151,6 +151,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         code_mode=True,
         tool_choice=choice if choice in (None, "required") else "exec",
         held=lambda: engine.client_calls.for_turn(inputs.run_id),
+        on_result=engine.recorded,
     )
 
 

@@ -18,10 +18,11 @@ from nodmix.context.base import ContextEngine
 from nodmix.context.lifecycle import Bootstrapper
 from nodmix.events import EventSink, Notice, TurnFailed
 from nodmix.loop import TurnDeps, TurnRequest, run_turn
-from nodmix.messages import ToolResultMessage, user_message
+from nodmix.messages import ToolResultMessage, UserMessage, user_message
 from nodmix.origin import TurnOrigin
 from nodmix.runtime.cache import ConfigCache
 from nodmix.runtime.client_results import ClientTurn, accept_client_results
+from nodmix.runtime.media import ImagesOnDemand
 from nodmix.runtime.outcomes import TurnOutcome
 from nodmix.runtime.skills import scan_for_turn, skills_namespace_entry
 from nodmix.runtime.toolset import ToolsetInputs, build_run_tools
@@ -47,6 +48,7 @@ async def run_agent_turn(
     origin: TurnOrigin | None,
     client: ClientTurn | None,
     turns: TurnRegistry,
+    prompt: UserMessage | None = None,
     engine: Callable[[], CodeModeEngine | None],
     cache: ConfigCache,
     bootstrapper: Bootstrapper,
@@ -84,6 +86,7 @@ async def run_agent_turn(
                 client=client,
                 resume=resume,
                 origin=origin,
+                prompt=prompt,
                 disable_tools=disable_tools,
                 cache=cache,
                 bootstrapper=bootstrapper,
@@ -130,6 +133,7 @@ async def _prepare_turn(
     disable_tools: bool,
     cache: ConfigCache,
     bootstrapper: Bootstrapper,
+    prompt: UserMessage | None = None,
 ) -> tuple[TurnDeps, TurnRequest]:
     """The deps and request of one turn (`resume`: client tool results that continue the
     turn in place of `text`)."""
@@ -181,11 +185,12 @@ async def _prepare_turn(
         context=context,
         retry=runtime.retry,
         guard=guard,
+        media=ImagesOnDemand(runtime),
     )
     request = TurnRequest(
         agent=agent,
         session=session,
-        prompt=user_message(text) if resume is None else None,
+        prompt=(prompt or user_message(text)) if resume is None else None,
         run_id=run_id,
         tools=tools,
         model_refs=refs,

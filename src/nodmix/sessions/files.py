@@ -36,6 +36,15 @@ def private_dirs(path: Path) -> None:
         folder.mkdir(mode=0o700, exist_ok=True)
 
 
+def sync_directory(folder: Path) -> None:
+    """`fsync` a directory, so the names created in it survive a power cut."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def move_into(source: Path, target_dir: Path) -> Path | None:
     """Move a transcript file into `target_dir`; the new path, or None if it is gone."""
     target_dir.mkdir(mode=0o700, exist_ok=True)

@@ -23,17 +23,18 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
 import msgspec
 
 from nodmix.config.paths import DEFAULT_AGENT_ID, default_workspace, sessions_dir
+from nodmix.crashpoints import crash_point
 from nodmix.errors import SessionError
 from nodmix.messages import now_ms
 from nodmix.sessions.descriptors import DescriptorPool
-from nodmix.sessions.entries import MessageEntry
+from nodmix.sessions.entries import Entry, MessageEntry
 from nodmix.sessions.keys import (
     SessionKey,
     is_agent_id,
@@ -233,11 +234,19 @@ class SessionManager:
 
         return self._replace(key, fresh, workspace=workspace, successor=False)
 
-    def rotate(self, session_key: str | SessionKey, *, workspace: Path | None = None) -> Session:
+    def rotate(
+        self,
+        session_key: str | SessionKey,
+        *,
+        workspace: Path | None = None,
+        seed: Sequence[Entry] = (),
+    ) -> Session:
         """Continue the session in a successor transcript (for compaction that truncates).
 
         The new transcript's header names the old file as `parentSession`; the key keeps its
-        counters. The caller writes the summary and kept tail into the new transcript.
+        counters. It is created holding `seed` (the compaction's kept tail and summary), on
+        disk in full before the index switches to it, so a crash never leaves the key on a
+        transcript without its context.
 
         Raises:
             SessionError: the session does not exist.
@@ -251,7 +260,9 @@ class SessionManager:
                 old, session_id=session_id, session_file=file_name, updated_at=now_ms()
             )
 
-        return self._replace(key, successor, workspace=workspace, successor=True)
+        session = self._replace(key, successor, workspace=workspace, successor=True, seed=seed)
+        crash_point("sessions.successor-switched")
+        return session
 
     def flush_due(self) -> int:
         """Write the usage counters that have waited long enough, one store write per agent.
@@ -370,6 +381,7 @@ class SessionManager:
         *,
         workspace: Path | None,
         successor: bool,
+        seed: Sequence[Entry] = (),
     ) -> Session:
         if self.read_only:
             raise SessionError(f"cannot change session {key}: the session manager is read-only")
@@ -377,7 +389,9 @@ class SessionManager:
         if current is not None:
             current.flush()  # its counters belong to the session being replaced
         store = self.store(key.agent_id)
-        session = self._files.swap(key, store, make_entry, workspace=workspace, successor=successor)
+        session = self._files.swap(
+            key, store, make_entry, workspace=workspace, successor=successor, seed=seed
+        )
         stale = self._cache.pop(str(key), None)
         if stale is not None:
             stale.transcript.close()

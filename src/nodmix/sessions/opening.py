@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
 from nodmix.sessions.descriptors import DescriptorPool
+from nodmix.sessions.entries import Entry
 from nodmix.sessions.keys import SessionKey
 from nodmix.sessions.session import Session
 from nodmix.sessions.store import SessionEntry, SessionStore, StoreData, new_session_entry
+from nodmix.sessions.successors import missing_seed, restore_seed
 from nodmix.sessions.transcript import Transcript, transcript_file_name
 
 logger = logging.getLogger(__name__)
@@ -57,9 +59,16 @@ class SessionOpener:
         return sessions_dir(self.state_dir, key.agent_id) / file_name
 
     def new(
-        self, key: SessionKey, path: Path, session_id: str, cwd: Path, parent: str | None = None
+        self,
+        key: SessionKey,
+        path: Path,
+        session_id: str,
+        cwd: Path,
+        parent: str | None = None,
+        seed: Sequence[Entry] = (),
     ) -> Transcript:
-        """A new transcript file holding only its header (which records `key`)."""
+        """A new transcript file holding its header (which records `key`) and `seed`; a seeded
+        one is on disk in full (fsynced) before this returns."""
         return Transcript.create(
             path,
             session_id=session_id,
@@ -67,6 +76,8 @@ class SessionOpener:
             parent_session=parent,
             session_key=str(key),
             descriptors=self.descriptors,
+            entries=seed,
+            durable=bool(seed),
         )
 
     def create(self, key: SessionKey, store: SessionStore, workspace: Path | None) -> Session:
@@ -112,6 +123,11 @@ class SessionOpener:
             transcript = Transcript.load(
                 path, read_only=self.read_only, descriptors=self.descriptors
             )
+            if not self.read_only and missing_seed(transcript):
+                # A successor left without its summary by a crash (see `successors.py`).
+                transcript.close()
+                restore_seed(path)
+                transcript = Transcript.load(path, descriptors=self.descriptors)
         return Session(session_key=key, entry=entry, transcript=transcript, store=store)
 
     def swap(
@@ -122,8 +138,13 @@ class SessionOpener:
         *,
         workspace: Path | None,
         successor: bool,
+        seed: Sequence[Entry] = (),
     ) -> Session:
-        """Point `key` at a new transcript (a reset, or a successor naming the old file)."""
+        """Point `key` at a new transcript (a reset, or a successor naming the old file).
+
+        The new file, `seed` included, is complete on disk before the index names it: a crash
+        at any moment leaves the key on the old transcript or on the whole new one.
+        """
         cwd = workspace or self.workspace
 
         def swap(data: StoreData) -> tuple[SessionEntry, Transcript]:
@@ -132,7 +153,8 @@ class SessionOpener:
             file_name = transcript_file_name(session_id)
             entry = make_entry(old, session_id, file_name)  # may refuse before any file exists
             parent = old.session_file if successor and old else None
-            transcript = self.new(key, self.path(key, file_name), session_id, cwd, parent)
+            path = self.path(key, file_name)
+            transcript = self.new(key, path, session_id, cwd, parent, seed)
             data[str(key)] = entry
             return entry, transcript
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 from nodmix.messages import (
     AssistantMessage,
     ImageBlock,
+    ImageRefBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -53,6 +54,8 @@ def _blocks_text(blocks: tuple[Any, ...]) -> str:
             parts.append(block.text)
         elif isinstance(block, ImageBlock):
             parts.append(f"[image {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
+        elif isinstance(block, ImageRefBlock):
+            parts.append(block.note)
     return "\n".join(parts)
 
 

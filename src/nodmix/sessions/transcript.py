@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -46,7 +46,7 @@ from nodmix.sessions.entries import (
     iso_now,
     new_entry_id,
 )
-from nodmix.sessions.files import ARCHIVE_DIR, move_to_archive, private_dirs
+from nodmix.sessions.files import ARCHIVE_DIR, move_to_archive, private_dirs, sync_directory
 from nodmix.sessions.jsonl import SkippedLine, count_messages, encode_header, encode_line
 from nodmix.sessions.transcript_reader import TranscriptReader
 
@@ -90,14 +90,18 @@ class Transcript(TranscriptReader):
         parent_session: str | None = None,
         session_key: str | None = None,
         descriptors: DescriptorPool | None = None,
+        entries: Sequence[Entry] = (),
+        durable: bool = False,
     ) -> Transcript:
-        """Create a new transcript holding only its header (mode 0600: it is private).
+        """Create a new transcript holding its header and `entries` (mode 0600: it is private).
 
-        The file appears atomically with its header (written to a temporary name, then
-        hard-linked into place), so no reader ever sees a headerless transcript.
+        The file appears atomically with all of it (written to a temporary name, then
+        hard-linked into place), so no reader ever sees a headerless or half-seeded transcript.
+        `durable` fsyncs the file before it appears and its directory after: a compaction's
+        successor is complete on disk before the session index may point at it.
 
         Raises:
-            TranscriptError: the file already exists.
+            TranscriptError: the file already exists or cannot be written.
         """
         header = SessionHeader(
             id=session_id,
@@ -106,22 +110,36 @@ class Transcript(TranscriptReader):
             parent_session=parent_session,
             session_key=session_key,
         )
-        line = encode_header(header)
+        payload = encode_header(header) + b"".join(encode_line(path, e) for e in entries)
         private_dirs(path.parent)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{new_entry_id()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
-                os.write(fd, line)
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.link(tmp, path)  # unlike rename, never replaces an existing transcript
+            if durable:
+                sync_directory(path.parent)
         except FileExistsError:
             raise TranscriptError(f"{path}: transcript already exists") from None
+        except OSError as exc:
+            raise TranscriptError(f"{path}: cannot create transcript: {exc}") from None
         finally:
             tmp.unlink(missing_ok=True)
         return cls(
-            path, header, [], size=len(line), lines=1, read_only=False, descriptors=descriptors
+            path,
+            header,
+            list(entries),
+            size=len(payload),
+            lines=1 + len(entries),
+            read_only=False,
+            descriptors=descriptors,
         )
 
     # ---- appending ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ session is ready::
 from __future__ import annotations
 
 import json
+import mimetypes
 import threading
 import time
 from collections.abc import Callable
@@ -150,7 +151,7 @@ class ScriptedDiscord(ThreadedServer):
                     "size": len(content),
                     "url": f"http://{self.host}:{self.port}/attachments/{file_id}/{name}",
                     "proxy_url": f"http://{self.host}:{self.port}/attachments/{file_id}/{name}",
-                    "content_type": "text/plain",
+                    "content_type": mimetypes.guess_type(name)[0] or "application/octet-stream",
                 }
             )
         referenced = None

@@ -5,12 +5,15 @@
 - `POST /v1/chat/completions`: OpenAI chat completions, streamed (SSE) or not;
 - `POST /v1/messages`: Anthropic Messages, streamed or not;
 - `GET /v1/models`: the model list (OpenAI shape, Anthropic shape if `anthropic-version`);
-- `POST /v1/embeddings`: deterministic test-double vectors (`nodmix.testing.embeddings`).
+- `POST /v1/embeddings`: deterministic test-double vectors (`nodmix.testing.embeddings`);
+- `POST /v1/audio/transcriptions` and `/v1/audio/speech`: a scripted transcript, and real
+  audio (a tone, OGG/Opus and the other formats through ffmpeg; `nodmix.testing.audio_wire`).
 
 Requests are mapped to `ModelRequest` and answered by the same respond function that
 scripts `nodmix.providers.fake.FunctionProvider`; a `ModelError` becomes a real HTTP error
 status with a vendor-shaped body (and `Retry-After`), or an error event inside the stream
-when it has `partial` text. Every request is recorded in `server.requests`.
+when it has `partial` text. Every request is recorded in `server.requests` (the images each
+model request carried in `server.images()`), audio requests in `server.audio_calls`.
 
 In async code::
 
@@ -46,8 +49,9 @@ import anyio
 import anyio.from_thread
 from anyio.abc import TaskGroup, TaskStatus
 
-from nodmix.messages import JsonObject
+from nodmix.messages import AssistantMessage, ImageBlock, JsonObject
 from nodmix.providers.fake import Respond
+from nodmix.testing.audio_wire import AudioCall, AudioState, Transcribe, default_transcribe
 from nodmix.testing.http_thread import start_uvicorn
 from nodmix.testing.scripts import BUILTIN_SCRIPTS
 from nodmix.testing.wire import RecordedRequest, WireState, build_app
@@ -67,6 +71,8 @@ class ScriptedModelServer:
             `x-api-key` for Anthropic) or get a 401.
         models: Ids listed by `GET /v1/models` (requests may name any model).
         event_seconds: Pause between the events of a streamed reply (a slow model).
+        transcribe: Answers transcription requests: `(audio bytes, file name) -> text`, sync
+            or async (default: a fixed sentence).
     """
 
     def __init__(
@@ -78,9 +84,14 @@ class ScriptedModelServer:
         api_key: str | None = None,
         models: Sequence[str] = ("scripted",),
         event_seconds: float = 0.0,
+        transcribe: Transcribe = default_transcribe,
     ) -> None:
         self._state = WireState(
-            respond=respond, api_key=api_key, models=tuple(models), event_seconds=event_seconds
+            respond=respond,
+            api_key=api_key,
+            models=tuple(models),
+            event_seconds=event_seconds,
+            audio=AudioState(transcribe=transcribe),
         )
         self._host = host
         self._requested_port = port
@@ -111,6 +122,25 @@ class ScriptedModelServer:
         """Bodies of `POST /v1/embeddings` requests, in order (deterministic test vectors,
         `nodmix.testing.embeddings`)."""
         return self._state.embedding_requests
+
+    @property
+    def audio_calls(self) -> list[AudioCall]:
+        """Transcription and speech requests, in order (uploaded files included)."""
+        return self._state.audio.calls
+
+    def images(self, index: int = -1) -> list[ImageBlock]:
+        """The images the model request at `index` (default: the latest) carried, in order,
+        whichever API it came in (`[]` when it carried none)."""
+        mapped = self.requests[index].request
+        if mapped is None:
+            return []
+        return [
+            block
+            for message in mapped.messages
+            if not isinstance(message, AssistantMessage)
+            for block in message.content
+            if isinstance(block, ImageBlock)
+        ]
 
     @property
     def port(self) -> int:

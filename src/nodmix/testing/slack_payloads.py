@@ -4,6 +4,7 @@ Slack server."""
 from __future__ import annotations
 
 import json
+import mimetypes
 import time
 from typing import Any
 
@@ -143,8 +144,8 @@ def file_object(file_id: str, name: str, size: int, base_url: str) -> dict[str, 
     return {
         "id": file_id,
         "name": name,
-        "mimetype": "text/plain",
-        "filetype": "text",
+        "mimetype": mimetypes.guess_type(name)[0] or "application/octet-stream",
+        "filetype": name.rpartition(".")[2],
         "size": size,
         "url_private_download": f"{base_url}/files-pri/{file_id}/{name}",
     }

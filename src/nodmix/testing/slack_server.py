@@ -75,6 +75,7 @@ class ScriptedSlack(ThreadedServer):
         self.bot_id = "B0NODMIXBOT"
         self.calls: list[SlackCall] = []
         self.files: dict[str, tuple[str, bytes]] = {}
+        self.downloads: list[str] = []  # ids of the files whose content was fetched
         self.acked: list[str] = []
         self.connections = 0
         self._unacked: dict[str, dict[str, Any]] = {}
@@ -356,6 +357,7 @@ class ScriptedSlack(ThreadedServer):
         if request.headers.get("authorization") != f"Bearer {self.bot_token}":
             return Response(status_code=403)
         found = self.files.get(request.path_params["id"])
+        self.downloads.append(request.path_params["id"])  # one append: atomic
         return Response(status_code=404) if found is None else Response(found[1])
 
     def _post(self, params: dict[str, Any]) -> dict[str, Any]:

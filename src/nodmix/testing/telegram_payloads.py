@@ -69,3 +69,40 @@ def text_message(
             "text": "earlier answer",
         }
     return message
+
+
+def media_message(
+    *,
+    chat: tuple[int, str],
+    sender: tuple[int, str],
+    kind: str,
+    file_id: str,
+    size: int,
+    caption: str = "",
+    file_name: str | None = None,
+    mime_type: str | None = None,
+) -> dict[str, Any]:
+    """A `Message` carrying a photo, voice note, audio file or document (`kind`), declaring
+    `size` bytes."""
+    chat_id, chat_type = chat
+    ids = {"file_id": file_id, "file_unique_id": file_id, "file_size": size}
+    message: dict[str, Any] = {
+        "chat": {"id": chat_id, "type": chat_type, "title": f"chat {chat_id}"},
+        "from": {"id": sender[0], "is_bot": False, "first_name": sender[1]},
+    }
+    if kind == "photo":
+        message["photo"] = [{**ids, "width": 1280, "height": 960}]
+    elif kind == "voice":
+        message["voice"] = {**ids, "duration": 2, "mime_type": mime_type or "audio/ogg"}
+    elif kind == "audio":
+        message["audio"] = {
+            **ids,
+            "duration": 2,
+            "mime_type": mime_type or "audio/mpeg",
+            "file_name": file_name or "audio.mp3",
+        }
+    else:
+        message["document"] = {**ids, "file_name": file_name or "file", "mime_type": mime_type}
+    if caption:
+        message["caption"] = caption
+    return message

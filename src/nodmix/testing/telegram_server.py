@@ -3,10 +3,12 @@
 It speaks the Bot API's HTTP shape, `POST /bot<token>/<method>` (JSON, form or multipart
 parameters) answered with `{"ok": true, "result": ...}`, for the methods Nodmix uses: getMe,
 getUpdates (long poll honouring `offset` and `timeout`), sendMessage, sendChatAction,
-editMessageText, sendDocument, getFile and file downloads (`/file/bot<token>/<path>`), and
-setWebhook/deleteWebhook/getWebhookInfo. Every call is recorded in `calls`; tests inject
-updates with `inject_text()` and make the next calls of a method fail with `fail_next()` (a 429
-with `retry_after`, for example)::
+editMessageText, sendDocument, sendVoice, sendAudio, getFile and file downloads
+(`/file/bot<token>/<path>`), and setWebhook/deleteWebhook/getWebhookInfo. Every call is
+recorded in `calls` (uploaded files with their bytes: `sent_files()`); tests inject updates
+with `inject_text()` and `inject_media()` (photos, voice notes, ...; `telegram_files.py`) and
+make the next calls of a method fail with `fail_next()` (a 429 with `retry_after`, for
+example)::
 
     with ScriptedBotAPI() as api:                       # on a background thread
         config = {"channels": {"telegram": {"botToken": api.token, "apiBaseUrl": api.url}}}
@@ -44,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.telegram_files import BotFiles
 from nodmix.testing.telegram_payloads import bot_user, text_message
 from nodmix.testing.telegram_webhook import WebhookPoster
 
@@ -67,7 +70,7 @@ class _Failure:
     retry_after: int | None
 
 
-class ScriptedBotAPI(ThreadedServer):
+class ScriptedBotAPI(BotFiles, ThreadedServer):
     """A Bot API server with an injectable update queue. Thread-safe for test code."""
 
     def __init__(
@@ -87,6 +90,10 @@ class ScriptedBotAPI(ThreadedServer):
         self.max_poll_seconds = max_poll_seconds
         self.calls: list[BotCall] = []
         self.files: dict[str, bytes] = {}
+        self.file_paths: dict[str, str] = {}
+        self.file_sizes: dict[str, int] = {}
+        self.downloads: list[str] = []
+        """File ids whose content was downloaded."""
         self._updates: list[dict[str, Any]] = []
         self._failures: dict[str, list[_Failure]] = {}
         self._lock = threading.Lock()
@@ -238,18 +245,19 @@ class ScriptedBotAPI(ThreadedServer):
         if request.headers.get("content-type", "").startswith("application/json"):
             body = await request.body()
             return dict(json.loads(body)) if body else {}
-        form = await request.form()
         params: dict[str, Any] = {}
-        for key, value in form.multi_items():
-            if not isinstance(value, str):
-                params[key] = {"filename": value.filename, "size": len(await value.read())}
-            elif key in _RAW_PARAMS:
-                params[key] = value
-            else:
-                try:
-                    params[key] = json.loads(value)
-                except ValueError:
+        async with request.form() as form:
+            for key, value in form.multi_items():
+                if not isinstance(value, str):
+                    data = await value.read()
+                    params[key] = {"filename": value.filename, "size": len(data), "data": data}
+                elif key in _RAW_PARAMS:
                     params[key] = value
+                else:
+                    try:
+                        params[key] = json.loads(value)
+                    except ValueError:
+                        params[key] = value
         params.update(request.query_params)
         return params
 
@@ -358,23 +366,6 @@ class ScriptedBotAPI(ThreadedServer):
                 "file_name": name or "file",
             },
         )
-
-    async def _m_getFile(self, params: dict[str, Any]) -> Any:
-        file_id = str(params.get("file_id"))
-        data = self.files.get(file_id, b"")
-        return {
-            "file_id": file_id,
-            "file_unique_id": file_id,
-            "file_size": len(data),
-            "file_path": f"documents/{file_id}.bin",
-        }
-
-    async def _file(self, request: Request) -> Response:
-        path = request.path_params["path"]
-        file_id = path.rsplit("/", 1)[-1].removesuffix(".bin")
-        if request.path_params["token"] != self.token or file_id not in self.files:
-            return Response(status_code=404)
-        return Response(self.files[file_id], media_type="application/octet-stream")
 
 
 class _BadRequest(Exception):

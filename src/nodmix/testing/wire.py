@@ -27,6 +27,7 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelError, ModelStall, Respond, reply_message, run_respond
 from nodmix.providers.openai import encode as openai_encode
 from nodmix.providers.openai import mapping as openai_mapping
+from nodmix.testing.audio_wire import AudioState, audio_routes
 
 logger = logging.getLogger("nodmix.testing")
 
@@ -60,6 +61,8 @@ class WireState:
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     event_seconds: float = 0.0
     """Pause between the events of a streamed reply (a model that streams slowly)."""
+    audio: AudioState = field(default_factory=AudioState)
+    """Transcription and speech requests, and how transcriptions are answered."""
 
     def next_id(self, prefix: str) -> str:
         """A fresh id with a vendor-style prefix (`call_3`, `toolu_4`, `msg_5`)."""
@@ -339,12 +342,14 @@ def _embeddings_endpoint(state: WireState) -> Callable[[Request], Awaitable[Resp
 
 
 def build_app(state: WireState) -> Starlette:
-    """The ASGI app: chat completions, messages, embeddings and the model list, under `/v1`."""
+    """The ASGI app: chat completions, messages, embeddings, audio and the model list, under
+    `/v1`."""
     return Starlette(
         routes=[
             Route("/v1/chat/completions", _endpoint(OpenAIWire(state), state), methods=["POST"]),
             Route("/v1/messages", _endpoint(AnthropicWire(state), state), methods=["POST"]),
             Route("/v1/models", _models_endpoint(state), methods=["GET"]),
             Route("/v1/embeddings", _embeddings_endpoint(state), methods=["POST"]),
+            *audio_routes(state.audio, OpenAIWire(state).authorized),
         ]
     )

@@ -6,13 +6,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 from nodmix.channels.email.compose import compose, reply_subject
-from nodmix.channels.email.mapping import (
-    body_text,
-    is_automatic,
-    parse,
-    spool_attachments,
-    thread_info,
-)
+from nodmix.channels.email.mapping import body_text, parse, spool_attachments, thread_info
 from nodmix.channels.types import OutboundMessage
 
 OWN = "agent@nodmix.test"
@@ -25,15 +19,6 @@ def _mail(body: str = "hi", **headers: str) -> EmailMessage:
         mail[name.replace("_", "-")] = value
     mail.set_content(body)
     return parse(mail.as_bytes())
-
-
-def test_robots_lists_and_our_own_mail_are_not_answered() -> None:
-    assert is_automatic(_mail(), OWN) is None
-    assert is_automatic(_mail(Auto_Submitted="auto-replied"), OWN) == "auto-submitted"
-    assert is_automatic(_mail(Precedence="bulk"), OWN) == "bulk mail"
-    assert is_automatic(_mail(List_Id="<x.lists.example>"), OWN) == "mailing list"
-    assert is_automatic(_mail(From="MAILER-DAEMON@example.org"), OWN) == "automatic sender"
-    assert is_automatic(_mail(From=f"Me <{OWN}>"), OWN) == "sent by this mailbox"
 
 
 def test_the_quoted_history_is_left_out_of_the_text() -> None:
@@ -49,14 +34,20 @@ def test_html_only_mail_becomes_text() -> None:
     assert body_text(parse(mail.as_bytes())) == "Hello&welcome\nbye"
 
 
-def test_attachments_over_the_limit_are_named_not_saved(tmp_path: Path) -> None:
+def test_attachments_over_the_limit_are_not_saved_and_carry_their_size(tmp_path: Path) -> None:
     mail = _mail()
     mail.add_attachment(b"small", maintype="text", subtype="plain", filename="a.txt")
     mail.add_attachment(b"x" * 100, maintype="application", subtype="pdf", filename="big.pdf")
-    files, notes = spool_attachments(parse(mail.as_bytes()), tmp_path, "<id@x>", 50)
-    assert [(f.kind, f.name) for f in files] == [("document", "a.txt")]
+    spool = tmp_path / "spool"
+    files, notes = spool_attachments(parse(mail.as_bytes()), spool, "<id@x>", 50)
+    assert [(f.kind, f.name, f.size) for f in files] == [
+        ("document", "a.txt", 5),
+        ("document", "big.pdf", 100),
+    ]
     assert Path(str(files[0].ref)).read_bytes() == b"small"
-    assert notes == ["[attachment big.pdf dropped: larger than 50 bytes]"]
+    assert files[1].ref is None, "the large one is refused by the channel layer, unsaved"
+    assert [p.name for p in spool.iterdir()] == [Path(str(files[0].ref)).name]
+    assert notes == []
 
 
 def test_a_reply_carries_the_thread_and_one_re() -> None:

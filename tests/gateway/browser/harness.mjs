@@ -24,8 +24,8 @@ export async function step(name, body) {
 
 // Opens the page in a fresh profile (playwright passes it as --user-data-dir), runs
 // `body({ page, pageErrors })` and exits: non-zero on the first failed step, naming it.
-// `permissions` are granted to the gateway's origin first.
-export async function inChromium(body, { permissions = [] } = {}) {
+// `permissions` are granted to the gateway's origin first; `args` are more Chromium switches.
+export async function inChromium(body, { permissions = [], args = [] } = {}) {
   const profile = mkdtempSync(join(tmpdir(), "nodmix-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM_PATH,
@@ -39,6 +39,7 @@ export async function inChromium(body, { permissions = [] } = {}) {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...args,
     ],
   });
   if (permissions.length > 0) await context.grantPermissions(permissions, { origin: url });

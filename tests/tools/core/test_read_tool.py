@@ -107,10 +107,16 @@ async def test_missing_file_error_names_it(ctx: ToolContext) -> None:
 
 
 async def test_binary_file_is_refused(ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (workspace / "blob.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     with pytest.raises(ToolError) as caught:
-        await ReadTool().call({"path": "img.png"}, ctx)
+        await ReadTool().call({"path": "blob.bin"}, ctx)
     assert "binary" in str(caught.value)
+
+
+async def test_a_truncated_image_is_an_error_result(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    result = await ReadTool().call({"path": "img.png"}, ctx)
+    assert result.is_error and "img.png: not an image file" in result.text_content
 
 
 async def test_directory_is_refused(ctx: ToolContext, workspace: Path) -> None:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodmix.config.channel_mail_irc import EmailConfig
+from nodmix.channels.email.authentication import AuthPolicy
+from nodmix.config.channel_mail_irc import EmailConfig, EmailReplyLimit
+from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
+
+DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+"""`channels.defaults.maxAttachmentBytes` when unset (also in `nodmix.channels.attachments`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +32,17 @@ class EmailSettings:
     smtp_user: str | None
     smtp_password: str | None
     idle_seconds: int = 600
-    max_attachment_bytes: int = 25 * 1024 * 1024
+    max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
+    authentication: AuthPolicy = AuthPolicy()
+    reply_limit: int = EmailReplyLimit().count
+    reply_window_seconds: float = EmailReplyLimit().window_seconds
     channel: str = "email"
 
 
-def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSettings:
-    """Resolve passwords (`${VAR}`) and defaults.
+def email_settings(
+    section: EmailConfig, env: Mapping[str, str], defaults: ChannelDefaults | None = None
+) -> EmailSettings:
+    """Resolve passwords (`${VAR}`) and defaults (`defaults`: `channels.defaults`).
 
     Raises:
         ConfigError: no IMAP password, or a referenced variable is not set.
@@ -45,6 +55,7 @@ def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSetting
     smtp_password = resolve_secret(smtp.password, key="channels.email.smtp.password", env=env)
     smtp_user = user if smtp.username is None else smtp.username
     ports = {"tls": 465, "starttls": 587, "none": 25}
+    limit = section.reply_limit or EmailReplyLimit()
     return EmailSettings(
         address=section.address,
         imap_host=imap.host,
@@ -61,9 +72,22 @@ def email_settings(section: EmailConfig, env: Mapping[str, str]) -> EmailSetting
         if smtp_user
         else None,
         idle_seconds=section.idle_seconds or 600,
-        max_attachment_bytes=(
-            section.max_attachment_bytes
-            if section.max_attachment_bytes is not None
-            else 25 * 1024 * 1024
+        max_attachment_bytes=next(
+            (
+                value
+                for value in (
+                    section.max_attachment_bytes,
+                    defaults.max_attachment_bytes if defaults is not None else None,
+                )
+                if value is not None
+            ),
+            DEFAULT_MAX_ATTACHMENT_BYTES,
         ),
+        authentication=AuthPolicy(
+            mode=auth.mode, authserv_ids=frozenset(i.lower() for i in auth.authserv_ids or ())
+        )
+        if (auth := section.authentication) is not None
+        else AuthPolicy(),
+        reply_limit=limit.count,
+        reply_window_seconds=float(limit.window_seconds),
     )

@@ -17,12 +17,12 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
-from aiohttp import ClientError
+from aiohttp import ClientError, ClientTimeout
 from nio import AsyncClient, AsyncClientConfig, InviteMemberEvent, MatrixRoom
 from nio.responses import (
-    DownloadError,
     ErrorResponse,
     JoinError,
     LoginResponse,
@@ -34,6 +34,7 @@ from nio.responses import (
     WhoamiResponse,
 )
 
+from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.matrix.credentials import (
@@ -44,11 +45,14 @@ from nodmix.channels.matrix.credentials import (
     matrix_settings,
     save_login,
 )
+from nodmix.channels.matrix.direct import DIRECT, DirectRooms
 from nodmix.channels.matrix.mapping import (
     Me,
     edit_content,
+    is_edit,
     is_encrypted,
     notice_content,
+    sender_label,
     text_content,
     to_inbound,
 )
@@ -65,6 +69,7 @@ logging.getLogger("nio.responses").setLevel(logging.ERROR)
 POLL_MS = 25_000
 REQUEST_TIMEOUT_S = 60.0
 MAX_BACKOFF_SECONDS = 60.0
+DOWNLOAD_SECONDS = 300.0
 SENT_KEPT = 500
 ENCRYPTED_NOTICE = (
     "This room is end-to-end encrypted, which this assistant cannot read yet. "
@@ -72,7 +77,7 @@ ENCRYPTED_NOTICE = (
 )
 SYNC_FILTER: dict[str, Any] = {
     "presence": {"types": []},
-    "account_data": {"types": []},
+    "account_data": {"types": [DIRECT]},
     "room": {"timeline": {"limit": 50}, "ephemeral": {"types": []}},
 }
 InviteCheck = Callable[[str, str, bool], bool]
@@ -98,6 +103,7 @@ class MatrixAdapter:
         settings: MatrixSettings,
         state_dir: Path,
         invite_allowed: InviteCheck | None = None,
+        groups: frozenset[str] = frozenset(),
     ) -> None:
         self.settings = settings
         self.channel_id = settings.channel
@@ -112,6 +118,7 @@ class MatrixAdapter:
             ),
         )
         self._position = DeliveryLog(state_dir, settings.channel)
+        self._direct = DirectRooms(self.client, groups)
         self._ready = False
         self._me = Me(settings.user_id)
         self._sent: deque[str] = deque(maxlen=SENT_KEPT)
@@ -158,6 +165,7 @@ class MatrixAdapter:
         if isinstance(profile, ProfileGetDisplayNameResponse) and profile.displayname:
             names = (profile.displayname, *names)
         self._me = Me(settings.user_id, names)
+        await self._direct.fetch()
         self._ready = True
 
     async def check(self) -> str:
@@ -193,6 +201,9 @@ class MatrixAdapter:
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
             assert isinstance(response, SyncResponse)
+            for event in response.account_data_events:
+                if getattr(event, "type", None) == DIRECT:
+                    self._direct.load(getattr(event, "content", None) or {})
             await self._invites(response, status)
             if since is not None:  # the first sync of an account only sets the starting point
                 await self._timeline(response, sink, status)
@@ -225,6 +236,8 @@ class MatrixAdapter:
             else:
                 log.info("matrix: joined %s, invited by %s", room_id, inviter)
                 self._just_joined.add(room_id)
+                if direct:  # recorded as every Matrix client records a direct chat
+                    await self._direct.add(room_id, inviter)
 
     async def _timeline(
         self, response: SyncResponse, sink: InboundSink, status: ChannelStatus
@@ -242,6 +255,9 @@ class MatrixAdapter:
                 if is_encrypted(source) or (room is not None and room.encrypted):
                     if source.get("type") in ("m.room.encrypted", "m.room.message"):
                         await self._refuse_encrypted(room_id, status)
+                    continue
+                if is_edit(source):  # an edit is not a new message (nor a new mention)
+                    status.count("ignore", "edited message")
                     continue
                 msg = await self._inbound(source, room_id, room)
                 if msg is None:
@@ -266,9 +282,12 @@ class MatrixAdapter:
         return -1
 
     async def _inbound(self, source: dict[str, Any], room_id: str, room: MatrixRoom | None) -> Any:
-        direct = room is not None and room.member_count <= 2
         sender = str(source.get("sender", ""))
-        name = (room.user_name(sender) if room is not None else None) or sender
+        if not self._direct.known(room_id):
+            await self._direct.look_up(room_id)
+        direct = self._direct.is_direct(room_id, sender)
+        member = room.users.get(sender) if room is not None else None
+        name = sender_label(sender, member.display_name if member is not None else None)
         replied_to_me = False
         reply = (source.get("content") or {}).get("m.relates_to", {})
         reply_id = (
@@ -367,19 +386,28 @@ class MatrixAdapter:
         """The typing notification, for a little longer than the layer's refresh interval."""
         await self.client.room_typing(chat_id, True, timeout=6000)
 
-    async def download(self, ref: str, target: Path) -> Path:
-        """Fetch an `mxc://` media file."""
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """Fetch an `mxc://` media file, streamed under the cap (the declared length is
+        checked first)."""
         await self._connect()
-        response = await self.client.download(mxc=ref)
-        if isinstance(response, DownloadError):
-            raise MatrixError(f"download {ref}: {response.message}")
-        suffix = Path(getattr(response, "filename", "") or "").suffix
-        if not suffix:
-            suffix = mimetypes.guess_extension(getattr(response, "content_type", "") or "") or ""
-        if suffix and not target.suffix:
-            target = target.with_suffix(suffix)
-        body = response.body
-        target.write_bytes(body if isinstance(body, bytes) else Path(body).read_bytes())
+        server, _, media_id = ref.removeprefix("mxc://").partition("/")
+        if not server or not media_id or "/" in media_id or ".." in ref:
+            raise MatrixError(f"not a media URI: {ref}")
+        path = f"/_matrix/client/v1/media/download/{quote(server)}/{quote(media_id)}"
+        headers = {"Authorization": f"Bearer {self.client.access_token}"}
+        timeout = ClientTimeout(sock_connect=10, sock_read=REQUEST_TIMEOUT_S)
+        with anyio.fail_after(DOWNLOAD_SECONDS):
+            response = await self.client.send("GET", path, None, headers, timeout=timeout)
+            try:
+                if response.status != 200:
+                    raise MatrixError(f"download {ref}: HTTP {response.status}")
+                check_declared(response.content_length, max_bytes)
+                suffix = mimetypes.guess_extension(response.content_type or "") or ""
+                if suffix and not target.suffix:
+                    target = target.with_suffix(suffix)
+                await write_capped(response.content.iter_chunked(65536), target, max_bytes)
+            finally:
+                response.release()
         return target
 
     async def aclose(self) -> None:

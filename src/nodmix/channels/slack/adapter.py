@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import msgspec
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
@@ -28,6 +27,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.slack.backlog import Backlog
 from nodmix.channels.slack.mapping import TEXT_LIMIT, command_inbound, to_inbound, to_mrkdwn
@@ -323,17 +323,13 @@ class SlackAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Slack shows no typing indicator for apps; nothing to do."""
 
-    async def download(self, ref: str, target: Path) -> Path:
-        """Fetch a file's private URL with the bot token."""
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """Fetch a file's private URL with the bot token, streamed under the cap."""
         suffix = Path(ref.split("?", 1)[0]).suffix
         if suffix and not target.suffix:
             target = target.with_suffix(suffix)
         headers = {"Authorization": f"Bearer {self.settings.bot_token}"}
-        async with httpx2.AsyncClient(timeout=REQUEST_TIMEOUT_SECONDS) as client:
-            response = await client.get(ref, headers=headers, follow_redirects=True)
-            response.raise_for_status()
-            await anyio.Path(target).write_bytes(response.content)
-        return target
+        return await fetch_capped(ref, target, max_bytes, headers=headers)
 
     async def aclose(self) -> None:
         """Nothing stays open between calls (the Socket Mode handler closes with `run`)."""

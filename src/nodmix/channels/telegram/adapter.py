@@ -24,6 +24,7 @@ from typing import TypeVar
 import anyio
 import httpx
 
+from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.status import ChannelStatus
@@ -45,6 +46,8 @@ DEFAULT_POLL_SECONDS = 25
 MAX_BACKOFF_SECONDS = 60.0
 MAX_RETRY_AFTER_SECONDS = 120.0
 SEND_ATTEMPTS = 3
+DOWNLOAD_SECONDS = 300.0
+DOWNLOAD_IDLE_SECONDS = 30.0
 T = TypeVar("T")
 
 
@@ -107,6 +110,8 @@ class TelegramAdapter:
     """A Telegram bot, as a `ChannelAdapter`."""
 
     text_limit = TEXT_LIMIT
+    sends_voice = True
+    """Outbound `voice` attachments go as voice messages (OGG/Opus, `sendVoice`)."""
 
     def __init__(
         self, settings: TelegramSettings, state_dir: Path, tls: ssl.SSLContext | None = None
@@ -116,7 +121,8 @@ class TelegramAdapter:
         api = settings.api_base_url
         # Left alone, each of the bot's two HTTP clients builds a context with its own copy of
         # the CA bundle (~0.8 MB each); one shared context makes a further bot cost ~0.1 MB.
-        shared = {"verify": tls if tls is not None else httpx.create_ssl_context()}
+        self._verify = tls if tls is not None else httpx.create_ssl_context()
+        shared = {"verify": self._verify}
         self.bot = Bot(
             settings.token,
             base_url=f"{api}/bot",
@@ -269,7 +275,8 @@ class TelegramAdapter:
         raise AssertionError("unreachable")
 
     async def send(self, message: OutboundMessage) -> list[str]:
-        """sendMessage, then sendDocument per attachment."""
+        """sendMessage, then per attachment sendVoice (`voice`), sendAudio (`audio`) or
+        sendDocument."""
         await self._connect()
         chat = int(message.chat_id)
         thread = int(message.thread_id) if message.thread_id else None
@@ -285,8 +292,11 @@ class TelegramAdapter:
                 continue
             data = attachment.data if attachment.data is not None else path.read_bytes()
             name = attachment.name or path.name
+            send = {"voice": self.bot.send_voice, "audio": self.bot.send_audio}.get(
+                attachment.kind, self.bot.send_document
+            )
             sent = await self._retrying(
-                lambda data=data, name=name: self.bot.send_document(  # type: ignore[misc]
+                lambda send=send, data=data, name=name: send(  # type: ignore[misc]
                     chat, data, filename=name, message_thread_id=thread
                 )
             )
@@ -307,14 +317,28 @@ class TelegramAdapter:
             int(chat_id), "typing", message_thread_id=int(thread_id) if thread_id else None
         )
 
-    async def download(self, ref: str, target: Path) -> Path:
-        """getFile, then the file download."""
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """getFile (its declared size checked first), then the file, streamed under the cap."""
         await self._connect()
         file = await self.bot.get_file(ref)
+        check_declared(file.file_size, max_bytes)
         suffix = Path(file.file_path or "").suffix
         if suffix and not target.suffix:
             target = target.with_suffix(suffix)
-        await file.download_to_drive(custom_path=target)
+        url = file.file_path or ""
+        if not url.startswith(("http://", "https://")):  # a local Bot API server's path
+            await file.download_to_drive(custom_path=target)
+            return target
+        timeout = httpx.Timeout(DOWNLOAD_IDLE_SECONDS, connect=10.0)
+        with anyio.fail_after(DOWNLOAD_SECONDS):
+            async with (
+                httpx.AsyncClient(verify=self._verify, timeout=timeout) as client,
+                client.stream("GET", url) as response,
+            ):
+                response.raise_for_status()
+                length = response.headers.get("content-length")
+                check_declared(int(length) if length and length.isdigit() else None, max_bytes)
+                await write_capped(response.aiter_bytes(), target, max_bytes)
         return target
 
     async def aclose(self) -> None:

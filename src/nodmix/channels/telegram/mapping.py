@@ -61,8 +61,46 @@ def _attachments(message: Message) -> tuple[Attachment, ...]:
     found: list[Attachment] = []
     if message.photo:
         largest = message.photo[-1]
-        found.append(Attachment(kind="photo", ref=largest.file_id, name="photo.jpg"))
+        found.append(
+            Attachment(
+                kind="photo",
+                ref=largest.file_id,
+                name="photo.jpg",
+                size=largest.file_size,
+                mime_type="image/jpeg",
+            )
+        )
+    if message.voice is not None:
+        voice = message.voice
+        found.append(
+            Attachment(
+                kind="voice",
+                ref=voice.file_id,
+                name="voice.ogg",
+                size=voice.file_size,
+                mime_type=voice.mime_type or "audio/ogg",
+            )
+        )
+    if message.audio is not None:
+        audio = message.audio
+        found.append(
+            Attachment(
+                kind="audio",
+                ref=audio.file_id,
+                name=audio.file_name or "audio",
+                size=audio.file_size,
+                mime_type=audio.mime_type,
+            )
+        )
     if message.document is not None:
         doc = message.document
-        found.append(Attachment(kind="document", ref=doc.file_id, name=doc.file_name))
+        found.append(
+            Attachment(
+                kind="document",
+                ref=doc.file_id,
+                name=doc.file_name,
+                size=doc.file_size,
+                mime_type=doc.mime_type,
+            )
+        )
     return tuple(found)

@@ -3,6 +3,7 @@
 
 import { ApprovalPanel } from "./approvals.js";
 import { ChannelsPanel } from "./channels.js";
+import { Attachments, MediaFiles } from "./media.js";
 import { Conversation, el } from "./render.js";
 import { refreshSkills, wireSkills } from "./skills.js";
 
@@ -103,6 +104,13 @@ const channelsPanel = new ChannelsPanel($("channels"), {
   onError: (text) => conversation.notice(text, "warning"),
 });
 conversation.onWaiting = (runId) => setRunState("waiting", `code-mode run ${runId} is waiting`);
+conversation.media = new MediaFiles(() => state.socket?.token, () => state.agentId);
+const attachments = new Attachments($("attachments"), {
+  token: () => state.socket?.token,
+  agentId: () => state.agentId,
+  onError: (text) => conversation.notice(text, "error"),
+  onVoice: () => $("composer").requestSubmit(),
+});
 conversation.onOpenSession = (key) => switchSession(key).then(refreshSessions).catch(() => {});
 
 function setRunState(name, text) {
@@ -347,17 +355,15 @@ function onRunEvent(event, key) {
   }
 }
 
-async function send(text) {
+async function send(text, files = attachments.take()) {
   const key = state.sessionKey;
   state.busy = true;
-  const bubble = conversation.addUser(text);
+  const bubble = conversation.addUser(text, files.shown);
   setRunState("running", "starting…");
   try {
-    const answer = await state.socket.request(
-      "agent",
-      { message: text, sessionKey: key, agentId: state.agentId },
-      (event) => onRunEvent(event, key),
-    );
+    const params = { message: text, sessionKey: key, agentId: state.agentId };
+    if (files.attachments.length) params.attachments = files.attachments;
+    const answer = await state.socket.request("agent", params, (event) => onRunEvent(event, key));
     if (answer.command && key === state.sessionKey) await loadHistory();
     if (answer.command) conversation.notice(answer.message);
   } catch (error) {
@@ -365,7 +371,7 @@ async function send(text) {
       if (error.code === "aborted") conversation.notice("Stopped.", "info");
       else {
         conversation.notice(error.message, "error");
-        conversation.markFailed(bubble, error.code || "error", () => retry(text, key));
+        conversation.markFailed(bubble, error.code || "error", () => retry(text, key, files));
       }
     }
   } finally {
@@ -376,18 +382,25 @@ async function send(text) {
   }
 }
 
-function retry(text, key) {
+function retry(text, key, files) {
   if (state.busy || key !== state.sessionKey) return;
-  send(text);
+  send(text, files);
 }
 
 function wireUi() {
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("input").value.trim();
-    if (!text || state.busy) return;
+    if ((!text && !attachments.ready.length) || state.busy || attachments.uploading) return;
     $("input").value = "";
     send(text);
+  });
+  attachments.wire({
+    input: $("input"),
+    zone: $("composer"),
+    button: $("attach"),
+    picker: $("file-picker"),
+    mic: $("record"),
   });
   $("input").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

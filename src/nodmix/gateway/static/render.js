@@ -64,6 +64,7 @@ export class Conversation {
     this.bubble = null;
     this.pendingRender = false;
     this.onWaiting = () => {};
+    this.media = null; // `MediaFiles`: fetches workspace images for the history
     this.onOpenSession = () => {};
   }
 
@@ -90,9 +91,28 @@ export class Conversation {
     this.scroll();
   }
 
-  addUser(text) {
+  /** A user message; `files` are its pictures and recordings ({path, name, kind, preview}). */
+  addUser(text, files = []) {
     this.bubble = null;
     const bubble = el("div", { class: "msg user" }, el("span", { class: "text" }, text));
+    const images = files.filter((file) => file.kind === "image");
+    if (images.length) {
+      bubble.append(
+        el(
+          "div",
+          { class: "msg-images" },
+          ...images.map((file) =>
+            file.preview
+              ? el("img", { class: "msg-image", src: file.preview, alt: file.name || file.path })
+              : this.media?.image(file.path, file.name) ?? el("span", {}, `[image ${file.path}]`),
+          ),
+        ),
+      );
+    }
+    for (const file of files.filter((one) => one.kind !== "image")) {
+      const label = file.kind === "voice" ? "voice note" : `file: ${file.name || file.path}`;
+      bubble.append(el("div", { class: "msg-file" }, label));
+    }
     this.place(bubble);
     return bubble;
   }
@@ -225,7 +245,10 @@ export class Conversation {
 
   replay(message, parentCallId) {
     if (message.role === "user" && !parentCallId) {
-      this.addUser(textOf(message.content));
+      const images = (message.content || [])
+        .filter((block) => block.type === "imageRef")
+        .map((block) => ({ path: block.path, name: block.name, kind: "image" }));
+      this.addUser(textOf(message.content), images);
     } else if (message.role === "assistant" && message.api === "cron" && !parentCallId) {
       this.jobMessage(message);
     } else if (message.role === "assistant") {

@@ -23,6 +23,7 @@ from nodmix.messages import (
     AssistantBlock,
     AssistantMessage,
     ImageBlock,
+    ImageRefBlock,
     JsonObject,
     Message,
     ResultBlock,
@@ -122,6 +123,8 @@ def _non_empty(block: UserBlock) -> bool:
 def _user_block(block: UserBlock | ResultBlock) -> JsonObject:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
+    if isinstance(block, ImageRefBlock):  # not resolved to pixels for this request
+        return {"type": "text", "text": block.note}
     source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
     return {"type": "image", "source": source}
 

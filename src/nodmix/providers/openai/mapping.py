@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from nodmix.messages import (
     AssistantMessage,
     ImageBlock,
+    ImageRefBlock,
     JsonObject,
     Message,
     ResultBlock,
@@ -109,6 +110,12 @@ def to_openai_messages(system: str, messages: Sequence[Message]) -> list[JsonObj
     return out
 
 
+def _block_text(block: UserBlock) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    return block.note if isinstance(block, ImageRefBlock) else ""
+
+
 def _image_part(block: ImageBlock) -> JsonObject:
     url = f"data:{block.mime_type};base64,{block.data}"
     return {"type": "image_url", "image_url": {"url": url}}
@@ -117,12 +124,14 @@ def _image_part(block: ImageBlock) -> JsonObject:
 def _user_content(blocks: Sequence[UserBlock]) -> str | list[JsonObject]:
     # Plain strings for text-only turns: every OpenAI-compatible server accepts them, while
     # some local servers still choke on content-part arrays.
-    if all(isinstance(b, TextBlock) for b in blocks):
-        return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    if not any(isinstance(b, ImageBlock) for b in blocks):
+        return "\n".join(_block_text(b) for b in blocks)
     parts: list[JsonObject] = []
     for block in blocks:
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageRefBlock):  # not resolved to pixels for this request
+            parts.append({"type": "text", "text": block.note})
         else:
             parts.append(_image_part(block))
     return parts
@@ -155,7 +164,7 @@ def _arguments_json(arguments: JsonObject) -> str:
 
 
 def _tool_message(message: ToolResultMessage) -> JsonObject:
-    text = message.text
+    text = "\n".join(t for t in map(_block_text, message.content) if t)
     if not text and any(isinstance(b, ImageBlock) for b in message.content):
         text = "(image attached below)"
     return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}

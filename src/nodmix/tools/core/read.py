@@ -1,4 +1,5 @@
-"""The `read` tool: page through a text file in the workspace.
+"""The `read` tool: page through a text file in the workspace (an image file comes back as
+image content, `nodmix.media.tool_images`).
 
 The text comes back exactly as it is in the file, without line-number prefixes: the `edit` tool
 matches text exactly, and numbered output invites models to paste the numbers into `oldText`.
@@ -28,11 +29,14 @@ DEFAULT_MAX_BYTES = 100 * 1024
 #: thread (code-mode programs often read many small files in a row). Larger files are read in a
 #: worker, since counting their lines reads all of them.
 INLINE_READ_BYTES = 64 * 1024
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
+"""Files read as images (their content is checked; `nodmix.media.tool_images`)."""
 
 _DESCRIPTION = (
     "Read a text file from the workspace. Returns the text exactly as stored (no line numbers), "
     "at most {lines} lines or {kb} KB per call; a footer gives the line range when the file "
-    "continues. Use `offset` and `limit` to page through large files."
+    "continues. Use `offset` and `limit` to page through large files. An image file (PNG, "
+    "JPEG, GIF, WebP) is returned as the image itself."
 )
 
 
@@ -121,8 +125,22 @@ class ReadTool(CoreTool):
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
         path = self._resolve(ctx.workspace, raw_path)
         shown = display_path(ctx.workspace, path)
+        if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
+            return await self._image(ctx.workspace, path, shown)
         read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
         return path, shown, limit, read
+
+    async def _image(self, workspace: Path, path: Path, shown: str) -> ToolResult:
+        """An image file: a reference a vision model sees as the picture (`nodmix.media`)."""
+        from nodmix.media.tool_images import inline_image, workspace_image
+
+        if not Path(shown).is_absolute():
+            return await workspace_image(workspace, shown)
+        try:
+            data = await anyio.Path(path).read_bytes()
+        except OSError as exc:
+            return ToolResult.error(f"{shown}: cannot be read ({exc})")
+        return await inline_image(data, label=f"image {shown}")
 
     def _resolve(self, workspace: Path, raw_path: str) -> Path:
         try:
