@@ -107,26 +107,31 @@ class ReadTool(CoreTool):
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Return the requested lines, with a footer saying where to continue."""
         path, shown, limit, read = self._request(args, ctx)
+        if read is None:
+            return await self._image(ctx.workspace, path, shown)
         if _small(path):
             return _result(read(path, shown), shown, limit)
         return _result(await anyio.to_thread.run_sync(read, path, shown), shown, limit)
 
     def call_quick(self, args: JsonObject, ctx: ToolContext) -> ToolResult | None:
-        """`call` on any thread for a file small enough to read at once (code mode reads it
-        on the sandbox worker that asked); None for a larger one."""
+        """`call` on any thread for a text file small enough to read at once (code mode reads
+        it on the sandbox worker that asked); None for a larger one or an image."""
         path, shown, limit, read = self._request(args, ctx)
-        return _result(read(path, shown), shown, limit) if _small(path) else None
+        if read is None or not _small(path):
+            return None
+        return _result(read(path, shown), shown, limit)
 
     def _request(
         self, args: JsonObject, ctx: ToolContext
-    ) -> tuple[Path, str, int, Callable[[Path, str], LineWindow]]:
+    ) -> tuple[Path, str, int, Callable[[Path, str], LineWindow] | None]:
+        # The file, how it is shown, the line limit, and how to read it (None: an image).
         raw_path = require_str(args, "path")
         offset = optional_int(args, "offset", minimum=1) or 1
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
         path = self._resolve(ctx.workspace, raw_path)
         shown = display_path(ctx.workspace, path)
         if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
-            return await self._image(ctx.workspace, path, shown)
+            return path, shown, limit, None
         read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
         return path, shown, limit, read
 
