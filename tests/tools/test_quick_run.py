@@ -189,6 +189,11 @@ def test_read_answers_small_files_at_once_and_declines_large_ones(
     assert large is None
 
 
+def test_read_of_an_image_is_left_to_the_async_path(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    assert ToolExecutor(Hooks()).run_quick(ReadTool(), {"path": "photo.png"}, ctx) is None
+
+
 def test_read_of_a_path_outside_the_workspace_is_refused_on_the_quick_path_too(
     ctx: ToolContext,
 ) -> None:
