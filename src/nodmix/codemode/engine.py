@@ -69,7 +69,7 @@ from nodmix.codemode.steps import (
     snapshot_and_close,
     step,
 )
-from nodmix.codemode.tasks import NestedTasks
+from nodmix.codemode.tasks import NestedTasks, loop_context
 from nodmix.codemode.wait_checks import wait_problem
 from nodmix.crashpoints import crash_point
 from nodmix.errors import RuntimeUnavailableError, SandboxError
@@ -358,14 +358,15 @@ class CodeModeEngine:
         lane that runs quick tools on the worker."""
         if sniffio.current_async_library() != "asyncio":
             return None
-        loop = asyncio.get_running_loop()
+        loop, context = asyncio.get_running_loop(), loop_context()
         handoff = Handoff(
             loop,
             state,
             lambda: self._dispatch(services, state),
             lambda settled: self._deliveries(services, state, settled),
             time.monotonic() + (deadline - anyio.current_time()),
-            quick=QuickLane(loop, services, state),
+            quick=QuickLane(loop, services, state, context),
+            context=context,
         )
         state.handoff = handoff
         return handoff

@@ -34,8 +34,6 @@ import threading
 import time
 from typing import Final
 
-import sniffio
-
 from nodmix.codemode.nested import (
     RunServices,
     call_context,
@@ -82,18 +80,20 @@ class QuickLane:
     )
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, services: RunServices, state: RunState
+        self,
+        loop: asyncio.AbstractEventLoop,
+        services: RunServices,
+        state: RunState,
+        context: contextvars.Context,
     ) -> None:
+        """`context` is what its loop callbacks run in (`tasks.loop_context()`)."""
         self._loop = loop
         self._services = services
         self._state = state
         self._lock = threading.Lock()
         self._done: list[tuple[NestedCall, bool, str]] = []
         self._scheduled = False
-        # Published from a loop callback, outside any task: in the engine's context, with the
-        # async library named for anyio (as in `handoff.Handoff`).
-        self._context = contextvars.copy_context()
-        self._context.run(sniffio.current_async_library_cvar.set, "asyncio")
+        self._context = context
         self.closed = False
         """Set when the turn is aborted or publishing failed: no quick call starts."""
         self.error: BaseException | None = None
