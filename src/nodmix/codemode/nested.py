@@ -148,8 +148,11 @@ def finished_event(call: NestedCall) -> ToolCallFinished:
     )
 
 
-def call_context(services: RunServices, state: RunState, call: NestedCall) -> ToolContext:
-    """The `ToolContext` of a nested call."""
+def call_context(
+    services: RunServices, state: RunState, call: NestedCall, *, may_wait: bool = True
+) -> ToolContext:
+    """The `ToolContext` of a nested call; one that `may_wait` (on the loop, for a person's
+    approval) carries the callback that tells the run so."""
     scope = services.scope
     return ToolContext(
         agent_id=scope.agent_id,
@@ -159,7 +162,7 @@ def call_context(services: RunServices, state: RunState, call: NestedCall) -> To
         call_id=call.call_id,
         workspace=services.workspace,
         parent_call_id=call.parent_call_id,
-        extra={APPROVAL_WAITING: _approval_flag(state, call)},
+        extra={APPROVAL_WAITING: _approval_flag(state, call)} if may_wait else {},
         origin=scope.origin,
     )
 

@@ -110,7 +110,7 @@ class QuickLane:
         if self.closed or state.new_calls or state.timers.new or quick_form(tool) is None:
             return None
         services = self._services
-        ctx = call_context(services, state, call)
+        ctx = call_context(services, state, call, may_wait=False)  # (it returns at once)
         result = services.executor.run_quick(tool, dict(call.input), ctx)
         if result is None:
             return None
