@@ -176,6 +176,13 @@ BENCHMARKS = (
         (),
         "more channels",
     ),
+    Benchmark(
+        "web",
+        "Web search and the browser",
+        "benchmarks.web.bench_web",
+        (),
+        "web search and browser",
+    ),
 )
 
 

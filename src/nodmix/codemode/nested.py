@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.tasks import CallCancel
-from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
+from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted, ToolProgress
 from nodmix.messages import ToolResultMessage
-from nodmix.tools.base import APPROVAL_WAITING, ToolContext, ToolResult, ToolRunner
+from nodmix.tools.base import APPROVAL_WAITING, PROGRESS, ToolContext, ToolResult, ToolRunner
 
 log = logging.getLogger("nodmix.codemode")
 CANCELLED_TEXT = "Cancelled: the code-mode run ended before this tool call finished."
@@ -151,8 +151,9 @@ def finished_event(call: NestedCall) -> ToolCallFinished:
 def call_context(
     services: RunServices, state: RunState, call: NestedCall, *, may_wait: bool = True
 ) -> ToolContext:
-    """The `ToolContext` of a nested call; one that `may_wait` (on the loop, for a person's
-    approval) carries the callback that tells the run so."""
+    """The `ToolContext` of a nested call. One that `may_wait` (it runs on the loop) carries
+    the callbacks that say it waits for a person's approval and report its progress; a quick
+    call (on a sandbox worker, returning at once) has neither."""
     scope = services.scope
     return ToolContext(
         agent_id=scope.agent_id,
@@ -162,9 +163,23 @@ def call_context(
         call_id=call.call_id,
         workspace=services.workspace,
         parent_call_id=call.parent_call_id,
-        extra={APPROVAL_WAITING: _approval_flag(state, call)} if may_wait else {},
+        extra=_loop_callbacks(services, state, call) if may_wait else {},
         origin=scope.origin,
     )
+
+
+def _loop_callbacks(services: RunServices, state: RunState, call: NestedCall) -> dict[str, Any]:
+    def progress(text: str) -> None:
+        services.emit(
+            ToolProgress(
+                call_id=call.call_id,
+                tool_name=call.entry.name,
+                text=text,
+                parent_call_id=call.parent_call_id,
+            )
+        )
+
+    return {APPROVAL_WAITING: _approval_flag(state, call), PROGRESS: progress}
 
 
 def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:
