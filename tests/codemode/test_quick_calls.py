@@ -246,6 +246,18 @@ async def test_a_call_started_before_quick_calls_runs_without_waiting_for_them(
     assert quick.threads.count(threading.get_ident()) == 1
 
 
+async def test_a_quick_call_the_program_does_not_await_has_run_when_it_returns(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    quick = Quick()
+    h = await build_harness(engine, sessions, workspace, extra_tools=[quick.tool])
+    result = await h.exec("tools.quick({ i: 7 }); return 'saved'")
+    assert result["status"] == "completed" and result["value"] == "saved"
+    assert "inFlightToolCalls" not in result  # it finished inside the program's call
+    assert quick.inputs == [{"i": 7}]
+    assert _nested(h.session) == [("assistant", "quick"), ("toolResult", "quick")]
+
+
 async def test_a_hook_on_the_tool_sends_its_calls_through_the_loop_and_sees_them(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
