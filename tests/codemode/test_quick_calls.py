@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+import nodmix.codemode.quick
 import nodmix.sandbox
 from nodmix.codemode import CodeModeEngine
 from nodmix.codemode.handoff import Handoff
@@ -211,6 +213,58 @@ async def test_a_loop_call_finishing_among_quick_calls_is_reported_after_those_t
     assert finished_first >= done_after[0] - 1, (finished_first, done_after)
 
 
+async def test_a_loop_result_received_after_quick_calls_is_recorded_after_them(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only the explicit publishing may put quick calls on record here, not the batching timer.
+    monkeypatch.setattr(nodmix.codemode.quick, "PUBLISH_DELAY_SECONDS", 3600.0)
+    loop = asyncio.get_running_loop()
+    release = asyncio.Event()
+    events: list[Any] = []
+    quick = Quick()
+    body = quick.body
+
+    def slow_finished() -> bool:
+        return any(isinstance(e, ToolCallFinished) and e.result.tool_name == "slow" for e in events)
+
+    def ordered(args: JsonObject, ctx: ToolContext) -> ToolResult:
+        if args.get("i") == 4:
+            loop.call_soon_threadsafe(release.set)
+        if args.get("i") == 39:  # the slow call has finished, but the program gets it later
+            deadline = time.monotonic() + DEADLINE_S
+            while not slow_finished() and time.monotonic() < deadline:
+                time.sleep(0.001)
+        return body(args, ctx)
+
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await release.wait()
+        return ToolResult.text("slow done")
+
+    h = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=[
+            FunctionTool.create_quick(ordered, name="quick", description="x"),
+            FunctionTool.create(slow, name="slow", description="x"),
+        ],
+    )
+    events = h.events
+    value = await h.value(
+        "const p = tools.slow({}); for (let i = 0; i < 40; i++) await tools.quick({ i });"
+        "return (await p).text"
+    )
+    assert value == "slow done" and slow_finished()
+    # The transcript follows what the program received: every quick result, then the slow one.
+    assert [name for role, name in _nested(h.session) if role == "toolResult"] == [
+        *(["quick"] * 40),
+        "slow",
+    ]
+
+
 async def test_a_call_started_before_quick_calls_runs_without_waiting_for_them(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
@@ -352,14 +406,24 @@ async def test_read_of_a_large_file_declines_the_quick_path_and_goes_through_the
     assert worker_steps.count("exchange") == 1
 
 
+@pytest.mark.parametrize(
+    "program",
+    [
+        "for (let i = 0; i < 50; i++) await tools.quick({ i })",
+        # Calls not awaited run in one go, with no job boundary where the interrupt would stop
+        # the program: the lane itself must refuse the next call.
+        "for (let i = 0; i < 50; i++) tools.quick({ i })",
+    ],
+    ids=["awaited", "not-awaited"],
+)
 async def test_a_quick_call_in_flight_when_the_turn_is_aborted_is_recorded_and_ends_the_run(
-    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, program: str
 ) -> None:
     quick = Quick()
     quick.hold = threading.Event()
     h = await build_harness(engine, sessions, workspace, extra_tools=[quick.tool])
     async with anyio.create_task_group() as group:
-        group.start_soon(h.exec, "for (let i = 0; i < 50; i++) await tools.quick({ i })")
+        group.start_soon(h.exec, program)
         await wait_until(quick.entered.is_set, "the first quick call to start")
         group.cancel_scope.cancel()  # the worker is inside the tool: the abort waits for it
         quick.hold.set()

@@ -62,8 +62,9 @@ class Handoff:
         """`deadline` is the step's end on the `time.monotonic()` clock; `dispatch` and
         `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones);
         `window` defaults to `FAST_WINDOW_SECONDS`; `quick` runs the step's quick calls on the
-        worker (it is published before each dispatch, so calls are recorded in the order they
-        ran); `context` is what loop callbacks run in (default: `tasks.loop_context()`)."""
+        worker (it is published before results are handed over, so the transcript follows the
+        order in which the program received them); `context` is what loop callbacks run in
+        (default: `tasks.loop_context()`)."""
         self.quick = quick
         self._loop = loop
         self._state = state
@@ -142,8 +143,6 @@ class Handoff:
                     return
                 self._dispatching = True
                 try:
-                    if self.quick is not None:
-                        self.quick.publish()
                     self._guarded(self._dispatch)
                 finally:
                     self._dispatching = False

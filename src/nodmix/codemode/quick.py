@@ -14,7 +14,8 @@ What the loop does for a call it runs still happens for a quick one, on the loop
 the start and finish events, the run's counters, the transcript entry. The worker queues each
 finished call; the first of a batch wakes the loop (`call_soon_threadsafe`, without waiting
 for it) to publish the batch a few milliseconds later. The loop also publishes the queue before
-it dispatches calls the worker recorded (so calls are on record in the order they ran) and
+a loop call's start or finish event and before it hands loop results to the worker (so events
+follow the order calls ran in, and the transcript the order the program received results), and
 whenever a step ends, completed, failed or aborted.
 
 A program that started a call without awaiting it (or armed a timer) and then makes quick calls
