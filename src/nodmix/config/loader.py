@@ -20,6 +20,7 @@ import msgspec
 from nodmix.config import paths
 from nodmix.config.automation_schema import check_deliver_channels
 from nodmix.config.channel_schema import check_channel_rules
+from nodmix.config.channel_teams_chat import check_endpoint_sections
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
@@ -245,6 +246,7 @@ def _deliver_targets(config: NodmixConfig) -> list[tuple[str, str]]:
 
 def _check_semantics(config: NodmixConfig, *, file: str) -> None:
     check_channel_rules(config.channels, file=file)
+    check_endpoint_sections(config.channels, file=file)
     check_deliver_channels(_deliver_targets(config), config.channels, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
