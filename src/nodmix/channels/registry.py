@@ -21,7 +21,16 @@ from nodmix.errors import ConfigError
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
 
-KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
+KNOWN_CHANNELS = (
+    "telegram",
+    "matrix",
+    "irc",
+    "email",
+    "discord",
+    "slack",
+    "xmpp",
+    "mattermost",
+)
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -46,7 +55,8 @@ def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     """The channel's effective access rules."""
     section = channel_section(config, channel) or ChannelDefaults()
     rules = resolve_rules(section, config.channels.defaults)
-    joined = getattr(section, "channels", None)  # IRC: the rooms it joins are its groups
+    # IRC, XMPP: the rooms it joins are its groups
+    joined = getattr(section, "channels", None) or getattr(section, "rooms", None)
     if joined and section.groups is None and config.channels.defaults.groups is None:
         rules = dataclasses.replace(rules, groups=frozenset(str(c).lower() for c in joined))
     return rules
@@ -124,5 +134,40 @@ def create_adapter(
         from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
+    if channel in ("xmpp", "mattermost"):
+        return _extra_adapter(channel, config, env, state_dir, tls)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
+
+
+def _extra_adapter(
+    channel: str,
+    config: NodmixConfig,
+    env: Mapping[str, str],
+    state_dir: Path,
+    tls: ClientTls | None,
+) -> ChannelAdapter:
+    """The adapters whose library is an optional extra (`nodmix[xmpp]`, ...).
+
+    Raises:
+        ConfigError: the channel is not configured, or its library is not installed.
+    """
+    try:
+        if channel == "xmpp" and config.channels.xmpp is not None:
+            from nodmix.channels.xmpp.adapter import XmppAdapter, xmpp_settings
+
+            settings = xmpp_settings(config.channels.xmpp, env)
+            return XmppAdapter(settings, state_dir, tls)
+        if channel == "mattermost" and config.channels.mattermost is not None:
+            from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
+
+            return MattermostAdapter(mattermost_settings(config.channels.mattermost, env))
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.startswith("nodmix"):
+            raise
+        raise ConfigError(
+            f"the {channel} channel needs its library ({exc.name}): "
+            f"pip install 'nodmix[{channel}]'",
+            key=f"channels.{channel}",
+        ) from None
+    raise ConfigError(f"channel {channel!r} is not configured", key=f"channels.{channel}")

@@ -154,6 +154,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     email: "EmailConfig | None" = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
+    xmpp: "XmppConfig | None" = None
+    mattermost: "MattermostConfig | None" = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -194,7 +196,7 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("telegram", channels.telegram))
     if channels.matrix is not None:
         sections.append(("matrix", channels.matrix))
-    for extra in ("irc", "email"):
+    for extra in ("irc", "email", "xmpp", "mattermost"):
         extra_section = getattr(channels, extra, None)
         if extra_section is not None:
             sections.append((extra, extra_section))
@@ -218,3 +220,4 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
 
 
 from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig  # noqa: E402
+from nodmix.config.channel_xmpp_mm import MattermostConfig, XmppConfig  # noqa: E402

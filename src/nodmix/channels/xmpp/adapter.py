@@ -1,0 +1,300 @@
+"""The XMPP adapter: one slixmpp session per connection, reconnecting with backoff and
+rejoining its rooms; replies as `chat` or `groupchat` messages, streamed replies as XEP-0308
+corrections where the chat shows them.
+
+Direct messages sent while the bot was offline are kept by the server and delivered when it
+comes back (they carry a delay stamp and are answered as usual); room messages from that time
+are not replayed (a room's history is skipped on joining, so nothing is answered twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import slixmpp
+
+from nodmix.channels.base import InboundSink
+from nodmix.channels.status import ChannelStatus
+from nodmix.channels.types import OutboundMessage
+from nodmix.channels.xmpp.client import Event, LoginRefused, XmppClient
+from nodmix.channels.xmpp.mapping import bare
+from nodmix.config.channel_xmpp_mm import XmppConfig
+from nodmix.config.loader import resolve_secret
+from nodmix.errors import ConfigError
+
+log = logging.getLogger("nodmix.channels.xmpp")
+logging.getLogger("slixmpp").setLevel(logging.WARNING)
+
+DEFAULT_TEXT_LIMIT = 10000
+"""Characters per message: far below the stanza sizes servers accept (Prosody: 256 KB)."""
+CONNECT_TIMEOUT_SECONDS = 30.0
+SEND_TIMEOUT_SECONDS = 30.0
+MAX_BACKOFF_SECONDS = 60.0
+QUEUE_LIMIT = 1000
+
+
+class CorrectionsUnsupported(RuntimeError):
+    """The chat's client does not show XEP-0308 corrections."""
+
+
+@dataclass(frozen=True, slots=True)
+class XmppSettings:
+    """Resolved `channels.xmpp`."""
+
+    jid: str
+    password: str
+    server: str | None = None
+    port: int | None = None
+    tls: str = "starttls"
+    rooms: tuple[str, ...] = ()
+    nick: str = "nodmix"
+    text_limit: int = DEFAULT_TEXT_LIMIT
+    channel: str = "xmpp"
+
+
+def xmpp_settings(section: XmppConfig, env: Mapping[str, str]) -> XmppSettings:
+    """Resolve the password (`${VAR}`, or `XMPP_PASSWORD`) and the defaults.
+
+    Raises:
+        ConfigError: the JID is not `local@domain`, or the password is missing.
+    """
+    jid = section.jid.strip()
+    local, at, domain = jid.partition("@")
+    if not (local and at and domain) or "/" in domain:
+        raise ConfigError(
+            f"{jid!r} is not a bare JID like nodmix@example.org", key="channels.xmpp.jid"
+        )
+    password = resolve_secret(section.password, key="channels.xmpp.password", env=env)
+    password = password or env.get("XMPP_PASSWORD")
+    if not password:
+        raise ConfigError(
+            "no password: set channels.xmpp.password or XMPP_PASSWORD",
+            key="channels.xmpp.password",
+        )
+    port = section.port
+    if port is None and section.server:
+        port = 5223 if section.tls == "direct" else 5222
+    return XmppSettings(
+        jid=jid,
+        password=password,
+        server=section.server,
+        port=port,
+        tls=section.tls,
+        rooms=tuple(bare(r) for r in section.rooms),
+        nick=section.nick or local,
+        text_limit=section.text_limit or DEFAULT_TEXT_LIMIT,
+    )
+
+
+class XmppAdapter:
+    """One XMPP account, as a `ChannelAdapter` (and a `MessageEditor`)."""
+
+    def __init__(self, settings: XmppSettings, state_dir: Path, tls: Any = None) -> None:
+        self.settings = settings
+        self.channel_id = settings.channel
+        self.text_limit = settings.text_limit
+        self._tls = tls
+        self._client: XmppClient | None = None
+        self._online = asyncio.Event()
+        self._running = False
+
+    async def _connect(self, events: asyncio.Queue[Event], *, join: bool = True) -> XmppClient:
+        s = self.settings
+        context = self._tls.context() if self._tls is not None and s.tls != "off" else None
+        client = XmppClient(
+            s.jid,
+            s.password,
+            events,
+            channel=s.channel,
+            nick=s.nick,
+            rooms=s.rooms if join else (),
+            tls=s.tls,
+            ssl_context=context,
+        )
+        try:
+            if s.server and s.port:
+                client.connect(s.server, s.port)
+            else:
+                client.connect()
+            with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
+                await client.ready
+        except BaseException:
+            _close(client)
+            raise
+        return client
+
+    async def check(self) -> str:
+        """Log in (joining no room) and leave."""
+        client = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
+        try:
+            return f"{client.boundjid.bare}{self._where()}"
+        finally:
+            await _disconnect(client)
+
+    def _where(self) -> str:
+        s = self.settings
+        return f" on {s.server}:{s.port}" if s.server else ""
+
+    async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
+        """Stay connected (reconnecting with backoff) and hand on every message."""
+        self._running = True
+        try:
+            await self._stay_connected(sink, status)
+        finally:
+            self._running = False
+
+    async def _stay_connected(self, sink: InboundSink, status: ChannelStatus) -> None:
+        backoff = 1.0
+        while True:
+            events: asyncio.Queue[Event] = asyncio.Queue(QUEUE_LIMIT)
+            try:
+                client = await self._connect(events)
+            except (OSError, TimeoutError, slixmpp.xmlstream.xmlstream.NotConnectedError) as exc:
+                status.connected = False
+                kind = "login refused" if isinstance(exc, LoginRefused) else "connection"
+                status.error(f"{kind}: {exc or type(exc).__name__}")
+                log.warning("xmpp %s: %s (retrying in %gs)", kind, exc, backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                continue
+            backoff = 1.0
+            self._client = client
+            self._online.set()
+            status.connected = True
+            status.account = str(client.boundjid.bare)
+            missing = set(self.settings.rooms) - client.joined
+            if missing:
+                status.error(f"could not join {', '.join(sorted(missing))}")
+            log.info("xmpp connected as %s (%d room(s))", client.boundjid, len(client.joined))
+            try:
+                await self._pump(events, sink, status)
+            finally:
+                self._online.clear()
+                status.connected = False
+                self._client = None
+                with anyio.CancelScope(shield=True):
+                    await _disconnect(client)
+            status.error("disconnected")
+            log.warning("xmpp: disconnected, reconnecting")
+            await anyio.sleep(backoff)
+
+    async def _pump(
+        self, events: asyncio.Queue[Event], sink: InboundSink, status: ChannelStatus
+    ) -> None:
+        while True:
+            kind, msg = await events.get()
+            if kind == "lost" or msg is None:
+                return
+            try:
+                await sink(msg)
+            except Exception as exc:  # one bad message must not stop the channel
+                status.error(f"handling message {msg.key}: {exc}")
+                log.exception("xmpp: handling message %s failed", msg.key)
+
+    async def _session(self) -> XmppClient:
+        try:
+            with anyio.fail_after(SEND_TIMEOUT_SECONDS):
+                await self._online.wait()
+        except TimeoutError:
+            raise ConnectionError("not connected to the XMPP server") from None
+        client = self._client
+        if client is None or not client.is_connected():
+            raise ConnectionError("not connected to the XMPP server")
+        return client
+
+    async def send(self, message: OutboundMessage) -> list[str]:
+        """A `chat` message (or `groupchat` to a joined room); outside the gateway, on a
+        session of its own."""
+        if not self._running:
+            own = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
+            try:
+                return [self._send(own, message)]
+            finally:
+                await _disconnect(own)
+        return [self._send(await self._session(), message)]
+
+    def _send(self, client: XmppClient, message: OutboundMessage) -> str:
+        text = message.text
+        for attachment in message.attachments:
+            name = attachment.name or (attachment.path.name if attachment.path else "file")
+            text += f"\n(file {name} not sent: this channel carries text only)"
+        to = bare(message.chat_id)
+        room = to in client.joined
+        stanza: Any = client.make_message(mto=to, mbody=text, mtype="groupchat" if room else "chat")
+        stanza_id = client.new_id()
+        stanza["id"] = stanza_id
+        if not room:
+            stanza["chat_state"] = "active"
+        stanza.send()
+        return str(stanza_id)
+
+    async def edit_text(self, chat_id: str, message_id: str, text: str) -> None:
+        """An XEP-0308 correction of `message_id`, when the chat's client shows them.
+
+        Raises:
+            CorrectionsUnsupported: the other side would show the correction as a new message.
+        """
+        client = await self._session()
+        to = bare(chat_id)
+        if not await client.corrects(to):
+            raise CorrectionsUnsupported(f"{to} does not show message corrections")
+        room = to in client.joined
+        correction: Any = client.plugin["xep_0308"].build_correction(
+            message_id, slixmpp.JID(to), mtype="groupchat" if room else "chat", mbody=text
+        )
+        correction.send()
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """XEP-0085 `composing` in a direct chat (rooms get none: every member would see it)."""
+        client = self._client
+        to = bare(chat_id)
+        if client is None or to in client.joined or not client.is_connected():
+            return
+        stanza: Any = client.make_message(mto=to, mtype="chat")
+        stanza["chat_state"] = "composing"
+        stanza.send()
+
+    async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
+        """This channel takes no files."""
+        raise ValueError("XMPP messages carry no attachments here")
+
+    async def aclose(self) -> None:
+        """Leave the server."""
+        client, self._client = self._client, None
+        if client is not None:
+            await _disconnect(client)
+
+
+def _close(client: XmppClient) -> None:
+    client.cancel_connection_attempt()
+    if client.transport is not None:
+        client.abort()
+    _stop_filters(client)
+
+
+def _stop_filters(client: XmppClient) -> None:
+    """slixmpp's outgoing-stanza task outlives the stream; end it with the client."""
+    filters: Any = getattr(client, "_run_out_filters", None)
+    if filters is not None and not filters.done():
+        filters.cancel()
+
+
+async def _disconnect(client: XmppClient) -> None:
+    """End the stream politely, or drop it after a short wait."""
+    client.cancel_connection_attempt()
+    if client.transport is None:
+        _stop_filters(client)
+        return
+    try:
+        with anyio.move_on_after(3):
+            await client.disconnect(wait=2.0)
+    finally:
+        if client.transport is not None:
+            client.abort()
+        _stop_filters(client)
