@@ -44,7 +44,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         try:
             account = anyio.run(probe)
         except TimeoutError:
-            where = "homeserver" if channel == "matrix" else "apiBaseUrl"
+            where = _ADDRESS_KEY.get(channel, "apiBaseUrl")
             findings.append((name, "error", "no answer within 15 s", f"check {where}"))
         except Exception as exc:
             fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
@@ -54,6 +54,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
     return findings
 
 
+_ADDRESS_KEY = {"matrix": "homeserver", "xmpp": "server and port", "mattermost": "url"}
 _CREDENTIAL_FIX = {
     "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
     "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
@@ -61,4 +62,6 @@ _CREDENTIAL_FIX = {
     "email": "check channels.email.imap and .smtp: host, port, security, username, password",
     "discord": "check the bot token (channels.discord.token / DISCORD_BOT_TOKEN)",
     "slack": "check the bot token (channels.slack.botToken / SLACK_BOT_TOKEN)",
+    "xmpp": "check channels.xmpp jid, password (XMPP_PASSWORD), server, port and tls",
+    "mattermost": "check channels.mattermost.url and the bot token (MATTERMOST_TOKEN)",
 }
