@@ -69,7 +69,7 @@ def posted_inbound(
         or (isinstance(mentioned_ids, list) and bot_id in mentioned_ids)
         or mentions_name(text, bot_username)
     )
-    if mentioned and not direct:
+    if mentions_name(text, bot_username):  # also in DMs: `@bot /status` is a chat command
         text = strip_name(text, bot_username)
     root = post.get("root_id") or None
     sender_name = str(data.get("sender_name") or "").lstrip("@")
