@@ -172,7 +172,8 @@ def main() -> None:
     print(f"| + the channel, idle | {mem['XMPP']:+.1f} MB | {mem['Mattermost']:+.1f} MB |")
     lib = [mem[f"{n} library"] for n in names]
     print(
-        f"| of which the library (importing the adapter after the gateway) | {lib[0]:+.1f} MB | {lib[1]:+.1f} MB |"
+        "| of which the library (importing the adapter after the gateway) "
+        f"| {lib[0]:+.1f} MB | {lib[1]:+.1f} MB |"
     )
     beyond = [mem[n] - mem[f"{n} library"] for n in names]
     print(f"| idle channel beyond its library | {beyond[0]:+.1f} MB | {beyond[1]:+.1f} MB |")
