@@ -148,6 +148,51 @@ def test_a_lost_connection_is_noticed_and_the_bot_answers_after_it_comes_back(
     assert mm.connections >= 2
 
 
+def test_posts_made_while_the_bot_was_away_are_read_back_and_answered_once(
+    isolated_state: Path, mm: ScriptedMattermost, model: ScriptedModelServer
+) -> None:
+    _config(isolated_state, model, mm, allowFrom=[ANN], groups=[TOWN])
+    dm = mm.dm_channel(ANN)
+    mm.inject_post(dm, ANN, "before the bot ever ran", channel_type="D")
+    with _gateway() as gateway:
+        status = _connected(gateway)
+        mm.inject_post(dm, ANN, "first", channel_type="D")
+        mm.wait_for(lambda: mm.texts(dm) == ["first"])
+        mm.go_down()
+        wait_until(lambda: not status.connected, what="the disconnect noticed")
+        mm.inject_post(dm, ANN, "while the server was down", channel_type="D")
+        mm.inject_post(TOWN, ANN, "@nodbot and in town?")
+        mm.inject_post(TOWN, ANN, "not for the bot")
+        mm.come_back()
+        mm.wait_for(lambda: len(mm.texts(dm)) == 2 and mm.texts(TOWN), timeout=40)
+        wait_until(lambda: status.ignored == 1, what="the town post without a mention")
+    assert mm.connections == 2, "nothing was pushed later: it was read back"
+    mm.inject_post(dm, ANN, "while the gateway was stopped", channel_type="D")
+    with _gateway() as gateway:
+        status = _connected(gateway)
+        mm.wait_for(lambda: len(mm.texts(dm)) == 3)
+        mm.inject_post(dm, ANN, "live again", channel_type="D")
+        mm.wait_for(lambda: len(mm.texts(dm)) == 4)
+        assert status.ignored == 0, "the town post without a mention is not read again"
+    assert mm.texts(dm) == [
+        "first",
+        "while the server was down",
+        "while the gateway was stopped",
+        "live again",
+    ]
+    assert mm.texts(TOWN) == ["[ann] and in town?"]
+    assert sorted(model_user_texts(model)) == sorted(
+        [
+            "first",
+            "while the server was down",
+            "[ann] and in town?",
+            "while the gateway was stopped",
+            "live again",
+        ]
+    )
+    assert all(since > 0 for _, since in mm.reads_since)
+
+
 def test_a_forged_token_is_refused_and_said_so(
     isolated_state: Path, mm: ScriptedMattermost, model: ScriptedModelServer
 ) -> None:

@@ -99,7 +99,7 @@ def test_mattermost_posts_become_messages_and_the_bots_own_and_system_posts_do_n
         bot_username="nodbot",
     )
     assert found is not None
-    msg, where = found
+    msg, where, _created = found
     assert (msg.chat_id, msg.thread_id, msg.text, msg.mentioned, where) == (
         "c-town",
         "p0",

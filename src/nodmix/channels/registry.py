@@ -161,7 +161,8 @@ def _extra_adapter(
         if channel == "mattermost" and config.channels.mattermost is not None:
             from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
 
-            return MattermostAdapter(mattermost_settings(config.channels.mattermost, env))
+            settings_mm = mattermost_settings(config.channels.mattermost, env)
+            return MattermostAdapter(settings_mm, state_dir, tls)
     except ModuleNotFoundError as exc:
         if exc.name is not None and exc.name.startswith("nodmix"):
             raise

@@ -2,18 +2,22 @@
 
 Enough for the real `mattermostautodriver` client and the channel's WebSocket: `GET
 /users/me` and `/users/{id}`, `POST /posts`, `PUT /posts/{id}/patch`, `POST /channels/direct`,
-`POST /users/{id}/typing`, `POST /files` and `GET /files/{id}`; every request needs the bot's
-token (`401` otherwise, as the server answers an invalid session). The WebSocket takes the
-token in the `Authorization` header or an `authentication_challenge`, says `hello`, and sends
-the `posted` events tests inject (the bot's own posts too, as the server does)::
+`POST /users/{id}/typing`, `POST /files` and `GET /files/{id}`, and for reading back what a
+client missed `GET /users/{id}/channels` (with each channel's `last_post_at`) and `GET
+/channels/{id}/posts?since=`; every request needs the bot's token (`401` otherwise, as the
+server answers an invalid session). The WebSocket takes the token in the `Authorization`
+header or an `authentication_challenge`, says `hello`, and sends the `posted` events of the
+posts tests inject (the bot's own posts too, as the server does) to the sockets open at that
+moment: a post made while no socket is open is stored and served by REST, never pushed
+later::
 
     with ScriptedMattermost() as mm:  # channels.mattermost: {url: mm.url, token: mm.token}
         mm.add_user("u-ann", "ann")
         mm.inject_post(mm.dm_channel("u-ann"), "u-ann", "hello", channel_type="D")
         mm.wait_for(lambda: mm.texts(mm.dm_channel("u-ann")))
 
-`go_down()` closes the open sockets and refuses new connections (REST answers 503) until
-`come_back()`, as a server restart looks to a client.
+`go_down()` closes the sockets and refuses connections (REST: 503) until `come_back()`, as a
+client sees a server restart; posts injected meanwhile are stored (the client's link broke).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.mattermost_posts import file_info, member_channels, posts_since
 
 T = TypeVar("T")
 TEAM = "team0nodmix000000000000000"
@@ -59,6 +64,12 @@ class ScriptedMattermost(ThreadedServer):
         self.bot_username = "nodbot"
         self.users: dict[str, str] = {self.bot_id: self.bot_username}
         self.posts: list[dict[str, Any]] = []
+        """The bot's posts."""
+        self.stored: list[dict[str, Any]] = []
+        """Every post, in order (what REST serves)."""
+        self.channel_types: dict[str, str] = {}
+        """Channels the bot is a member of, and their type (`O`, `P`, `D`, `G`)."""
+        self.reads_since: list[tuple[str, int]] = []  # (channel id, ?since=) requests
         self.edits: list[dict[str, Any]] = []
         self.typing: list[str] = []
         self.files: dict[str, tuple[str, bytes]] = {}
@@ -70,7 +81,8 @@ class ScriptedMattermost(ThreadedServer):
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._changed: anyio.Event | None = None
-        self._outbox: list[dict[str, Any]] = []
+        self._outboxes: list[list[dict[str, Any]]] = []
+        """One per open, authenticated socket."""
         self._epoch = 0
 
     # ---- test API -------------------------------------------------------------------------
@@ -102,14 +114,14 @@ class ScriptedMattermost(ThreadedServer):
         root_id: str = "",
         file: tuple[str, bytes] | None = None,
     ) -> str:
-        """A user's post arrives as a `posted` event (mentions filled in as the server does);
-        its id."""
+        """A user's post: stored, and sent as a `posted` event to the open sockets (mentions
+        filled in as the server does); its id."""
         post = self._new_post(channel_id, user_id, message, root_id)
         if file is not None:
             file_id = self.new_id("f")
             self.files[file_id] = file
             post["file_ids"] = [file_id]
-            post["metadata"] = {"files": [_file_info(file_id, *file)]}
+            post["metadata"] = {"files": [file_info(file_id, *file)]}
         self._broadcast(post, channel_type)
         return str(post["id"])
 
@@ -165,6 +177,9 @@ class ScriptedMattermost(ThreadedServer):
         }
 
     def _broadcast(self, post: dict[str, Any], channel_type: str) -> None:
+        with self._lock:
+            self.stored.append(post)
+            self.channel_types.setdefault(post["channel_id"], channel_type)
         mentioned = [uid for uid, name in self.users.items() if f"@{name}" in post["message"]]
         data: dict[str, Any] = {
             "channel_type": channel_type,
@@ -177,7 +192,8 @@ class ScriptedMattermost(ThreadedServer):
             data["mentions"] = json.dumps(mentioned)
         event = {"event": "posted", "data": data, "broadcast": {"channel_id": post["channel_id"]}}
         with self._lock:
-            self._outbox.append(event)
+            for outbox in self._outboxes:
+                outbox.append(event)
         self._wake()
 
     def _wake(self) -> None:
@@ -207,23 +223,16 @@ class ScriptedMattermost(ThreadedServer):
             async with lock:
                 await ws.send_text(json.dumps(data))
 
+        outbox: list[dict[str, Any]] = []
+
         async def hello() -> None:
             with self._lock:
                 self.connections += 1
+                self._outboxes.append(outbox)  # events from now on reach this socket
             await send({"event": "hello", "data": {"server_version": "10.11.0"}, "seq": 0})
 
         async def pump() -> None:
-            while True:
-                if self._epoch != epoch:  # the server "restarts"
-                    await ws.close(code=1001)
-                    return
-                with self._lock:
-                    batch, self._outbox = self._outbox, []
-                    self._changed = anyio.Event()
-                    changed = self._changed
-                for event in batch:
-                    await send({**event, "seq": next(self._seq)})
-                await changed.wait()
+            await self._pump(ws, send, outbox, epoch)
 
         if authed:
             await hello()
@@ -241,7 +250,31 @@ class ScriptedMattermost(ThreadedServer):
             except (WebSocketDisconnect, _Refused):
                 pass
             finally:
+                with self._lock:
+                    if outbox in self._outboxes:
+                        self._outboxes.remove(outbox)
                 group.cancel_scope.cancel()
+
+    async def _pump(
+        self,
+        ws: WebSocket,
+        send: Callable[[dict[str, Any]], Any],
+        outbox: list[dict[str, Any]],
+        epoch: int,
+    ) -> None:
+        """Send the socket's events as they come, until the server "restarts"."""
+        while True:
+            if self._epoch != epoch:
+                await ws.close(code=1001)
+                return
+            with self._lock:
+                batch = outbox[:]
+                outbox.clear()
+                self._changed = anyio.Event()
+                changed = self._changed
+            for event in batch:
+                await send({**event, "seq": next(self._seq)})
+            await changed.wait()
 
     async def _challenge(self, ws: WebSocket, send: Callable[[dict[str, Any]], Any]) -> bool:
         """Read one request; True once an `authentication_challenge` carried the token.
@@ -291,6 +324,8 @@ class ScriptedMattermost(ThreadedServer):
         return await handler(request, parts)
 
     async def _users(self, request: Request, parts: list[str]) -> Response:
+        if request.method == "GET" and len(parts) == 3 and parts[2] == "channels":
+            return JSONResponse(self._member_channels())
         if request.method == "GET" and len(parts) == 2:
             user = self.bot_id if parts[1] == "me" else parts[1]
             if user not in self.users:
@@ -321,6 +356,7 @@ class ScriptedMattermost(ThreadedServer):
                 if not found:
                     return _error(404, "no post", "app.post.get.app_error")
                 found[0]["message"] = body.get("message", found[0]["message"])
+                found[0]["update_at"] = found[0]["edit_at"] = int(time.time() * 1000)
                 self.edits.append({"id": parts[1], "message": found[0]["message"]})
             return JSONResponse(found[0])
         return _error(404, "not scripted", "api.context.404.app_error")
@@ -328,8 +364,24 @@ class ScriptedMattermost(ThreadedServer):
     async def _channels(self, request: Request, parts: list[str]) -> Response:
         if request.method == "POST" and parts == ["channels", "direct"]:
             ids = await request.json()
-            return JSONResponse({"id": "__".join(sorted(ids)), "type": "D"}, status_code=201)
+            channel_id = "__".join(sorted(ids))
+            with self._lock:
+                self.channel_types.setdefault(channel_id, "D")
+            return JSONResponse({"id": channel_id, "type": "D"}, status_code=201)
+        if request.method == "GET" and len(parts) == 3 and parts[2] == "posts":
+            return self._posts_since(parts[1], request.query_params.get("since", ""))
         return _error(404, "not scripted", "api.context.404.app_error")
+
+    def _member_channels(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return member_channels(self.channel_types, self.stored, TEAM)
+
+    def _posts_since(self, channel_id: str, since: str) -> Response:
+        if not since.isdigit():
+            return _error(400, "only ?since= is scripted", "api.context.invalid_param.app_error")
+        with self._lock:
+            self.reads_since.append((channel_id, int(since)))
+            return JSONResponse(posts_since(self.stored, channel_id, int(since)))
 
     async def _files(self, request: Request, parts: list[str]) -> Response:
         if request.method == "POST" and parts == ["files"]:
@@ -340,14 +392,9 @@ class ScriptedMattermost(ThreadedServer):
                     continue
                 file_id = self.new_id("f")
                 self.files[file_id] = (value.filename or "file", await value.read())
-                infos.append(_file_info(file_id, *self.files[file_id]))
+                infos.append(file_info(file_id, *self.files[file_id]))
             return JSONResponse({"file_infos": infos}, status_code=201)
         stored = self.files.get(parts[1]) if len(parts) == 2 else None
         if stored is None:
             return _error(404, "no file", "app.file.get.app_error")
         return Response(stored[1], media_type="application/octet-stream")
-
-
-def _file_info(file_id: str, name: str, data: bytes) -> dict[str, Any]:
-    mime = "image/png" if name.endswith(".png") else "application/octet-stream"
-    return {"id": file_id, "name": name, "size": len(data), "mime_type": mime}

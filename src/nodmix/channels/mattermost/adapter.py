@@ -5,13 +5,15 @@ The WebSocket is the adapter's own (aiohttp, as the driver's is): the driver's s
 retries forever inside and only logs, so its caller can neither tell that the connection is
 down nor pace the retries. Here a token the server refuses, a socket that closes, or one whose
 pings go unanswered (`HEARTBEAT_SECONDS`) marks the channel disconnected, and it reconnects
-with backoff. Posts made while the socket was down are not read back.
+with backoff. Posts made while the socket was down are read back after each `hello`
+(`backlog.py`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from mattermostautodriver.exceptions import (
 
 from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
+from nodmix.channels.mattermost.backlog import Backlog
 from nodmix.channels.mattermost.mapping import DEFAULT_TEXT_LIMIT, posted_inbound
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
@@ -44,6 +47,7 @@ CONNECT_TIMEOUT_SECONDS = 30.0
 HEARTBEAT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 60.0
 KEPT = 1000
+SEEN_KEPT = 2000
 
 
 class TokenRefused(ConnectionError):
@@ -98,7 +102,7 @@ def mattermost_settings(section: MattermostConfig, env: Mapping[str, str]) -> Ma
 class MattermostAdapter:
     """A Mattermost bot account, as a `ChannelAdapter` (and a `MessageEditor`)."""
 
-    def __init__(self, settings: MattermostSettings, tls: Any = None) -> None:
+    def __init__(self, settings: MattermostSettings, state_dir: Path, tls: Any = None) -> None:
         self.settings = settings
         self.channel_id = settings.channel
         self.text_limit = settings.text_limit
@@ -120,6 +124,11 @@ class MattermostAdapter:
         """User id -> the bot's DM channel with them."""
         self._channels: dict[str, str] = {}
         """Chat ids already resolved to a channel id."""
+        self._names: dict[str, str] = {}
+        """User id -> username, for posts read back (events carry the name)."""
+        self._backlog = Backlog(state_dir, settings.channel)
+        self._seen: deque[str] = deque(maxlen=SEEN_KEPT)
+        """Post ids handled by this process (a post both live and read back is handled once)."""
 
     # ---- connection -----------------------------------------------------------------------
 
@@ -173,26 +182,55 @@ class MattermostAdapter:
         ):
             challenge = {"seq": 1, "action": "authentication_challenge", "data": {"token": s.token}}
             await ws.send_str(json.dumps(challenge))
-            async for frame in ws:
-                if frame.type != aiohttp.WSMsgType.TEXT:
-                    continue
-                try:
-                    event = json.loads(frame.data)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                if event.get("seq_reply") == 1 and event.get("status") == "FAIL":
-                    raise TokenRefused("the server refused the token on the WebSocket")
-                if event.get("event") == "hello":
-                    status.connected = True
-                    log.info("mattermost connected as %s", status.account)
-                    continue
-                await self._handle(event, sink, status)
+            try:
+                await self._receive(ws, sink, status)
+            finally:
+                self._backlog.save()
 
-    async def _handle(
-        self, event: dict[str, Any], sink: InboundSink, status: ChannelStatus
+    async def _receive(
+        self, ws: aiohttp.ClientWebSocketResponse, sink: InboundSink, status: ChannelStatus
     ) -> None:
+        async for frame in ws:
+            if frame.type != aiohttp.WSMsgType.TEXT:
+                continue
+            try:
+                event = json.loads(frame.data)
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            if event.get("seq_reply") == 1 and event.get("status") == "FAIL":
+                raise TokenRefused("the server refused the token on the WebSocket")
+            if event.get("event") == "hello":
+                status.connected = True
+                log.info("mattermost connected as %s", status.account)
+                await self._catch_up(sink, status)
+                self._backlog.alive(force=True)
+                continue
+            self._backlog.alive()
+            await self._handle(event, sink, status)
+
+    async def _catch_up(self, sink: InboundSink, status: ChannelStatus) -> None:
+        """Hand on the posts made while the socket was down, oldest first per channel."""
+        count = 0
+        async for kind, post in self._backlog.missed(self.api):
+            user = str(post.get("user_id", ""))
+            data = {"channel_type": kind, "post": post, "sender_name": await self._name(user)}
+            count += await self._handle({"event": "posted", "data": data}, sink, status)
+        if count:
+            log.info("mattermost: read back %d post(s) made while disconnected", count)
+
+    async def _name(self, user: str) -> str:
+        if user and user not in self._names:
+            try:
+                found = await self.api.users.get_user(user)
+            except MattermostError:
+                return ""
+            _remember(self._names, user, str(found.get("username") or ""))
+        return self._names.get(user, "")
+
+    async def _handle(self, event: dict[str, Any], sink: InboundSink, status: ChannelStatus) -> int:
+        """Hand on a `posted` event's post (once per process); 1 when it was one."""
         me = self._me
         found = posted_inbound(
             event,
@@ -201,8 +239,11 @@ class MattermostAdapter:
             bot_username=str(me.get("username", "")),
         )
         if found is None:
-            return
-        msg, channel_id = found
+            return 0
+        msg, channel_id, created = found
+        if msg.message_id in self._seen:
+            return 0
+        self._seen.append(msg.message_id)
         if msg.chat_type == "dm":
             _remember(self._dm, msg.chat_id, channel_id)
         try:
@@ -210,6 +251,8 @@ class MattermostAdapter:
         except Exception as exc:  # one bad message must not stop the channel
             status.error(f"handling message {msg.key}: {exc}")
             log.exception("mattermost: handling message %s failed", msg.key)
+        self._backlog.mark(channel_id, created)
+        return 1
 
     # ---- outbound -------------------------------------------------------------------------
 

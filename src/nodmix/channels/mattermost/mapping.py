@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from nodmix.channels.types import Attachment, InboundMessage
 
@@ -43,11 +43,21 @@ def strip_name(text: str, username: str) -> str:
     return re.sub(pattern, "", text, flags=re.IGNORECASE).strip()
 
 
+class Posted(NamedTuple):
+    """A post the channel layer handles."""
+
+    message: InboundMessage
+    channel_id: str
+    """The Mattermost channel it was posted in (for a DM: the DM channel)."""
+    created: int
+    """Its `create_at` (ms; 0 when the server sent none)."""
+
+
 def posted_inbound(
     event: dict[str, Any], *, channel: str, bot_id: str, bot_username: str
-) -> tuple[InboundMessage, str] | None:
-    """A `posted` event as `(message, the post's channel id)`, or None for posts the layer does
-    not handle (the bot's own, other bots', system messages, edits)."""
+) -> Posted | None:
+    """A `posted` event (or a post read back, wrapped as one), or None for posts the layer
+    does not handle (the bot's own, other bots', system messages, edits)."""
     if event.get("event") != "posted":
         return None
     data = event.get("data") or {}
@@ -86,7 +96,8 @@ def posted_inbound(
         mentioned=bool(mentioned),
         reply_to=str(root) if root else None,
     )
-    return message, str(where)
+    created = post.get("create_at")
+    return Posted(message, str(where), created if type(created) is int and created > 0 else 0)
 
 
 def _files(post: dict[str, Any]) -> tuple[Attachment, ...]:
