@@ -5,6 +5,7 @@ and a person on XMPP (slixmpp on a loop of its own thread) who talks to the bot.
 from __future__ import annotations
 
 import asyncio
+import io
 import shutil
 import socket
 import subprocess
@@ -20,16 +21,19 @@ PROSODY = "/usr/bin/prosody"
 PROSODYCTL = "/usr/bin/prosodyctl"
 DOMAIN = "localhost"
 MUC = "conference.localhost"
+UPLOAD = "upload.localhost"
+UPLOAD_LIMIT = 10 * 1024 * 1024
 
 
 class Prosody:
     """A Prosody process on 127.0.0.1:`port`; `stop()` and `start()` again keep the port and
     the accounts."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, upload: bool = False) -> None:
         assert shutil.which(PROSODY), "prosody is missing: run scripts/ensure-prosody.sh"
         self.workdir = workdir
         self.port = free_port()
+        self.http_port = free_port()
         self.config = workdir / "prosody.cfg.lua"
         (workdir / "data").mkdir(parents=True, exist_ok=True)
         (workdir / "certs").mkdir(exist_ok=True)
@@ -40,8 +44,14 @@ class Prosody:
             "run_as_root = true\n"
             'interfaces = { "127.0.0.1" }\n'
             f"c2s_ports = {{ {self.port} }}\n"
-            "c2s_direct_tls_ports = {}\ns2s_ports = {}\nhttp_ports = {}\nhttps_ports = {}\n"
-            'modules_enabled = { "roster", "saslauth", "disco", "ping", "offline" }\n'
+            "c2s_direct_tls_ports = {}\ns2s_ports = {}\nhttps_ports = {}\n"
+            + (
+                f'http_ports = {{ {self.http_port} }}\nhttp_interfaces = {{ "127.0.0.1" }}\n'
+                f'http_default_host = "{UPLOAD}"\n'
+                if upload
+                else "http_ports = {}\n"
+            )
+            + 'modules_enabled = { "roster", "saslauth", "disco", "ping", "offline" }\n'
             'modules_disabled = { "s2s" }\n'
             "c2s_require_encryption = false\n"
             'authentication = "internal_hashed"\n'
@@ -49,7 +59,14 @@ class Prosody:
             f'VirtualHost "{DOMAIN}"\n'
             f'Component "{MUC}" "muc"\n'
             "  restrict_room_creation = false\n"
-            "  muc_room_locking = false\n",
+            "  muc_room_locking = false\n"
+            + (
+                f'Component "{UPLOAD}" "http_file_share"\n'
+                f'  http_external_url = "http://127.0.0.1:{self.http_port}/"\n'
+                f"  http_file_share_size_limit = {UPLOAD_LIMIT}\n"
+                if upload
+                else ""
+            ),
             encoding="utf-8",
         )
         self.proc: subprocess.Popen[bytes] | None = None
@@ -118,7 +135,7 @@ class XmppPerson:
             )
             client.enable_starttls = client.enable_direct_tls = False
             client.enable_plaintext = True
-            for plugin in ("xep_0030", "xep_0045", "xep_0085", "xep_0308"):
+            for plugin in ("xep_0030", "xep_0045", "xep_0066", "xep_0085", "xep_0308", "xep_0363"):
                 client.register_plugin(plugin)
             started = asyncio.get_running_loop().create_future()
             client.add_event_handler("session_start", lambda _e: started.set_result(None))
@@ -146,6 +163,7 @@ class XmppPerson:
         entry = {
             "from": sender,
             "body": str(msg["body"]),
+            "oob": str(msg["oob"]["url"]),
             "id": str(msg["id"]),
             "replaces": str(msg["replace"]["id"]),
             "type": str(msg["type"]),
@@ -158,6 +176,24 @@ class XmppPerson:
             self.client.send_message(mto=to, mbody=text, mtype="groupchat" if room else "chat")
 
         self._loop.call_soon_threadsafe(send)
+
+    def send_file(self, to: str, name: str, data: bytes, *, room: bool = False) -> str:
+        """Share a file as clients do: upload it (XEP-0363), send its link as out-of-band
+        data (XEP-0066); the link."""
+        async def share() -> str:
+            upload = self.client.plugin["xep_0363"]
+            url = str(await upload.upload_file(name, size=len(data), input_file=io.BytesIO(data)))
+            msg = self.client.make_message(mto=to, mbody=url, mtype="groupchat" if room else "chat")
+            msg["oob"]["url"] = url
+            msg.send()
+            return url
+
+        return str(self._run(share()))
+
+    def links(self) -> list[str]:
+        """Out-of-band links received."""
+        with self._lock:
+            return [e["oob"] for e in self.received if e["oob"]]
 
     def join(self, room: str) -> None:
         muc = self.client.plugin["xep_0045"]

@@ -2,6 +2,10 @@
 rejoining its rooms; replies as `chat` or `groupchat` messages, streamed replies as XEP-0308
 corrections where the chat shows them.
 
+Files: links clients share (XEP-0066) are downloaded by the channel layer like any channel's
+attachments; files a reply carries are uploaded through the server's XEP-0363 service and sent
+as links (`files.py`).
+
 Direct messages sent while the bot was offline are kept by the server and delivered when it
 comes back (they carry a delay stamp and are answered as usual); room messages from that time
 are not replayed (a room's history is skipped on joining, so nothing is answered twice).
@@ -18,11 +22,13 @@ from typing import Any
 
 import anyio
 import slixmpp
+from slixmpp.plugins.xep_0363 import FileTooBig, FileUploadError, UploadServiceNotFound
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
 from nodmix.channels.xmpp.client import Event, LoginRefused, XmppClient
+from nodmix.channels.xmpp.files import download_link, upload
 from nodmix.channels.xmpp.mapping import bare
 from nodmix.config.channel_xmpp_mm import XmppConfig
 from nodmix.config.loader import resolve_secret
@@ -214,21 +220,39 @@ class XmppAdapter:
         if not self._running:
             own = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
             try:
-                return [self._send(own, message)]
+                return await self._send(own, message)
             finally:
                 await _disconnect(own)
-        return [self._send(await self._session(), message)]
+        return await self._send(await self._session(), message)
 
-    def _send(self, client: XmppClient, message: OutboundMessage) -> str:
-        text = message.text
+    async def _send(self, client: XmppClient, message: OutboundMessage) -> list[str]:
+        """The text, then one message per file: its uploaded link, marked as out-of-band data
+        so clients show the file (a note instead when the server has no upload service)."""
+        text, links = message.text, []
         for attachment in message.attachments:
             name = attachment.name or (attachment.path.name if attachment.path else "file")
-            text += f"\n(file {name} not sent: this channel carries text only)"
-        to = bare(message.chat_id)
+            data = attachment.data
+            if data is None and attachment.path is not None:
+                data = attachment.path.read_bytes()
+            if data is None:
+                continue
+            try:
+                links.append(await upload(client, name, data, attachment.mime_type))
+            except (FileUploadError, OSError, TimeoutError) as exc:
+                why = _upload_failure(exc)
+                log.warning("xmpp: cannot upload %s: %s", name, why)
+                text += f"\n(file {name} not sent: {why})"
+        ids = [self._stanza(client, message.chat_id, text)] if text.strip() else []
+        return ids + [self._stanza(client, message.chat_id, link, link=link) for link in links]
+
+    def _stanza(self, client: XmppClient, chat_id: str, text: str, link: str | None = None) -> str:
+        to = bare(chat_id)
         room = to in client.joined
         stanza: Any = client.make_message(mto=to, mbody=text, mtype="groupchat" if room else "chat")
         stanza_id = client.new_id()
         stanza["id"] = stanza_id
+        if link is not None:
+            stanza["oob"]["url"] = link
         if not room:
             stanza["chat_state"] = "active"
         stanza.send()
@@ -261,14 +285,27 @@ class XmppAdapter:
         stanza.send()
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
-        """This channel takes no files."""
-        raise ValueError("XMPP messages carry no attachments here")
+        """Fetch a shared link under the cap (only the account's own server may be a private
+        address)."""
+        s = self.settings
+        own = (s.jid.partition("@")[2].lower(), (s.server or "").lower())
+        return await download_link(ref, target, max_bytes=max_bytes, own_hosts=own)
 
     async def aclose(self) -> None:
         """Leave the server."""
         client, self._client = self._client, None
         if client is not None:
             await _disconnect(client)
+
+
+def _upload_failure(exc: BaseException) -> str:
+    if isinstance(exc, UploadServiceNotFound):
+        return "the XMPP server offers no HTTP File Upload (XEP-0363)"
+    if isinstance(exc, FileTooBig):
+        return "larger than the server's upload limit"
+    if isinstance(exc, TimeoutError):
+        return "the upload timed out"
+    return f"the upload failed: {exc}"
 
 
 def _close(client: XmppClient) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import slixmpp
 
 from nodmix.channels.types import InboundMessage
+from nodmix.channels.xmpp.files import oob_urls
 from nodmix.channels.xmpp.mapping import bare, chat_inbound, room_inbound
 
 log = logging.getLogger("nodmix.channels.xmpp")
@@ -64,8 +65,9 @@ class XmppClient(slixmpp.ClientXMPP):
         # Strangers may not see the bot's presence, nor add it to their roster unasked.
         self.roster.auto_authorize = False
         self.roster.auto_subscribe = False
-        for plugin in ("xep_0030", "xep_0045", "xep_0085", "xep_0203", "xep_0308"):
+        for plugin in ("xep_0030", "xep_0045", "xep_0066", "xep_0085", "xep_0203", "xep_0308"):
             self.register_plugin(plugin)
+        self.register_plugin("xep_0363")
         self.register_plugin(
             "xep_0199", {"keepalive": True, "interval": KEEPALIVE_SECONDS, "timeout": 20}
         )
@@ -126,6 +128,7 @@ class XmppClient(slixmpp.ClientXMPP):
             body=str(msg["body"]),
             stanza_id=str(msg["id"]),
             own_jid=str(self.boundjid),
+            links=oob_urls(msg),
         )
         if inbound is None:
             return
@@ -151,6 +154,7 @@ class XmppClient(slixmpp.ClientXMPP):
             body=str(msg["body"]),
             stanza_id=str(msg["id"]),
             real_jid=str(real) if real else None,
+            links=oob_urls(msg),
         )
         if inbound is not None:
             self._put(("message", inbound))

@@ -14,6 +14,7 @@ import re
 import time
 
 from nodmix.channels.types import InboundMessage
+from nodmix.channels.xmpp.files import link_attachment
 
 _NICK_CHARS = r"\w\-\[\]\\`^{}|.'"
 
@@ -37,19 +38,34 @@ def strip_address(text: str, nick: str) -> str:
     return text[match.end() :] if match else text
 
 
+def _text(body: str, links: tuple[str, ...]) -> str:
+    """The body without the shared links (a client sends a file's link as the body too)."""
+    text = body.strip()
+    for link in links:
+        text = text.replace(link, " ")
+    return text.strip()
+
+
 def message_id(stanza_id: str) -> str:
     """The stanza's id, or a fresh one when the sender's client set none."""
     return stanza_id or f"local-{time.time_ns()}"
 
 
 def chat_inbound(
-    *, channel: str, sender: str, body: str, stanza_id: str, own_jid: str
+    *,
+    channel: str,
+    sender: str,
+    body: str,
+    stanza_id: str,
+    own_jid: str,
+    links: tuple[str, ...] = (),
 ) -> InboundMessage | None:
-    """A `chat` (or `normal`) message from the full JID `sender`, or None for ones the layer
-    does not handle (empty bodies such as chat states, the bot's own messages)."""
-    text = body.strip()
+    """A `chat` (or `normal`) message from the full JID `sender` (with the files it shares
+    as `links`), or None for ones the layer does not handle (empty bodies such as chat
+    states, the bot's own messages)."""
+    text = _text(body, links)
     who = bare(sender)
-    if not text or not who or "@" not in who or who == bare(own_jid):
+    if not (text or links) or not who or "@" not in who or who == bare(own_jid):
         return None
     local = who.split("@", 1)[0]
     return InboundMessage(
@@ -61,6 +77,7 @@ def chat_inbound(
         sender_name=local,
         sender_mask=sender,
         text=text,
+        attachments=tuple(link_attachment(link) for link in links),
         mentioned=True,
     )
 
@@ -74,12 +91,13 @@ def room_inbound(
     body: str,
     stanza_id: str,
     real_jid: str | None,
+    links: tuple[str, ...] = (),
 ) -> InboundMessage | None:
     """A `groupchat` message in `room` from the occupant `nick` (whose real JID the room may
     show), or None for ones the layer does not handle (the room's own notices, the bot's own
     messages reflected back, empty bodies)."""
-    text = body.strip()
-    if not text or not nick or nick == own_nick:
+    text = _text(body, links)
+    if not (text or links) or not nick or nick == own_nick:
         return None
     room = bare(room)
     mentioned = mentions(text, own_nick)
@@ -95,5 +113,6 @@ def room_inbound(
         sender_name=nick,
         sender_mask=f"{room}/{nick}",
         text=text,
+        attachments=tuple(link_attachment(link) for link in links),
         mentioned=mentioned,
     )
