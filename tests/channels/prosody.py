@@ -8,6 +8,7 @@ import asyncio
 import io
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 from collections.abc import Callable
@@ -25,11 +26,29 @@ UPLOAD = "upload.localhost"
 UPLOAD_LIMIT = 10 * 1024 * 1024
 
 
+def self_signed(workdir: Path, name: str = "server") -> tuple[Path, Path]:
+    """A fresh self-signed certificate for `localhost` (and 127.0.0.1), and its key."""
+    cert, key = workdir / f"{name}.crt", workdir / f"{name}.key"
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", f"/CN={DOMAIN}"]
+        + ["-addext", f"subjectAltName=DNS:{DOMAIN},IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
 class Prosody:
     """A Prosody process on 127.0.0.1:`port`; `stop()` and `start()` again keep the port and
     the accounts."""
 
-    def __init__(self, workdir: Path, *, upload: bool = False) -> None:
+    def __init__(
+        self, workdir: Path, *, upload: bool = False, tls: tuple[Path, Path] | None = None
+    ) -> None:
+        """`tls`: (certificate, key) offered with STARTTLS (then required for logging in)."""
         assert shutil.which(PROSODY), "prosody is missing: run scripts/ensure-prosody.sh"
         self.workdir = workdir
         self.port = free_port()
@@ -37,6 +56,9 @@ class Prosody:
         self.config = workdir / "prosody.cfg.lua"
         (workdir / "data").mkdir(parents=True, exist_ok=True)
         (workdir / "certs").mkdir(exist_ok=True)
+        if tls is not None:  # found by the host's name in `certificates`
+            shutil.copyfile(tls[0], workdir / "certs" / f"{DOMAIN}.crt")
+            shutil.copyfile(tls[1], workdir / "certs" / f"{DOMAIN}.key")
         self.config.write_text(
             f'pidfile = "{workdir}/prosody.pid"\n'
             f'data_path = "{workdir}/data"\n'
@@ -51,10 +73,11 @@ class Prosody:
                 if upload
                 else "http_ports = {}\n"
             )
-            + 'modules_enabled = { "roster", "saslauth", "disco", "ping", "offline" }\n'
-            'modules_disabled = { "s2s" }\n'
-            "c2s_require_encryption = false\n"
-            'authentication = "internal_hashed"\n'
+            + 'modules_enabled = { "roster", "saslauth", "disco", "ping", "offline"'
+            + (', "tls" }\n' if tls else " }\n")
+            + 'modules_disabled = { "s2s" }\n'
+            f"c2s_require_encryption = {'true' if tls else 'false'}\n"
+            + 'authentication = "internal_hashed"\n'
             f'log = {{ warn = "{workdir}/prosody.log" }}\n'
             f'VirtualHost "{DOMAIN}"\n'
             f'Component "{MUC}" "muc"\n'
@@ -116,7 +139,10 @@ class XmppPerson:
     """Someone with an XMPP client: sends direct and room messages and records what arrives
     (bodies, and which earlier message a correction replaces)."""
 
-    def __init__(self, server: Prosody, user: str, password: str = "pw") -> None:
+    def __init__(
+        self, server: Prosody, user: str, password: str = "pw", *, ca_file: Path | None = None
+    ) -> None:
+        """`ca_file`: log in over STARTTLS, trusting this certificate."""
         import slixmpp
 
         self.jid = server.register(user, password)
@@ -133,8 +159,11 @@ class XmppPerson:
                 password,
                 plugin_config={"feature_mechanisms": {"unencrypted_scram": True}},
             )
-            client.enable_starttls = client.enable_direct_tls = False
-            client.enable_plaintext = True
+            client.enable_direct_tls = False
+            client.enable_starttls = ca_file is not None
+            client.enable_plaintext = ca_file is None
+            if ca_file is not None:
+                client.ssl_context = ssl.create_default_context(cafile=str(ca_file))
             for plugin in ("xep_0030", "xep_0045", "xep_0066", "xep_0085", "xep_0308", "xep_0363"):
                 client.register_plugin(plugin)
             started = asyncio.get_running_loop().create_future()
@@ -180,6 +209,7 @@ class XmppPerson:
     def send_file(self, to: str, name: str, data: bytes, *, room: bool = False) -> str:
         """Share a file as clients do: upload it (XEP-0363), send its link as out-of-band
         data (XEP-0066); the link."""
+
         async def share() -> str:
             upload = self.client.plugin["xep_0363"]
             url = str(await upload.upload_file(name, size=len(data), input_file=io.BytesIO(data)))

@@ -23,6 +23,10 @@ class XmppConfig(ChannelDefaults, frozen=True, kw_only=True):
     tls: Literal["starttls", "direct", "off"] = "starttls"
     """`starttls` (default: required, the certificate checked), `direct` (TLS from the first
     byte, XEP-0368) or `off` (plain text: only for a server on this machine)."""
+    ca_file: str | None = None
+    """A PEM file of certificates to trust for this server besides the system's CAs (its
+    self-signed certificate, or a private CA's): for a server whose certificate no public CA
+    signed. Read at start; `~` is expanded."""
     rooms: list[str] = []
     """MUC rooms to join (`room@conference.example.org`); they are the channel's groups."""
     nick: str | None = None

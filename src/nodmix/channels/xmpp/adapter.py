@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from slixmpp.plugins.xep_0363 import FileTooBig, FileUploadError, UploadServiceN
 from nodmix.channels.base import InboundSink
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
-from nodmix.channels.xmpp.client import Event, LoginRefused, XmppClient
+from nodmix.channels.xmpp.client import CertificateRefused, Event, LoginRefused, XmppClient
 from nodmix.channels.xmpp.files import download_link, upload
 from nodmix.channels.xmpp.mapping import bare
 from nodmix.config.channel_xmpp_mm import XmppConfig
@@ -60,6 +61,7 @@ class XmppSettings:
     tls: str = "starttls"
     rooms: tuple[str, ...] = ()
     nick: str = "nodmix"
+    ca_file: Path | None = None
     text_limit: int = DEFAULT_TEXT_LIMIT
     channel: str = "xmpp"
 
@@ -83,6 +85,15 @@ def xmpp_settings(section: XmppConfig, env: Mapping[str, str]) -> XmppSettings:
             "no password: set channels.xmpp.password or XMPP_PASSWORD",
             key="channels.xmpp.password",
         )
+    ca_file = None
+    if section.ca_file:
+        ca_file = Path(section.ca_file).expanduser()
+        try:
+            ssl.create_default_context(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"cannot read {ca_file} as PEM certificates: {exc}", key="channels.xmpp.caFile"
+            ) from None
     port = section.port
     if port is None and section.server:
         port = 5223 if section.tls == "direct" else 5222
@@ -94,6 +105,7 @@ def xmpp_settings(section: XmppConfig, env: Mapping[str, str]) -> XmppSettings:
         tls=section.tls,
         rooms=tuple(bare(r) for r in section.rooms),
         nick=section.nick or local,
+        ca_file=ca_file,
         text_limit=section.text_limit or DEFAULT_TEXT_LIMIT,
     )
 
@@ -106,13 +118,14 @@ class XmppAdapter:
         self.channel_id = settings.channel
         self.text_limit = settings.text_limit
         self._tls = tls
+        self._own_context: ssl.SSLContext | None = None
         self._client: XmppClient | None = None
         self._online = asyncio.Event()
         self._running = False
 
     async def _connect(self, events: asyncio.Queue[Event], *, join: bool = True) -> XmppClient:
         s = self.settings
-        context = self._tls.context() if self._tls is not None and s.tls != "off" else None
+        context = self._context()
         client = XmppClient(
             s.jid,
             s.password,
@@ -134,6 +147,18 @@ class XmppAdapter:
             _close(client)
             raise
         return client
+
+    def _context(self) -> ssl.SSLContext | None:
+        """The gateway's shared verifying context, or one that also trusts `caFile`."""
+        s = self.settings
+        if s.tls == "off":
+            return None
+        if s.ca_file is not None:
+            if self._own_context is None:
+                self._own_context = ssl.create_default_context()
+                self._own_context.load_verify_locations(cafile=str(s.ca_file))
+            return self._own_context
+        return self._tls.context() if self._tls is not None else None
 
     async def check(self) -> str:
         """Log in (joining no room) and leave."""
@@ -163,7 +188,13 @@ class XmppAdapter:
                 client = await self._connect(events)
             except (OSError, TimeoutError, slixmpp.xmlstream.xmlstream.NotConnectedError) as exc:
                 status.connected = False
-                kind = "login refused" if isinstance(exc, LoginRefused) else "connection"
+                kind = (
+                    "login refused"
+                    if isinstance(exc, LoginRefused)
+                    else "certificate refused"
+                    if isinstance(exc, CertificateRefused)
+                    else "connection"
+                )
                 status.error(f"{kind}: {exc or type(exc).__name__}")
                 log.warning("xmpp %s: %s (retrying in %gs)", kind, exc, backoff)
                 await anyio.sleep(backoff)

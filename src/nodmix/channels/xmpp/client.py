@@ -31,6 +31,19 @@ class LoginRefused(ConnectionError):
     """The server refused the JID and password."""
 
 
+class CertificateRefused(ConnectionError):
+    """The server's TLS certificate is not trusted (or TLS was required and not offered)."""
+
+
+def certificate_refused(error: BaseException) -> CertificateRefused:
+    """One readable line for a failed certificate check."""
+    detail = getattr(error, "verify_message", None) or getattr(error, "reason", None) or error
+    return CertificateRefused(
+        f"the server's TLS certificate is not trusted ({detail}); if it is your own "
+        "server's, set channels.xmpp.caFile to the certificate (or its CA) in PEM"
+    )
+
+
 class XmppClient(slixmpp.ClientXMPP):
     """The bot's XMPP session; `ready` resolves at session start (or with the error)."""
 
@@ -73,6 +86,7 @@ class XmppClient(slixmpp.ClientXMPP):
         )
         self.add_event_handler("session_start", self._started)
         self.add_event_handler("failed_auth", self._refused)
+        self.add_event_handler("ssl_invalid_chain", self._untrusted)
         self.add_event_handler("connection_failed", self._failed)
         self.add_event_handler("disconnected", self._lost)
         self.add_event_handler("message", self._chat)
@@ -99,14 +113,31 @@ class XmppClient(slixmpp.ClientXMPP):
         self._settle(None)
 
     def _refused(self, _event: Any) -> None:
-        self._settle(LoginRefused("the server refused the JID and password"))
+        if self.enable_starttls and "starttls" not in self.features:
+            self._settle(
+                CertificateRefused(
+                    'the server did not offer STARTTLS, and tls is "starttls": nothing was '
+                    'sent in plain text (use tls: "direct" if it takes TLS on its own port)'
+                )
+            )
+        else:
+            self._settle(LoginRefused("the server refused the JID and password"))
+        self.abort()
+
+    def _untrusted(self, error: Any) -> None:
+        self._settle(certificate_refused(error))
         self.abort()
 
     def _failed(self, error: Any) -> None:
-        self._settle(ConnectionError(str(error) or "connection failed"))
+        if isinstance(error, ssl.SSLCertVerificationError):
+            self._settle(certificate_refused(error))
+        else:
+            self._settle(ConnectionError(str(error) or "connection failed"))
         self.cancel_connection_attempt()
 
     def _lost(self, reason: Any) -> None:
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            self._settle(certificate_refused(reason))
         self._settle(ConnectionError(f"disconnected: {reason or 'stream closed'}"))
         self._put(("lost", None))
 
