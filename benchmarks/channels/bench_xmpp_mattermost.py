@@ -1,5 +1,5 @@
-"""XMPP and Mattermost channels: inbound latency to the model request, and the memory an idle
-gateway pays for each beyond its library.
+"""XMPP and Mattermost channels: inbound latency to the model request (their idle memory is
+in the channel memory table, `benchmarks.channels.bench_memory`).
 
     python -m benchmarks.channels.bench_xmpp_mattermost
 
@@ -9,16 +9,11 @@ against the scripted Mattermost server (an injected `posted` event over its WebS
 model is the scripted model server. Measured from the send (or the injection) to the model
 request arriving, one clock: the network hop, the library's parsing, access control, the
 fsync'ed pending file, the session lane and the turn's set-up.
-Memory: `nodmix gateway` subprocesses with no channel and with each channel, left idle after
-connecting (`benchmarks.channels.bench_memory.measure`); the library's share is the VmRSS a
-Python process that already imported the gateway gains by importing the channel's adapter.
 """
 
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +24,6 @@ from typing import Any
 from tests.channels.prosody import Prosody, XmppPerson
 from tests.support.config import write_json_config
 
-from benchmarks.channels.bench_memory import measure
 from benchmarks.report import cpu_calibration_ms
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.messages import UserMessage
@@ -38,7 +32,6 @@ from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 
 MESSAGES = 40
 OPEN = {"allowFrom": ["*"], "dmPolicy": "open", "typing": False}
@@ -108,57 +101,11 @@ def latency(root: Path) -> dict[str, list[float]]:
     return out
 
 
-def _import_mb(module: str) -> float:
-    """VmRSS (MB) a bare Python gains by importing `module` (median of 3 processes)."""
-    code = (
-        "import sys;from tests.support.process import rss_kb;import os\n"
-        "import nodmix.gateway, nodmix.channels.manager, nodmix.channels.registry\n"
-        "before=rss_kb(os.getpid())\n"
-        f"import {module}\n"
-        "print((rss_kb(os.getpid())-before)/1024)"
-    )
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, check=True, text=True
-            ).stdout
-        )
-        for _ in range(3)
-    ]
-    return statistics.median(runs)
-
-
-def memory(root: Path) -> dict[str, float]:
-    prosody = Prosody(root / "prosody-mem")
-    prosody.register("nodbot", "pw")
-    prosody.start()
-    try:
-        with ScriptedModelServer(echo) as model, ScriptedMattermost() as mm:
-            base = measure(root, model.base_url, {})
-            xmpp = {"jid": "nodbot@localhost", "password": "pw", "server": "127.0.0.1"}
-            with_xmpp = measure(
-                root, model.base_url, {"xmpp": {**xmpp, "port": prosody.port, "tls": "off"}}
-            )
-            with_mm = measure(
-                root, model.base_url, {"mattermost": {"url": mm.url, "token": mm.token}}
-            )
-    finally:
-        prosody.stop()
-    return {
-        "none": base,
-        "XMPP": with_xmpp - base,
-        "Mattermost": with_mm - base,
-        "XMPP library": _import_mb("nodmix.channels.xmpp.adapter"),
-        "Mattermost library": _import_mb("nodmix.channels.mattermost.adapter"),
-    }
-
-
 def main() -> None:
     calibration = cpu_calibration_ms()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         results = latency(root)
-        mem = memory(root)
     names = ("XMPP", "Mattermost")
     print("| measurement | XMPP (real Prosody) | Mattermost (scripted server) |")
     print("|---|---|---|")
@@ -168,15 +115,6 @@ def main() -> None:
         p90 = values[int(len(values) * 0.9)]
         cells.append(f"{statistics.median(values):.1f} ms (p90 {p90:.1f} ms)")
     print(f"| inbound message → model request, median of {MESSAGES} | {' | '.join(cells)} |")
-    print(f"| gateway VmRSS without channels | {mem['none']:.1f} MB | |")
-    print(f"| + the channel, idle | {mem['XMPP']:+.1f} MB | {mem['Mattermost']:+.1f} MB |")
-    lib = [mem[f"{n} library"] for n in names]
-    print(
-        "| of which the library (importing the adapter after the gateway) "
-        f"| {lib[0]:+.1f} MB | {lib[1]:+.1f} MB |"
-    )
-    beyond = [mem[n] - mem[f"{n} library"] for n in names]
-    print(f"| idle channel beyond its library | {beyond[0]:+.1f} MB | {beyond[1]:+.1f} MB |")
     print(f"| CPU calibration | {calibration:.0f} ms | |")
 
 

@@ -106,7 +106,8 @@ class MattermostAdapter:
         self.settings = settings
         self.channel_id = settings.channel
         self.text_limit = settings.text_limit
-        self._tls = tls.context() if tls is not None and settings.scheme == "https" else None
+        # the gateway's shared context, also for http: httpx builds one per client otherwise
+        self._tls = tls.context() if tls is not None else None
         self.api: Any = AsyncTypedDriver(
             {
                 "scheme": settings.scheme,
@@ -177,7 +178,7 @@ class MattermostAdapter:
                 url,
                 headers=headers,
                 heartbeat=HEARTBEAT_SECONDS,
-                ssl=self._tls if self._tls is not None else True,
+                ssl=self._tls if self._tls is not None and s.scheme == "https" else True,
             ) as ws,
         ):
             challenge = {"seq": 1, "action": "authentication_challenge", "data": {"token": s.token}}

@@ -149,10 +149,11 @@ class XmppAdapter:
         return client
 
     def _context(self) -> ssl.SSLContext | None:
-        """The gateway's shared verifying context, or one that also trusts `caFile`."""
+        """The gateway's shared verifying context, or one that also trusts `caFile` (built
+        once per adapter)."""
         s = self.settings
-        if s.tls == "off":
-            return None
+        if s.tls == "off":  # never used; saves slixmpp loading the CA bundle per client
+            return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         if s.ca_file is not None:
             if self._own_context is None:
                 self._own_context = ssl.create_default_context()
