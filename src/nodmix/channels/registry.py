@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.pairing import PairingStore
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
+from nodmix.extras import require
 
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
@@ -102,7 +103,10 @@ def create_adapter(
 
     Raises:
         ConfigError: the channel is not configured or its credentials are missing.
+        MissingExtraError: the channel's platform library (its extra) is not installed.
     """
+    if channel_section(config, channel) is not None:
+        require(channel)
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 
@@ -134,41 +138,14 @@ def create_adapter(
         from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
-    if channel in ("xmpp", "mattermost"):
-        return _extra_adapter(channel, config, env, state_dir, tls)
+    if channel == "xmpp" and config.channels.xmpp is not None:
+        from nodmix.channels.xmpp.adapter import XmppAdapter, xmpp_settings
+
+        return XmppAdapter(xmpp_settings(config.channels.xmpp, env), state_dir, tls)
+    if channel == "mattermost" and config.channels.mattermost is not None:
+        from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
+
+        server = mattermost_settings(config.channels.mattermost, env)
+        return MattermostAdapter(server, state_dir, tls)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
-
-
-def _extra_adapter(
-    channel: str,
-    config: NodmixConfig,
-    env: Mapping[str, str],
-    state_dir: Path,
-    tls: ClientTls | None,
-) -> ChannelAdapter:
-    """The adapters whose library is an optional extra (`nodmix[xmpp]`, ...).
-
-    Raises:
-        ConfigError: the channel is not configured, or its library is not installed.
-    """
-    try:
-        if channel == "xmpp" and config.channels.xmpp is not None:
-            from nodmix.channels.xmpp.adapter import XmppAdapter, xmpp_settings
-
-            settings = xmpp_settings(config.channels.xmpp, env)
-            return XmppAdapter(settings, state_dir, tls)
-        if channel == "mattermost" and config.channels.mattermost is not None:
-            from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
-
-            settings_mm = mattermost_settings(config.channels.mattermost, env)
-            return MattermostAdapter(settings_mm, state_dir, tls)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.startswith("nodmix"):
-            raise
-        raise ConfigError(
-            f"the {channel} channel needs its library ({exc.name}): "
-            f"pip install 'nodmix[{channel}]'",
-            key=f"channels.{channel}",
-        ) from None
-    raise ConfigError(f"channel {channel!r} is not configured", key=f"channels.{channel}")

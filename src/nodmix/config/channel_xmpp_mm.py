@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 
 
 class XmppConfig(ChannelDefaults, frozen=True, kw_only=True):

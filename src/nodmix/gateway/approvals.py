@@ -1,5 +1,5 @@
-"""Approval requests over the WebSocket (`approval` events to every client, the
-`approvals.list` / `approvals.resolve` methods) and the exec rules of `/tools/invoke`.
+"""Approval requests over the WebSocket (the `approvals.list` / `approvals.resolve` methods;
+`approval_fanout.py` sends the `approval` events) and the exec rules of `/tools/invoke`.
 
 Every connected client (the web page, scripts) hears each batch of requests and each answer as
 `{"type": "event", "event": "approval", "payload": {"kind": "approval_requested", "batchId",
@@ -14,50 +14,15 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from nodmix.events import RunEvent
 from nodmix.gateway.errors import APIError, bad_request
-from nodmix.gateway.wire import event_json
-from nodmix.security.approvals import ANSWERS, ApprovalBroker
+from nodmix.security.approvals import ANSWERS
 from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle
 from nodmix.tools import Tool
 
 if TYPE_CHECKING:
-    from nodmix.gateway.app import Gateway
+    from nodmix.gateway.state import Gateway
     from nodmix.gateway.ws import Connection
     from nodmix.runtime import Runtime
-
-
-class ApprovalFanout:
-    """The open WebSocket connections, told about every approval request and answer."""
-
-    def __init__(self, broker: ApprovalBroker) -> None:
-        self.broker = broker
-        self.connections: set[Connection] = set()
-
-    def __call__(self, event: RunEvent) -> None:
-        """A broker listener: forward the event to every connection."""
-        payload = event_json(event)
-        for conn in list(self.connections):
-            conn.event("approval", payload)
-
-    def start(self) -> None:
-        """Start listening to the broker."""
-        if self not in self.broker.listeners:
-            self.broker.listeners.append(self)
-
-    def stop(self) -> None:
-        """Stop listening."""
-        if self in self.broker.listeners:
-            self.broker.listeners.remove(self)
-
-    async def stop_on_exit(self) -> None:
-        """A task of the gateway's group: stop listening when the gateway stops serving."""
-        try:
-            await anyio.sleep_forever()
-        finally:
-            self.stop()
 
 
 async def approvals_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:

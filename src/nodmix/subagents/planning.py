@@ -10,6 +10,7 @@ import msgspec
 
 from nodmix.errors import NodmixError, ToolError
 from nodmix.origin import is_owner_turn
+from nodmix.subagents.confinement import check_confinement
 from nodmix.subagents.host import SubagentHost
 from nodmix.subagents.records import SubagentRun, child_key_for, new_run_id
 from nodmix.subagents.settings import SubagentSettings
@@ -87,6 +88,11 @@ def plan_run(
             "a conversation that does not speak for the owner spawns subagents of its "
             f"own agent only ({ctx.agent_id!r})"
         )
+    if not mine.may_reach(ctx.agent_id, target):
+        raise SpawnRefused(
+            f"agent {ctx.agent_id!r} may not spawn subagents of agent {target!r}: add it to "
+            f"agents.list[].subagents.allowAgents (or agents.defaults.subagents.allowAgents)"
+        )
     if request.model and not owner:
         raise SpawnRefused(
             "a conversation that does not speak for the owner cannot choose a subagent's "
@@ -94,6 +100,13 @@ def plan_run(
         )
     own = settings(target)
     agent = host.agent(target)
+    if target != ctx.agent_id:
+        try:
+            check_confinement(
+                host.agent(ctx.agent_id), ctx, agent, child_key_for(target, "0" * 16), "spawn"
+            )
+        except ToolError as exc:
+            raise SpawnRefused(str(exc)) from None
     model = request.model or own.model
     try:
         host.model_refs(agent, model)
