@@ -31,6 +31,8 @@ KNOWN_CHANNELS = (
     "slack",
     "msteams",
     "googlechat",
+    "xmpp",
+    "mattermost",
 )
 ENDPOINT_CHANNELS = ("msteams", "googlechat")
 """Channels whose platform posts every message to the gateway's own port."""
@@ -58,7 +60,8 @@ def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     """The channel's effective access rules."""
     section = channel_section(config, channel) or ChannelDefaults()
     rules = resolve_rules(section, config.channels.defaults)
-    joined = getattr(section, "channels", None)  # IRC: the rooms it joins are its groups
+    # IRC, XMPP: the rooms it joins are its groups
+    joined = getattr(section, "channels", None) or getattr(section, "rooms", None)
     if joined and section.groups is None and config.channels.defaults.groups is None:
         rules = dataclasses.replace(rules, groups=frozenset(str(c).lower() for c in joined))
     return rules
@@ -147,6 +150,15 @@ def create_adapter(
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
     if channel in ENDPOINT_CHANNELS and getattr(config.channels, channel, None) is not None:
         return _endpoint_adapter(channel, config, env, state_dir)
+    if channel == "xmpp" and config.channels.xmpp is not None:
+        from nodmix.channels.xmpp.adapter import XmppAdapter, xmpp_settings
+
+        return XmppAdapter(xmpp_settings(config.channels.xmpp, env), state_dir, tls)
+    if channel == "mattermost" and config.channels.mattermost is not None:
+        from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
+
+        server = mattermost_settings(config.channels.mattermost, env)
+        return MattermostAdapter(server, state_dir, tls)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
 

@@ -48,7 +48,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         try:
             account = anyio.run(probe)
         except TimeoutError:
-            where = "homeserver" if channel == "matrix" else "apiBaseUrl"
+            where = _ADDRESS_KEY.get(channel, "apiBaseUrl")
             findings.append((name, "error", "no answer within 15 s", f"check {where}"))
         except Exception as exc:
             fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
@@ -58,6 +58,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
     return findings
 
 
+_ADDRESS_KEY = {"matrix": "homeserver", "xmpp": "server and port", "mattermost": "url"}
 _CREDENTIAL_FIX = {
     "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
     "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
@@ -68,4 +69,6 @@ _CREDENTIAL_FIX = {
     "msteams": "check channels.msteams.appId, appPassword (MSTEAMS_APP_PASSWORD) and tenantId",
     "googlechat": "check the service account key (channels.googlechat.serviceAccountFile or "
     "credentials) and that the Chat API is enabled for its project",
+    "xmpp": "check channels.xmpp jid, password (XMPP_PASSWORD), server, port and tls",
+    "mattermost": "check channels.mattermost.url and the bot token (MATTERMOST_TOKEN)",
 }

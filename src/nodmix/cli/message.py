@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds = p.add_subparsers(dest="message_command", metavar="ACTION", required=True)
     q = cmds.add_parser("send", parents=[parent], help="send text (and files) to a chat")
     q.add_argument(
-        "--channel", required=True, help="channel id (telegram, slack, msteams, googlechat, ...)"
+        "--channel",
+        required=True,
+        help="channel id (telegram, slack, msteams, googlechat, xmpp, mattermost, ...)",
     )
     q.add_argument("--to", required=True, help="chat id")
     q.add_argument("--file", action="append", default=[], help="a file to attach (repeatable)")

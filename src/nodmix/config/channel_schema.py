@@ -17,6 +17,7 @@ from nodmix.config.channel_base import (
     TelegramWebhook,
 )
 from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig
+from nodmix.config.channel_xmpp_mm import MattermostConfig, XmppConfig
 
 
 class TelegramConfig(ChannelDefaults, frozen=True):
@@ -160,6 +161,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     slack: SlackConfig | None = None
     msteams: MsTeamsConfig | None = None
     googlechat: GoogleChatConfig | None = None
+    xmpp: XmppConfig | None = None
+    mattermost: MattermostConfig | None = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -206,7 +209,7 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("telegram", channels.telegram))
     if channels.matrix is not None:
         sections.append(("matrix", channels.matrix))
-    for extra in ("irc", "email", "msteams", "googlechat"):
+    for extra in ("irc", "email", "msteams", "googlechat", "xmpp", "mattermost"):
         extra_section = getattr(channels, extra, None)
         if extra_section is not None:
             sections.append((extra, extra_section))
