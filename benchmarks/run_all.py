@@ -184,6 +184,13 @@ BENCHMARKS = (
         "more channels",
     ),
     Benchmark(
+        "channels-teams-gchat",
+        "Channels: Microsoft Teams and Google Chat through their scripted services",
+        "benchmarks.channels.bench_teams_gchat",
+        (),
+        "six more channels",
+    ),
+    Benchmark(
         "web",
         "Web search and the browser",
         "benchmarks.web.bench_web",

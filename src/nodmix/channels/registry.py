@@ -31,11 +31,17 @@ KNOWN_CHANNELS = (
     "slack",
     "whatsapp",
     "signal",
+    "msteams",
+    "googlechat",
+    "xmpp",
+    "mattermost",
 )
 CORE_CHANNELS = frozenset({"signal"})
 """Channels that need no extra (Signal: JSON-RPC over the core's HTTP client and anyio)."""
 VERIFIED_BY_GET = frozenset({"whatsapp"})
 """Channels whose platform checks the webhook URL with a `GET` (served next to the `POST`)."""
+ENDPOINT_CHANNELS = ("msteams", "googlechat")
+"""Channels whose platform posts every message to the gateway's own port."""
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -60,7 +66,8 @@ def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     """The channel's effective access rules."""
     section = channel_section(config, channel) or ChannelDefaults()
     rules = resolve_rules(section, config.channels.defaults)
-    joined = getattr(section, "channels", None)  # IRC: the rooms it joins are its groups
+    # IRC, XMPP: the rooms it joins are its groups
+    joined = getattr(section, "channels", None) or getattr(section, "rooms", None)
     if joined and section.groups is None and config.channels.defaults.groups is None:
         rules = dataclasses.replace(rules, groups=frozenset(str(c).lower() for c in joined))
     return rules
@@ -80,6 +87,12 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
         from nodmix.config.channel_phone import whatsapp_path
 
         paths[whatsapp_path(whatsapp)] = "whatsapp"
+    for channel in ENDPOINT_CHANNELS:
+        section = getattr(config.channels, channel, None)
+        if section is not None and section.enabled:
+            from nodmix.config.channel_teams_chat import endpoint_path
+
+            paths[endpoint_path(channel, section)] = channel
     return paths
 
 
@@ -159,5 +172,30 @@ def create_adapter(
         cap = max_attachment_bytes(config, "signal")
         signal = signal_settings(config.channels.signal, max_attachment_bytes=cap)
         return SignalAdapter(signal, state_dir)
+    if channel in ENDPOINT_CHANNELS and getattr(config.channels, channel, None) is not None:
+        return _endpoint_adapter(channel, config, env, state_dir)
+    if channel == "xmpp" and config.channels.xmpp is not None:
+        from nodmix.channels.xmpp.adapter import XmppAdapter, xmpp_settings
+
+        return XmppAdapter(xmpp_settings(config.channels.xmpp, env), state_dir, tls)
+    if channel == "mattermost" and config.channels.mattermost is not None:
+        from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
+
+        server = mattermost_settings(config.channels.mattermost, env)
+        return MattermostAdapter(server, state_dir, tls)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
+
+
+def _endpoint_adapter(
+    channel: str, config: NodmixConfig, env: Mapping[str, str], state_dir: Path
+) -> ChannelAdapter:
+    """The Teams or Google Chat adapter (their libraries are an extra, `require`d above)."""
+    if channel == "msteams" and config.channels.msteams is not None:
+        from nodmix.channels.msteams.adapter import MsTeamsAdapter, msteams_settings
+
+        return MsTeamsAdapter(msteams_settings(config.channels.msteams, env), state_dir)
+    assert config.channels.googlechat is not None
+    from nodmix.channels.googlechat.adapter import GoogleChatAdapter, googlechat_settings
+
+    return GoogleChatAdapter(googlechat_settings(config.channels.googlechat, env), state_dir)

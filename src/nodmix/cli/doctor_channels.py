@@ -54,8 +54,11 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         try:
             account = anyio.run(probe)
         except TimeoutError:
-            where = _WHERE.get(channel, "check apiBaseUrl")
-            findings.append((name, "error", "no answer within 15 s", where))
+            if channel == "signal":
+                fix = SIGNAL_FIX
+            else:
+                fix = f"check {_ADDRESS_KEY.get(channel, 'apiBaseUrl')}"
+            findings.append((name, "error", "no answer within 15 s", fix))
         except Exception as exc:
             fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
             findings.append((name, "error", f"credentials refused or unreachable: {exc}", fix))
@@ -64,7 +67,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
     return findings
 
 
-_WHERE = {"matrix": "check homeserver", "signal": SIGNAL_FIX}
+_ADDRESS_KEY = {"matrix": "homeserver", "xmpp": "server and port", "mattermost": "url"}
 _CREDENTIAL_FIX = {
     "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
     "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
@@ -75,4 +78,9 @@ _CREDENTIAL_FIX = {
     "whatsapp": "check channels.whatsapp.phoneNumberId and the permanent access token "
     "(accessToken / WHATSAPP_ACCESS_TOKEN); docs/channels/whatsapp.md shows where Meta lists them",
     "signal": SIGNAL_FIX,
+    "msteams": "check channels.msteams.appId, appPassword (MSTEAMS_APP_PASSWORD) and tenantId",
+    "googlechat": "check the service account key (channels.googlechat.serviceAccountFile or "
+    "credentials) and that the Chat API is enabled for its project",
+    "xmpp": "check channels.xmpp jid, password (XMPP_PASSWORD), server, port and tls",
+    "mattermost": "check channels.mattermost.url and the bot token (MATTERMOST_TOKEN)",
 }

@@ -132,16 +132,17 @@ def check_signal(section: SignalConfig, *, file: str | None) -> None:
         )
     if section.http_url is not None:
         _check_http_url(section.http_url, file=file, key=f"{key}.httpUrl")
-    for i, entry in enumerate(section.allow_from or []):
-        text = str(entry)
-        if text != "*" and not _UUID.fullmatch(text):
-            raise ConfigError(
-                f"{text!r}: Signal senders are named by their account id (ACI, a UUID such as "
-                "3f2a...-...), which stays the same when a number changes hands; a sender "
-                "who writes is shown with theirs in `nodmix pairing list`",
-                file=file,
-                key=f"{key}.allowFrom[{i}]",
-            )
+    for list_key, entries in (("allowFrom", section.allow_from), ("ownerIds", section.owner_ids)):
+        for i, entry in enumerate(entries or []):
+            text = str(entry)
+            if text != "*" and not _UUID.fullmatch(text):
+                raise ConfigError(
+                    f"{text!r}: Signal senders are named by their account id (ACI, a UUID such "
+                    "as 3f2a...-...), which stays the same when a number changes hands; a "
+                    "sender who writes is shown with theirs in `nodmix pairing list`",
+                    file=file,
+                    key=f"{key}.{list_key}[{i}]",
+                )
 
 
 def _check_http_url(url: str, *, file: str | None, key: str) -> None:

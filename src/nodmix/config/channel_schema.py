@@ -23,6 +23,7 @@ from nodmix.config.channel_phone import (
     check_signal,
     check_whatsapp,
 )
+from nodmix.config.channel_xmpp_mm import MattermostConfig, XmppConfig
 
 
 class TelegramConfig(ChannelDefaults, frozen=True):
@@ -108,6 +109,52 @@ class SlackConfig(ChannelDefaults, frozen=True):
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 
 
+class MsTeamsConfig(ChannelDefaults, frozen=True, kw_only=True):
+    """`channels.msteams`: a Microsoft Teams bot (Azure Bot registration, Bot Framework)."""
+
+    enabled: bool = True
+    app_id: str | None = None
+    """The bot's Microsoft App ID (a GUID); `MSTEAMS_APP_ID` when unset."""
+    app_password: str | None = None
+    """The app's client secret, a literal or `${ENV_VAR}`; `MSTEAMS_APP_PASSWORD` when unset."""
+    tenant_id: str | None = None
+    """Single-tenant bot: its directory (tenant) id. Tokens come from that tenant, and
+    activities from any other tenant are refused. Unset: a multi-tenant bot."""
+    path: str | None = None
+    """The path the gateway serves the messaging endpoint on (default
+    `/channels/msteams/messages`)."""
+    open_id_metadata_url: str | None = None
+    """Where the Bot Framework's signing keys are listed (default
+    `https://login.botframework.com/v1/.well-known/openidconfiguration`)."""
+    token_url: str | None = None
+    """OAuth 2.0 token endpoint for the bot's own token (default
+    `https://login.microsoftonline.com/<tenantId or botframework.com>/oauth2/v2.0/token`)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
+class GoogleChatConfig(ChannelDefaults, frozen=True, kw_only=True):
+    """`channels.googlechat`: a Google Chat app (HTTP endpoint, Chat REST API)."""
+
+    enabled: bool = True
+    service_account_file: str | None = None
+    """Path of the app's service-account key file (JSON)."""
+    credentials: str | None = None
+    """The key file's JSON itself, a literal or `${ENV_VAR}` (instead of the file)."""
+    audience: str
+    """What Google Chat signs its requests for: the Cloud project number (`Authentication
+    Audience: Project Number`) or the endpoint's HTTPS URL (`HTTP endpoint URL`)."""
+    path: str | None = None
+    """The path the gateway serves the endpoint on (default `/channels/googlechat/events`)."""
+    certs_url: str | None = None
+    """Where the request tokens' signing certificates are (default: Google's, chosen by the
+    kind of `audience`)."""
+    api_base_url: str | None = None
+    """Chat REST API base (default `https://chat.googleapis.com`)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
 class ChannelsConfig(ChannelSection, frozen=True):
     """`channels`."""
 
@@ -120,6 +167,10 @@ class ChannelsConfig(ChannelSection, frozen=True):
     slack: SlackConfig | None = None
     whatsapp: WhatsAppConfig | None = None
     signal: SignalConfig | None = None
+    msteams: MsTeamsConfig | None = None
+    googlechat: GoogleChatConfig | None = None
+    xmpp: XmppConfig | None = None
+    mattermost: MattermostConfig | None = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -146,6 +197,23 @@ class BindingConfig(ChannelSection, frozen=True):
     match: BindingMatch
 
 
+CHANNEL_SECTIONS = (
+    "telegram",
+    "matrix",
+    "irc",
+    "email",
+    "msteams",
+    "googlechat",
+    "xmpp",
+    "mattermost",
+    "discord",
+    "slack",
+    "whatsapp",
+    "signal",
+)
+"""The `channels.<id>` sections that hold access rules (every channel's)."""
+
+
 def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     """Cross-field rules: `dmPolicy: open` needs `"*"` in `allowFrom`.
 
@@ -155,24 +223,25 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     from nodmix.errors import ConfigError
 
     defaults = channels.defaults
+    if defaults.owner_ids is not None:
+        raise ConfigError(
+            "the owner's ids differ per platform: set ownerIds in each channel's section",
+            file=file,
+            key="channels.defaults.ownerIds",
+        )
     sections: list[tuple[str, ChannelDefaults]] = [("defaults", defaults)]
-    if channels.telegram is not None:
-        sections.append(("telegram", channels.telegram))
-    if channels.matrix is not None:
-        sections.append(("matrix", channels.matrix))
-    for extra in ("irc", "email"):
-        extra_section = getattr(channels, extra, None)
-        if extra_section is not None:
-            sections.append((extra, extra_section))
-    if channels.discord is not None:
-        sections.append(("discord", channels.discord))
-    if channels.slack is not None:
-        sections.append(("slack", channels.slack))
-    for phone in ("whatsapp", "signal"):
-        phone_section = getattr(channels, phone, None)
-        if phone_section is not None:
-            sections.append((phone, phone_section))
+    for name in CHANNEL_SECTIONS:
+        section_of: ChannelDefaults | None = getattr(channels, name, None)
+        if section_of is not None:
+            sections.append((name, section_of))
     for name, section in sections:
+        if "*" in [str(o) for o in section.owner_ids or []]:
+            raise ConfigError(
+                "ownerIds names the owner's own sender ids; a wildcard would make everyone "
+                "the owner",
+                file=file,
+                key=f"channels.{name}.ownerIds",
+            )
         policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
         allow = section.allow_from if section.allow_from is not None else defaults.allow_from
         if policy == "open" and "*" not in [str(a) for a in allow or []]:
