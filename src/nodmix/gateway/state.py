@@ -21,6 +21,7 @@ from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.approval_fanout import ApprovalFanout
 from nodmix.gateway.errors import classify, not_found
+from nodmix.gateway.media_writes import InboxClaims
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
 from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
@@ -46,6 +47,7 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
+        self.inbox_claims = InboxClaims()
         self.approvals = ApprovalFanout(runtime.security.broker)
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
@@ -177,16 +179,18 @@ class Gateway:
         note: str | None,
         history: list[Any],
         note_type: str,
-    ) -> None:
-        """Record a client's earlier conversation, but only into a session with no messages."""
+    ) -> bool:
+        """Record a client's earlier conversation, but only into a session with no messages;
+        whether it was recorded."""
         async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
             session = self.runtime.open_session(agent, session_key)
             if any(_is_conversation(entry) for entry in session.entries):
-                return
+                return False
             if note:
                 session.transcript.append_custom_message(note_type, note, display=False)
             for message in history:
                 session.append_message(message)
+            return True
 
     # ---- health -------------------------------------------------------------------------------
 
