@@ -469,6 +469,10 @@ class GatewayConfig(Section, frozen=True):
     """How long an idle keep-alive connection stays open between requests. 5 s."""
     max_connections: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Open connections (HTTP and WebSocket) at most; more are refused with 503. 1000."""
+    max_concurrent_uploads: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """`POST /media/upload` bodies received at once; one more gets 503. 8."""
+    max_uploads_per_client: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Uploads received at once from one client address; one more gets 429. 4."""
 
 
 class NodmixConfig(Section, frozen=True):
