@@ -22,6 +22,7 @@ from tests.support.config import scripted_config
 pytestmark = pytest.mark.integration
 
 TOO_BIG = "word " * 40_000  # ~50,000 tokens; the configured model holds 32,000
+WITH_TOOLS_TOO_BIG = "word " * 24_800  # ~31,000 tokens: fits alone, not with the tools
 
 
 def _data_url(data: bytes) -> str:
@@ -46,16 +47,21 @@ def _inbox(state: Path) -> list[str]:
     return sorted(p.name for p in inbox.iterdir()) if inbox.exists() else []
 
 
+@pytest.mark.parametrize("text", [TOO_BIG, WITH_TOOLS_TOO_BIG], ids=["text", "with-tools"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_completion_too_long_for_the_window_leaves_no_image_behind(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path, stream: bool
+    client: openai.OpenAI,
+    model_server: ScriptedModelServer,
+    isolated_state: Path,
+    stream: bool,
+    text: str,
 ) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
             model="nodmix",
             stream=stream,
             messages=[
-                {"role": "user", "content": [{"type": "text", "text": TOO_BIG}, _picture(400)]},
+                {"role": "user", "content": [{"type": "text", "text": text}, _picture(400)]},
             ],
         )
     assert "context window" in str(refused.value)
@@ -63,19 +69,30 @@ def test_a_completion_too_long_for_the_window_leaves_no_image_behind(
     assert _inbox(isolated_state) == []
 
 
-def test_a_refused_prompt_keeps_only_the_images_of_the_history_its_session_recorded(
+def _history_and(text: str) -> list[Any]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "old"}, _picture(350)]},
+        {"role": "assistant", "content": "an old picture"},
+        {"role": "user", "content": [{"type": "text", "text": text}, _picture(400)]},
+    ]
+
+
+def test_a_prompt_too_long_by_itself_is_refused_before_any_history_is_seeded(
     client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
-    old: Any = {"role": "user", "content": [{"type": "text", "text": "old"}, _picture(350)]}
+    with pytest.raises(openai.BadRequestError, match="context window"):
+        client.chat.completions.create(model="nodmix", user="album", messages=_history_and(TOO_BIG))
+    assert _inbox(isolated_state) == []
+    sessions = isolated_state / "agents" / "main" / "sessions"
+    assert not list(sessions.glob("*.jsonl")), "no session was seeded"
+
+
+def test_a_refusal_after_seeding_keeps_only_the_images_the_recorded_history_names(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+) -> None:
     with pytest.raises(openai.BadRequestError, match="context window"):
         client.chat.completions.create(
-            model="nodmix",
-            user="album",
-            messages=[
-                old,
-                {"role": "assistant", "content": "an old picture"},
-                {"role": "user", "content": [{"type": "text", "text": TOO_BIG}, _picture(400)]},
-            ],
+            model="nodmix", user="album", messages=_history_and(WITH_TOOLS_TOO_BIG)
         )
     (kept,) = _inbox(isolated_state)
     transcripts = (isolated_state / "agents" / "main" / "sessions").glob("*.jsonl")
@@ -86,12 +103,11 @@ def test_a_response_too_long_for_the_window_leaves_no_image_behind(
     client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
     image = {"type": "input_image", "image_url": _data_url(photo(420, 300)), "detail": "auto"}
-    with pytest.raises(openai.BadRequestError, match="context window"):
-        client.responses.create(
-            model="nodmix",
-            input=[{"role": "user", "content": [{"type": "input_text", "text": TOO_BIG}, image]}],
-        )
-    assert _inbox(isolated_state) == []
+    for text in (TOO_BIG, WITH_TOOLS_TOO_BIG):
+        content = [{"type": "input_text", "text": text}, image]
+        with pytest.raises(openai.BadRequestError, match="context window"):
+            client.responses.create(model="nodmix", input=[{"role": "user", "content": content}])
+        assert _inbox(isolated_state) == []
 
 
 def test_an_unusable_image_after_a_good_one_leaves_neither_behind(

@@ -9,6 +9,10 @@ the request ends in a refusal: the prompt's files always, the seeded history's u
 session recorded that history (then its transcript refers to them). `InboxClaims` counts the
 requests using each file, so a concurrent request that reuses the same content-named file
 keeps it.
+
+`refuse_oversized` comes first: a message whose text alone cannot fit the model's window is
+refused before any file is saved or any history seeded (the turn checks again with its tool
+definitions, and the cleanup above covers what that later refusal leaves).
 """
 
 from __future__ import annotations
@@ -21,11 +25,29 @@ from types import TracebackType
 
 import anyio
 
-from nodmix.errors import PromptTooLargeError, WorkspaceEscapeError
+from nodmix.agents import AgentProfile
+from nodmix.errors import NodmixError, PromptTooLargeError, WorkspaceEscapeError
 from nodmix.gateway.errors import APIError
+from nodmix.loop.window import ensure_prompt_fits
 from nodmix.media.files import remove_saved
+from nodmix.messages import user_message
+from nodmix.runtime import Runtime
 
 log = logging.getLogger("nodmix.gateway")
+
+
+def refuse_oversized(runtime: Runtime, agent: AgentProfile, model: str | None, text: str) -> None:
+    """Refuse a prompt whose text alone is larger than the model's window.
+
+    Raises:
+        PromptTooLargeError: it is (the turn would refuse it too, after the files were saved).
+    """
+    try:
+        ref = runtime.model_refs(agent, model)[0]
+        window = runtime.compaction.settings(agent, ref).context_window
+    except NodmixError:
+        return  # an unknown model: the turn reports it
+    ensure_prompt_fits(user_message(text), context_window=window, tools=(), model=ref)
 
 
 class InboxClaims:

@@ -29,7 +29,7 @@ from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choic
 from nodmix.gateway.errors import APIError, bad_request, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
 from nodmix.gateway.media_parts import save_media, seeded_history
-from nodmix.gateway.media_writes import MediaWrites, removed_if_refused
+from nodmix.gateway.media_writes import MediaWrites, refuse_oversized, removed_if_refused
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_mapping import (
     SYSTEM_NOTE_TYPE,
@@ -83,6 +83,8 @@ async def chat_completions(request: Request) -> Response:
     key = gateway.session_key(agent, named or fresh_session_name())
     prompt = prompt_parts(chat)
     note, parts = seed(chat) if results is None else (None, [])
+    if results is None:
+        refuse_oversized(gateway.runtime, agent, model, prompt.text)
     writes = MediaWrites(agent.workspace, gateway.inbox_claims)
     async with removed_if_refused(writes):
         files = await save_media(gateway, agent, prompt.media, writes) if results is None else []

@@ -28,7 +28,7 @@ from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choic
 from nodmix.gateway.errors import APIError, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
 from nodmix.gateway.media_parts import save_media, seeded_history
-from nodmix.gateway.media_writes import MediaWrites, removed_if_refused
+from nodmix.gateway.media_writes import MediaWrites, refuse_oversized, removed_if_refused
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_api import (
     SESSION_HEADER,
@@ -69,6 +69,8 @@ async def create_response(request: Request) -> Response:
     key = gateway.session_key(agent, named or fresh_session_name())
     client = ClientTurn(tools=tools, tool_choice=choice, results=turn.results)
     response = ResponseObject(body)
+    if turn.results is None:
+        refuse_oversized(gateway.runtime, agent, model, turn.prompt)
     writes = MediaWrites(agent.workspace, gateway.inbox_claims)
     async with removed_if_refused(writes):
         files = await save_media(gateway, agent, turn.media, writes)
