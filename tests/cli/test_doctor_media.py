@@ -124,6 +124,8 @@ def test_each_voice_problem_is_one_error_line_with_a_fix(
     assert stt_finding["level"] == "error" and stt_says in stt_finding["detail"]
     assert tts_finding["level"] == "error" and tts_says in tts_finding["detail"]
     assert stt_finding["fix"] and tts_finding["fix"]
+    if stt == "nosuch":
+        assert "one of models.providers" in stt_finding["fix"]
 
     assert main(["doctor"]) == 1
     lines = capsys.readouterr().out.splitlines()

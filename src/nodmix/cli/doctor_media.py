@@ -94,7 +94,8 @@ def _provider(name: str, config: Any, provider_id: str, key: str, offline: bool)
     try:
         definition = router.definition(provider_id)
     except NodmixError as exc:
-        return (name, "error", f"{key}.provider: {exc}", f"name a provider defined in {key}")
+        fix = f"set {key}.provider to one of models.providers, or define {provider_id!r} there"
+        return (name, "error", f"{key}.provider: {exc}", fix)
     if definition.api != OPENAI_API:
         return (
             name,
