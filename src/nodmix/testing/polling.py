@@ -12,8 +12,14 @@ T = TypeVar("T")
 POLL_SECONDS = 0.02
 
 
-def poll_until(check: Callable[[], T], timeout: float, recent: Callable[[], str]) -> T:
-    """`check()`'s first truthy value.
+def poll_until(
+    check: Callable[[], T],
+    timeout: float,
+    recent: Callable[[], str],
+    *,
+    interval: float = POLL_SECONDS,
+) -> T:
+    """`check()`'s first truthy value, asked every `interval` seconds.
 
     Raises:
         TimeoutError: none within `timeout` seconds (the message ends with `recent()`).
@@ -25,4 +31,4 @@ def poll_until(check: Callable[[], T], timeout: float, recent: Callable[[], str]
             return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"condition not met within {timeout}s; {recent()}")
-        time.sleep(POLL_SECONDS)
+        time.sleep(interval)
