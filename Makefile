@@ -44,6 +44,10 @@ bubblewrap:
 daemons:
 	scripts/ensure-mail-irc-daemons.sh
 
+# The PostgreSQL state backend is tested against a real server: Debian's postgresql.
+postgres:
+	scripts/ensure-postgres.sh
+
 # `nodmix onboard` is tested in a real terminal: Debian's tmux.
 terminal:
 	scripts/ensure-tmux.sh

@@ -149,11 +149,19 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _repair_store(args: argparse.Namespace) -> int:
     from nodmix.cli.sessions import manager
+    from nodmix.errors import SessionError
     from nodmix.sessions.rebuild import repair_store
+    from nodmix.sessions.store import SessionStore
 
     sessions = manager(read_only=False)
     agent = args.agent or sessions.default_agent_id
-    report = repair_store(sessions.store(agent), agent)
+    store = sessions.store(agent)
+    if not isinstance(store, SessionStore):
+        raise SessionError(
+            f"the {sessions.backend.kind} state backend keeps the session index in the database,"
+            " changed in transactions: there is no store file to repair"
+        )
+    report = repair_store(store, agent)
     if report.quarantined is not None:
         print(f"moved the corrupt session store to {report.quarantined}")
     if report.kept and report.quarantined is not None:

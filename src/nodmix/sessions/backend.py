@@ -1,0 +1,167 @@
+"""Where sessions live: the seam between `SessionManager` and its storage.
+
+`SessionManager` keeps the cache of open sessions, the in-process turn locks and the usage
+batching; a `SessionBackend` does the storage: each agent's session index, creating and loading
+transcripts, the turn lock shared with other processes, and counting messages for listings.
+
+`FileSessions` is the default and what Nodmix always did (`sessions.json` plus journal,
+`<sessionId>.jsonl` transcripts, `flock`ed lock files). A database backend
+(`nodmix.state.postgres.sessions`) keeps the same guarantees for several replicas: an index
+changed under a lock, transcripts appended in order with a linear `parentId` chain, one turn at
+a time per session across every process.
+
+A backend's transcripts are `Transcript` objects (a database one overrides how entries are
+read and appended), so the loop, compaction and the gateway never know which backend runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Protocol
+
+from nodmix.config.paths import sessions_dir
+from nodmix.sessions.descriptors import DescriptorPool
+from nodmix.sessions.entries import Entry
+from nodmix.sessions.index import SessionIndex
+from nodmix.sessions.keys import SessionKey, is_agent_id
+from nodmix.sessions.session import Session
+from nodmix.sessions.store import STORE_FILE_NAME, SessionStore
+from nodmix.sessions.store_entry import SessionEntry
+from nodmix.sessions.transcript import count_messages
+from nodmix.sessions.turn_lock import Waiting, hold_file_lock, lock_path, remove_lock_file
+
+EntryMaker = Callable[[SessionEntry | None, str, str], SessionEntry]
+"""`(old entry, new session id, new file name) -> new entry` for a reset or a successor."""
+
+
+class SessionOpening(Protocol):
+    """Creates and loads the transcripts of sessions (`opening.SessionOpener` on files)."""
+
+    def path(self, key: SessionKey, file_name: str) -> Path:
+        """The transcript path (or name) of an index entry's `sessionFile`."""
+        ...
+
+    def create(self, key: SessionKey, store: SessionIndex, workspace: Path | None) -> Session:
+        """A new session under `key` (or the one another process created meanwhile)."""
+        ...
+
+    def load(
+        self,
+        key: SessionKey,
+        store: SessionIndex,
+        entry: SessionEntry,
+        *,
+        create: bool,
+        workspace: Path | None,
+    ) -> Session:
+        """The session of an existing entry, its transcript read in."""
+        ...
+
+    def swap(
+        self,
+        key: SessionKey,
+        store: SessionIndex,
+        make_entry: EntryMaker,
+        *,
+        workspace: Path | None,
+        successor: bool,
+        seed: Sequence[Entry] = (),
+    ) -> Session:
+        """Point `key` at a new transcript holding `seed`, complete before the index names it."""
+        ...
+
+
+class SessionBackend(Protocol):
+    """The storage of every agent's sessions under one state directory."""
+
+    kind: str
+    """`files` or the database's name."""
+
+    def index(self, agent_id: str, *, durable: bool) -> SessionIndex:
+        """The session index of one agent (`durable=False`: never sync, for tests)."""
+        ...
+
+    def agent_ids(self) -> list[str]:
+        """Agents that have a session index, sorted."""
+        ...
+
+    def opening(
+        self, *, workspace: Path, read_only: bool, descriptors: DescriptorPool
+    ) -> SessionOpening:
+        """What creates and loads transcripts for a manager."""
+        ...
+
+    def hold(
+        self, key: SessionKey, *, timeout: float, on_wait: Waiting | None
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the session's turn lock across processes for the block.
+
+        Raises:
+            SessionError: another process held it for `timeout` seconds.
+        """
+        ...
+
+    def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
+        """Top-level messages of the entry's transcript (for listings)."""
+        ...
+
+    def archived(self, agent_id: str, gone: Mapping[str, SessionEntry]) -> None:
+        """Keys whose index entries were just removed: release what belongs to them."""
+        ...
+
+
+class FileSessions:
+    """Sessions as files under the state directory (the default backend)."""
+
+    kind = "files"
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+
+    def index(self, agent_id: str, *, durable: bool) -> SessionStore:
+        """`agents/<agentId>/sessions/sessions.json` and its journal."""
+        return SessionStore.for_agent(self.state_dir, agent_id, durable=durable)
+
+    def agent_ids(self) -> list[str]:
+        """Agents with a `sessions.json` (or its journal); stray directories are skipped."""
+        root = self.state_dir / "agents"
+        if not root.is_dir():
+            return []
+        return sorted(
+            p.name
+            for p in root.iterdir()
+            if is_agent_id(p.name)
+            and any(
+                (p / "sessions" / name).is_file()
+                for name in (STORE_FILE_NAME, f"{STORE_FILE_NAME}.journal")
+            )
+        )
+
+    def opening(
+        self, *, workspace: Path, read_only: bool, descriptors: DescriptorPool
+    ) -> SessionOpening:
+        """A `SessionOpener` on the state directory."""
+        from nodmix.sessions.opening import SessionOpener
+
+        return SessionOpener(
+            self.state_dir, workspace=workspace, read_only=read_only, descriptors=descriptors
+        )
+
+    def hold(
+        self, key: SessionKey, *, timeout: float, on_wait: Waiting | None
+    ) -> AbstractAsyncContextManager[None]:
+        """The session's `flock`ed lock file (see `turn_lock.py`)."""
+        path = lock_path(sessions_dir(self.state_dir, key.agent_id), str(key))
+        return hold_file_lock(path, str(key), timeout=timeout, on_wait=on_wait)
+
+    def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
+        """Counted from the file without building entries."""
+        return count_messages(path)
+
+    def archived(self, agent_id: str, gone: Mapping[str, SessionEntry]) -> None:
+        """Remove the lock files (left alone while another process holds one)."""
+        directory = sessions_dir(self.state_dir, agent_id)
+        for key in gone:
+            remove_lock_file(lock_path(directory, key))
