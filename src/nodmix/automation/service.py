@@ -4,9 +4,9 @@ webhooks share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # the loops run only in the gateway: `agent --local` need not
     from nodmix.automation.runner import JobRunner, RunLimits, SessionPoster, TurnStarter
     from nodmix.automation.scheduler import Scheduler
     from nodmix.channels.types import OutboundMessage
+
+
+Singleton = Callable[[str, Callable[[], Awaitable[None]]], Coroutine[Any, Any, None]]
+"""Runs a loop on one replica of a deployment at a time (`state.coordination`)."""
 
 
 class Channels(OutboundRules, Protocol):
@@ -88,8 +92,13 @@ class Automation:
         default_agent: Callable[[], str],
         workspace: Callable[[str], Path],
         clock: Clock | None = None,
+        singleton: Singleton | None = None,
     ) -> None:
-        """Run the scheduler and the heartbeat until cancelled (the gateway's lifespan)."""
+        """Run the scheduler and the heartbeat until cancelled (the gateway's lifespan).
+
+        With several gateway replicas `singleton(name, body)` runs each on one replica at a
+        time (`cron`, `heartbeat`); alone, they just run.
+        """
         from nodmix.automation.heartbeat import Heartbeat
         from nodmix.automation.scheduler import Scheduler
 
@@ -108,8 +117,12 @@ class Automation:
         self.runner, self.scheduler = runner, scheduler
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(scheduler.run)
-                group.start_soon(heartbeat.run)
+                if singleton is None:
+                    group.start_soon(scheduler.run)
+                    group.start_soon(heartbeat.run)
+                else:
+                    group.start_soon(singleton, "cron", scheduler.run)
+                    group.start_soon(singleton, "heartbeat", heartbeat.run)
         finally:
             self.runner = self.scheduler = None
             with anyio.CancelScope(shield=True):

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
-from nodmix.gateway.approvals import ApprovalFanout
+from nodmix.gateway.approvals import APPROVAL_ANSWER, ApprovalFanout, answer_forwarded
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.automation import serve_automation
 from nodmix.gateway.channel_turns import GatewayTurns, channel_webhook_routes
@@ -61,7 +61,7 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
-        self.approvals = ApprovalFanout(runtime.security.broker)
+        self.approvals = ApprovalFanout(runtime.security.broker, self.event)
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
         pointers = runtime.state_dir / "gateway"
@@ -86,20 +86,34 @@ class Gateway:
             self._group = group
             self.approvals.start()
             group.start_soon(self.approvals.stop_on_exit)
+            coordination = self.runtime.state.coordination
+            stop_listening = coordination.listen(self._deliver)
+            group.start_soon(coordination.serve)
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             group.start_soon(self.runtime.channels.run, GatewayTurns(self))
             group.start_soon(serve_automation, self)
-            group.start_soon(
-                serve_subagents, self.runtime.subagents, lambda: self.approvals.connections
-            )
+            group.start_soon(serve_subagents, self.runtime.subagents, lambda: (self,))
             async with self.runs.running(self.settings.grace_seconds):
                 try:
                     yield self
                 finally:
                     self.runtime.retire()  # turns cancelled by the shutdown keep their runs
             self._group = None
+            stop_listening()
             group.cancel_scope.cancel()
+
+    def event(self, name: str, payload: Any) -> None:
+        """Tell every WebSocket client, of this replica and of the others (with the
+        postgres state backend), about `name` (`session`, `approval`)."""
+        self.runtime.state.coordination.publish(f"ws.{name}", payload)
+
+    def _deliver(self, topic: str, payload: dict[str, Any]) -> None:
+        if topic.startswith("ws."):
+            for conn in list(self.approvals.connections):
+                conn.event(topic[3:], payload)
+        elif topic == APPROVAL_ANSWER:
+            answer_forwarded(self.runtime, payload)
 
     def busy_sessions(self) -> set[str]:
         """Sessions with a turn running: a run of the gateway's, or a subagent's."""

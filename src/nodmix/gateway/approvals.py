@@ -11,7 +11,7 @@ that connects later asks `approvals.list`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,18 +29,22 @@ if TYPE_CHECKING:
     from nodmix.runtime import Runtime
 
 
-class ApprovalFanout:
-    """The open WebSocket connections, told about every approval request and answer."""
+APPROVAL_ANSWER = "approval.answer"
+"""The event that carries an answer to the replica whose turn asked (postgres backend)."""
 
-    def __init__(self, broker: ApprovalBroker) -> None:
+
+class ApprovalFanout:
+    """The open WebSocket connections, told about every approval request and answer (of
+    every replica: `Gateway.event`)."""
+
+    def __init__(self, broker: ApprovalBroker, publish: Callable[[str, Any], None]) -> None:
         self.broker = broker
         self.connections: set[Connection] = set()
+        self._publish = publish
 
     def __call__(self, event: RunEvent) -> None:
         """A broker listener: forward the event to every connection."""
-        payload = event_json(event)
-        for conn in list(self.connections):
-            conn.event("approval", payload)
+        self._publish("approval", event_json(event))
 
     def start(self) -> None:
         """Start listening to the broker."""
@@ -79,6 +83,12 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
         raise bad_request(f"params.decision must be one of {', '.join(ANSWERS)}", param="decision")
     broker = conn.gateway.runtime.security.broker
     req = broker.get(request_id)
+    if req is None and conn.gateway.runtime.state.kind != "files":
+        # Asked by a turn on another replica: that replica answers it (if it is still asked).
+        conn.gateway.runtime.state.coordination.publish(
+            APPROVAL_ANSWER, {"id": request_id, "decision": decision}
+        )
+        return {"id": request_id, "decision": decision, "forwarded": True}
     if req is None or not broker.resolve(request_id, decision, by="websocket"):
         raise APIError(
             status=404,
@@ -86,6 +96,16 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
             code="unknown_approval",
         )
     return {"id": request_id, "decision": decision, "command": req.command}
+
+
+def answer_forwarded(runtime: Runtime, payload: dict[str, Any]) -> None:
+    """An answer given on another replica to a request this replica's turn asked."""
+    request_id, decision = payload.get("id"), payload.get("decision")
+    for answer in ANSWERS:
+        if isinstance(request_id, str) and decision == answer:
+            broker = runtime.security.broker
+            if broker.get(request_id) is not None:
+                broker.resolve(request_id, answer, by="websocket")
 
 
 # ---- /tools/invoke ------------------------------------------------------------------------------

@@ -169,6 +169,7 @@ async def run_gateway(
             # docstring on signals. `serve()` would create the lifespan; do it here instead.
             server.lifespan = config.lifespan_class(config)
             await server.startup(sockets=[sock])
+            runtime.state.coordination.url = f"http://{bound.host}:{bound.port}"
             if ready is not None:
                 ready(bound, runtime)
 

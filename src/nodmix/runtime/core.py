@@ -54,6 +54,7 @@ from nodmix.runtime.turns import run_agent_turn
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
+from nodmix.state.backend import FileState, StateBackend, open_state
 from nodmix.subagents.wiring import open_subagents
 from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
@@ -137,6 +138,8 @@ class Runtime:
         )
         self._media: MediaService | None = None
         self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
+        self.state: StateBackend = FileState(state_dir)
+        """Files, or the database replicas share (`state.backend`); set by `open`."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -163,9 +166,17 @@ class Runtime:
         )
         async with contextlib.AsyncExitStack() as stack:
             stack.enter_context(open_log_file(state_dir))
+            state = open_state(
+                loaded.config,
+                env,
+                state_dir,
+                file=str(loaded.path),
+                role="agent" if one_conversation else "gateway",
+            )
+            stack.callback(state.close)
             router = ProviderRouter(loaded.config.models, env)
             stack.push_async_callback(router.aclose)
-            sessions = SessionManager(state_dir)
+            sessions = SessionManager(state_dir, backend=state.sessions())
             stack.callback(sessions.close)
             stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
@@ -189,6 +200,7 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
+            runtime.state = state
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
@@ -233,6 +245,8 @@ class Runtime:
                 security=self.security,
                 media=self.media,
             )
+            if self.state.kind != "files":  # one replica polls each bot
+                self._channels.singleton = self.state.coordination.run_singleton
         return self._channels
 
     @property
