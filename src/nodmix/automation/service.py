@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from nodmix.automation.history import DEFAULT_RUNS_KEPT, RunHistory
-from nodmix.automation.store import JobStore
+from nodmix.automation.history import DEFAULT_RUNS_KEPT, open_run_history
+from nodmix.automation.store import open_job_store
 from nodmix.automation.tool import OutboundRules
 from nodmix.config.schema import NodmixConfig
 
@@ -62,8 +62,8 @@ class Automation:
         self.channels = channels
         self.inbox = inbox
         """Where replies to `session:<key>` targets are appended."""
-        self.store = JobStore(state_dir)
-        self.history = RunHistory(
+        self.store = open_job_store(state_dir)
+        self.history = open_run_history(
             state_dir, kept=config().automation.runs_kept or DEFAULT_RUNS_KEPT
         )
         self.runner: JobRunner | None = None

@@ -97,10 +97,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _store() -> JobStore:
-    from nodmix.automation.store import JobStore
+    from nodmix.automation.store import open_job_store
     from nodmix.config import paths
 
-    return JobStore(paths.state_dir(dict(os.environ)))
+    return open_job_store(paths.state_dir(dict(os.environ)))
 
 
 def _check_target(target: str | None) -> None:
@@ -162,10 +162,10 @@ def _add(args: argparse.Namespace) -> int:
 def _last_run(job_id: str, state: JobState | None) -> tuple[float | None, str | None]:
     """When the job last ran and how that run stands now: from its run history (a run whose
     process died reads as `interrupted`), else from the scheduler's state."""
-    from nodmix.automation.history import RunHistory
+    from nodmix.automation.history import open_run_history
     from nodmix.config import paths
 
-    runs = RunHistory(paths.state_dir(dict(os.environ))).runs(job_id)
+    runs = open_run_history(paths.state_dir(dict(os.environ))).runs(job_id)
     if runs:
         last = max(runs, key=lambda r: r.started_at)
         return last.started_at, last.status
@@ -292,12 +292,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from nodmix.automation.history import RunHistory
+    from nodmix.automation.history import open_run_history
     from nodmix.automation.jobs import JobError
     from nodmix.config import paths
 
     store = _store()
-    history = RunHistory(paths.state_dir(dict(os.environ)))
+    history = open_run_history(paths.state_dir(dict(os.environ)))
     try:
         job_id = store.get(args.id).id
     except JobError:

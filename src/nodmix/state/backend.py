@@ -85,3 +85,23 @@ def open_state(
     from nodmix.state.postgres.backend import PostgresState
 
     return PostgresState.open(settings, state_dir, role=role)
+
+
+def cli_resolver(state_dir: Path) -> Any:
+    """The backend a CLI command finds for `state_dir` (`binding.set_resolver`): the config's,
+    opened on first use and closed when the process exits; None for files."""
+    import atexit
+    import os
+
+    from nodmix.config import paths
+    from nodmix.config.loader import load_config
+
+    env = dict(os.environ)
+    if paths.state_dir(env).absolute() != state_dir:
+        return None  # a state dir of another config (tests, migrations): files
+    loaded = load_config(env=env)
+    backend = open_state(loaded.config, env, state_dir, file=str(loaded.path), role="cli")
+    if backend.kind == "files":
+        return None
+    atexit.register(backend.close)
+    return backend

@@ -79,6 +79,16 @@ class PostgresState:
     def _provide_sessions(self) -> SessionBackend:
         return self.sessions()
 
+    def _provide_automation_jobs(self) -> Any:
+        from nodmix.state.postgres.automation import PgJobStore
+
+        return PgJobStore(self.db, self.locks, self.state_dir)
+
+    def _provide_automation_history(self, kept: int) -> Any:
+        from nodmix.state.postgres.automation import PgRunHistory
+
+        return PgRunHistory(self.db, self.pg, self.state_dir, kept=kept)
+
     def describe(self) -> dict[str, Any]:
         """The database (password hidden), its schema, replicas and singleton holders."""
         out: dict[str, Any] = {
