@@ -79,6 +79,11 @@ class PostgresState:
     def _provide_sessions(self) -> SessionBackend:
         return self.sessions()
 
+    def _provide_codemode_runs(self) -> Any:
+        from nodmix.state.postgres.codemode import PgRunStore
+
+        return PgRunStore(self.db, self.pg)
+
     def _provide_automation_jobs(self) -> Any:
         from nodmix.state.postgres.automation import PgJobStore
 
