@@ -1,0 +1,148 @@
+"""Singletons across real gateway replicas on one real PostgreSQL: a cron job fires once per
+slot whichever replica runs the scheduler (and keeps firing after that replica is killed),
+and one Telegram bot is polled by one replica at a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from nodmix.providers.base import ModelRequest
+from nodmix.providers.fake import ModelReply
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.telegram_server import ScriptedBotAPI
+from tests.gateway.support import GatewayProcess, run_nodmix
+from tests.state.replicas import replica_state, replicas
+from tests.support.postgres import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def echo(request: ModelRequest) -> ModelReply:
+    users = [m for m in request.messages if m.role == "user"]
+    return ModelReply.text(f"echo {users[-1].text}")
+
+
+def _holder(db_url: str, name: str) -> str | None:
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(
+            "SELECT holder FROM nodmix_leases WHERE name = %s AND expires_at > now()", (name,)
+        ).fetchone()
+    return str(row[0]) if row else None
+
+
+def _process_of(holder: str, gateways: list[GatewayProcess]) -> GatewayProcess:
+    pid = int(holder.split(":")[1])
+    return next(g for g in gateways if g.proc is not None and g.proc.pid == pid)
+
+
+def _runs(db_url: str) -> list[dict[str, Any]]:
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT record FROM nodmix_cron_runs ORDER BY started_at").fetchall()
+    return [json.loads(bytes(r[0])) for r in rows]
+
+
+def test_a_cron_job_fires_once_per_slot_across_three_replicas_and_survives_its_holder(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(echo) as model:
+        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2, 3)]
+        with replicas(states) as gateways:
+            added = run_nodmix(
+                states[0], "cron", "add", "--name", "tick", "--every", "2s", "--message", "tick"
+            )
+            assert added.returncode == 0, added.stderr
+            wait_for(
+                lambda: sum(r.get("status") == "ok" for r in _runs(postgres_url)) >= 3,
+                timeout=30,
+                what="three runs",
+            )
+            holder = _holder(postgres_url, "cron")
+            assert holder is not None
+            victim = _process_of(holder, gateways)
+            assert victim.proc is not None
+            victim.proc.send_signal(signal.SIGKILL)
+            victim.proc.wait(10)
+            killed_at = time.time()
+            wait_for(
+                lambda: sum(
+                    r.get("status") == "ok" and r["startedAt"] > killed_at
+                    for r in _runs(postgres_url)
+                )
+                >= 3,
+                timeout=40,
+                what="three runs after the holder was killed",
+            )
+            successor = _holder(postgres_url, "cron")
+            assert successor is not None and successor != holder
+    runs = _runs(postgres_url)
+    slots = [r["slot"] for r in runs if r["trigger"] in ("schedule", "missed")]
+    assert len(slots) == len(set(slots)), "a slot fired twice"
+    ticks = [r for r in model.requests if r.request.messages[-1].text == "tick"]
+    retried = [r for r in runs if r["trigger"] == "retry"]
+    assert len(ticks) == len(slots) + len(retried)
+
+
+def _telegram_sockets(pid: int, port: int) -> int:
+    """Established TCP connections of process `pid` to 127.0.0.1:`port`."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and inode in inodes and int(remote.split(":")[1], 16) == port:
+                count += 1
+    return count
+
+
+def test_one_telegram_bot_is_polled_by_one_replica_at_a_time(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(echo) as model, ScriptedBotAPI() as api:
+        telegram = {
+            "botToken": api.token,
+            "apiBaseUrl": api.url,
+            "pollTimeoutSeconds": 1,
+            "allowFrom": ["42"],
+        }
+        states = [
+            replica_state(
+                tmp_path, f"r{i}", model.base_url, postgres_url, channels={"telegram": telegram}
+            )
+            for i in (1, 2)
+        ]
+        port = int(api.url.rsplit(":", 1)[1].split("/")[0])
+        with replicas(states) as gateways:
+            api.inject_text(chat_id=42, sender_id=42, text="one")
+            api.wait_for(lambda: "echo one" in api.sent_texts(42), timeout=30)
+            holder = _holder(postgres_url, "channel:telegram")
+            assert holder is not None
+            poller = _process_of(holder, gateways)
+            other = next(g for g in gateways if g is not poller)
+            assert poller.proc is not None and other.proc is not None
+            assert _telegram_sockets(poller.proc.pid, port) >= 1
+            assert _telegram_sockets(other.proc.pid, port) == 0
+
+            poller.proc.send_signal(signal.SIGKILL)
+            poller.proc.wait(10)
+            api.inject_text(chat_id=42, sender_id=42, text="two")
+            api.wait_for(lambda: "echo two" in api.sent_texts(42), timeout=30)
+            assert _holder(postgres_url, "channel:telegram") not in (None, holder)
+            assert _telegram_sockets(other.proc.pid, port) >= 1
+        assert api.sent_texts(42).count("echo one") == 1
+        assert api.sent_texts(42).count("echo two") == 1
