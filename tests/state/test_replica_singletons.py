@@ -72,11 +72,13 @@ def test_a_cron_job_fires_once_per_slot_across_three_replicas_and_survives_its_h
             victim.proc.wait(10)
             killed_at = time.time()
             wait_for(
-                lambda: sum(
-                    r.get("status") == "ok" and r["startedAt"] > killed_at
-                    for r in _runs(postgres_url)
-                )
-                >= 3,
+                lambda: (
+                    sum(
+                        r.get("status") == "ok" and r["startedAt"] > killed_at
+                        for r in _runs(postgres_url)
+                    )
+                    >= 3
+                ),
                 timeout=40,
                 what="three runs after the holder was killed",
             )

@@ -27,9 +27,9 @@ from nodmix.channels.access import decide, mask_matches
 from nodmix.channels.base import ChannelAdapter, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import DeliveryLog, open_delivery_log
 from nodmix.channels.inbox import save_message
-from nodmix.channels.pairing import PairingStore
+from nodmix.channels.pairing import open_pairing_store
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for, webhook_paths
 from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.runner import ReplyHook, RunHandle, TurnRunner
@@ -81,7 +81,7 @@ class ChannelManager:
         self._config = config
         self._env = env
         self.state_dir = state_dir
-        self.pairing = PairingStore(state_dir)
+        self.pairing = open_pairing_store(state_dir)
         self.adapters: dict[str, ChannelAdapter] = {}
         self.statuses: dict[str, ChannelStatus] = {}
         self._delivery: dict[str, DeliveryLog] = {}
@@ -123,7 +123,7 @@ class ChannelManager:
                 hooked = set(self.webhook_paths().values())
                 for channel in channels:
                     self.statuses[channel] = ChannelStatus(channel=channel)
-                    self._delivery[channel] = DeliveryLog(self.state_dir, channel)
+                    self._delivery[channel] = open_delivery_log(self.state_dir, channel)
                     if self.singleton is None or channel in hooked:
                         group.start_soon(self._run_channel, channel)
                     else:

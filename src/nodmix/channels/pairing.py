@@ -9,6 +9,7 @@ requests. Every change is a locked read-modify-write with an atomic replace, so 
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import msgspec
 from nodmix.channels.files import channels_dir, locked, read_json, write_json
 from nodmix.errors import NodmixError
 from nodmix.invocation import nodmix_command
+from nodmix.state.binding import provided
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -71,6 +73,12 @@ def new_code() -> str:
     return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
 
 
+def open_pairing_store(state_dir: Path) -> PairingStore:
+    """The pairing state of the backend serving `state_dir` (files by default)."""
+    found = provided(state_dir, "channels.pairing")
+    return found if isinstance(found, PairingStore) else PairingStore(state_dir)
+
+
 class PairingStore:
     """The pairing files of every channel under a state dir."""
 
@@ -108,6 +116,10 @@ class PairingStore:
         write_json(self.path(channel), msgspec.to_builtins(state))
         self._cache.pop(channel, None)
 
+    def _locked(self, channel: str) -> contextlib.AbstractContextManager[None]:
+        """Exclusive use of the channel's pairing state for a read-modify-write."""
+        return locked(self.path(channel))
+
     def is_approved(self, channel: str, sender_id: str) -> bool:
         """Whether the owner approved `sender_id` on `channel`."""
         return any(a.sender_id == sender_id for a in self.load(channel).approved)
@@ -117,7 +129,7 @@ class PairingStore:
     ) -> tuple[PendingRequest | None, bool]:
         """The sender's pending request: `(request, created_now)`; `(None, False)` when the
         channel already holds `MAX_PENDING` requests from other senders."""
-        with locked(self.path(channel)):
+        with self._locked(channel):
             state = self.load(channel)
             for pending in state.pending:
                 if pending.sender_id == sender_id:
@@ -146,7 +158,7 @@ class PairingStore:
             PairingError: no live request has that code.
         """
         wanted = code.strip().upper()
-        with locked(self.path(channel)):
+        with self._locked(channel):
             state = self.load(channel)
             found = next((p for p in state.pending if p.code == wanted), None)
             if found is None:
@@ -173,7 +185,7 @@ class PairingStore:
         Raises:
             PairingError: the sender is not approved on that channel.
         """
-        with locked(self.path(channel)):
+        with self._locked(channel):
             state = self.load(channel)
             if not any(a.sender_id == sender_id for a in state.approved):
                 raise PairingError(f"sender {sender_id} is not approved on {channel}")

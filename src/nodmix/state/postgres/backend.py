@@ -84,6 +84,26 @@ class PostgresState:
 
         return PgRunStore(self.db, self.pg)
 
+    def _provide_channels_delivery(self, channel: str) -> Any:
+        from nodmix.state.postgres.channels import PgDeliveryLog
+
+        return PgDeliveryLog(self.db, self.state_dir, channel)
+
+    def _provide_channels_pairing(self) -> Any:
+        from nodmix.state.postgres.channels import PgPairingStore
+
+        return PgPairingStore(self.db, self.locks, self.state_dir)
+
+    def _provide_security_allowlist(self) -> Any:
+        from nodmix.state.postgres.security import PgAllowlist
+
+        return PgAllowlist(self.db, self.state_dir)
+
+    def _provide_subagents_runs(self) -> Any:
+        from nodmix.state.postgres.subagents import PgSubagentStore
+
+        return PgSubagentStore(self.db, self.locks)
+
     def _provide_automation_jobs(self) -> Any:
         from nodmix.state.postgres.automation import PgJobStore
 

@@ -156,6 +156,27 @@ class AdvisoryLocks:
             if got:
                 self.unlock(key)
 
+    @contextlib.contextmanager
+    def waiting(self, key: int, *, timeout: float, what: str) -> Iterator[None]:
+        """Hold `key` for a short read-modify-write, polling (blocking) up to `timeout`.
+
+        Raises:
+            StateUnavailableError: another replica kept it for `timeout` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        poll = _FIRST_POLL_S
+        while not self.try_lock(key):
+            if time.monotonic() >= deadline:
+                raise StateUnavailableError(
+                    f"{what} stayed locked by another replica for {timeout:g}s"
+                )
+            time.sleep(poll)
+            poll = min(poll * 2, _MAX_POLL_S)
+        try:
+            yield
+        finally:
+            self.unlock(key)
+
     @contextlib.asynccontextmanager
     async def hold(
         self,
