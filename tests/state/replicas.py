@@ -44,7 +44,10 @@ def replicas(states: list[Path]) -> Iterator[list[GatewayProcess]]:
             started.append(GatewayProcess(state).start())  # noqa: PERF401 (each one started in turn)
         yield started
     finally:
-        for gateway in started:
+        for gateway in started:  # a clean stop: each replica gives its leases back
+            if gateway.proc is not None and gateway.proc.poll() is None:
+                with contextlib.suppress(Exception):
+                    gateway.stop()
             gateway.__exit__(None, None, None)
 
 

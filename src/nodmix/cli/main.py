@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "cron",
     "logs",
     "status",
+    "state",
     "models",
     "onboard",
     "completion",

@@ -47,6 +47,7 @@ from nodmix.sessions.pending import PendingUsage
 from nodmix.sessions.session import Session, SessionSummary
 from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
 from nodmix.sessions.turn_lock import TurnLocks, Waiting
+from nodmix.state.binding import provided
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,9 @@ class SessionManager:
         self.read_only = read_only
         self.durable = durable
         self.max_cached = max(1, max_cached)
-        self.backend: SessionBackend = backend or FileSessions(state_dir)
+        if backend is None:  # the backend bound to this state dir (a CLI command), else files
+            backend = provided(state_dir, "sessions") or FileSessions(state_dir)
+        self.backend: SessionBackend = backend
         self._stores: dict[str, SessionIndex] = {}
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._pending = PendingUsage(self.store)
