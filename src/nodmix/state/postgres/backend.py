@@ -68,7 +68,9 @@ class PostgresState:
     def sessions(self) -> SessionBackend:
         """Sessions in the database."""
         if self._sessions is None:
-            self._sessions = PgSessions(self.db, self.locks, self.state_dir)
+            self._sessions = PgSessions(
+                self.db, self.locks, self.state_dir, process=self.replica_id
+            )
         return self._sessions
 
     def provide(self, domain: str, *args: Any) -> Any:

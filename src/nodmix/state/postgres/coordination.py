@@ -385,6 +385,7 @@ class PgCoordination:
                 "DELETE FROM nodmix_events WHERE created_at < now() - %s * interval '1 second'",
                 (EVENTS_KEPT_SECONDS,),
             )
+            conn.execute("DELETE FROM nodmix_flushes WHERE at < now() - interval '1 day'")
 
         self.db.run(prune)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -310,10 +310,14 @@ class PgSessions:
 
     kind = "postgres"
 
-    def __init__(self, db: Database, locks: AdvisoryLocks, state_dir: Path) -> None:
+    def __init__(
+        self, db: Database, locks: AdvisoryLocks, state_dir: Path, *, process: str
+    ) -> None:
         self.db = db
         self.locks = locks
         self.state_dir = state_dir
+        self.process = process
+        """This process's id (its row in `nodmix_flushes`)."""
 
     def index(self, agent_id: str, *, durable: bool) -> PgSessionIndex:
         """The agent's index rows."""
@@ -336,10 +340,14 @@ class PgSessions:
         """Transcripts in the database (no descriptors needed)."""
         return PgSessionOpener(self.db, self.state_dir, workspace=workspace, read_only=read_only)
 
-    def hold(
+    @asynccontextmanager
+    async def hold(
         self, key: SessionKey, *, timeout: float, on_wait: Waiting | None
-    ) -> AbstractAsyncContextManager[None]:
-        """The session's advisory lock, held by this replica for the turn."""
+    ) -> AsyncIterator[None]:
+        """The session's advisory lock, held by this replica for the turn. When the turn
+        ends, one synchronous commit makes everything it appended durable before the lock
+        goes and the reply is returned (appends commit asynchronously: one WAL flush a turn,
+        not one per entry)."""
 
         def busy() -> Exception:
             return SessionError(
@@ -350,9 +358,23 @@ class PgSessions:
             if on_wait is not None:
                 on_wait(str(key), None)
 
-        return self.locks.hold(
+        async with self.locks.hold(
             lock_key("session", str(key)), timeout=timeout, busy=busy, on_wait=told
-        )
+        ):
+            yield
+            self.flush()
+
+    def flush(self) -> None:
+        """Wait until every commit of this process so far is durable (a WAL flush)."""
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(
+                "INSERT INTO nodmix_flushes (process) VALUES (%s)"
+                " ON CONFLICT (process) DO UPDATE SET at = now()",
+                (self.process,),
+            )
+
+        self.db.run(work, durable=True)
 
     def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
         """Counted from the rows without building entries."""

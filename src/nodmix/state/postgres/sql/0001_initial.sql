@@ -138,3 +138,10 @@ CREATE TABLE nodmix_events (
     payload     bytea NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- One row per process, rewritten with a synchronous commit when a turn ends: waiting for it
+-- makes every earlier (asynchronous) commit of that process durable.
+CREATE TABLE nodmix_flushes (
+    process  text PRIMARY KEY,
+    at       timestamptz NOT NULL DEFAULT now()
+);
