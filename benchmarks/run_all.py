@@ -176,6 +176,13 @@ BENCHMARKS = (
         (),
         "more channels",
     ),
+    Benchmark(
+        "state_replicas",
+        "Gateway replicas on PostgreSQL",
+        "benchmarks.state.bench_replicas",
+        ("--turns", "400"),
+        "replicas sharing state in PostgreSQL",
+    ),
 )
 
 

@@ -124,6 +124,51 @@ def _sequential(url: str, turns: int) -> float:
     return statistics.median(samples)
 
 
+def _storage_turns(root: Path, db_url: str, turns: int) -> dict[str, list[float]]:
+    """In process, the storage work of one turn (lock, open, two appends, usage, end), in ms
+    per step, median over `turns`, for files and for PostgreSQL."""
+    from nodmix.messages import AssistantMessage, TextBlock, Usage, user_message
+    from nodmix.sessions.manager import SessionManager
+    from nodmix.state.postgres.backend import PostgresState
+    from nodmix.state.settings import StateSettings
+
+    pg = PostgresState.open(StateSettings(backend="postgres", url=db_url), root / "s", role="b")
+    managers = {
+        "files": SessionManager(root / "storage-files"),
+        "postgres": SessionManager(root / "s", backend=pg.sessions()),
+    }
+
+    async def turn(manager: SessionManager, key: str) -> list[float]:
+        marks = [time.perf_counter()]
+        async with manager.hold_turn(key, timeout=10):
+            marks.append(time.perf_counter())
+            session = manager.open(key)
+            marks.append(time.perf_counter())
+            session.append_message(user_message("hello"))
+            session.append_message(AssistantMessage(content=(TextBlock(text="hi"),)))
+            marks.append(time.perf_counter())
+            session.update_usage(Usage(input=3, output=2))
+            manager.flush_due()
+            marks.append(time.perf_counter())
+        marks.append(time.perf_counter())
+        return [(b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)]
+
+    async def run() -> dict[str, list[float]]:
+        out = {}
+        for name, manager in managers.items():
+            rows = [await turn(manager, f"s{i % 8}") for i in range(turns + 20)][20:]
+            steps = [statistics.median(column) for column in zip(*rows, strict=True)]
+            out[name] = [round(v, 3) for v in [*steps, statistics.median(map(sum, rows))]]
+        return out
+
+    try:
+        return anyio.run(run)
+    finally:
+        for manager in managers.values():
+            manager.close()
+        pg.close()
+
+
 def _holder(db_url: str, name: str) -> str | None:
     with psycopg.connect(db_url) as conn:
         row = conn.execute(
@@ -168,6 +213,7 @@ def main() -> None:
         server = PostgresServer(fast=False).start()
         stack.callback(server.close)
 
+        report["storage_turn_ms"] = _storage_turns(root, server.fresh_database(), 300)
         files = _state(root, "files", model_url, None, 15)
         with _gateways([files]) as (gateway,):
             report["sequential_files_ms"] = round(_sequential(gateway.url, args.sequential), 2)
@@ -213,6 +259,11 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         f"| one turn at a time, median (files / postgres) | {files} / {pg} ms "
         f"(the database adds {pg - files:.2f} ms a turn) |"
     )
+    steps = "lock / open / 2 appends / usage / end"
+    for backend, values in report["storage_turn_ms"].items():
+        *parts, total = values
+        shown = " / ".join(f"{v:g}" for v in parts)
+        print(f"| storage work of one turn, {backend} ({steps}), median | {total:g} ms ({shown}) |")
     for lease, seconds in report["failover_s"].items():
         print(f"| singleton failover after `kill -9`, leaseSeconds {lease} | {seconds} s |")
 

@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
 import msgspec
 
 from nodmix.config.paths import sessions_dir
@@ -362,7 +363,7 @@ class PgSessions:
             lock_key("session", str(key)), timeout=timeout, busy=busy, on_wait=told
         ):
             yield
-            self.flush()
+            await anyio.to_thread.run_sync(self.flush)  # a WAL flush: not on the event loop
 
     def flush(self) -> None:
         """Wait until every commit of this process so far is durable (a WAL flush)."""
