@@ -65,6 +65,9 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         assert listed.returncode == 0, listed.stderr
         keys = {row["key"] for row in json.loads(listed.stdout)}
         assert keys == {"agent:main:alpha", "agent:main:beta"}
+        shown = run_nodmix(replica, "sessions", "show", "alpha")
+        assert shown.returncode == 0, shown.stderr
+        assert "a2" in shown.stdout and "a2 -> seen 3" in shown.stdout
         jobs = json.loads(run_nodmix(replica, "cron", "list", "--json").stdout)["jobs"]
         assert [j["name"] for j in jobs] == ["nightly"]
         pairs = run_nodmix(replica, "pairing", "list", "telegram", "--json")

@@ -29,7 +29,7 @@ from nodmix.sessions.keys import SessionKey, is_agent_id
 from nodmix.sessions.session import Session
 from nodmix.sessions.store import STORE_FILE_NAME, SessionStore
 from nodmix.sessions.store_entry import SessionEntry
-from nodmix.sessions.transcript import count_messages
+from nodmix.sessions.transcript import Transcript, count_messages
 from nodmix.sessions.turn_lock import Waiting, hold_file_lock, lock_path, remove_lock_file
 
 EntryMaker = Callable[[SessionEntry | None, str, str], SessionEntry]
@@ -111,6 +111,14 @@ class SessionBackend(Protocol):
         """Keys whose index entries were just removed: release what belongs to them."""
         ...
 
+    def read(self, agent_id: str, path: Path) -> Transcript:
+        """Any transcript of the agent (current, replaced, archived), read-only.
+
+        Raises:
+            TranscriptError: there is none at `path`, or it cannot be read.
+        """
+        ...
+
 
 class FileSessions:
     """Sessions as files under the state directory (the default backend)."""
@@ -159,6 +167,10 @@ class FileSessions:
     def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
         """Counted from the file without building entries."""
         return count_messages(path)
+
+    def read(self, agent_id: str, path: Path) -> Transcript:
+        """The file, read-only."""
+        return Transcript.load(path, read_only=True)
 
     def archived(self, agent_id: str, gone: Mapping[str, SessionEntry]) -> None:
         """Remove the lock files (left alone while another process holds one)."""

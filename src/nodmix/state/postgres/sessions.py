@@ -25,7 +25,7 @@ import anyio
 import msgspec
 
 from nodmix.config.paths import sessions_dir
-from nodmix.errors import SessionError
+from nodmix.errors import SessionError, TranscriptError
 from nodmix.sessions.backend import EntryMaker
 from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import Entry
@@ -389,6 +389,13 @@ class PgSessions:
             return b"".join(bytes(r[0]) for r in rows)
 
         return count_message_lines(self.db.run(read))
+
+    def read(self, agent_id: str, path: Path) -> PgTranscript:
+        """The stored transcript named like `path`, read-only."""
+        found = PgTranscript.fetch(self.db, agent_id, path, read_only=True)
+        if found is None:
+            raise TranscriptError(f"{path.name}: no such transcript in the state database")
+        return found
 
     def archived(self, agent_id: str, gone: Mapping[str, SessionEntry]) -> None:
         """The transcripts of removed keys are archived (kept, out of the live set)."""
