@@ -183,6 +183,13 @@ BENCHMARKS = (
         ("--turns", "400"),
         "replicas sharing state in PostgreSQL",
     ),
+    Benchmark(
+        "web",
+        "Web search and the browser",
+        "benchmarks.web.bench_web",
+        (),
+        "web search and browser",
+    ),
 )
 
 

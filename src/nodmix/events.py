@@ -66,6 +66,16 @@ class ToolCallFinished(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["tool_finished"] = "tool_finished"
 
 
+class ToolProgress(msgspec.Struct, frozen=True, kw_only=True):
+    """A long tool call says what it is doing (a browser navigation, a page load)."""
+
+    call_id: str
+    tool_name: str
+    text: str
+    parent_call_id: str | None = None
+    kind: Literal["tool_progress"] = "tool_progress"
+
+
 class ModelFallback(msgspec.Struct, frozen=True, kw_only=True):
     """The model failed with a retryable error and the next one in the chain takes over."""
 
@@ -141,6 +151,7 @@ RunEvent: TypeAlias = (
     | AssistantMessageEvent
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
     | ModelFallback
     | CompactionEvent
     | Notice

@@ -20,23 +20,43 @@ def _tool(
     )
 
 
-def test_ids_follow_source_owner_name_and_sort_deterministically() -> None:
+def test_entries_list_core_bundled_external_mcp_then_client_tools_by_id_within_each() -> None:
     catalog = RunCatalog.build(
         [
+            _tool("pick", owner="app", source="client"),
+            _tool("weather", owner="acme"),
             _tool("write"),
+            _tool("time__now", owner="time", source="mcp"),
             _tool("read"),
             _tool("note_add", owner="notes"),
-            _tool("time__now", owner="time", source="mcp"),
-            _tool("pick", owner="app", source="client"),
-        ]
+            _tool("skills_list", owner="skills"),
+            _tool("alpha", owner="aardvark"),
+        ],
+        external_owners=frozenset({"acme", "aardvark"}),
     )
     assert [e.id for e in catalog.entries] == [
-        "client:app:pick",
-        "mcp:time:time__now",
         "nodmix:core:read",
         "nodmix:core:write",
         "nodmix:notes:note_add",
+        "nodmix:skills:skills_list",
+        "nodmix:aardvark:alpha",
+        "nodmix:acme:weather",
+        "mcp:time:time__now",
+        "client:app:pick",
     ]
+    assert [e.id for e in catalog.visible][-1] == "client:app:pick"
+
+
+def test_search_ties_and_an_empty_query_keep_id_order_whatever_the_listing_groups() -> None:
+    tools = [
+        _tool("pick", owner="app", source="client", desc="Same words."),
+        _tool("write", desc="Same words."),
+        _tool("weather", owner="acme", desc="Same words."),
+    ]
+    catalog = RunCatalog.build(tools, external_owners=frozenset({"acme"}))
+    expected = ["client:app:pick", "nodmix:acme:weather", "nodmix:core:write"]
+    assert [e.id for e in catalog.search("same words", 10)] == expected
+    assert [e.id for e in catalog.search("", 10)] == expected
 
 
 def test_collation_matches_locale_order_for_punctuation_digits_and_case() -> None:

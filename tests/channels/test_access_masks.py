@@ -33,10 +33,16 @@ def test_masks_match_the_whole_sender_with_wildcards(tmp_path: Path) -> None:
     assert _verdict({"[x]!*@*"}, _dm("[x]", "[x]!u@h"), tmp_path) == "allow"
 
 
-def test_a_plain_nick_matches_in_any_case_but_only_the_nick(tmp_path: Path) -> None:
-    assert _verdict({"ANN"}, _dm("ann", "Ann!ann@h"), tmp_path) == "allow"
-    assert _verdict({"ann"}, _dm("annie", "Annie!ann@h"), tmp_path) == "refuse"
-    assert _verdict({"ann"}, _dm("ann", None), tmp_path) == "allow"
+def test_a_plain_nick_matches_nothing_because_anyone_can_take_a_nick(tmp_path: Path) -> None:
+    mask = "ann!ann@h"
+    assert _verdict({"ann"}, _dm(mask, "Ann!ann@h"), tmp_path) == "refuse"
+    assert _verdict({"ANN"}, _dm(mask, "Ann!ann@h"), tmp_path) == "refuse"
+
+
+def test_sender_ids_match_exactly_ignoring_case(tmp_path: Path) -> None:
+    assert _verdict({"account:Ann"}, _dm("account:ann", "Ann!x@h"), tmp_path) == "allow"
+    assert _verdict({"Ann!Ann@H"}, _dm("ann!ann@h", "Ann!Ann@H"), tmp_path) == "allow"
+    assert _verdict({"account:ann"}, _dm("account:annie", "ann!x@h"), tmp_path) == "refuse"
 
 
 def test_email_addresses_and_domains(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ pytestmark = pytest.mark.integration
 
 BOT = "nodbot"
 ROOM = "#lounge"
+ANN = "ann!~person@127.0.0.1"
+"""How ngircd shows `IrcUser(port, "ann")` (no ident, no DNS): her sender id."""
 
 
 @pytest.fixture
@@ -138,7 +140,7 @@ def test_a_long_reply_arrives_as_lines_within_512_bytes_without_splitting_charac
     words = [f"größe{i:03d}ü€" for i in range(400)]
     long = " ".join(words) + "\n\n" + "ñ" * 700
     model.respond = lambda request: ModelReply.text(long)
-    _config(isolated_state, model, ircd, allowFrom=["ann"])
+    _config(isolated_state, model, ircd, allowFrom=[ANN])
     with _gateway() as gateway:
         wait_until(lambda: gateway.runtime.channels.statuses["irc"].connected, what="connected")
         ann = people["ann"] = IrcUser(ircd.port, "ann")
@@ -186,7 +188,7 @@ def test_sigkill_mid_turn_then_restart_answers_the_accepted_message_once(
         return ModelReply.text("the answer")
 
     with ScriptedModelServer(respond) as model:
-        _config(isolated_state, model, ircd, allowFrom=["ann"])
+        _config(isolated_state, model, ircd, allowFrom=[ANN])
         ann = people["ann"] = IrcUser(ircd.port, "ann")
         with GatewayProcess(isolated_state) as gateway:
             ann.wait_for(lambda: _whois_finds(ann, BOT), what="the bot online")
@@ -242,7 +244,7 @@ def test_tls_connects_when_the_certificate_is_trusted_and_refuses_when_it_is_not
                     "host": "127.0.0.1",
                     "port": server.tls_port,
                     "nick": BOT,
-                    "allowFrom": ["ann"],
+                    "allowFrom": [ANN],
                 }
             },
         )
@@ -265,7 +267,7 @@ def test_tls_connects_when_the_certificate_is_trusted_and_refuses_when_it_is_not
 def test_chat_commands_work_by_private_message_and_by_addressing_the_bot(
     isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer, people: dict[str, IrcUser]
 ) -> None:
-    _config(isolated_state, model, ircd, allowFrom=["ann"])
+    _config(isolated_state, model, ircd, allowFrom=[ANN])
     ann = people["ann"] = IrcUser(ircd.port, "ann")
     ann.join(ROOM)
     with _gateway():
@@ -282,9 +284,9 @@ def test_chat_commands_work_by_private_message_and_by_addressing_the_bot(
 def test_message_send_from_the_shell_reaches_an_allowed_nick_only(
     isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer, people: dict[str, IrcUser]
 ) -> None:
-    _config(isolated_state, model, ircd, allowFrom=["ann"])
+    _config(isolated_state, model, ircd, allowFrom=[ANN])
     ann = people["ann"] = IrcUser(ircd.port, "ann")
-    sent = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", "ann", "hi")
+    sent = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", ANN, "hi")
     assert sent.returncode == 0, sent.stderr
     ann.wait_for(lambda: ann.received(sender=BOT))
     assert ann.received(sender=BOT) == ["hi"]

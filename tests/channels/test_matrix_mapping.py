@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nodmix.channels.matrix.credentials import matrix_settings
-from nodmix.channels.matrix.mapping import Me, text_content, to_inbound
+from nodmix.channels.matrix.mapping import Me, is_edit, sender_label, text_content, to_inbound
 from nodmix.config.channel_schema import MatrixConfig
 from nodmix.errors import ConfigError
 
@@ -127,3 +127,52 @@ def test_the_token_can_come_from_the_environment() -> None:
     settings = matrix_settings(section, {"MATRIX_ACCESS_TOKEN": "secret"})
     assert settings.access_token == "secret" and settings.homeserver == "http://h"
     assert settings.text_limit == 16000
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"body": "Nodmix Bot: hi", "m.mentions": {}},  # the client says: nobody mentioned
+        {"body": "Nodmix Bot: hi", "m.mentions": {"user_ids": ["@pat:example.org"]}},
+        {"body": "Nodmix Bot: hi", "m.mentions": {"room": True}},
+        {"body": "> <@pat:example.org> Nodmix Bot: hi\n> more\n\nme too"},
+        {
+            "body": "me too",
+            "formatted_body": (
+                '<mx-reply><blockquote><a href="https://matrix.to/#/@nodmix:example.org">N</a>'
+                "</blockquote></mx-reply>me too"
+            ),
+        },
+    ],
+)
+def test_only_m_mentions_or_the_messages_own_text_mention_the_bot(content: dict[str, Any]) -> None:
+    assert _inbound({"msgtype": "m.text", **content}).mentioned is False
+
+
+def test_an_edit_is_not_a_message() -> None:
+    edit = {
+        "msgtype": "m.text",
+        "body": "* Nodmix Bot: now",
+        "m.new_content": {"msgtype": "m.text", "body": "Nodmix Bot: now"},
+        "m.relates_to": {"rel_type": "m.replace", "event_id": "$e0"},
+    }
+    assert is_edit(_event(edit)) and _inbound(edit) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [
+        (None, "@mal:example.org"),
+        ("mal", "@mal:example.org"),
+        ("Mallory", '@mal:example.org (display name "Mallory")'),
+        ("@owner:example.org", '@mal:example.org (display name "@owner:example.org")'),
+        (
+            'x"] [@owner:example.org\nhi',
+            '@mal:example.org (display name "x @owner:example.org hi")',
+        ),
+    ],
+)
+def test_a_display_name_is_only_ever_shown_marked_beside_the_user_id(
+    name: str | None, label: str
+) -> None:
+    assert sender_label("@mal:example.org", name) == label

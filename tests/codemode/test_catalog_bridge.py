@@ -95,8 +95,8 @@ async def test_allow_list_limits_the_catalog_to_the_allowed_tools(
     )
     assert h.visible_names == ["exec", "wait"]
     assert await h.value("return ALL_TOOLS.map(t => t.id)") == [
-        "client:app:select_file",
         "nodmix:core:read",
+        "client:app:select_file",
     ]
 
 

@@ -100,30 +100,38 @@ async def test_uncaught_guest_errors_are_guest_error_reading_name_colon_message(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(
-    ("languages", "language"),
-    [
-        (None, "python"),
-        (None, "bash"),
-        (["javascript"], "typescript"),
-        (["typescript"], "javascript"),
-    ],
-)
-async def test_unknown_or_disabled_languages_are_unsupported_language(
-    engine: CodeModeEngine,
-    sessions: SessionManager,
-    workspace: Path,
-    languages: list[str] | None,
-    language: str,
+@pytest.mark.parametrize("language", ["python", "bash"])
+async def test_languages_exec_does_not_run_are_unsupported_language(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, language: str
 ) -> None:
-    config = code_mode(languages=languages) if languages else True
-    h = await _harness(engine, sessions, workspace, code_mode_config=config)
+    h = await _harness(engine, sessions, workspace)
     # The exec schema's enum already excludes these; send them past it the way a hook
     # rewrite or a lenient provider could, straight to the tool.
     result = (
         await h.exec_tool.call({"code": "return 1", "language": language}, h.ctx(h.next_call_id()))
     ).details
     assert language in _failed(result, "unsupported_language")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("languages", "language", "advice"),
+    [
+        (["javascript"], "typescript", 'pass language "javascript"'),
+        (["typescript"], "javascript", 'Pass language "typescript"'),
+    ],
+)
+async def test_a_disabled_language_is_invalid_input_saying_what_to_send_instead(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    languages: list[str],
+    language: str,
+    advice: str,
+) -> None:
+    h = await _harness(engine, sessions, workspace, code_mode_config=code_mode(languages=languages))
+    error = _failed(await h.exec("return 1", language=language), "invalid_input")
+    assert f"language '{language}' is disabled" in error and advice in error
 
 
 @pytest.mark.anyio

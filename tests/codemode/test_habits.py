@@ -131,6 +131,9 @@ async def test_console_output_counts_against_max_output_bytes(
     )
     result = await h.exec("for (let i = 0; i < 1000; i++) console.log('line ' + i); return 1")
     assert result["status"] == "failed" and result["code"] == "output_limit_exceeded"
+    error = result["error"]
+    assert "console output had written" in error and "2,048-byte limit (maxOutputBytes)" in error
+    assert "Print less" in error and error != "code mode output limit exceeded."
 
 
 @pytest.mark.anyio

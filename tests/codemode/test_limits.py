@@ -3,6 +3,7 @@ and snapshot size for completed and suspended runs, and the pending-call cap."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -76,6 +77,12 @@ async def test_output_over_the_cap_fails_a_completed_run(
     result = await h.exec("text('a'.repeat(600)); text('b'.repeat(600)); return 'unreachable'")
     assert result["status"] == "failed" and result["code"] == "output_limit_exceeded"
     assert result["output"] == [{"type": "text", "text": "a" * 600}]  # what fitted is kept
+    # Which limit, how much was written, and how to print less (like a too-large value).
+    assert re.search(
+        r"output had written 6\d\d bytes, and the next item \(6\d\d bytes\) would pass the "
+        r"1,024-byte limit \(maxOutputBytes\)\. Print less",
+        result["error"],
+    ), result["error"]
     swallowed = await h.exec("try { text('c'.repeat(2000)); } catch (e) {} return 'caught it'")
     assert swallowed["code"] == "output_limit_exceeded"  # catching the error does not help
 

@@ -68,7 +68,7 @@ async def test_enabled_code_mode_shows_only_exec_and_wait_and_hides_the_shell_ex
 
 
 @pytest.mark.anyio
-async def test_exec_and_wait_schemas_are_flat_and_follow_enabled_languages(
+async def test_exec_and_wait_schemas_are_flat_with_both_languages_and_name_the_enabled_one(
     engine: CodeModeEngine, sessions: SessionManager, workspace: Path
 ) -> None:
     harness = await build_harness(
@@ -78,9 +78,10 @@ async def test_exec_and_wait_schemas_are_flat_and_follow_enabled_languages(
     assert set(params["properties"]) == {"code", "command", "language"}
     assert params["properties"]["language"] == {
         "type": "string",
-        "enum": ["javascript"],
+        "enum": ["javascript", "typescript"],
         "description": params["properties"]["language"]["description"],
     }
+    assert 'Only language "javascript" is enabled.' in harness.exec_tool.spec.description
     assert "required" not in params
     assert "oneOf" not in str(params) and "anyOf" not in str(params)
     assert 'Only language "javascript"' in harness.exec_tool.spec.description

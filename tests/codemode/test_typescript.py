@@ -82,8 +82,11 @@ async def test_typescript_only_configuration_refuses_javascript_cells(
     )
     assert await h.value("const a: number = 1; return a", language="typescript") == 1
     result = await h.exec("return 1")  # language defaults to javascript
-    assert result["code"] == "unsupported_language"
-    assert h.exec_tool.spec.parameters["properties"]["language"]["enum"] == ["typescript"]
+    assert result["code"] == "invalid_input" and "disabled" in result["error"]
+    # The schema keeps both (a flat enum): the refusal comes from exec, as a result.
+    language = h.exec_tool.spec.parameters["properties"]["language"]
+    assert language["enum"] == ["javascript", "typescript"]
+    assert 'Only language "typescript" is enabled.' in h.exec_tool.spec.description
 
 
 @pytest.mark.anyio

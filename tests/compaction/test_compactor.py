@@ -341,3 +341,50 @@ async def test_a_code_mode_exec_wait_chain_is_never_split_by_the_cut(isolated_st
     assert "no result was recorded" not in str(replay)  # pairs intact, nothing repaired
     nested = [e for e in session.entries if isinstance(e, MessageEntry) and e.parent_tool_call_id]
     assert nested and all(str(e.parent_tool_call_id) in str(replay) for e in nested)
+
+
+def _roles_and_texts(entries: list[object]) -> list[tuple[str, str]]:
+    return [
+        (e.message.role, e.message.text)  # type: ignore[attr-defined]
+        for e in entries
+        if isinstance(e, MessageEntry)
+    ]
+
+
+def test_retry_duplicates_keep_user_and_assistant_messages_alternating(
+    isolated_state: Path,
+) -> None:
+    from nodmix.compaction.successor import drop_retry_duplicates
+
+    long = "please retry this long request again " * 2
+    session = SessionManager(isolated_state, durable=False).open("agent:main:main")
+    for message in (
+        user(long, ts=1000),
+        assistant("first answer"),
+        user(long, ts=2000),  # answered again: dropped with its turn
+        assistant("", "c1", name="read"),
+        result("c1", "file", name="read"),
+        assistant("second answer"),
+        user(long, ts=3000),  # the kept copy has its answer: these go with theirs
+        user(long, ts=4000),
+        assistant("third answer"),
+        user("a new question that is long enough", ts=4500),
+        user("a new question that is long enough", ts=4600),  # unanswered copy: dropped alone
+        assistant("answer to the new question"),
+        user("something else entirely, also long enough", ts=5000),
+        assistant("fourth answer"),
+        user("something else entirely, also long enough", ts=6000),  # the last turn: kept
+        assistant("fifth answer"),
+    ):
+        session.append_message(message)
+    kept = _roles_and_texts(drop_retry_duplicates(session.entries))
+    assert kept == [
+        ("user", long),
+        ("assistant", "first answer"),
+        ("user", "a new question that is long enough"),
+        ("assistant", "answer to the new question"),
+        ("user", "something else entirely, also long enough"),
+        ("assistant", "fourth answer"),
+        ("user", "something else entirely, also long enough"),
+        ("assistant", "fifth answer"),
+    ]

@@ -160,6 +160,27 @@ async def test_a_registered_compaction_provider_writes_the_summary(isolated_stat
     assert entry.from_hook is True
 
 
+async def test_a_provider_compacts_a_small_window_automatically_even_with_mode_off(
+    isolated_state: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugin = plugin_file(isolated_state / "plugins", "summaries", PROVIDER_PLUGIN)
+    async with ScriptedModelServer(respond) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            window=4096,
+            plugins={"load": {"paths": [str(plugin)]}},
+            compaction={"mode": "off", "provider": "house-style"},
+        )
+        async with Runtime.open() as runtime:
+            await _chat(runtime, 4)
+            session = runtime.open_session(runtime.agent(), "main")
+    summaries = [e for e in session.entries if isinstance(e, CompactionEntry)]
+    assert session.entry.compaction_count >= 1 and summaries
+    assert all(e.summary.startswith("PLUGIN SUMMARY") for e in summaries)
+    assert "forces compaction mode 'safeguard': mode 'off' is ignored" in caplog.text
+
+
 async def test_a_manual_compaction_waits_for_the_running_turn(isolated_state: Path) -> None:
     release = anyio.Event()
     started = anyio.Event()

@@ -43,9 +43,11 @@ def test_explicit_keep_budget_is_remembered_for_manual_compaction() -> None:
     assert settings.keep_recent_tokens == 500 and settings.keep_recent_explicit
 
 
-def test_a_configured_provider_forces_safeguard_mode() -> None:
-    config = CompactionConfig(mode="default", provider="mine")
-    assert CompactionSettings.resolve(config, context_window=50_000).mode == "safeguard"
+@pytest.mark.parametrize("mode", [None, "default", "safeguard", "off"])
+def test_a_configured_provider_forces_safeguard_mode_whatever_the_mode(mode: str | None) -> None:
+    config = CompactionConfig(mode=mode, provider="mine")  # type: ignore[arg-type]
+    settings = CompactionSettings.resolve(config, context_window=50_000)
+    assert settings.mode == "safeguard" and settings.enabled
 
 
 def test_mode_off_disables_automatic_compaction() -> None:

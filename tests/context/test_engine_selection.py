@@ -115,3 +115,71 @@ def test_disabling_the_plugin_that_provides_the_selected_engine_resets_the_slot(
     assert deselected == "tiny" and doc["plugins"]["slots"]["contextEngine"] == "legacy"
     same, none = reset_slot_for_disabled_plugin(loaded, dict(loaded.raw), "notes")
     assert none is None and same["plugins"]["slots"]["contextEngine"] == "tiny"
+
+
+DIRS_ENGINE_PLUGIN = """
+from nodmix.context.base import AssembleResult, ContextEngineInfo
+from nodmix.plugins import Plugin
+
+CREATED = []
+
+
+class DirsEngine:
+    info = ContextEngineInfo(id="dirs", name="Dirs")
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        CREATED.append(ctx.agent_dir.name)
+
+    async def ingest(self, params):
+        return None
+
+    async def assemble(self, params):
+        return AssembleResult(
+            messages=list(params.messages),
+            estimated_tokens=10,
+            system_prompt_addition=(
+                f"agentDir={self.ctx.agent_dir} workspaceDir={self.ctx.workspace_dir} "
+                f"created={','.join(CREATED)}"
+            ),
+        )
+
+    async def compact(self, params):
+        return None
+
+
+def register(api):
+    api.register_context_engine("dirs", DirsEngine)
+
+
+plugin = Plugin(id="dirs-plugin", name="Dirs", register=register)
+"""
+
+
+async def test_an_engine_factory_gets_each_agents_own_directory_and_workspace(
+    isolated_state: Path,
+) -> None:
+    plugin = plugin_file(isolated_state / "plugins", "dirs", DIRS_ENGINE_PLUGIN)
+    async with ScriptedModelServer(answer) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            window=200_000,
+            plugins={"load": {"paths": [str(plugin)]}, "slots": {"contextEngine": "dirs"}},
+            agents={
+                "defaults": {"model": {"primary": "local/scripted"}},
+                "list": [{"id": "main"}, {"id": "ops", "workspace": str(isolated_state / "ops")}],
+            },
+        )
+        async with Runtime.open() as runtime:
+            with anyio.fail_after(10):
+                await runtime.run_turn("hi", agent_id="main")
+                await runtime.run_turn("hi", agent_id="ops")
+                await runtime.run_turn("again", agent_id="main")
+        systems = [r.body["messages"][0]["content"] for r in server.requests]
+    agents, workspace = isolated_state / "agents", isolated_state / "workspace"
+    main = f"agentDir={agents / 'main'} workspaceDir={workspace}"
+    ops = f"agentDir={agents / 'ops'} workspaceDir={isolated_state / 'ops'}"
+    assert systems[0].startswith(main + " created=main")
+    assert systems[1].startswith(ops + " created=main,ops")
+    assert systems[2].startswith(main + " created=main,ops")  # cached per agent, not rebuilt

@@ -5,12 +5,10 @@ too."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -166,12 +164,16 @@ def test_a_run_whose_turn_a_stopping_gateway_cancels_is_kept_for_the_next_start(
             wait_until(lambda: bool(model.results), what="the waiting result to reach the model")
             (parked,) = model.results
             assert gateway.proc is not None
-            deadline = time.monotonic() + 20
-            while gateway.proc.poll() is None and time.monotonic() < deadline:
-                gateway.proc.send_signal(signal.SIGTERM)  # the second one cancels the turn
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    gateway.proc.wait(timeout=0.3)
-            code, stderr = gateway.stop()
+            # Exactly two signals: the first starts the graceful stop, the second cancels the
+            # turn. A third, sent while the process is already exiting, would kill it outright.
+            gateway.proc.send_signal(signal.SIGTERM)
+            wait_until(
+                lambda: "letting running turns finish" in gateway.stderr_so_far(),
+                what="the graceful stop to begin",
+            )
+            gateway.proc.send_signal(signal.SIGTERM)
+            code = gateway.proc.wait(timeout=30)
+            _, stderr = gateway.stop()
             turn.wait(timeout=30)
         assert code == 0, stderr
         run_file = state / "codemode" / "runs" / f"{parked['runId']}.run"

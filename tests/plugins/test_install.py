@@ -208,3 +208,68 @@ def test_a_target_that_pip_would_read_as_an_option_is_refused(configured: Path) 
         refused.stderr
     )
     assert "pip" not in refused.stderr and "Traceback" not in refused.stderr
+
+
+def _turn(python: Path, state: Path) -> str:
+    turn = _nodmix(python, state, "agent", "--local", "-m", "use dice_roll 20", "--json")
+    assert turn.returncode == 0, turn.stderr
+    return str(json.loads(turn.stdout)["reply"])
+
+
+def test_a_project_folder_is_linked_editable_and_edits_apply_without_reinstalling(
+    python: Path, configured: Path, tmp_path: Path
+) -> None:
+    folder = _package(tmp_path / "dice", "nodmix-dice", entry_point=True)
+    linked = _nodmix(python, configured, "plugins", "install", "-l", str(folder))
+    assert linked.returncode == 0, linked.stderr
+    assert f"linked {folder} (editable pip install" in linked.stdout
+    assert "nodmix-dice 1.2.0: plugin dice enabled" in linked.stdout
+    shown = subprocess.run(
+        [str(python), "-m", "pip", "show", "nodmix-dice"], capture_output=True, text=True
+    )
+    assert f"Editable project location: {folder}" in shown.stdout
+    assert _turn(python, configured) == "the 20-sided die shows 4"
+
+    code = folder / "src" / "nodmix_dice" / "__init__.py"
+    code.write_text(code.read_text().replace("shows 4", "shows 6"))
+    assert _turn(python, configured) == "the 20-sided die shows 6"  # no reinstall
+
+    removed = _nodmix(python, configured, "plugins", "uninstall", "dice")
+    assert removed.returncode == 0, removed.stderr
+    assert code.exists()  # the folder under development is left alone
+
+
+def test_a_plain_module_is_linked_through_load_paths_and_unlinked(
+    python: Path, configured: Path, tmp_path: Path
+) -> None:
+    module = tmp_path / "work" / "dice_plugin"
+    module.mkdir(parents=True)
+    (module / "__init__.py").write_text(PLUGIN_CODE)
+    linked = _nodmix(python, configured, "plugins", "install", "--link", str(module))
+    assert linked.returncode == 0, linked.stderr
+    assert f"linked {module} (plugins.load.paths): plugin dice enabled" in linked.stdout
+    plugins = _config(configured)["plugins"]
+    assert isinstance(plugins, dict)
+    assert plugins["load"] == {"paths": [str(module)]}
+    assert plugins["entries"] == {"dice": {"enabled": True}}
+    again = _nodmix(python, configured, "plugins", "install", "-l", str(module))
+    assert again.returncode == 0 and _config(configured)["plugins"] == plugins  # no duplicate
+    assert _turn(python, configured) == "the 20-sided die shows 4"
+    (module / "__init__.py").write_text(PLUGIN_CODE.replace("shows 4", "shows 5"))
+    assert _turn(python, configured) == "the 20-sided die shows 5"
+
+    unlinked = _nodmix(python, configured, "plugins", "uninstall", "dice")
+    assert unlinked.returncode == 0, unlinked.stderr
+    assert f"unlinked {module} (plugin dice)" in unlinked.stdout
+    plugins = _config(configured)["plugins"]
+    assert isinstance(plugins, dict)
+    assert plugins["load"] == {"paths": []} and "dice" not in plugins.get("entries", {})
+    assert (module / "__init__.py").exists()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = _nodmix(python, configured, "plugins", "install", "-l", str(empty))
+    assert refused.returncode == 1 and "-l links a project folder" in refused.stderr
+    missing = _nodmix(python, configured, "plugins", "install", "-l", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+    assert "Traceback" not in refused.stderr + missing.stderr

@@ -242,3 +242,41 @@ def test_a_version_1_snapshot_still_restores(
     final = restored.pump()
     assert isinstance(final, Completed)
     assert final.value()["counter"] == 3
+
+
+UNHANDLED = """
+Promise.reject(new Error('left alone'));
+const late = Promise.reject(new Error('handled after the restore'));
+await host.request('fetch', {page: 1});
+late.catch(() => null);
+return 'done';
+"""
+
+
+def test_unhandled_rejections_survive_a_snapshot_and_late_handlers_clear_them(
+    boot: Callable[..., Cell], runtime: QuickJSRuntime, recorder: Recorder
+) -> None:
+    cell = boot()
+    outcome = cell.run(UNHANDLED)
+    assert isinstance(outcome, Pending)
+    blob = cell.snapshot()
+    cell.close()
+    state = snapshot_format.CellState.unpack(
+        snapshot_format.decode(blob, build_id=runtime.build_id).extra
+    )
+    assert len(state.rejections) == 2 and state.rejections_dropped == 0
+    assert snapshot_format.CellState.unpack(state.pack()) == state
+
+    restored = Cell.restore(blob, recorder, runtime=runtime)
+    restored.deliver(outcome.request_ids[0], True, "{}")
+    final = restored.pump()
+    assert isinstance(final, Completed) and final.value() == "done"
+    assert final.unhandled == ("Error: left alone (at cell.js:2:20)",)
+
+
+def test_cell_state_without_rejections_keeps_the_earlier_layout() -> None:
+    state = snapshot_format.CellState(1, 2, 3, 4, (7,), "cell.js")
+    assert snapshot_format.CellState.unpack(state.pack()) == state
+    assert len(state.pack()) == 24 + 8 + len("cell.js")
+    with pytest.raises(SnapshotError):
+        snapshot_format.CellState.unpack(state.pack() + b"\x01\x00\x00\x00\x00\x00\x00\x00")

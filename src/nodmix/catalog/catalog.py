@@ -1,8 +1,10 @@
 """The run-scoped tool catalog code mode hides behind `exec`/`wait`.
 
-Entries are the run's effective tools after policy (core, plugin, MCP, client), identified by
-`<source>:<owner>:<name>` and ordered by id in a fixed collation so ids, `ALL_TOOLS` and search
-ties are deterministic. MCP entries stay in the catalog (policy, hooks, telemetry and transcript
+Entries are the run's effective tools after policy, identified by `<source>:<owner>:<name>` and
+listed (`entries`, `ALL_TOOLS`) in groups: core tools, tools Nodmix ships beyond the core
+(bundled plugins, skills), external plugins, MCP servers, then the client's tools; by id in a
+fixed collation within a group. Search ranks in id order whatever the grouping, so its ties stay
+deterministic. MCP entries stay in the catalog (policy, hooks, telemetry and transcript
 projection share them) but guests reach them only through the `MCP` namespace.
 """
 
@@ -25,6 +27,9 @@ _IDENTIFIER_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _PUNCT_ORDER = {c: i for i, c in enumerate("_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$")}
 
 
+_GROUP_CORE, _GROUP_BUNDLED, _GROUP_EXTERNAL, _GROUP_MCP, _GROUP_CLIENT = range(5)
+
+
 class CatalogLookupError(LookupError):
     """`describe`/`call` named no entry, or more than one."""
 
@@ -42,6 +47,17 @@ def collation_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
             primary.append(1000 + ord(ch.lower()))
         tertiary.append(1 if ch.isupper() else 0)
     return tuple(primary), tuple(tertiary)
+
+
+def _group(entry: CatalogEntry, external_owners: frozenset[str]) -> int:
+    """Listing group: core, shipped with Nodmix, external plugin, MCP, client."""
+    if entry.source == "mcp":
+        return _GROUP_MCP
+    if entry.source == "client":
+        return _GROUP_CLIENT
+    if entry.source_name == "core":
+        return _GROUP_CORE
+    return _GROUP_EXTERNAL if entry.source_name in external_owners else _GROUP_BUNDLED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,8 +120,11 @@ class RunCatalog:
     _schema_tokens: int | None = None
 
     @classmethod
-    def build(cls, tools: Iterable[Tool]) -> RunCatalog:
-        """Catalog the run's effective tools (control tools are left out)."""
+    def build(
+        cls, tools: Iterable[Tool], *, external_owners: frozenset[str] = frozenset()
+    ) -> RunCatalog:
+        """Catalog the run's effective tools (control tools are left out). `external_owners`:
+        ids of plugins installed apart from Nodmix (listed after the ones it ships)."""
         entries: dict[str, CatalogEntry] = {}
         for tool in tools:
             origin = tool.origin
@@ -121,7 +140,12 @@ class RunCatalog:
                 label=tool.spec.label,
             )
             entries.setdefault(entry.id, entry)
-        ordered = tuple(sorted(entries.values(), key=lambda e: collation_key(e.id)))
+        ordered = tuple(
+            sorted(
+                entries.values(),
+                key=lambda e: (_group(e, external_owners), collation_key(e.id)),
+            )
+        )
         return cls(entries=ordered, _by_id={e.id: e for e in ordered})
 
     @property
@@ -156,6 +180,7 @@ class RunCatalog:
     def search(self, query: str, limit: int) -> list[CatalogEntry]:
         """Best matches for a natural-language query among non-MCP entries."""
         if self._index is None:
+            by_id = sorted(self.visible, key=lambda e: collation_key(e.id))
             docs = [
                 make_doc(
                     key=e.id,
@@ -165,7 +190,7 @@ class RunCatalog:
                     description=e.description,
                     parameters=e.tool.spec.parameters,
                 )
-                for e in self.visible
+                for e in by_id
             ]
             self._index = SearchIndex(docs)
         keys = self._index.rank(query)[:limit]

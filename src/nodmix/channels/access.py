@@ -69,6 +69,9 @@ def sender_allowed(rules: AccessRules, pairing: PairingStore, msg: InboundMessag
     """Whether the sender may talk to the agent directly."""
     if "*" in rules.allow_from or msg.sender_id in rules.allow_from:
         return True
+    sender = msg.sender_id.casefold()
+    if any(entry.casefold() == sender for entry in rules.allow_from):
+        return True
     if msg.sender_mask and any(mask_matches(msg.sender_mask, e) for e in rules.allow_from):
         return True
     return pairing.is_approved(msg.channel, msg.sender_id)
@@ -76,9 +79,10 @@ def sender_allowed(rules: AccessRules, pairing: PairingStore, msg: InboundMessag
 
 def mask_matches(mask: str, entry: str) -> bool:
     """`entry` matches `mask` ignoring case: a pattern (`nick!user@host`, `*@example.org`, `*`
-    and `?` wildcards) against the whole mask, a plain nick against the part before `!`."""
+    and `?` wildcards) against the whole mask. A plain name (an IRC nick) matches nothing:
+    anyone can take a nick."""
     if not any(c in entry for c in "!@*?"):
-        return entry.casefold() == mask.split("!", 1)[0].casefold()
+        return False
     return fnmatch.fnmatchcase(mask.casefold(), entry.casefold().replace("[", "[[]"))
 
 

@@ -102,7 +102,10 @@ def create_adapter(
         from nodmix.channels.matrix.adapter import MatrixAdapter, matrix_settings
 
         settings = matrix_settings(config.channels.matrix, env)
-        return MatrixAdapter(settings, state_dir, _invite_check(config, state_dir, channel))
+        groups = rules_for(config, channel).groups
+        return MatrixAdapter(
+            settings, state_dir, _invite_check(config, state_dir, channel), groups=groups
+        )
     if channel == "irc" and config.channels.irc is not None:
         from nodmix.channels.irc.adapter import IrcAdapter, irc_settings
 

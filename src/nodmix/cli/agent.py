@@ -311,6 +311,8 @@ class EventPrinter:
             mark = "✗" if event.result.is_error else "✓"
             name = event.result.tool_name
             self._line(f"{_indent(event)}{mark} {name} ({event.duration_ms:.0f} ms)")
+        elif kind == "tool_progress":
+            self._line(f"{_indent(event)}  … {event.text}")
         elif kind == "approval_resolved" and event.decision == "timeout":
             self._line(f"! approval {event.id} timed out: the command was not run")
         elif kind == "model_fallback":

@@ -52,6 +52,9 @@ def _run(args: argparse.Namespace) -> int:
         from nodmix.cli.doctor_channels import channel_findings
 
         checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
+        from nodmix.cli.doctor_web import web_findings
+
+        checks.extend(Check(*f) for f in web_findings(loaded.config))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:
@@ -222,7 +225,7 @@ def _check_plugins(checks: list[Check], loaded: Any) -> None:
         else:
             state = "enabled" if s.enabled else "disabled"
             checks.append(Check(f"plugin {s.id}", "ok", f"{state} ({s.source})"))
-    checks.append(_check_engine(loaded))
+    checks.extend(_check_slots(loaded))
 
 
 def _check_skills(loaded: Any) -> Check:
@@ -248,32 +251,50 @@ def _check_skills(loaded: Any) -> Check:
     return Check("skills", "ok", detail)
 
 
-def _check_engine(loaded: Any) -> Check:
-    """Resolve the selected context engine the way a run does (factory and contract checks)."""
+def _check_slots(loaded: Any) -> list[Check]:
+    """Resolve the selected context engine and memory backend the way a run does (factory and
+    contract checks)."""
     import anyio
 
     from nodmix.context.status import context_engine_status
     from nodmix.errors import NodmixError
     from nodmix.runtime import Runtime
 
-    async def probe() -> dict[str, Any]:
+    async def probe() -> tuple[dict[str, Any], Check]:
         async with Runtime.open(loaded) as runtime:
-            return context_engine_status(runtime)
+            return context_engine_status(runtime), _memory_check(runtime)
 
     try:
-        report = anyio.run(probe)
+        report, memory = anyio.run(probe)
     except NodmixError as exc:
-        return Check("context engine", "error", str(exc))
+        return [Check("context engine", "error", str(exc))]
     engine_id = report["engineId"]
     if not report["ok"]:
-        return Check(
+        engine = Check(
             "context engine",
             "error",
             f"{engine_id!r}: {report['error']}",
             f"enable the plugin that provides it, or `{nodmix_command()} config set "
             "plugins.slots.contextEngine legacy`",
         )
-    return Check("context engine", "ok", f"{engine_id} (from {report['owner']})")
+    else:
+        engine = Check("context engine", "ok", f"{engine_id} (from {report['owner']})")
+    return [engine, memory]
+
+
+def _memory_check(runtime: Any) -> Check:
+    from nodmix.errors import PluginError
+
+    memory_id = runtime.memory_backends.selected_id()
+    if not runtime.services["memory"].settings.enabled:
+        return Check("memory", "ok", f"{memory_id}, but off (memory.enabled is false)")
+    owned = runtime.registry.memories.get(memory_id)
+    try:
+        runtime.memory_backends.for_agent(runtime.agent().id)
+    except PluginError as exc:
+        fix = f"`{nodmix_command()} config set plugins.slots.memory builtin`"
+        return Check("memory", "error", str(exc), f"enable the plugin that provides it, or {fix}")
+    return Check("memory", "ok", f"{memory_id} (from {owned.owner})")
 
 
 def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nodmix.cli.common import common_parent, print_json
 
@@ -86,14 +86,19 @@ def _open(args: argparse.Namespace) -> MemoryIndex:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from nodmix.config import load_config
+
     index = _open(args)
     try:
         status = index.status()
     finally:
         index.close()
+    status["backend"] = load_config().config.plugins.slots.memory or "builtin"
     if args.json:
         print_json(status)
         return 0
+    if status["backend"] != "builtin":
+        print(f"backend:   {status['backend']} (plugins.slots.memory; below: the built-in index)")
     print(f"mode:      {status['mode']}" + (" (with sessions)" if status["sessions"] else ""))
     print(f"workspace: {status['workspace']}")
     print(f"index:     {status['database']}")
@@ -128,17 +133,51 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from nodmix.config import load_config
+    from nodmix.memory.base import BUILTIN_MEMORY_ID
+
+    slot = load_config().config.plugins.slots.memory
+    if slot and slot != BUILTIN_MEMORY_ID:
+        return _print_hits(args, *_plugin_search(args))
     index = _open(args)
     try:
         hits = index.search(args.query, max_results=args.max_results, min_score=args.min_score)
         error = index.embedding_error
     finally:
         index.close()
+    warning = None if error is None else f"vector search unavailable, keyword results only: {error}"
+    return _print_hits(args, hits, warning)
+
+
+def _plugin_search(args: argparse.Namespace) -> tuple[list[Any], str | None]:
+    """Search through the backend `plugins.slots.memory` selects, as `memory_search` does."""
+    import anyio
+
+    from nodmix.memory.base import MemorySearch
+    from nodmix.runtime import Runtime
+
+    async def search() -> tuple[list[Any], str | None]:
+        async with Runtime.open() as runtime:
+            agent = runtime.agent(args.agent)
+            found = await runtime.memory_backends.for_agent(agent.id).search(
+                MemorySearch(
+                    query=args.query,
+                    max_results=args.max_results or runtime.services["memory"].settings.max_results,
+                    min_score=args.min_score,
+                )
+            )
+        return list(found.hits), found.warning
+
+    return anyio.run(search)
+
+
+def _print_hits(args: argparse.Namespace, hits: list[Any], warning: str | None) -> int:
+    error = warning
     if args.json:
         print_json([hit.to_json() for hit in hits])
         return 0
     if error is not None:
-        print(f"warning: vector search unavailable, keyword results only: {error}", file=sys.stderr)
+        print(f"warning: {error}", file=sys.stderr)
     if not hits:
         print("no matches")
     for hit in hits:

@@ -81,14 +81,16 @@ def _toggle(args: argparse.Namespace) -> int:
         listing = ", ".join(sorted(known)) or "none"
         raise PluginError(f"unknown plugin {args.plugin_id!r} (found: {listing})")
     doc = set_value(loaded.raw, f"plugins.entries.{args.plugin_id}.enabled", args.enabled)
-    deselected = None
+    resets: list[Any] = []
     if not args.enabled:
-        from nodmix.context.status import reset_slot_for_disabled_plugin
+        from nodmix.plugins.slots import reset_slots_for_plugin
 
-        doc, deselected = reset_slot_for_disabled_plugin(loaded, doc, args.plugin_id)
+        doc, resets = reset_slots_for_plugin(loaded, doc, args.plugin_id)
     write_document(loaded.path, doc)
     verb = "enabled" if args.enabled else "disabled"
     print(f"{verb} plugin {args.plugin_id} in {loaded.path}")
-    if deselected:
-        print(f"plugins.slots.contextEngine was {deselected!r} (this plugin's); reset to 'legacy'")
+    if resets:
+        from nodmix.plugins.slots import describe
+
+        print("\n".join(describe(resets)))
     return 0

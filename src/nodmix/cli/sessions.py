@@ -1,5 +1,6 @@
 """`nodmix sessions list|show|tail|export-trajectory|compact` (the commands that change
-things, `repair|repair-store|rename|delete`, are in `sessions_admin.py`).
+things, `repair|repair-store|rename|delete`, are in `sessions_admin.py`; `checkpoints|restore`
+in `sessions_checkpoints.py`).
 
 Every action names its session the same way, `KEY_OR_ID`: a key, a bare name of the default
 agent, or a session id (a unique prefix will do), which also reaches sessions replaced by
@@ -33,7 +34,7 @@ FOLLOW_POLL_S = 0.25
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `sessions` command group."""
-    from nodmix.cli import sessions_admin
+    from nodmix.cli import sessions_admin, sessions_checkpoints
 
     parser = sub.add_parser("sessions", help="list, inspect, repair and export sessions")
     # `dest` names the action so later groups (the lead's `sessions compact`) can slot in.
@@ -84,6 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=_compact)
 
     sessions_admin.register(cmds, parent, _target)
+    sessions_checkpoints.register(cmds, parent, _target)
 
 
 def _target(p: argparse.ArgumentParser, *, optional: bool = False) -> None:

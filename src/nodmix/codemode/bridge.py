@@ -13,6 +13,7 @@ from typing import Any
 
 from nodmix.catalog import CatalogLookupError
 from nodmix.codemode.habits import SOURCES
+from nodmix.codemode.locations import output_too_large
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.sandbox import HostCallError, TrustedScript
 
@@ -72,10 +73,8 @@ class StepHandler:
         size = len(json.dumps(item, ensure_ascii=False).encode()) + 1
         if state.output_bytes + size > state.settings.max_output_bytes:
             state.output_exceeded = True
-            raise HostCallError(
-                f"code mode output limit exceeded ({state.settings.max_output_bytes} bytes): "
-                "return a smaller value or summarise instead of printing everything"
-            )
+            state.output_refused_bytes = size
+            raise HostCallError(output_too_large(state))
         state.output_bytes += size
         state.output.append(item)
 

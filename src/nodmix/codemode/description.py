@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+LANGUAGES = ("javascript", "typescript")
+
 EXEC_BASE = (
     "Run a JavaScript program (or TypeScript, transpiled without type checking) in an isolated "
     "sandbox to do the user's task with tools. The program body is an async function: use "
@@ -76,8 +78,11 @@ def exec_description(
     return "\n\n".join(parts)
 
 
-def exec_parameters(languages: Sequence[str] = ("javascript", "typescript")) -> dict[str, Any]:
-    """The `exec` input schema: flat properties, none required, a plain string enum."""
+def exec_parameters() -> dict[str, Any]:
+    """The `exec` input schema: flat properties, none required, a plain string enum of both
+    languages. A language `tools.codeMode.languages` disables is refused by `exec` itself,
+    with a `failed` result that says what to send instead (the description names the enabled
+    one), not by schema validation."""
     return {
         "type": "object",
         "properties": {
@@ -92,7 +97,7 @@ def exec_parameters(languages: Sequence[str] = ("javascript", "typescript")) -> 
             },
             "language": {
                 "type": "string",
-                "enum": list(languages),
+                "enum": list(LANGUAGES),
                 "description": 'Source language; defaults to "javascript".',
             },
         },

@@ -37,8 +37,9 @@ from anyio.abc import TaskGroup
 from nodmix.codemode import fanout, results
 from nodmix.codemode.bridge import StepHandler
 from nodmix.codemode.client_calls import ClientCalls, is_client_call, waiting_reason
+from nodmix.codemode.detach import Detached, DetachedRuns, start_detached
 from nodmix.codemode.handoff import Handoff
-from nodmix.codemode.locations import SourceMap
+from nodmix.codemode.locations import SourceMap, output_too_large
 from nodmix.codemode.nested import RunServices, cancel_all
 from nodmix.codemode.restore import adopt
 from nodmix.codemode.results import ErrorCode, Result, returned
@@ -96,6 +97,8 @@ class CodeModeEngine:
         self._retiring = False
         self.client_calls = ClientCalls()
         """Calls of client tools held for the application that started the turn."""
+        self._detached = DetachedRuns()
+        """Runs whose programs returned with calls still running (`codemode.detach`)."""
         if group is not None:
             self.attach(group)
 
@@ -333,13 +336,11 @@ class CodeModeEngine:
                     "too_many_pending_tool_calls",
                 )
             if isinstance(outcome, Completed):
-                return run_completed(state, outcome)
+                return run_completed(state, outcome, lambda: self._detach(services, state))
             if isinstance(outcome, Failed):
                 return run_failure(state, outcome)
             if state.output_exceeded:
-                return run_failed(
-                    state, "code mode output limit exceeded.", "output_limit_exceeded"
-                )
+                return run_failed(state, output_too_large(state), "output_limit_exceeded")
             self._dispatch(services, state)
             settled = (
                 []
@@ -378,6 +379,13 @@ class CodeModeEngine:
             for call in held:
                 self.client_calls.hold(services, state, call)
         fanout.start_recorded(self._tasks.start, services, state)
+
+    def _detach(self, services: RunServices, state: RunState) -> Detached:
+        assert self._tasks is not None, "CodeModeEngine.running() is not active"
+        left = start_detached(self._tasks.start, services, state)
+        if left.running:
+            self._detached.add(state)
+        return left
 
     def _deliveries(
         self, services: RunServices, state: RunState, settled: list[Settled]
@@ -428,7 +436,9 @@ class CodeModeEngine:
         A cancelled `exec`/`wait` cleans up after itself. This covers the gap between steps: a
         turn aborted while the model is streaming after a `waiting` result would otherwise
         leave that run's nested calls running until the snapshot TTL. A later `wait` on such a
-        run fails with code `aborted`. Returns how many runs were dropped.
+        run fails with code `aborted`. The calls of programs that returned without awaiting
+        them (`codemode.detach`) are cancelled too. Returns how many runs were dropped or had
+        such calls.
         """
         if self._retiring:
             return 0  # the process is stopping: the runs wait for the next start
@@ -436,13 +446,14 @@ class CodeModeEngine:
         for run in gone:
             self.store.mark_ended(run.id, run.state.scope, "aborted")
             cancel_all(run.state)
-        return len(gone)
+        return len(gone) + self._detached.abort_turn(run_id)
 
     # ---- expiry ---------------------------------------------------------------------------
 
     def _expire(self) -> None:
         for run in self.store.expire():
             cancel_all(run.state)
+        self._detached.sweep()
 
     async def _sweeper(self) -> None:
         while True:

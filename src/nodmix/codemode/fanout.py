@@ -71,7 +71,8 @@ async def _run_then_refill(
     await fn(services, state, call)
     # The slot is free: the next queued call starts now (a parked run's file is rewritten,
     # so a restart does not queue a call that already started).
-    if not call.abandoned and refill(start, services, state) and state.on_settle is not None:
+    # (A program that returned leaves its queue running: its calls are started too.)
+    if refill(start, services, state) and not call.abandoned and state.on_settle is not None:
         state.on_settle()
 
 

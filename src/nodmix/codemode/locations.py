@@ -133,3 +133,17 @@ def value_too_large(size: int, state: RunState) -> str:
         "first items (`.slice(0, 20)`), or only the fields you need (`.map(x => ({ id: x.id "
         "}))`), and log key lines with console.log instead of returning everything."
     )
+
+
+def output_too_large(state: RunState) -> str:
+    """Why printed output (`text()`, `json()`, `console.*`) was refused, and how to print less."""
+    limit = state.settings.max_output_bytes
+    written = state.output_bytes
+    refused = state.output_refused_bytes
+    return (
+        f"code mode output limit exceeded: text(), json() and console output had written "
+        f"{written:,} bytes, and the next item ({refused:,} bytes) would pass the {limit:,}-byte "
+        "limit (maxOutputBytes). Print less: counts or a summary instead of whole records, the "
+        "first lines (`.slice(0, 20)`), or only the fields you need; or return the data as "
+        "the value (it has its own limit of the same size) instead of printing it."
+    )

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.runs import NestedCall, RunScope, RunState
 from nodmix.codemode.tasks import CallCancel
-from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted
+from nodmix.events import EventSink, ToolCallFinished, ToolCallStarted, ToolProgress
 from nodmix.messages import ToolResultMessage
-from nodmix.tools.base import APPROVAL_WAITING, ToolContext, ToolResult, ToolRunner
+from nodmix.tools.base import APPROVAL_WAITING, PROGRESS, ToolContext, ToolResult, ToolRunner
 
 log = logging.getLogger("nodmix.codemode")
 CANCELLED_TEXT = "Cancelled: the code-mode run ended before this tool call finished."
@@ -103,7 +103,17 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
         call_id=call.call_id,
         workspace=services.workspace,
         parent_call_id=parent,
-        extra={APPROVAL_WAITING: _approval_flag(state, call)},
+        extra={
+            APPROVAL_WAITING: _approval_flag(state, call),
+            PROGRESS: lambda text: services.emit(
+                ToolProgress(
+                    call_id=call.call_id,
+                    tool_name=call.entry.name,
+                    text=text,
+                    parent_call_id=parent,
+                )
+            ),
+        },
         origin=services.scope.origin,
     )
     run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")

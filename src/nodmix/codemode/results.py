@@ -87,6 +87,7 @@ MODEL_FIELDS: Final = (
     "status",
     "value",
     "output",
+    "warnings",
     "runId",
     "reason",
     "pendingToolCalls",

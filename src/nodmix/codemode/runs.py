@@ -113,6 +113,8 @@ class RunState:
     output: list[dict[str, Any]] = field(default_factory=list)
     output_bytes: int = 2
     output_exceeded: bool = False
+    output_refused_bytes: int = 0
+    """Size of the output item that would have passed `maxOutputBytes` (for the message)."""
     calls: dict[int, NestedCall] = field(default_factory=dict)
     """Dispatched calls whose results the guest has not received yet."""
     new_calls: list[NestedCall] = field(default_factory=list)

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from nodmix.codemode.description import LANGUAGES
 from nodmix.codemode.results import ErrorCode
 from nodmix.sandbox import find_module_access
 
-LANGUAGES = ("javascript", "typescript")
 _SHELL_WORDS = frozenset(
     "ls cat pwd cd echo grep find mkdir rm cp mv touch head tail curl wget git npm pip python "
     "python3 node sed awk chmod chown ps kill whoami uname df du which env export sudo apt "
@@ -65,11 +65,7 @@ def prepare(
             code_kind="unsupported_language",
         )
     if language not in languages:
-        enabled = ", ".join(languages)
-        return Prepared(
-            error=f"language {language!r} is disabled for code mode here (enabled: {enabled}).",
-            code_kind="unsupported_language",
-        )
+        return _bad(_disabled(language, languages))
     # Module access is checked before the shell heuristic: `export * from 'x'` starts with a
     # shell word (`export`) but is JavaScript module syntax, and must say so.
     access = find_module_access(source)
@@ -94,6 +90,18 @@ def looks_like_shell(source: str) -> bool:
         return False
     first = text.split(maxsplit=1)[0] if text else ""
     return first in _SHELL_WORDS or first.startswith(("./", "/bin/", "/usr/"))
+
+
+def _disabled(language: str, languages: tuple[str, ...]) -> str:
+    """What to do about a cell in a language `tools.codeMode.languages` leaves out."""
+    enabled = ", ".join(languages)
+    head = f"exec: language {language!r} is disabled here (tools.codeMode.languages: {enabled})."
+    if language == "typescript":
+        return (
+            f"{head} Send the program as JavaScript: drop the type annotations, interfaces and "
+            'casts, and pass language "javascript" (or leave language out).'
+        )
+    return f'{head} Pass language "typescript": plain JavaScript is valid TypeScript.'
 
 
 def _bad(message: str) -> Prepared:

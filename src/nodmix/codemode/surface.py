@@ -46,10 +46,12 @@ async def build_code_mode_tools(
     namespaces: Sequence[tuple[str, NamespaceRegistration]] = (),
     plugin_configs: Mapping[str, Mapping[str, Any]] | None = None,
     mcp: MCPAccess | None = None,
+    external_owners: frozenset[str] = frozenset(),
 ) -> tuple[Tool, Tool]:
-    """The `exec` and `wait` tools of one run. Fails closed if the runtime is missing."""
+    """The `exec` and `wait` tools of one run. Fails closed if the runtime is missing.
+    `external_owners`: plugins installed apart from Nodmix (listed after its own tools)."""
     await require_runtime()
-    catalog = RunCatalog.build(effective)
+    catalog = RunCatalog.build(effective, external_owners=external_owners)
     if debug_enabled():
         # `NODMIX_DEBUG_CODE_MODE=1`: what the model sees and what went into the hidden catalog.
         telemetry = catalog.telemetry()

@@ -80,7 +80,7 @@ class ExecTool:
                 mcp_servers=run.mcp_servers,
                 namespaces=run.namespaces,
             ),
-            parameters=exec_parameters(run.settings.languages),
+            parameters=exec_parameters(),
             label="code mode",
         )
         self.origin = ToolOrigin(source="nodmix", owner=CONTROL_OWNER, name="exec")

@@ -12,6 +12,7 @@ nothing (the result says why).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from nodmix.checkpoints import CheckpointStore, take_checkpoint
 from nodmix.compaction.base import CompactionProvider, ProviderRequest, Summarizer
 from nodmix.compaction.chunking import SAFETY_MARGIN
 from nodmix.compaction.plan import CompactionPlan, plan_compaction
@@ -82,6 +84,7 @@ class Compactor:
         summary_window: Context window of the summarising model.
         provider: A plugin compaction provider to try first, with its id.
         retry: Retry schedule of summariser calls.
+        checkpoints: Where the transcript is copied before each compaction changes it.
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class Compactor:
         summary_window: int | None = None,
         provider: tuple[str, CompactionProvider] | None = None,
         retry: SummaryRetry | None = None,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         self.settings = settings
         self._summarizer = summarizer
@@ -100,6 +104,7 @@ class Compactor:
         self._window = summary_window or settings.context_window
         self._provider = provider
         self._retry = retry
+        self._checkpoints = checkpoints
 
     def plan(self, session: Session, request: CompactionRequest) -> CompactionPlan | str:
         """The plan for `request`, or why there is nothing to compact."""
@@ -129,6 +134,16 @@ class Compactor:
                 compacted=False,
                 reason=f"no summary ({error or 'unknown error'}); the history was left as it was",
                 tokens_before=plan.tokens_before,
+            )
+        if self._checkpoints is not None:  # the transcript as it was, for a rollback
+            await anyio.to_thread.run_sync(
+                functools.partial(
+                    take_checkpoint,
+                    self._checkpoints,
+                    session,
+                    trigger=request.trigger,
+                    tokens_before=plan.tokens_before,
+                )
             )
         return self._record(session, plan, summary, request)
 

@@ -20,6 +20,7 @@ import anyio
 import msgspec
 
 from nodmix.agents import AgentProfile
+from nodmix.checkpoints.store import CheckpointStore
 from nodmix.compaction.base import CompactionProvider, Summarizer
 from nodmix.compaction.settings import CompactionSettings
 from nodmix.context.base import CompactionTrigger, CompactParams, CompactResult, ContextEngine
@@ -77,6 +78,7 @@ class CompactionService:
         flush: Runs the silent memory-flush turn; `None` disables flushing.
         summarizer_factory: Replaces the model summariser (tests).
         retry: Retry schedule of summariser calls.
+        checkpoints: Keeps a checkpoint of the transcript before each compaction.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class CompactionService:
         flush: Callable[[], FlushRunner] | None = None,
         summarizer_factory: SummarizerFactory | None = None,
         retry: SummaryRetry | None = None,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         self.models = models
         self.sessions = sessions
@@ -102,6 +105,8 @@ class CompactionService:
         self._flush: FlushRunner | None = None
         self._summarizer_factory = summarizer_factory
         self._retry = retry
+        self.checkpoints = checkpoints
+        """Where a transcript is copied before each compaction (`nodmix.checkpoints`)."""
 
     @property
     def can_flush(self) -> bool:
@@ -184,6 +189,7 @@ class CompactionService:
             summary_window=window,
             provider=provider,
             retry=self._retry,
+            checkpoints=self.checkpoints,
         )
 
     # ---- on request ----------------------------------------------------------------------

@@ -8,6 +8,8 @@ reserve and the kept tail shrink so that a prompt always keeps at least half the
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
 from typing import Final, Literal, TypeAlias
 
@@ -15,6 +17,8 @@ import msgspec
 
 from nodmix.config.schema import CompactionConfig, MemoryFlushConfig
 from nodmix.errors import ConfigError
+
+log = logging.getLogger("nodmix.compaction")
 
 CompactionMode: TypeAlias = Literal["default", "safeguard", "off"]
 IdentifierPolicy: TypeAlias = Literal["strict", "off", "custom"]
@@ -105,8 +109,12 @@ class CompactionSettings(msgspec.Struct, frozen=True, kw_only=True):
             keep=config.keep_recent_tokens,
         )
         mode: CompactionMode = config.mode or "safeguard"
-        if config.provider and mode == "default":
-            mode = "safeguard"  # plugin summaries get the same quality checks as ours
+        if config.provider:
+            # A configured provider forces safeguard whatever the mode says, "off" included:
+            # plugin summaries get our quality checks, and a provider is there to be used.
+            if mode == "off":
+                _warn_provider_overrides_off(config.provider)
+            mode = "safeguard"
         return cls(
             mode=mode,
             context_window=window,
@@ -174,4 +182,14 @@ def _flush(config: MemoryFlushConfig | None, *, budget: int) -> MemoryFlushSetti
         soft_threshold_tokens=min(threshold, budget // 4),
         prompt=config.prompt,
         system_prompt=config.system_prompt,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _warn_provider_overrides_off(provider: str) -> None:
+    """Said once per provider and process: the settings are resolved on every turn."""
+    log.warning(
+        "compaction.provider %r forces compaction mode 'safeguard': mode 'off' is ignored "
+        "(remove compaction.provider to turn automatic compaction off)",
+        provider,
     )

@@ -21,8 +21,9 @@ turn, code-mode recorders) writes to the active file.
 
 Retry storms: chat channels resend a message when they time out waiting, which leaves the same
 long user message several times in a row. Copies of a user message identical to the previous
-kept one, at least `DUPLICATE_MIN_CHARS` long and within `DUPLICATE_WINDOW_MS`, are not carried
-into the successor (they stay in the old file).
+one, at least `DUPLICATE_MIN_CHARS` long and within `DUPLICATE_WINDOW_MS`, are not carried into
+the successor (they stay in the old file), with their answers when they got one, so the
+successor's user and assistant messages still alternate (`drop_retry_duplicates`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any, Final
 
 import msgspec
 
-from nodmix.messages import UserMessage
+from nodmix.messages import AssistantMessage, Message, UserMessage
 from nodmix.sessions.entries import (
     CompactionEntry,
     Entry,
@@ -50,25 +51,53 @@ DUPLICATE_MIN_CHARS: Final = 24
 
 
 def drop_retry_duplicates(entries: Sequence[Entry]) -> list[Entry]:
-    """`entries` without user messages that repeat the previous one inside the retry window."""
-    out: list[Entry] = []
+    """`entries` without user messages that repeat the previous one inside the retry window,
+    never breaking the user/assistant alternation:
+
+    - a copy that came while the kept user message had no kept answer yet is dropped alone
+      (the answer that follows then answers the kept one);
+    - a copy that came after the kept message was answered is dropped with its whole turn (its
+      answer and tool calls), so the kept message keeps its own answer;
+    - a copy that starts the last turn is kept with its turn (the running turn may be
+      compacting mid-way; its prompt must stay).
+
+    Entries other than messages (plugin state, model changes...) are always kept.
+    """
+    tops = [i for i, e in enumerate(entries) if _top_message(e) is not None]
+    users = [i for i in tops if isinstance(_top_message(entries[i]), UserMessage)]
+    last_user = users[-1] if users else -1
+    dropped: set[int] = set()
     last_text: str | None = None
     last_ms = 0
-    for entry in entries:
-        if isinstance(entry, MessageEntry) and entry.parent_tool_call_id is None:
-            message = entry.message
-            if isinstance(message, UserMessage):
-                text = message.text
-                duplicate = (
-                    text == last_text
-                    and len(text) >= DUPLICATE_MIN_CHARS
-                    and 0 <= message.timestamp - last_ms <= DUPLICATE_WINDOW_MS
-                )
-                last_text, last_ms = text, message.timestamp
-                if duplicate:
-                    continue
-        out.append(entry)
-    return out
+    answered = False  # the last kept user message has a kept answer
+    for index in tops:
+        message = _top_message(entries[index])
+        if not isinstance(message, UserMessage):
+            if index not in dropped and isinstance(message, AssistantMessage):
+                answered = True
+            continue
+        text = message.text
+        duplicate = (
+            text == last_text
+            and len(text) >= DUPLICATE_MIN_CHARS
+            and 0 <= message.timestamp - last_ms <= DUPLICATE_WINDOW_MS
+        )
+        last_text, last_ms = text, message.timestamp
+        if not duplicate or (answered and index == last_user):
+            answered = False  # kept: a new turn starts
+        elif not answered:
+            dropped.add(index)
+        else:
+            end = next((i for i in users if i > index), len(entries))
+            dropped.update(i for i in range(index, end) if isinstance(entries[i], MessageEntry))
+    return [e for i, e in enumerate(entries) if i not in dropped]
+
+
+def _top_message(entry: Entry) -> Message | None:
+    """The message of a top-level message entry (not a code-mode nested projection)."""
+    if isinstance(entry, MessageEntry) and entry.parent_tool_call_id is None:
+        return entry.message
+    return None
 
 
 def _relinked(entry: Entry, parent_id: str | None) -> Entry:

@@ -63,6 +63,26 @@ class SmtpSettings(ChannelSection, frozen=True, kw_only=True):
     """Default: the IMAP password."""
 
 
+class EmailAuthentication(ChannelSection, frozen=True, kw_only=True):
+    """`channels.email.authentication`: trust a `From` only when the receiving server's
+    `Authentication-Results` say DMARC (or an aligned DKIM or SPF) passed."""
+
+    mode: Literal["auto", "require", "off"] = "auto"
+    """`auto` (default): check whenever the server adds results; `require`: refuse mail
+    without a passing result; `off`: no check (anyone can write any From)."""
+    authserv_ids: list[str] | None = None
+    """The authserv-ids of your own receiving servers (`mx.example.org`): only their results
+    count, and mail without one is refused. Unset: the topmost results field counts."""
+
+
+class EmailReplyLimit(ChannelSection, frozen=True, kw_only=True):
+    """`channels.email.replyLimit`: at most `count` replies to one address per window, so
+    an autoresponder that ignores the auto-reply headers cannot keep a loop going."""
+
+    count: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 5
+    window_seconds: Annotated[int, msgspec.Meta(ge=1, le=86_400)] = 600
+
+
 class EmailConfig(ChannelDefaults, frozen=True, kw_only=True):
     """`channels.email`: one mailbox as a channel (each sender is a DM)."""
 
@@ -73,4 +93,8 @@ class EmailConfig(ChannelDefaults, frozen=True, kw_only=True):
     smtp: SmtpSettings
     idle_seconds: Annotated[int, msgspec.Meta(ge=10, le=1740)] | None = None
     """Restart IDLE this often (default 600; servers drop IDLE after 30 minutes)."""
+    authentication: EmailAuthentication | None = None
+    """Sender authentication (default `mode: auto`)."""
+    reply_limit: EmailReplyLimit | None = None
+    """Replies per sender and window (default 5 per 600 s); mail past it is not answered."""
     agent_id: str | None = None

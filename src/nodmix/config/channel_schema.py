@@ -114,6 +114,9 @@ class DiscordConfig(ChannelDefaults, frozen=True):
     slash_commands: bool | None = None
     """Register `/new`, `/compact`, `/status`, `/stop` and `/help` as slash commands (default
     true)."""
+    allowed_mentions: list[Literal["users", "roles", "everyone"]] | None = None
+    """Which mentions in the bot's replies may notify anyone (default none: a reply that
+    contains `@everyone`, `<@&role>` or `<@user>` shows them as text and pings nobody)."""
     agent_id: str | None = None
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 

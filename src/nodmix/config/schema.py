@@ -16,6 +16,7 @@ from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaCo
 from nodmix.config.section import Section
 from nodmix.config.state_schema import StateConfig
 from nodmix.config.subagents_schema import SubagentsConfig
+from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
 # ---- models -------------------------------------------------------------------------------
 
@@ -128,6 +129,23 @@ class WebFetchToolConfig(Section, frozen=True):
     """Let a sandboxed session fetch loopback, link-local and private addresses. Default false."""
 
 
+class SandboxToolPolicyConfig(Section, frozen=True):
+    """`tools.sandbox.tools`: which tools a sandboxed session may use (see
+    `nodmix.tools.sandbox_policy`)."""
+
+    allow: list[str] | None = None
+    """Replaces the default list (`group:core`, `group:skills`, `group:client`)."""
+    also_allow: list[str] = []
+    """Added to the allow list, e.g. `["bundle-mcp"]` for every MCP server."""
+    deny: list[str] = []
+
+
+class ToolsSandboxConfig(Section, frozen=True):
+    """`tools.sandbox`: the tools of sandboxed sessions."""
+
+    tools: SandboxToolPolicyConfig | None = None
+
+
 class ToolsConfig(Section, frozen=True):
     """`tools`: policy and per-tool settings."""
 
@@ -137,6 +155,11 @@ class ToolsConfig(Section, frozen=True):
     code_mode: bool | CodeModeConfig | None = None
     exec: ExecToolConfig | None = None
     web_fetch: WebFetchToolConfig | None = None
+    sandbox: ToolsSandboxConfig | None = None
+    web: WebToolsConfig | None = None
+    """`tools.web.search`: the `web_search` provider."""
+    browser: BrowserToolConfig | None = None
+    """The `browser` tool (a real Chromium)."""
     media: ToolsMediaConfig | None = None
     """Voice notes and audio files transcribed to text (`tools.media.audio`)."""
 
@@ -149,6 +172,8 @@ class AgentToolsConfig(Section, frozen=True):
     code_mode: bool | CodeModeConfig | None = None
     exec: ExecToolConfig | None = None
     """The agent's own `tools.exec` keys, each over the global one."""
+    sandbox: ToolsSandboxConfig | None = None
+    """The agent's own sandbox tool policy: `allow` replaces, `alsoAllow`/`deny` add."""
 
 
 # ---- compaction -------------------------------------------------------------------------------
@@ -281,6 +306,8 @@ class PluginSlots(Section, frozen=True):
     """`plugins.slots`: exclusive choices among registered implementations."""
 
     context_engine: str | None = None
+    memory: str | None = None
+    """The memory backend that answers `memory_search`/`memory_get` (default `builtin`)."""
 
 
 class PluginsConfig(Section, frozen=True):

@@ -180,7 +180,10 @@ class EngineContext(msgspec.Struct, frozen=True, kw_only=True):
     config: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """The owning plugin's `plugins.entries.<id>.config`."""
     agent_dir: Path | None = None
+    """The agent's own state directory, `$NODMIX_STATE_DIR/agents/<agent id>` (a factory is
+    called once per agent)."""
     workspace_dir: Path | None = None
+    """The agent's workspace."""
     services: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Runtime services an engine may use (e.g. `compact_with_runtime`)."""
 

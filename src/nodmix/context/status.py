@@ -7,10 +7,7 @@ Also the rule for uninstalling: disabling the plugin that provides the selected 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-import msgspec
 
 from nodmix.context.legacy import LEGACY_ENGINE_ID
 from nodmix.errors import NodmixError
@@ -77,17 +74,9 @@ def context_engine_status(host: EngineHost) -> dict[str, Any]:
 
 def engine_ids_of_plugin(loaded: LoadedConfig, plugin_id: str) -> set[str]:
     """Context engine ids a plugin registers (it is loaded as if enabled to find out)."""
-    from nodmix.config.schema import PluginEntry
-    from nodmix.plugins import PluginRegistry, load_plugins
+    from nodmix.plugins.slots import provided_by
 
-    plugins = loaded.config.plugins
-    entry = plugins.entries.get(plugin_id) or PluginEntry()
-    enabled = msgspec.structs.replace(
-        plugins,
-        entries={**plugins.entries, plugin_id: msgspec.structs.replace(entry, enabled=True)},
-    )
-    registry = PluginRegistry()
-    load_plugins(enabled, registry, base_dir=Path(loaded.path).parent)
+    registry = provided_by(loaded, plugin_id)
     return {name for name, owned in registry.context_engines.items() if owned.owner == plugin_id}
 
 

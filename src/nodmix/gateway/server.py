@@ -175,6 +175,10 @@ async def run_gateway(
 
             async def follow_stop_requests() -> None:
                 await stop.graceful.wait()
+                # From here on, a turn that is cancelled keeps its suspended code-mode runs
+                # for the next start: a second signal may cancel turns before the app's own
+                # shutdown has run.
+                runtime.retire()
                 server.should_exit = True
                 await stop.forced.wait()
                 # Cancelled turns end (with valid transcripts) and their requests answer,

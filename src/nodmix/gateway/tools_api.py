@@ -29,7 +29,7 @@ from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
-from nodmix.runtime.toolset import agent_isolation
+from nodmix.runtime.toolset import agent_isolation, sandbox_policy_for
 from nodmix.tools import Tool, ToolContext, ToolPolicy, core_tools
 
 
@@ -75,12 +75,16 @@ async def _invoke(
 ) -> dict[str, Any]:
     runtime = gateway.runtime
     candidates, allowed = await agent_tools(runtime, agent)
+    in_sandbox = sandbox_policy_for(runtime.config.tools, agent, key, None)
+    if in_sandbox is not None:  # the sandbox tool policy of the session named
+        allowed = in_sandbox.filter(allowed)
     tool = _find(allowed, body.tool)
     if tool is None:
         if _find(candidates, body.tool) is not None:
             raise APIError(
                 status=403,
-                message=f"tool {body.tool!r} is not allowed for agent {agent.id!r} (tools policy)",
+                message=f"tool {body.tool!r} is not allowed for agent {agent.id!r} in "
+                f"session {key} (tools policy{', sandbox' if in_sandbox else ''})",
                 kind="permission_error",
                 code="tool_denied",
             )

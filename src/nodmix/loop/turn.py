@@ -47,6 +47,7 @@ from nodmix.events import (
     EventSink,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
     TurnFinished,
     TurnStarted,
 )
@@ -70,7 +71,7 @@ from nodmix.messages import (
 )
 from nodmix.origin import TurnOrigin
 from nodmix.providers.retry import RetryPolicy
-from nodmix.tools.base import Tool, ToolContext, ToolResult, ToolRunner
+from nodmix.tools.base import PROGRESS, Tool, ToolContext, ToolResult, ToolRunner
 from nodmix.tools.deferred import partition_deferred
 
 TERMINAL_STOPS = frozenset({"error", "aborted", "length", "content_filter", "refusal"})
@@ -392,7 +393,12 @@ class _Turn:
                 run_id=req.run_id,
                 call_id=call.id,
                 workspace=req.agent.workspace,
-                extra=dict(req.tools.context_extra),
+                extra={
+                    **req.tools.context_extra,
+                    PROGRESS: lambda text: self.emit(
+                        ToolProgress(call_id=call.id, tool_name=call.name, text=text)
+                    ),
+                },
                 origin=req.origin,
             )
             args = dict(call.arguments)

@@ -1,5 +1,8 @@
 """The `memory_search` and `memory_get` tools, and the tool source that offers them.
 
+They ask the memory backend `plugins.slots.memory` selects (`nodmix.memory.base`): the
+built-in index by default, or a plugin's.
+
 With `memory.sessions`, past transcripts are searchable, but only from the owner's turns
 (`nodmix.origin.is_owner_turn`): a group chat, a per-peer DM or an automation run searches
 and reads the memory files alone, never the owner's conversations, and of the chats' notes
@@ -10,10 +13,12 @@ one chat noted does not turn up in another.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
-from nodmix.memory.service import MemoryService
+from nodmix.errors import PluginError
+from nodmix.memory.base import BUILTIN_MEMORY_ID, MemoryBackend, MemoryRead, MemorySearch
+from nodmix.memory.settings import MemorySettings
 from nodmix.memory.sources import SESSIONS_PREFIX
 from nodmix.messages import JsonObject
 from nodmix.origin import TurnOrigin, is_owner_turn
@@ -63,8 +68,12 @@ def _another_chats(path: str, origin: TurnOrigin | None) -> bool:
     return pure.parts[: len(PEERS_DIR.parts)] == PEERS_DIR.parts and pure != own
 
 
-def memory_tools(service: MemoryService) -> list[Tool]:
-    """`memory_search` and `memory_get` over the calling agent's memory."""
+BackendFor = Callable[[str], MemoryBackend]
+"""The memory backend of an agent (raises `PluginError` when it cannot be resolved)."""
+
+
+def memory_tools(settings: MemorySettings, backend_for: BackendFor) -> list[Tool]:
+    """`memory_search` and `memory_get` over the calling agent's memory backend."""
 
     async def search(args: JsonObject, ctx: ToolContext) -> ToolResult:
         query = str(args.get("query", "")).strip()
@@ -72,27 +81,33 @@ def memory_tools(service: MemoryService) -> list[Tool]:
             return ToolResult.error("memory_search needs a non-empty query.")
         max_results = args.get("maxResults")
         min_score = args.get("minScore")
-        wanted = max_results if isinstance(max_results, int) else service.settings.max_results
+        wanted = max_results if isinstance(max_results, int) else settings.max_results
         wanted = max(1, min(wanted, MAX_SEARCH_RESULTS))
         owner = is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
-        hits, index = await service.search(
-            ctx.agent_id,
-            query,
-            max_results=wanted if owner else MAX_SEARCH_RESULTS,
-            min_score=float(min_score) if isinstance(min_score, int | float) else None,
-        )
+        try:
+            found = await backend_for(ctx.agent_id).search(
+                MemorySearch(
+                    query=query,
+                    max_results=wanted if owner else MAX_SEARCH_RESULTS,
+                    min_score=float(min_score) if isinstance(min_score, int | float) else None,
+                    session_key=ctx.session_key,
+                )
+            )
+        except PluginError as exc:
+            return ToolResult.error(f"memory search is unavailable: {exc}")
+        hits = list(found.hits)
         if not owner:
             hits = [
                 hit
                 for hit in hits
                 if hit.source != "sessions" and not _another_chats(hit.path, ctx.origin)
-            ][:wanted]
+            ]
         payload: JsonObject = {
-            "results": [hit.to_json() for hit in hits],
-            "mode": index.settings.mode if index.embedding_error is None else "keyword",
+            "results": [hit.to_json() for hit in hits[:wanted]],
+            "mode": found.mode,
         }
-        if index.embedding_error is not None:
-            payload["warning"] = f"vector search unavailable: {index.embedding_error}"
+        if found.warning is not None:
+            payload["warning"] = found.warning
         return ToolResult.text(json.dumps(payload, ensure_ascii=False, indent=1), details=payload)
 
     async def get(args: JsonObject, ctx: ToolContext) -> ToolResult:
@@ -111,21 +126,29 @@ def memory_tools(service: MemoryService) -> list[Tool]:
                 else f"{path!r} is another chat's notes."
             )
         try:
-            text, first, last = await service.read(ctx.agent_id, path, first, lines)
+            backend = backend_for(ctx.agent_id)
+            got = await backend.read(MemoryRead(path=path, start=first, lines=lines))
+        except PluginError as exc:
+            return ToolResult.error(f"memory is unavailable: {exc}")
         except FileNotFoundError:
+            if backend.info.id != BUILTIN_MEMORY_ID:
+                return ToolResult.error(
+                    f"{path!r} is not in memory; use a path memory_search returned."
+                )
             return ToolResult.error(
                 f"{path!r} is not a memory file (MEMORY.md, memory/**/*.md"
-                f"{', sessions/*.jsonl' if service.settings.sessions else ''}) or does not exist."
+                f"{', sessions/*.jsonl' if settings.sessions else ''}) or does not exist."
             )
         except (OSError, UnicodeError) as exc:
             return ToolResult.error(f"cannot read {path!r}: {exc}")
+        text, first, last = got.text, got.first, got.last
         if len(text) > MAX_GET_CHARS:
             text = text[:MAX_GET_CHARS] + "\n[… cut; ask for fewer lines]"
         details = {"path": path, "from": first, "to": last}
         header = f"{path} lines {first}-{last}" if last >= first else f"{path}: no such lines"
         return ToolResult.text(f"{header}\n{text}", details=details)
 
-    sessions = ", past sessions" if service.settings.sessions else ""
+    sessions = ", past sessions" if settings.sessions else ""
     return [
         FunctionTool.create(
             search,
@@ -148,8 +171,10 @@ def memory_tools(service: MemoryService) -> list[Tool]:
 class MemoryTools:
     """Tool source offering the memory tools when `memory.enabled` (the default)."""
 
-    def __init__(self, service: MemoryService) -> None:
-        self._tools: Sequence[Tool] = memory_tools(service) if service.settings.enabled else ()
+    def __init__(self, settings: MemorySettings, backend_for: BackendFor) -> None:
+        self._tools: Sequence[Tool] = (
+            memory_tools(settings, backend_for) if settings.enabled else ()
+        )
 
     async def list_tools(self) -> Sequence[Tool]:
         """The memory tools (none when memory is disabled)."""

@@ -17,6 +17,7 @@ from nodmix.hooks import (
     CompactionHook,
     Registered,
 )
+from nodmix.memory.base import MemoryFactory
 from nodmix.tools.base import FunctionTool, Tool, ToolFunction, ToolOrigin
 
 if TYPE_CHECKING:
@@ -112,6 +113,14 @@ class PluginAPI:
     def register_context_engine(self, engine_id: str, factory: ContextEngineFactory) -> None:
         """Offer a context engine; `plugins.slots.contextEngine` selects it by `engine_id`."""
         self._registry.add_context_engine(self.plugin_id, engine_id, factory)
+
+    def register_memory(self, memory_id: str, factory: MemoryFactory) -> None:
+        """Offer a memory backend (`nodmix.memory.base.MemoryBackend`) that answers
+        `memory_search`/`memory_get` in place of the built-in index; `plugins.slots.memory`
+        selects it by `memory_id`. `factory(ctx)` is called once per agent."""
+        if not callable(factory):
+            raise PluginError(f"plugin {self.plugin_id!r}: memory {memory_id!r} needs a factory")
+        self._registry.add_memory(self.plugin_id, memory_id, factory)
 
     # ---- code mode ----------------------------------------------------------------------------
 

@@ -4,6 +4,12 @@
 interpreter (so nothing stale is cached), that the installed distribution publishes a
 `nodmix.plugins` entry point that loads a `Plugin`. A package that does not is uninstalled
 again (when it was not there before) and nothing is enabled.
+
+`link` (`plugins install -l PATH`) is for a plugin under development: nothing is copied. A
+project folder (with `pyproject.toml`, `setup.py` or `setup.cfg`) gets an editable install
+(`pip install -e`), so its code is imported from the folder; a plain module (a `.py` file or a
+package folder defining `plugin = Plugin(...)`) is checked here and then listed in
+`plugins.load.paths` by the caller.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodmix.errors import PluginError
-from nodmix.plugins.loader import ENTRY_POINT_GROUP
+from nodmix.plugins.loader import ENTRY_POINT_GROUP, from_path
 
 PIP_TIMEOUT = 900.0
 """Seconds pip may take (building a local package can fetch its build backend)."""
@@ -132,9 +138,13 @@ def install(target: str) -> list[InstalledPlugin]:
     if spec.startswith("-") or not spec.strip():
         # pip would read it as one of its options (`--index-url=...`, `-r file`).
         raise PluginError(f"{target!r} is not a folder, a wheel or a package name")
+    return _pip_install(target, spec)
+
+
+def _pip_install(target: str, *spec: str) -> list[InstalledPlugin]:
     with tempfile.TemporaryDirectory(prefix="nodmix-pip-") as tmp:
         report = Path(tmp) / "report.json"
-        done = _pip("install", "--quiet", "--report", str(report), spec)
+        done = _pip("install", "--quiet", "--report", str(report), *spec)
         if done.returncode != 0:
             raise _pip_failure(done, f"install {target}")
         installed = json.loads(report.read_text(encoding="utf-8")).get("install", [])
@@ -153,6 +163,45 @@ def install(target: str) -> list[InstalledPlugin]:
         f"{target} has no '{ENTRY_POINT_GROUP}' entry point, so it is not a Nodmix plugin;"
         " not installed"
     )
+
+
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    """A plugin linked from a local path: an editable install, or a module to load."""
+
+    path: Path
+    editable: bool
+    plugins: list[InstalledPlugin]
+    """The editable install's plugins (empty when pip changed nothing)."""
+    plugin_id: str | None = None
+    """The id of a plain module's plugin (it goes into `plugins.load.paths`)."""
+
+
+def link(target: str) -> Linked:
+    """Link the plugin at `target` for development (see the module docstring).
+
+    Raises:
+        PluginError: the path is missing, pip failed, or it holds no plugin.
+    """
+    path = Path(target).expanduser()
+    if not path.exists():
+        raise PluginError(
+            f"{target}: no such file or folder (-l links a plugin under development from a "
+            "local path)"
+        )
+    path = path.resolve()
+    if path.is_dir() and any((path / name).is_file() for name in PROJECT_FILES):
+        return Linked(path=path, editable=True, plugins=_pip_install(target, "-e", str(path)))
+    found = from_path(path)
+    if found.plugin is None:
+        raise PluginError(
+            f"{path}: {found.error}; -l links a project folder (with a pyproject.toml, installed "
+            "editable) or a module that defines `plugin = nodmix.plugins.Plugin(...)`"
+        )
+    return Linked(path=path, editable=False, plugins=[], plugin_id=found.plugin.id)
 
 
 def uninstall(dist: str) -> None:

@@ -16,6 +16,7 @@ from nodmix.plugins.entry_cache import cache_path, cached_scan, scan
 from nodmix.plugins.registry import PluginRegistry, PluginStatus
 
 ENTRY_POINT_GROUP = "nodmix.plugins"
+BUNDLED_DIST = "nodmix"
 log = logging.getLogger("nodmix.plugins")
 
 
@@ -26,6 +27,8 @@ class Candidate(msgspec.Struct, frozen=True):
     plugin: Plugin | None
     error: str | None = None
     id_hint: str = ""
+    bundled: bool = False
+    """An entry point of the `nodmix` distribution itself."""
 
 
 def discover(
@@ -39,7 +42,7 @@ def discover(
         path = Path(text).expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        found.append(_from_path(path))
+        found.append(from_path(path))
     return found
 
 
@@ -53,15 +56,18 @@ def _from_entry_points(state_dir: Path | None) -> Iterator[Candidate]:
     for row in found:
         ep = EntryPoint(row.name, row.value, ENTRY_POINT_GROUP)
         source = f"entry point {ep.name} ({row.dist})"
+        bundled = row.dist == BUNDLED_DIST
         try:
             obj = ep.load()
         except Exception as exc:  # a broken third-party plugin must not stop Nodmix
-            yield Candidate(source, None, f"import failed: {type(exc).__name__}: {exc}", ep.name)
+            error = f"import failed: {type(exc).__name__}: {exc}"
+            yield Candidate(source, None, error, ep.name, bundled=bundled)
             continue
-        yield _check(obj, source, ep.name)
+        yield msgspec.structs.replace(_check(obj, source, ep.name), bundled=bundled)
 
 
-def _from_path(path: Path) -> Candidate:
+def from_path(path: Path) -> Candidate:
+    """The plugin a `.py` file or package folder defines as `plugin` (imported afresh)."""
     source = str(path)
     target = path / "__init__.py" if path.is_dir() else path
     if not target.is_file():
@@ -126,14 +132,14 @@ def load_plugins(
                 error=f"duplicate plugin id (first loaded from {first})",
             )
         else:
-            status = _register(config, registry, plugin, cand.source)
+            status = _register(config, registry, plugin, cand.source, bundled=cand.bundled)
         registry.statuses.setdefault(status.id, status)
         statuses.append(status)
     return statuses
 
 
 def _register(
-    config: PluginsConfig, registry: PluginRegistry, plugin: Plugin, source: str
+    config: PluginsConfig, registry: PluginRegistry, plugin: Plugin, source: str, *, bundled: bool
 ) -> PluginStatus:
     enabled = is_enabled(config, plugin)
     error = None
@@ -155,4 +161,5 @@ def _register(
         description=plugin.description,
         version=plugin.version,
         error=error,
+        bundled=bundled,
     )

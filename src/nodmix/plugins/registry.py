@@ -10,6 +10,7 @@ from nodmix.compaction.base import CompactionProvider
 from nodmix.context.base import ContextEngineFactory
 from nodmix.errors import PluginError
 from nodmix.hooks import Hooks
+from nodmix.memory.base import MemoryFactory
 from nodmix.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class PluginStatus(msgspec.Struct, frozen=True, kw_only=True):
     description: str = ""
     version: str = "0"
     error: str | None = None
+    bundled: bool = False
+    """Shipped with Nodmix itself (an entry point of the `nodmix` distribution)."""
 
 
 class PluginRegistry(msgspec.Struct):
@@ -48,6 +51,8 @@ class PluginRegistry(msgspec.Struct):
     context_engines: dict[str, Owned[ContextEngineFactory]] = msgspec.field(default_factory=dict)
     namespaces: dict[str, Owned[NamespaceRegistration]] = msgspec.field(default_factory=dict)
     compaction_providers: dict[str, Owned[CompactionProvider]] = msgspec.field(default_factory=dict)
+    memories: dict[str, Owned[MemoryFactory]] = msgspec.field(default_factory=dict)
+    """Memory backends by id (`plugins.slots.memory` selects one; `builtin` by default)."""
     statuses: dict[str, PluginStatus] = msgspec.field(default_factory=dict)
 
     def add_tool(self, owner: str, tool: Tool) -> None:
@@ -102,6 +107,21 @@ class PluginRegistry(msgspec.Struct):
             )
         self.compaction_providers[provider_id] = Owned(owner, provider)
 
+    def external_plugins(self) -> frozenset[str]:
+        """Ids of loaded plugins installed apart from Nodmix (code mode lists their tools
+        after the ones Nodmix ships)."""
+        return frozenset(s.id for s in self.statuses.values() if not s.bundled)
+
+    def add_memory(self, owner: str, memory_id: str, factory: MemoryFactory) -> None:
+        """Register a memory backend factory under an id."""
+        existing = self.memories.get(memory_id)
+        if existing is not None and existing.owner != owner:
+            raise PluginError(
+                f"memory backend {memory_id!r} from {owner!r} is already registered by "
+                f"{existing.owner!r}"
+            )
+        self.memories[memory_id] = Owned(owner, factory)
+
     def plugin_tools(self) -> list[Tool]:
         """Tools registered by plugins (not core)."""
         return [o.value for o in self.tools if o.owner != CORE_OWNER]
@@ -114,4 +134,5 @@ class PluginRegistry(msgspec.Struct):
         self.compaction_providers = {
             k: v for k, v in self.compaction_providers.items() if v.owner != owner
         }
+        self.memories = {k: v for k, v in self.memories.items() if v.owner != owner}
         self.clear_namespaces(owner)

@@ -20,6 +20,7 @@ from anyio.abc import TaskGroup
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
 from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
+from nodmix.checkpoints.store import FileCheckpointStore
 from nodmix.compaction.service import CompactionService, SessionCompaction, flush_runner
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
@@ -45,12 +46,13 @@ from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
 from nodmix.runtime.media import media_prompt, open_media
-from nodmix.runtime.memory import open_memory
+from nodmix.runtime.memory import MemoryBackends, open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
 from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn
+from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
@@ -114,11 +116,16 @@ class Runtime:
             agent_for_key=lambda key: self.agent(resolve_session_key(key).agent_id),
             model_refs=self.model_refs,
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
+            checkpoints=FileCheckpointStore(state_dir),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self._context_engines = ContextEngines(
             lambda: self.config, lambda: self.registry, state_dir=state_dir, services=self.services
         )
+        self.memory_backends = MemoryBackends(
+            lambda: self.config, lambda: self.registry, self.agent, state_dir=state_dir
+        )
+        """The memory backend `plugins.slots.memory` selects, per agent."""
         self.mcp_holder: McpHolder | None = None
         self.skills = SkillBook(state_dir=state_dir)
         self.retired: list[Callable[[], Awaitable[None]]] = []
@@ -183,7 +190,12 @@ class Runtime:
             stack.callback(background.cancel_scope.cancel)  # runs before the group is exited
             memory = open_memory(loaded.config, env, state_dir, registry)
             stack.callback(memory.close)
-            sources: list[ToolProvider] = [MemoryTools(memory), PluginTools(registry)]
+            sources: list[ToolProvider] = [
+                MemoryTools(
+                    memory.settings, lambda agent: runtime.memory_backends.for_agent(agent)
+                ),
+                PluginTools(registry),
+            ]
             holder = await open_mcp(loaded.config.mcp.servers, env, background)
             if holder is not None:
                 sources.append(holder.manager)
@@ -201,6 +213,7 @@ class Runtime:
                 retry=retry,
             )
             runtime.state = state
+            open_web_tools(runtime, stack)  # web_search and browser, when configured
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
             runtime.mcp_holder = holder
@@ -290,9 +303,10 @@ class Runtime:
             self.router.model_spec(ref)  # unknown providers/models fail before the turn starts
         return refs
 
-    def context_engine(self) -> ContextEngine:
-        """The engine `plugins.slots.contextEngine` selects (`legacy` by default)."""
-        return self._context_engines.selected()
+    def context_engine(self, agent: AgentProfile | None = None) -> ContextEngine:
+        """The engine `plugins.slots.contextEngine` selects (`legacy` by default), created for
+        `agent` (the default agent when `None`) with its directory and workspace."""
+        return self._context_engines.selected(agent or self.agent())
 
     @property
     def engine_failures(self) -> dict[str, str]:
@@ -398,7 +412,7 @@ class Runtime:
             agent_id = resolve_session_key(session_key).agent_id
         agent = self.agent(agent_id)
         key = self.session_key(agent, session_key)
-        engine = self.context_engine()
+        engine = self.context_engine(agent)
         return await self.compaction.compact_session(
             engine,
             agent=agent,

@@ -1,5 +1,7 @@
 """The context engines of a running Nodmix: the one `plugins.slots.contextEngine` selects,
-created on first use and cached, with each engine's latest failure (for `nodmix doctor`)."""
+created on first use for each agent and cached, with each engine's latest failure (for
+`nodmix doctor`). A factory receives the agent's own directory (`<state>/agents/<id>`) and
+workspace, so an engine can keep per-agent state from its first lifecycle call."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from nodmix.agents import AgentProfile
 from nodmix.config.schema import NodmixConfig
 from nodmix.context.base import ContextEngine, EngineContext
 from nodmix.context.checked import create_engine
@@ -33,20 +36,22 @@ class ContextEngines:
         self._registry = registry
         self._state_dir = state_dir
         self._services = services
-        self._engines: dict[str, ContextEngine] = {}
+        self._engines: dict[tuple[str, str], ContextEngine] = {}
+        """By engine id and agent id."""
         self.failures: dict[str, str] = {}
         """Latest failure per context engine id."""
 
-    def selected(self) -> ContextEngine:
-        """The engine `plugins.slots.contextEngine` selects (`legacy` by default).
+    def selected(self, agent: AgentProfile) -> ContextEngine:
+        """The engine `plugins.slots.contextEngine` selects (`legacy` by default) for `agent`.
 
         Raises:
             PluginError: the selected engine is not registered.
         """
         config = self._config()
         engine_id = config.plugins.slots.context_engine or LEGACY_ENGINE_ID
-        if engine_id in self._engines:
-            return self._engines[engine_id]
+        cached = self._engines.get((engine_id, agent.id))
+        if cached is not None:
+            return cached
         registry = self._registry()
         owned = registry.context_engines.get(engine_id)
         if owned is None:
@@ -61,7 +66,8 @@ class ContextEngines:
         entry = config.plugins.entries.get(owned.owner)
         ctx = EngineContext(
             config=dict(entry.config) if entry else {},
-            agent_dir=self._state_dir / "agents",
+            agent_dir=self._state_dir / "agents" / agent.id,
+            workspace_dir=agent.workspace,
             services=self._services,
         )
         engine = create_engine(
@@ -72,7 +78,7 @@ class ContextEngines:
             trusted=owned.owner == CORE_OWNER,
             on_failure=self._failed,
         )
-        self._engines[engine_id] = engine
+        self._engines[(engine_id, agent.id)] = engine
         return engine
 
     def retire(self, retired: list[Callable[[], Awaitable[None]]]) -> None:

@@ -104,11 +104,13 @@ def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
     from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
     from nodmix.plugins import PluginRegistry, load_plugins
     from nodmix.plugins.registry import CORE_OWNER
+    from nodmix.runtime.memory import register_builtin_memory
     from nodmix.runtime.toolset import PluginTools
     from nodmix.tools.executor import ToolExecutor
 
     registry = PluginRegistry()
     registry.add_context_engine(CORE_OWNER, LEGACY_ENGINE_ID, legacy_factory)
+    register_builtin_memory(registry, runtime.services["memory"])
     statuses = load_plugins(
         loaded.config.plugins, registry, base_dir=loaded.path.parent, state_dir=runtime.state_dir
     )
@@ -120,6 +122,7 @@ def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
     executor.gate = runtime.executor.gate  # exec policy and approvals outlive the plugin swap
     runtime.executor = executor
     runtime.retire_engines()
+    runtime.memory_backends.clear()
 
 
 async def _swap_mcp(runtime: Runtime, loaded: LoadedConfig) -> None:

@@ -74,6 +74,8 @@ class ToolsetInputs(msgspec.Struct, frozen=True, kw_only=True):
     """Further namespaces, asked for only when code mode is active (building them imports the
     namespace machinery, which plain runs skip)."""
     plugin_configs: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
+    external_plugins: frozenset[str] = frozenset()
+    """Ids of plugins installed apart from Nodmix (the catalog lists them after its own)."""
     mcp: MCPAccess | None = None
     disable_tools: bool = False
     """A run that asked for no tools at all (`--no-tools`, `disableTools`, `tool_choice: none`)."""
@@ -109,14 +111,20 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         candidates.extend(await source.list_tools())
     candidates.extend(inputs.extra_tools)
     effective = policy.filter(candidates)
-    narrower = inputs.session_policy
-    if narrower is not None:
-        effective = narrower.filter(effective)
+    sandboxed = sandbox_policy_for(
+        inputs.tools_config, inputs.agent, inputs.session.key, inputs.origin
+    )
+    # The session's own policy (a subagent's), then the sandbox tool policy.
+    narrower = [p for p in (inputs.session_policy, sandboxed) if p is not None]
+    for extra in narrower:
+        effective = extra.filter(effective)
     settings = resolve_settings(inputs.agent.code_mode)
     if not is_active(settings, tools_disabled=inputs.disable_tools, tool_count=len(effective)):
         return RunTools(visible=_app_wins(effective), tool_choice=inputs.tool_choice)
     more = policy.filter(list(inputs.code_mode_tools))
-    effective = [*effective, *(narrower.filter(more) if narrower is not None else more)]
+    for extra in narrower:
+        more = extra.filter(more)
+    effective = [*effective, *more]
     from nodmix.codemode.runs import RunScope
     from nodmix.codemode.surface import build_code_mode_tools
 
@@ -143,6 +151,7 @@ async def build_run_tools(inputs: ToolsetInputs) -> RunTools:
         ],
         plugin_configs=inputs.plugin_configs,
         mcp=inputs.mcp,
+        external_owners=inputs.external_plugins,
     )
     choice = inputs.tool_choice
     return RunTools(
@@ -183,6 +192,26 @@ def _core_tools(inputs: ToolsetInputs) -> Sequence[Tool]:
         inputs.protected,
     )
     return inputs.cache.get(key, build)
+
+
+def sandbox_policy_for(
+    tools_config: ToolsConfig,
+    agent: AgentProfile,
+    session_key: str,
+    origin: TurnOrigin | None,
+) -> ToolPolicy | None:
+    """The sandbox tool policy (`tools.sandbox.tools`) when the turn is sandboxed, else None
+    (nothing of the sandbox is imported for an agent whose mode is off)."""
+    mode = agent.sandbox.mode or "off"
+    if mode == "off":
+        return None
+    from nodmix.security.sandbox.policy import is_sandboxed
+
+    if not is_sandboxed(mode, agent.id, session_key, origin):
+        return None
+    from nodmix.tools.sandbox_policy import sandbox_tool_policy
+
+    return sandbox_tool_policy(tools_config, agent.tools)
 
 
 def agent_isolation(

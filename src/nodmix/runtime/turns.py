@@ -62,7 +62,7 @@ async def run_agent_turn(
     emit = runtime.observer.wrap(emit, agent_id=agent.id)
     key = runtime.session_key(agent, session_key)
     refs = runtime.model_refs(agent, model)
-    context = runtime.context_engine()
+    context = runtime.context_engine(agent)
     async with runtime.sessions.hold_turn(
         key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
     ):
@@ -153,6 +153,7 @@ async def _prepare_turn(
             namespaces=[(o.owner, o.value) for o in runtime.registry.namespaces.values()],
             more_namespaces=lambda: [skills_namespace_entry()],
             plugin_configs={k: dict(v.config) for k, v in runtime.config.plugins.entries.items()},
+            external_plugins=runtime.registry.external_plugins(),
             mcp=runtime.services.get("mcp"),
             disable_tools=disable_tools,
             code_mode_tools=skills.code_mode_tools(),

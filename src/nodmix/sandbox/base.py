@@ -85,6 +85,11 @@ class Completed:
     """
 
     value_json: str
+    unhandled: tuple[str, ...] = ()
+    """Promise rejections nothing handled by the time the program ended, each one line
+    (`Error: boom (at cell.js:2:9)`); see `VM.promise_rejection`."""
+    unhandled_more: int = 0
+    """Further unhandled rejections, past the ones the VM keeps, only counted."""
 
     def value(self) -> Any:
         """The decoded final value."""
@@ -107,6 +112,10 @@ class Failed:
     """For a guest exception: its `name` (`TypeError`...), empty for a thrown non-error."""
     error_message: str = ""
     """For a guest exception: its `message` alone (no name, no location)."""
+    unhandled: tuple[str, ...] = ()
+    """Promise rejections nothing handled by the time the program ended (as in `Completed`)."""
+    unhandled_more: int = 0
+    """Further unhandled rejections, only counted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,9 @@ class Cell(CellBase):
         cap = limits.memory_bytes + limits.memory_headroom_bytes
         decoded = snapshot_format.decode(blob, build_id=runtime.build_id, max_memory=cap)
         state = snapshot_format.CellState.unpack(decoded.extra)
-        if max(state.settle, state.finish, state.describe, state.promise) >= decoded.size:
+        boxes = [state.settle, state.finish, state.describe, state.promise]
+        boxes.extend(box for pair in state.rejections for box in pair)
+        if max(boxes) + 8 > decoded.size:  # (a JSValue box holds 8 bytes)
             raise SnapshotError("corrupt snapshot metadata")  # handles are addresses in memory
         booter = cls._booter(setup_script, runtime, limits)
         template = templates.for_snapshot(
@@ -168,6 +170,8 @@ class Cell(CellBase):
         cell._settle, cell._finish, cell._describe = state.settle, state.finish, state.describe
         cell._promise = state.promise
         cell._template = template
+        if state.rejections or state.rejections_dropped:
+            vm.rejections.restore(vm, state.rejections, state.rejections_dropped)
         return cell
 
     def _install_bridge(self, setup_script: str | None) -> None:
@@ -193,6 +197,7 @@ class Cell(CellBase):
         if self._final is not None:
             raise SandboxError("cannot snapshot a finished cell")
         self._check_open()
+        vm = self._vm
         state = snapshot_format.CellState(
             self._settle,
             self._finish,
@@ -200,6 +205,8 @@ class Cell(CellBase):
             self._promise,
             self.outstanding,
             self._filename,
+            tuple(vm.rejections.kept.values()),
+            vm.rejections.dropped,
         )
         extra = state.pack()
         template = self._template

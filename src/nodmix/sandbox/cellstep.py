@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from types import TracebackType
 from typing import Final, Self
 
@@ -235,12 +236,38 @@ class CellBase:
         if state == PROMISE_PENDING:
             return Pending(self.outstanding) if self._bridge.outstanding else outcomes.STALLED
         result = vm.promise_result(self._promise)
+        outcome: Completed | Failed
         try:
             if state == PROMISE_FULFILLED:
-                return Completed(self._serialize(result))
-            return self._describe_error(result)
+                outcome = Completed(self._serialize(result))
+            else:
+                outcome = self._describe_error(result)
         finally:
             vm.free(result)
+        rejections = vm.rejections
+        if rejections.kept or rejections.dropped:
+            more = rejections.dropped
+            outcome = replace(outcome, unhandled=self._unhandled(), unhandled_more=more)
+        return outcome
+
+    def _unhandled(self) -> tuple[str, ...]:
+        """One line per promise rejection nothing handled (the program's own result promise
+        aside: its rejection is the failure itself). The VM is freed with the final outcome,
+        so the kept boxes need no freeing here."""
+        vm = self._vm
+        own = vm.mem.read(self._promise, 8)
+        kept, _ = vm.rejections.take()
+        lines = []
+        for key, (_, reason) in kept.items():
+            if key == own:
+                continue
+            try:
+                line = self._describe_error(reason).message
+            except GuestThrow as exc:  # the reason's own getters threw
+                vm.free(exc.handle)
+                line = "a value that could not be described"
+            lines.append(line.removeprefix("Uncaught "))
+        return tuple(lines)
 
     def _serialize(self, value: int) -> str:
         text = self._vm.call(self._finish, value)

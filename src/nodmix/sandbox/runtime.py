@@ -67,6 +67,10 @@ class ImportTarget(Protocol):
         """Free JSValue boxes the C layer handed to the host."""
         ...
 
+    def promise_rejection(self, promise: int, reason: int, handled: int) -> None:
+        """A promise was rejected with no handler (`handled` 0), or one got a handler late."""
+        ...
+
     def clock_ns(self, clock_id: int) -> int:
         """Nanoseconds of the realtime (0) or monotonic (1) clock as this VM sees them."""
         ...
@@ -152,12 +156,11 @@ def _host_interrupt() -> int:
     return 1 if vm is None or vm.should_interrupt() else 0
 
 
-def _host_promise_rejection(promise: int, reason: int, _handled: int) -> None:
-    # The rejection tracker is never enabled, but if the C layer reports one, the two boxes
-    # are ours to free.
+def _host_promise_rejection(promise: int, reason: int, handled: int) -> None:
+    # QuickJS's rejection tracker (enabled at boot): the two boxes are the VM's to keep or free.
     vm = _target()
     if vm is not None:
-        vm.free(promise, reason)
+        vm.promise_rejection(promise, reason, handled)
 
 
 def _host_module_normalize(_base_ptr: int, _name_ptr: int) -> int:

@@ -68,6 +68,8 @@ _V2: Final = struct.Struct("<32sI")
 _RUN: Final = struct.Struct("<II")
 _CELL: Final = struct.Struct("<IIIIII")  # settle, finish, describe, promise, n_ids, name_len
 _ID: Final = struct.Struct("<Q")
+_REJECTIONS: Final = struct.Struct("<II")  # kept unhandled rejections, dropped ones
+_PAIR: Final = struct.Struct("<II")  # a kept rejection: the promise's box, the reason's box
 #: A wasm32 memory cannot exceed 4 GiB.
 _MAX_MEMORY: Final = 1 << 32
 _COMPRESSIONS: Final = (COMPRESSION_ZSTD, COMPRESSION_ZSTD_TEMPLATE_DICT)
@@ -319,6 +321,8 @@ class CellState:
         promise: The program's result promise (0 before `run`).
         outstanding: Request ids not delivered yet.
         filename: The program's filename, for error locations.
+        rejections: Unhandled promise rejections so far, as (promise box, reason box).
+        rejections_dropped: Unhandled rejections past the kept ones, only counted.
     """
 
     settle: int
@@ -327,13 +331,19 @@ class CellState:
     promise: int
     outstanding: tuple[int, ...]
     filename: str
+    rejections: tuple[tuple[int, int], ...] = ()
+    rejections_dropped: int = 0
 
     def pack(self) -> bytes:
         """Serialize for `encode(..., extra=...)`."""
         name = self.filename.encode()
         handles = (self.settle, self.finish, self.describe, self.promise)
         head = _CELL.pack(*handles, len(self.outstanding), len(name))
-        return head + b"".join(_ID.pack(i) for i in self.outstanding) + name
+        packed = head + b"".join(_ID.pack(i) for i in self.outstanding) + name
+        if self.rejections or self.rejections_dropped:  # (absent in most snapshots)
+            packed += _REJECTIONS.pack(len(self.rejections), self.rejections_dropped)
+            packed += b"".join(_PAIR.pack(*pair) for pair in self.rejections)
+        return packed
 
     @classmethod
     def unpack(cls, extra: bytes) -> CellState:
@@ -346,9 +356,18 @@ class CellState:
             settle, finish, describe, promise, count, name_len = _CELL.unpack_from(extra, 0)
             ids = tuple(_ID.unpack_from(extra, _CELL.size + 8 * i)[0] for i in range(count))
             start = _CELL.size + 8 * count
-            if start + name_len != len(extra):
+            end = start + name_len
+            if end > len(extra):
                 raise SnapshotError("corrupt snapshot metadata")
-            filename = extra[start:].decode()
+            filename = extra[start:end].decode()
+            pairs: tuple[tuple[int, int], ...] = ()
+            dropped = 0
+            if end < len(extra):
+                kept, dropped = _REJECTIONS.unpack_from(extra, end)
+                first = end + _REJECTIONS.size
+                if first + _PAIR.size * kept != len(extra):
+                    raise SnapshotError("corrupt snapshot metadata")
+                pairs = tuple(_PAIR.unpack_from(extra, first + _PAIR.size * i) for i in range(kept))
         except (struct.error, UnicodeDecodeError):
             raise SnapshotError("corrupt snapshot metadata") from None
-        return cls(settle, finish, describe, promise, ids, filename)
+        return cls(settle, finish, describe, promise, ids, filename, pairs, dropped)

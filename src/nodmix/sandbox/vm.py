@@ -28,6 +28,7 @@ from nodmix.errors import SandboxError
 from nodmix.sandbox import hostio, memimage, wasm
 from nodmix.sandbox.base import SandboxLimits
 from nodmix.sandbox.bootstate import REALTIME, Probe
+from nodmix.sandbox.rejections import Rejections
 from nodmix.sandbox.runtime import QuickJSRuntime
 from nodmix.sandbox.vmstate import (
     WASM_PAGE,
@@ -90,6 +91,8 @@ class VM:
         self.host_functions: dict[bytes, HostFunction] = {}
         self.host_failure: BaseException | None = None
         self.stdio = bytearray()
+        self.rejections = Rejections()
+        """Promises rejected with no handler yet (`sandbox.rejections`)."""
         self._nested_trap: VMTrapped | None = None
         self._host_depth = 0
         self.closed = False
@@ -108,6 +111,8 @@ class VM:
                 self.x._initialize()
                 if self.x.qjs_init() != 0:
                     raise SandboxError("QuickJS failed to initialize")
+                # Part of the runtime's state: templates and snapshots carry it.
+                self.x.qjs_set_promise_rejection_handler(1)
                 self.scratch = self.x.wasm_malloc(_SCRATCH_SIZE)
                 self.undefined = self.x.qjs_get_undefined()  # a box kept for the VM's life
                 self.mem.write(self.scratch + _SCRATCH_UNDEFINED, U32.pack(self.undefined))
@@ -227,6 +232,13 @@ class VM:
             return self._kill("out of memory while reporting an error", interrupt=False)
         finally:
             self._host_depth -= 1
+
+    def promise_rejection(self, promise: int, reason: int, handled: int) -> None:
+        """Import callback of QuickJS's rejection tracker (see `sandbox.rejections`)."""
+        try:
+            self.rejections.track(self, promise, reason, handled)
+        except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
+            self._kill(wasm.trap_summary(exc), interrupt=wasm.trap_is_interrupt(exc))
 
     def _kill(self, message: str, *, interrupt: bool) -> int:
         # We cannot raise through wasm: mark the VM dead and set the epoch deadline to "now",

@@ -59,11 +59,20 @@ class SeedRestore(msgspec.Struct, frozen=True, kw_only=True):
     backup: Path
 
 
+RESTORED_TYPE = "nodmix.checkpoint-restored"
+"""Custom entry opening a transcript that `nodmix sessions restore` made from a checkpoint: it
+continues its parent without a compaction, and is not a successor that lost its seed."""
+
+
 def missing_seed(reader: TranscriptReader) -> bool:
     """A successor transcript without the compaction that should open it."""
     if not reader.header.parent_session:
         return False
-    return not any(isinstance(e, CompactionEntry) for e in reader.entries)
+    return not any(
+        isinstance(e, CompactionEntry)
+        or (isinstance(e, CustomEntry) and e.custom_type == RESTORED_TYPE)
+        for e in reader.entries
+    )
 
 
 def restore_seed(path: Path) -> SeedRestore | None:

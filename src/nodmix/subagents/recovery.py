@@ -124,7 +124,7 @@ async def _archive(service: Subagents, run: SubagentRun, before: float) -> bool:
                 await anyio.to_thread.run_sync(move_to_archive, path)
             except OSError:
                 log.warning("could not move %s to the archive", path, exc_info=True)
-    await subagent_ended(service.host.context_engine(), run, swept=True)
+    await subagent_ended(service.engine_of(run), run, swept=True)
     done = msgspec.structs.replace(run, archived=True)
     await anyio.to_thread.run_sync(service.store.save, done)
     return True

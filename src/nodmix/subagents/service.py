@@ -21,7 +21,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from nodmix.context.base import SubagentSpawnParams
+from nodmix.context.base import ContextEngine, SubagentSpawnParams
 from nodmix.errors import ConfigError, NodmixError
 from nodmix.subagents.announce import Announcer, Listener
 from nodmix.subagents.engine_hooks import prepare_spawn, roll_back, subagent_ended
@@ -162,7 +162,7 @@ class Subagents:
         waits for, write its record before the spawn answers. A failure after the engine's
         preparation hands it the rollback."""
         host = self.host
-        engine = host.context_engine()
+        engine = self.engine_of(run)
         parent = host.sessions.open(run.parent_key, create=False)
         handle = await prepare_spawn(
             engine,
@@ -269,13 +269,24 @@ class Subagents:
 
         return any(isinstance(m, UserMessage) for m in session.messages_for_model())
 
+    def engine_of(self, run: SubagentRun) -> ContextEngine:
+        """The context engine of the requester's agent (engines are made per agent), or the
+        default agent's when that agent is gone from the config."""
+        from nodmix.sessions.keys import resolve_session_key
+
+        try:
+            agent = self.host.agent(resolve_session_key(run.parent_key).agent_id)
+        except NodmixError:
+            return self.host.context_engine()
+        return self.host.context_engine(agent)
+
     async def finish(self, final: SubagentRun, *, announce: bool = True) -> SubagentRun:
         """Record a run's end: the record, the requester's usage, the engine's hook and, for
         a run nobody waited for, the announcement."""
         self._open.pop(final.run_id, None)
         self.depths.remember(final)
         self._count_usage(final)
-        await subagent_ended(self.host.context_engine(), final)
+        await subagent_ended(self.engine_of(final), final)
         if final.wait:
             self._write_soon(final)
             return final

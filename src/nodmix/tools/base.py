@@ -48,6 +48,11 @@ APPROVAL_WAITING = "approval_waiting"
 stops waiting for a person's approval (code mode suspends such a run with reason `approval`)."""
 
 
+PROGRESS = "progress"
+"""`ToolContext.extra` key: a callback `(text: str) -> None` that reports what a long call is
+doing now (a `tool_progress` run event); see `report_progress`."""
+
+
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of a tool call, as the model will see it."""
 
@@ -90,6 +95,13 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     origin: TurnOrigin | None = None
     """The chat the turn answers, for turns started by a channel message."""
+
+
+def report_progress(ctx: ToolContext, text: str) -> None:
+    """Tell the people watching the run what a long call is doing (no-op without a sink)."""
+    report = ctx.extra.get(PROGRESS)
+    if report is not None:
+        report(text)
 
 
 @runtime_checkable

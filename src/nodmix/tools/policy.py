@@ -13,6 +13,7 @@ Entry grammar (the same for allow and deny lists; matching is case-sensitive):
 | `group:core`                 | every tool owned by `core` (any `group:<owner>` works)      |
 | `group:plugins`              | every plugin tool (source `nodmix`, owner other than core)  |
 | `group:mcp`, `group:client`  | every MCP tool / every client-provided tool                 |
+| `bundle-mcp`                 | every MCP tool (the same as `group:mcp`)                    |
 
 A `*` inside an entry matches any run of characters (`mcp:time:*`, `web_*`). Bare words match
 owners too because that is how people think of MCP servers and plugins (`deny: ["github"]`).
@@ -34,6 +35,8 @@ from nodmix.config.schema import AgentToolsConfig, ToolsConfig
 from nodmix.tools.base import CORE_OWNER, Tool
 
 _GROUP_SOURCES = {"mcp": "mcp", "client": "client"}
+BUNDLE_MCP = "bundle-mcp"
+"""Every MCP server's tools, as one name (what a sandbox policy lets in, for example)."""
 
 
 @lru_cache(maxsize=512)
@@ -54,6 +57,8 @@ def entry_matches(entry: str, tool: Tool) -> bool:
     owner = origin.owner.strip() or CORE_OWNER
     if entry == "*":
         return True
+    if entry == BUNDLE_MCP:
+        return origin.source == "mcp"
     if entry.startswith("group:"):
         group = entry.removeprefix("group:")
         if group == "plugins":

@@ -6,13 +6,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 from nodmix.channels.email.compose import compose, reply_subject
-from nodmix.channels.email.mapping import (
-    body_text,
-    is_automatic,
-    parse,
-    spool_attachments,
-    thread_info,
-)
+from nodmix.channels.email.mapping import body_text, parse, spool_attachments, thread_info
 from nodmix.channels.types import OutboundMessage
 
 OWN = "agent@nodmix.test"
@@ -25,15 +19,6 @@ def _mail(body: str = "hi", **headers: str) -> EmailMessage:
         mail[name.replace("_", "-")] = value
     mail.set_content(body)
     return parse(mail.as_bytes())
-
-
-def test_robots_lists_and_our_own_mail_are_not_answered() -> None:
-    assert is_automatic(_mail(), OWN) is None
-    assert is_automatic(_mail(Auto_Submitted="auto-replied"), OWN) == "auto-submitted"
-    assert is_automatic(_mail(Precedence="bulk"), OWN) == "bulk mail"
-    assert is_automatic(_mail(List_Id="<x.lists.example>"), OWN) == "mailing list"
-    assert is_automatic(_mail(From="MAILER-DAEMON@example.org"), OWN) == "automatic sender"
-    assert is_automatic(_mail(From=f"Me <{OWN}>"), OWN) == "sent by this mailbox"
 
 
 def test_the_quoted_history_is_left_out_of_the_text() -> None:

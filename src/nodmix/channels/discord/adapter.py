@@ -34,7 +34,13 @@ from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.discord.backlog import Backlog
 from nodmix.channels.discord.calls import cancelled_once
-from nodmix.channels.discord.mapping import TEXT_LIMIT, command_inbound, guild_of, to_inbound
+from nodmix.channels.discord.mapping import (
+    TEXT_LIMIT,
+    allowed_mentions,
+    command_inbound,
+    guild_of,
+    to_inbound,
+)
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.channel_schema import DiscordConfig
@@ -80,6 +86,8 @@ class DiscordSettings:
     api_base_url: str = DEFAULT_API
     guilds: frozenset[str] = frozenset()
     slash_commands: bool = True
+    mentions: frozenset[str] = frozenset()
+    """`allowedMentions`: what replies may ping (nothing by default)."""
     channel: str = "discord"
 
 
@@ -101,6 +109,7 @@ def discord_settings(section: DiscordConfig, env: Mapping[str, str]) -> DiscordS
         api_base_url=(section.api_base_url or DEFAULT_API).rstrip("/"),
         guilds=frozenset(str(g) for g in section.guilds or []),
         slash_commands=section.slash_commands is not False,
+        mentions=frozenset(section.allowed_mentions or ()),
     )
 
 
@@ -117,7 +126,12 @@ class _Client(discord.Client):
     """discord.py's client with our event handlers and slash commands."""
 
     def __init__(self, adapter: DiscordAdapter) -> None:
-        super().__init__(intents=_intents(), max_messages=None, chunk_guilds_at_startup=False)
+        super().__init__(
+            intents=_intents(),
+            max_messages=None,
+            chunk_guilds_at_startup=False,
+            allowed_mentions=allowed_mentions(adapter.settings.mentions),
+        )
         self.adapter = adapter
         self.tree = app_commands.CommandTree(self)
         if adapter.settings.slash_commands:
@@ -314,7 +328,9 @@ class DiscordAdapter:
             return self.client
         async with self._rest_lock:
             if self._rest is None or self._rest.is_closed():
-                rest = discord.Client(intents=_intents())
+                rest = discord.Client(
+                    intents=_intents(), allowed_mentions=allowed_mentions(self.settings.mentions)
+                )
                 await rest.login(self.settings.token)
                 self._rest = rest
             return self._rest
@@ -360,14 +376,18 @@ class DiscordAdapter:
         ids: list[str] = []
         if interaction is not None:
             embed = discord.Embed(description=message.text)
-            sent = await interaction.followup.send(embed=embed, wait=True)
+            sent = await interaction.followup.send(
+                embed=embed, wait=True, allowed_mentions=allowed_mentions(self.settings.mentions)
+            )
             ids.append(str(sent.id))
             if not files:
                 return ids
             message = OutboundMessage(chat_id=message.chat_id, thread_id=message.thread_id)
         target = await self._target(message.chat_id, message.thread_id)
         posted = await client.get_partial_messageable(target).send(
-            content=message.text or None, files=files
+            content=message.text or None,
+            files=files,
+            allowed_mentions=allowed_mentions(self.settings.mentions),
         )
         ids.append(str(posted.id))
         return ids

@@ -14,6 +14,19 @@ import discord
 from nodmix.channels.types import Attachment, InboundMessage
 
 TEXT_LIMIT = 2000
+MENTION_KINDS = ("users", "roles", "everyone")
+
+
+def allowed_mentions(kinds: frozenset[str] = frozenset()) -> discord.AllowedMentions:
+    """What the bot's messages may ping: only the kinds `channels.discord.allowedMentions`
+    names (none by default; never the author of the message a reply answers). A sender can
+    make the model write `@everyone` or a role mention; sent with this, it stays text."""
+    return discord.AllowedMentions(
+        everyone="everyone" in kinds,
+        users="users" in kinds,
+        roles="roles" in kinds,
+        replied_user=False,
+    )
 
 
 def _where(channel: object, channel_id: int) -> tuple[str, str | None]:

@@ -17,6 +17,7 @@ import shutil
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from email.message import EmailMessage
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,9 +29,9 @@ import anyio
 from nodmix.channels.attachments import check_declared
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import open_delivery_log
+from nodmix.channels.email.authentication import check_sender
 from nodmix.channels.email.compose import compose
 from nodmix.channels.email.mapping import (
-    is_automatic,
     message_id,
     parse,
     spool_attachments,
@@ -38,6 +39,8 @@ from nodmix.channels.email.mapping import (
     to_inbound,
 )
 from nodmix.channels.email.outbox import check_smtp, send_mail
+from nodmix.channels.email.reply_limit import ReplyLimit
+from nodmix.channels.email.screen import Sender, is_automatic, sender_of
 from nodmix.channels.email.settings import EmailSettings
 from nodmix.channels.email.threads import ThreadBook
 from nodmix.channels.status import ChannelStatus
@@ -68,6 +71,7 @@ class EmailAdapter:
         self._position = open_delivery_log(state_dir, settings.channel)
         self._spool = self._position.root / "spool"
         self._threads = ThreadBook(self._position.root / "threads.json")
+        self._replies = ReplyLimit(settings.reply_limit, settings.reply_window_seconds)
 
     # ---- IMAP -----------------------------------------------------------------------------
 
@@ -204,23 +208,41 @@ class EmailAdapter:
         oversize: int | None = None,
     ) -> None:
         mail = parse(raw)
-        why = is_automatic(mail, self.settings.address)
         mid = message_id(mail, fallback)
-        if why is not None:
-            status.count("ignore", why)
-            log.info("email: not answering %s: %s", mid, why)
+        sender = self._screen(mail, mid, status)
+        if sender is None:
             return
         key = f"{mid}"
         files, notes = spool_attachments(mail, self._spool, key, self.settings.max_attachment_bytes)
         if oversize is not None:
             notes.append(f"[a mail of {oversize} bytes, too large to read: only its headers]")
-        msg = to_inbound(mail, channel=self.channel_id, mid=mid, attachments=files, notes=notes)
+        msg = to_inbound(
+            mail, sender=sender, channel=self.channel_id, mid=mid, attachments=files, notes=notes
+        )
         self._threads.remember(thread_info(mail, mid))
         try:
             await sink(msg)
         except Exception as exc:  # one bad message must not stop the channel
             status.error(f"handling message {msg.key}: {exc}")
             log.exception("email: handling message %s failed", msg.key)
+
+    def _screen(self, mail: EmailMessage, mid: str, status: ChannelStatus) -> Sender | None:
+        """The mail's sender when the mail may be handed on; else None (counted, logged)."""
+        sender = sender_of(mail)
+        verdict, why = "refuse", sender if isinstance(sender, str) else None
+        if isinstance(sender, Sender):
+            why = is_automatic(mail, sender, self.settings.address)
+            if why is not None:
+                verdict = "ignore"
+            else:
+                why = check_sender(mail, sender.domain, self.settings.authentication)
+            if why is None and self._replies.exhausted(sender.address):
+                verdict, why = "ignore", "reply limit reached"
+        if why is None:
+            return sender if isinstance(sender, Sender) else None
+        status.count(verdict, why)
+        log.info("email: not answering %s: %s", mid, why)
+        return None
 
     async def _wait_for_mail(self, box: _Box) -> None:
         """Return when the server announces new mail, or after `idle_seconds`; raise
@@ -281,6 +303,7 @@ class EmailAdapter:
         thread = self._threads.get(message.thread_id) if message.thread_id else None
         mail = compose(message, sender=s.address, thread=thread)
         await send_mail(s, mail)
+        self._replies.record(message.chat_id)
         return [str(mail["Message-ID"])]
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:

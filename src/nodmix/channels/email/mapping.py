@@ -1,6 +1,6 @@
-"""Inbound mail as our `InboundMessage` (stdlib `email`): sender, subject, body without the
-quoted history, attachments spooled to disk. Automatic mail (bounces, auto-replies, mailing
-lists) and the mailbox's own messages are not handled, so the agent never answers a robot."""
+"""Inbound mail as our `InboundMessage` (stdlib `email`): subject, body without the quoted
+history, attachments spooled to disk. Which mail gets here at all (a strictly parsed sender,
+no robots) is `screen.py`'s decision."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ import html
 import re
 from dataclasses import dataclass
 from email.message import EmailMessage
-from email.utils import getaddresses, parseaddr
 from pathlib import Path
 
+from nodmix.channels.email.screen import Sender
 from nodmix.channels.types import Attachment, InboundMessage
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_ROBOTS = ("mailer-daemon", "postmaster", "no-reply", "noreply", "do-not-reply")
 _WROTE = re.compile(r"^(On .{0,200} wrote:|-----Original Message-----)\s*$")
 
 
@@ -35,30 +34,6 @@ def parse(raw: bytes) -> EmailMessage:
     msg = email.message_from_bytes(raw, policy=email.policy.default)
     assert isinstance(msg, EmailMessage)
     return msg
-
-
-def sender_of(msg: EmailMessage) -> str:
-    """The sender's address, lower case ('' when there is none)."""
-    return parseaddr(str(msg.get("From") or ""))[1].strip().lower()
-
-
-def is_automatic(msg: EmailMessage, own_address: str) -> str | None:
-    """Why `msg` must not be answered (bounce, auto-reply, list mail, our own), or None."""
-    sender = sender_of(msg)
-    if not sender or "@" not in sender:
-        return "no sender address"
-    if sender == own_address.lower():
-        return "sent by this mailbox"
-    if sender.split("@", 1)[0] in _ROBOTS:
-        return "automatic sender"
-    auto = str(msg.get("Auto-Submitted", "no")).strip().lower()
-    if auto != "no":
-        return "auto-submitted"
-    if str(msg.get("Precedence", "")).strip().lower() in ("bulk", "junk", "list"):
-        return "bulk mail"
-    if msg.get("List-Id") is not None:
-        return "mailing list"
-    return None
 
 
 def message_id(msg: EmailMessage, fallback: str) -> str:
@@ -136,17 +111,13 @@ def spool_attachments(
 def to_inbound(
     msg: EmailMessage,
     *,
+    sender: Sender,
     channel: str,
     mid: str,
     attachments: tuple[Attachment, ...],
     notes: list[str],
 ) -> InboundMessage:
-    """The inbound message of an (already screened) mail."""
-    sender = sender_of(msg)
-    name = ""
-    for display, address in getaddresses([str(msg.get("From", ""))]):
-        if address.lower() == sender:
-            name = display
+    """The inbound message of an (already screened) mail from `sender`."""
     subject = str(msg.get("Subject", "")).strip()
     parts = []
     if subject and not subject.lower().startswith(("re:", "aw:", "sv:")):
@@ -155,11 +126,11 @@ def to_inbound(
     return InboundMessage(
         channel=channel,
         chat_type="dm",
-        chat_id=sender,
+        chat_id=sender.address,
         message_id=mid,
-        sender_id=sender,
-        sender_name=name,
-        sender_mask=sender,
+        sender_id=sender.address,
+        sender_name=sender.name,
+        sender_mask=sender.address,
         text="\n\n".join(p for p in parts if p),
         thread_id=mid,
         attachments=attachments,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodmix.config.channel_mail_irc import EmailConfig
+from nodmix.channels.email.authentication import AuthPolicy
+from nodmix.config.channel_mail_irc import EmailConfig, EmailReplyLimit
 from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
@@ -32,6 +33,9 @@ class EmailSettings:
     smtp_password: str | None
     idle_seconds: int = 600
     max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
+    authentication: AuthPolicy = AuthPolicy()
+    reply_limit: int = EmailReplyLimit().count
+    reply_window_seconds: float = EmailReplyLimit().window_seconds
     channel: str = "email"
 
 
@@ -51,6 +55,7 @@ def email_settings(
     smtp_password = resolve_secret(smtp.password, key="channels.email.smtp.password", env=env)
     smtp_user = user if smtp.username is None else smtp.username
     ports = {"tls": 465, "starttls": 587, "none": 25}
+    limit = section.reply_limit or EmailReplyLimit()
     return EmailSettings(
         address=section.address,
         imap_host=imap.host,
@@ -78,4 +83,11 @@ def email_settings(
             ),
             DEFAULT_MAX_ATTACHMENT_BYTES,
         ),
+        authentication=AuthPolicy(
+            mode=auth.mode, authserv_ids=frozenset(i.lower() for i in auth.authserv_ids or ())
+        )
+        if (auth := section.authentication) is not None
+        else AuthPolicy(),
+        reply_limit=limit.count,
+        reply_window_seconds=float(limit.window_seconds),
     )

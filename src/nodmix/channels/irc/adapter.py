@@ -21,7 +21,7 @@ import pydle
 from nodmix.channels.base import InboundSink
 from nodmix.channels.irc.client import Event, IrcClient, quit_quietly
 from nodmix.channels.irc.lines import FloodGate, split_lines, text_budget
-from nodmix.channels.irc.mapping import irc_lower
+from nodmix.channels.irc.mapping import identity, irc_lower, is_mask
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
 from nodmix.config.channel_mail_irc import IrcConfig
@@ -36,6 +36,11 @@ MAX_BACKOFF_SECONDS = 60.0
 DEFAULT_LINE_DELAY = 1.0
 QUEUE_LIMIT = 1000
 NICK_RETRY_SECONDS = 10.0
+USERHOST_TIMEOUT_SECONDS = 15.0
+
+
+class NickChangedHands(ConnectionError):
+    """A DM's nick is held by someone other than the user and host it was written to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +239,7 @@ class IrcAdapter:
         return await self._send_lines(client, message)
 
     async def _send_lines(self, client: IrcClient, message: OutboundMessage) -> list[str]:
-        target = message.chat_id
+        target = await self._recipient(client, message.chat_id)
         text = message.text
         for attachment in message.attachments:
             name = attachment.name or (attachment.path.name if attachment.path else "file")
@@ -246,6 +251,20 @@ class IrcAdapter:
             sent += 1
         log.debug("irc: sent %d line(s) to %s", sent, target)
         return [f"{target}:{i}" for i in range(sent)]
+
+    async def _recipient(self, client: IrcClient, chat_id: str) -> str:
+        """The PRIVMSG target for `chat_id`: a channel or nick as given; for a DM's
+        `nick!user@host` the nick, once the server shows the same user and host still hold it
+        (whoever took the nick since must not get the reply)."""
+        if not is_mask(chat_id):
+            return chat_id
+        nick = chat_id.split("!", 1)[0]
+        with anyio.fail_after(USERHOST_TIMEOUT_SECONDS):
+            holder = await client.holder(nick)
+        if holder is None or identity(holder) != identity(chat_id):
+            log.warning("irc: reply to %s withheld: the nick is now %s", chat_id, holder)
+            raise NickChangedHands(f"{nick} is no longer {chat_id}: reply withheld")
+        return nick
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """IRC has no typing indicator."""

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pydle
 
-from nodmix.channels.irc.mapping import irc_lower, to_inbound
+from nodmix.channels.irc.mapping import irc_lower, to_inbound, valid_account
 from nodmix.channels.types import InboundMessage
 
 log = logging.getLogger("nodmix.channels.irc")
@@ -34,6 +34,7 @@ class IrcClient(pydle.Client):  # type: ignore[misc]
         self.welcome_nick = ""
         self.ponged = asyncio.Event()
         self.sasl_ok = False
+        self._userhost: list[tuple[str, asyncio.Future[str | None]]] = []
 
     def _push(self, event: Event) -> None:
         try:
@@ -108,9 +109,55 @@ class IrcClient(pydle.Client):  # type: ignore[misc]
             target=message.params[0],
             text=message.params[1],
             alt_nick=self.wanted_nick,
+            account=self.account_of(message),
         )
         if msg is not None:
             self._push(("message", msg))
+
+    def account_of(self, message: Any) -> str | None:
+        """The services account the network vouches for behind `message`, or None.
+
+        With `account-tag` the message itself says (no tag: not logged in). Otherwise the
+        account pydle tracks counts only while the server reports every change of it
+        (`account-notify` and `extended-join`) and only for the same user and host (a WHOIS
+        answer from before a nick changed hands must not carry over)."""
+        caps = getattr(self, "_capabilities", {})
+        if caps.get("account-tag"):
+            return valid_account(getattr(message, "tags", {}).get("account"))
+        if not (caps.get("account-notify") and caps.get("extended-join")):
+            return None
+        nick, _, userhost = str(message.source).partition("!")
+        user, _, host = userhost.rpartition("@")
+        tracked = self.users.get(nick) if nick in self.users else None
+        if not tracked or (tracked.get("username"), tracked.get("hostname")) != (user, host):
+            return None
+        return valid_account(tracked.get("account"))
+
+    async def holder(self, nick: str) -> str | None:
+        """`nick!user@host` of whoever holds `nick` now (`USERHOST`), or None when nobody
+        does. Answers come in order; one that names a nick goes to that nick's request."""
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        entry = (irc_lower(nick), future)
+        self._userhost.append(entry)
+        try:
+            await self.rawmsg("USERHOST", nick)
+            return await future
+        finally:
+            if entry in self._userhost:
+                self._userhost.remove(entry)
+
+    async def on_raw_302(self, message: Any) -> None:
+        """`USERHOST` answers: `nick[*]=[+-]user@host` (nothing when the nick is free)."""
+        found = {}
+        for reply in str(message.params[-1] if message.params else "").split():
+            name, _, rest = reply.partition("=")
+            if rest[:1] in ("+", "-") and "@" in rest:
+                found[irc_lower(name.rstrip("*"))] = f"{name.rstrip('*')}!{rest[1:]}"
+        waiting = [e for e in self._userhost if not found or e[0] in found][:1]
+        for entry in waiting:
+            self._userhost.remove(entry)
+            if not entry[1].done():
+                entry[1].set_result(found.get(entry[0]))
 
 
 async def quit_quietly(client: IrcClient | None) -> None:

@@ -45,11 +45,14 @@ from nodmix.channels.matrix.credentials import (
     matrix_settings,
     save_login,
 )
+from nodmix.channels.matrix.direct import DIRECT, DirectRooms
 from nodmix.channels.matrix.mapping import (
     Me,
     edit_content,
+    is_edit,
     is_encrypted,
     notice_content,
+    sender_label,
     text_content,
     to_inbound,
 )
@@ -74,7 +77,7 @@ ENCRYPTED_NOTICE = (
 )
 SYNC_FILTER: dict[str, Any] = {
     "presence": {"types": []},
-    "account_data": {"types": []},
+    "account_data": {"types": [DIRECT]},
     "room": {"timeline": {"limit": 50}, "ephemeral": {"types": []}},
 }
 InviteCheck = Callable[[str, str, bool], bool]
@@ -100,6 +103,7 @@ class MatrixAdapter:
         settings: MatrixSettings,
         state_dir: Path,
         invite_allowed: InviteCheck | None = None,
+        groups: frozenset[str] = frozenset(),
     ) -> None:
         self.settings = settings
         self.channel_id = settings.channel
@@ -114,6 +118,7 @@ class MatrixAdapter:
             ),
         )
         self._position = open_delivery_log(state_dir, settings.channel)
+        self._direct = DirectRooms(self.client, groups)
         self._ready = False
         self._me = Me(settings.user_id)
         self._sent: deque[str] = deque(maxlen=SENT_KEPT)
@@ -160,6 +165,7 @@ class MatrixAdapter:
         if isinstance(profile, ProfileGetDisplayNameResponse) and profile.displayname:
             names = (profile.displayname, *names)
         self._me = Me(settings.user_id, names)
+        await self._direct.fetch()
         self._ready = True
 
     async def check(self) -> str:
@@ -195,6 +201,9 @@ class MatrixAdapter:
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
             assert isinstance(response, SyncResponse)
+            for event in response.account_data_events:
+                if getattr(event, "type", None) == DIRECT:
+                    self._direct.load(getattr(event, "content", None) or {})
             await self._invites(response, status)
             if since is not None:  # the first sync of an account only sets the starting point
                 await self._timeline(response, sink, status)
@@ -227,6 +236,8 @@ class MatrixAdapter:
             else:
                 log.info("matrix: joined %s, invited by %s", room_id, inviter)
                 self._just_joined.add(room_id)
+                if direct:  # recorded as every Matrix client records a direct chat
+                    await self._direct.add(room_id, inviter)
 
     async def _timeline(
         self, response: SyncResponse, sink: InboundSink, status: ChannelStatus
@@ -244,6 +255,9 @@ class MatrixAdapter:
                 if is_encrypted(source) or (room is not None and room.encrypted):
                     if source.get("type") in ("m.room.encrypted", "m.room.message"):
                         await self._refuse_encrypted(room_id, status)
+                    continue
+                if is_edit(source):  # an edit is not a new message (nor a new mention)
+                    status.count("ignore", "edited message")
                     continue
                 msg = await self._inbound(source, room_id, room)
                 if msg is None:
@@ -268,9 +282,12 @@ class MatrixAdapter:
         return -1
 
     async def _inbound(self, source: dict[str, Any], room_id: str, room: MatrixRoom | None) -> Any:
-        direct = room is not None and room.member_count <= 2
         sender = str(source.get("sender", ""))
-        name = (room.user_name(sender) if room is not None else None) or sender
+        if not self._direct.known(room_id):
+            await self._direct.look_up(room_id)
+        direct = self._direct.is_direct(room_id, sender)
+        member = room.users.get(sender) if room is not None else None
+        name = sender_label(sender, member.display_name if member is not None else None)
         replied_to_me = False
         reply = (source.get("content") or {}).get("m.relates_to", {})
         reply_id = (

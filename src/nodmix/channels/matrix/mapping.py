@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from nodmix.channels.types import Attachment, InboundMessage
 
 TEXT_TYPES = ("m.text", "m.emote")
+_MX_REPLY = re.compile(r"(?is)<mx-reply>.*?</mx-reply>")
 MEDIA_KINDS = {
     "m.image": "photo",
     "m.file": "document",
@@ -40,6 +42,24 @@ def is_message(event: dict[str, Any]) -> bool:
     )
 
 
+def is_edit(event: dict[str, Any]) -> bool:
+    """An `m.replace` edit of an earlier message (edits of edits too): never a new turn."""
+    content = event.get("content")
+    rel = content.get("m.relates_to") if isinstance(content, dict) else None
+    return isinstance(rel, dict) and rel.get("rel_type") == "m.replace"
+
+
+def sender_label(user_id: str, display_name: object) -> str:
+    """How a sender is named to the model: the user id, which nobody else can have, and the
+    display name (which anyone can set to anything, another user id included) marked as
+    such, on one line and without the brackets that frame the sender in the prompt."""
+    name = " ".join(str(display_name or "").split())
+    name = "".join(c for c in name if c.isprintable() and c not in '[]"')[:64].strip()
+    if not name or name.casefold() in (user_id.casefold(), user_id.split(":")[0][1:].casefold()):
+        return user_id
+    return f'{user_id} (display name "{name}")'
+
+
 def is_encrypted(event: dict[str, Any]) -> bool:
     """An end-to-end encrypted event (which this channel cannot read)."""
     return event.get("type") == "m.room.encrypted"
@@ -62,18 +82,22 @@ def relation(content: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def mentions(content: dict[str, Any], me: Me) -> bool:
-    """Whether the message mentions the bot: `m.mentions`, a link to it, or its name."""
-    declared = content.get("m.mentions")
-    if isinstance(declared, dict):
-        ids = declared.get("user_ids")
-        if isinstance(ids, list) and me.user_id in ids:
-            return True
+    """Whether the message mentions the bot. A client that sends `m.mentions` (intentional
+    mentions) says exactly whom it mentions, and only that counts. For older clients: a link
+    to the bot or its name in the message's own text, never in the quoted reply fallback."""
+    if "m.mentions" in content:
+        declared = content["m.mentions"]
+        ids = declared.get("user_ids") if isinstance(declared, dict) else None
+        return isinstance(ids, list) and me.user_id in ids
     formatted = content.get("formatted_body")
-    if isinstance(formatted, str) and f"matrix.to/#/{me.user_id}" in formatted:
-        return True
+    if isinstance(formatted, str):
+        own = _MX_REPLY.sub("", formatted)
+        if f"matrix.to/#/{me.user_id}" in own or f"matrix.to/#/{quote(me.user_id)}" in own:
+            return True
     body = content.get("body")
     if not isinstance(body, str):
         return False
+    body = strip_reply_fallback(body)
     needles = (me.user_id, *me.names)
     return any(_contains_word(body, n) for n in needles if n)
 
@@ -131,7 +155,7 @@ def to_inbound(
     replied_to_me: bool,
 ) -> InboundMessage | None:
     """A room message as an `InboundMessage`; None for what the layer does not handle."""
-    if not is_message(event):
+    if not is_message(event) or is_edit(event):
         return None
     sender = event.get("sender")
     event_id = event.get("event_id")

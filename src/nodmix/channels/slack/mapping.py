@@ -21,6 +21,8 @@ TEXT_LIMIT = 4000
 """Slack truncates longer `text`; stay within its recommended length."""
 HANDLED_SUBTYPES = (None, "file_share", "thread_broadcast")
 _LINK = re.compile(r"<(https?://[^|>]+)\|([^>]+)>")
+_ANGLED = re.compile(r"<([^<>]*)>")
+_SAFE_TARGET = re.compile(r"(?i)(https?://|mailto:)[^\s|<>]+")
 _converter = SlackMarkdownConverter()
 
 
@@ -117,8 +119,23 @@ def _files(event: dict[str, Any]) -> tuple[Attachment, ...]:
 
 def to_mrkdwn(markdown: str) -> str:
     """Markdown as Slack mrkdwn: bold, italics, strike, links, headings and lists converted;
-    `&`, `<` and `>` escaped as Slack requires (a `>` starting a line stays a quote)."""
+    `&`, `<` and `>` escaped as Slack requires (a `>` starting a line stays a quote).
+
+    A reply never mentions anyone: every `<...>` left after the conversion came from a
+    Markdown link or image, and only web and mail links stay links. Any other target
+    (`[click](!channel)` would become `<!channel|click>`, `<@U…|x>` a user mention,
+    `<!subteam^…>` a group ping, `<#C…>` a channel link) is written out as plain text."""
     escaped = markdown.replace("&", "&amp;").replace("<", "&lt;")
     escaped = re.sub(r"(?m)(?<!^)>", "&gt;", escaped)
     converted: str = _converter.convert(escaped)
-    return converted
+    return _ANGLED.sub(_defuse, converted)
+
+
+def _defuse(match: re.Match[str]) -> str:
+    """A converted `<target|label>` kept when the target is a web or mail address, else its
+    label and target as text that Slack does not parse (`>` and `<` escaped)."""
+    target, _, label = match.group(1).partition("|")
+    if _SAFE_TARGET.fullmatch(target):
+        return match.group(0)
+    text = f"{label} ({target})" if label and label != target else target
+    return text.replace("<", "&lt;").replace(">", "&gt;")

@@ -17,6 +17,9 @@ Run one with `python -m nodmix.testing.model_server --script <name>`:
 - `memory-search`: asks `memory_search` the user's message and answers with the hits
   (`path:start-end (score)` lines and the best snippet); with `/v1/embeddings` on the same
   server, hybrid memory search can be tried end to end without a key.
+- `web-task`: "search <query> and send the form as <name>": `web_search`, then the browser
+  opens the first result, types the name into its form, clicks its button and the answer is
+  what the page then says; in code mode one `exec` program does the same.
 - `subagents`: delegates with `sessions_spawn` ("spawn wait: a | b", "spawn: a", "fanout 20"
   in code mode), `sessions_send`, `sessions_list`, `sessions_history` and `agents_list`, and
   answers any other message as a subagent would ("done: <task>"; "sleep 2 <task>" first waits).
@@ -38,6 +41,8 @@ BUILTIN_SCRIPTS = {
     "huge": "nodmix.testing.scripts.huge",
     "memory-search": "nodmix.testing.scripts.memory_search",
     "memory_search": "nodmix.testing.scripts.memory_search",
+    "web-task": "nodmix.testing.scripts.web_task",
+    "web_task": "nodmix.testing.scripts.web_task",
     "subagents": "nodmix.testing.scripts.subagents",
 }
 """Built-in script names -> their modules."""

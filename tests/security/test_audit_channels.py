@@ -1,0 +1,69 @@
+"""`nodmix security audit` knows how each channel tells senders apart: email authentication,
+IRC allowlist entries that trust a nick, Discord replies allowed to ping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodmix.cli.main import main
+
+EMAIL = (
+    "email: {address: 'agent@example.org', imap: {host: 'imap.example.org', password: 'x'},"
+    " smtp: {host: 'smtp.example.org'}"
+)
+
+
+@pytest.fixture(autouse=True)
+def private_state(isolated_state: Path) -> Path:
+    isolated_state.chmod(0o700)
+    return isolated_state
+
+
+def _audit(state: Path, channels: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    path = state / "nodmix.json"
+    path.write_text(f"{{channels: {{{channels}}}}}", encoding="utf-8")
+    path.chmod(0o600)
+    main(["security", "audit", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    return {f["id"]: f for f in report["findings"]}
+
+
+def test_email_authentication_off_is_high_and_unnamed_servers_medium(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    off = _audit(private_state, EMAIL + ", authentication: {mode: 'off'}}", capsys)
+    assert off["channels.email.unauthenticated"]["severity"] == "high"
+    auto = _audit(private_state, EMAIL + "}", capsys)
+    assert auto["channels.email.authserv-unset"]["severity"] == "medium"
+    named = _audit(
+        private_state, EMAIL + ", authentication: {authservIds: ['mx.example.org']}}", capsys
+    )
+    assert not {k for k in named if k.startswith("channels.email")}
+
+
+def test_irc_bare_nicks_and_masks_open_to_any_host_are_named(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    irc = (
+        "irc: {host: 'irc.example.org', nick: 'bot', allowFrom: ['ann', 'bob!*@*', "
+        "'account:cy', 'dee!~dee@home.example']}"
+    )
+    findings = _audit(private_state, irc, capsys)
+    assert findings["channels.irc.nick-entries"]["severity"] == "low"
+    assert "'ann'" in findings["channels.irc.nick-entries"]["title"]
+    assert findings["channels.irc.wide-masks"]["severity"] == "medium"
+    assert "bob!*@*" in findings["channels.irc.wide-masks"]["title"]
+    assert "account:cy" not in json.dumps(findings)
+
+
+def test_discord_replies_allowed_to_ping_everyone_are_medium(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quiet = _audit(private_state, "discord: {token: 'x', allowedMentions: ['users']}", capsys)
+    assert "channels.discord.mentions" not in quiet
+    loud = _audit(private_state, "discord: {token: 'x', allowedMentions: ['everyone']}", capsys)
+    assert loud["channels.discord.mentions"]["severity"] == "medium"
