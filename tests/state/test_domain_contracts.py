@@ -120,3 +120,24 @@ def test_subagent_runs_and_claims(open_backend: Opener, isolated_state: Path) ->
     other.release()
     theirs.remove("sub_b2")
     assert [r.run_id for r in mine.all()] == ["sub_a1"]
+
+
+def test_checkpoints_are_taken_listed_read_and_pruned(
+    open_backend: Opener, isolated_state: Path
+) -> None:
+    from nodmix.checkpoints import open_checkpoint_store, take_checkpoint
+    from nodmix.sessions.manager import SessionManager
+    from tests.sessions.sessions_builders import assistant, user
+
+    backend = open_backend()
+    manager = SessionManager(isolated_state, backend=backend.sessions())
+    session = manager.open("work")
+    session.append_message(user("hello"))
+    session.append_message(assistant("hi"))
+    store = open_checkpoint_store(isolated_state)
+    taken = [take_checkpoint(store, session, trigger="compaction") for _ in range(7)]
+    assert all(info is not None for info in taken)
+    listed = open_checkpoint_store(isolated_state).list_checkpoints("main", "agent:main:work")
+    assert len(listed) == 5  # the newest five per session are kept
+    info, data = open_checkpoint_store(isolated_state).read("main", listed[0].id)
+    assert info.messages == 2 and b'"hello"' in data and data.startswith(b'{"type":"session"')

@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
 from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
-from nodmix.checkpoints.store import FileCheckpointStore
+from nodmix.checkpoints.store import open_checkpoint_store
 from nodmix.compaction.service import CompactionService, SessionCompaction, flush_runner
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
@@ -116,7 +116,7 @@ class Runtime:
             agent_for_key=lambda key: self.agent(resolve_session_key(key).agent_id),
             model_refs=self.model_refs,
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
-            checkpoints=FileCheckpointStore(state_dir),
+            checkpoints=open_checkpoint_store(state_dir),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self._context_engines = ContextEngines(

@@ -30,6 +30,7 @@ from nodmix.automation.store import JobStore
 from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.files import channels_dir, read_json, write_json
 from nodmix.channels.pairing import PairingStore
+from nodmix.checkpoints.store import FileCheckpointStore
 from nodmix.config.paths import sessions_dir
 from nodmix.crashpoints import crash_point
 from nodmix.security.allowlist import Allowlist
@@ -137,6 +138,9 @@ def to_postgres(state_dir: Path, pg: PostgresState) -> Report:
             target.save(run)
             report.add("subagent runs")
     _runs_to(state_dir, pg, report)
+    _checkpoints(
+        FileCheckpointStore(state_dir), pg.provide("checkpoints"), _agents(state_dir), report
+    )
     check(state_dir, pg, report)
     return report
 
@@ -297,7 +301,21 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
             files.save(run)
             report.add("subagent runs")
     _runs_back(state_dir, pg, report)
+    agents = pg.sessions().agent_ids()
+    _checkpoints(pg.provide("checkpoints"), FileCheckpointStore(state_dir), agents, report)
     return report
+
+
+def _checkpoints(
+    source: FileCheckpointStore, target: FileCheckpointStore, agents: list[str], report: Report
+) -> None:
+    for agent in agents:
+        have = {info.id for info in target.list_checkpoints(agent)}
+        for info in reversed(source.list_checkpoints(agent)):  # oldest first: pruning keeps
+            if info.id not in have:  # the newest, as at the source
+                _, body = source.read(agent, info.id)
+                target.save(info, body)
+                report.add("checkpoints")
 
 
 def _automation_back(state_dir: Path, pg: PostgresState, report: Report) -> None:

@@ -81,6 +81,11 @@ class PostgresState:
     def _provide_sessions(self) -> SessionBackend:
         return self.sessions()
 
+    def _provide_checkpoints(self) -> Any:
+        from nodmix.state.postgres.checkpoints import PgCheckpointStore
+
+        return PgCheckpointStore(self.db, self.state_dir)
+
     def _provide_codemode_runs(self) -> Any:
         from nodmix.state.postgres.codemode import PgRunStore
 

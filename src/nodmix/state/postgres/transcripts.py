@@ -253,6 +253,23 @@ class PgTranscript(Transcript):
                 "UPDATE nodmix_transcripts SET updated_at = now() WHERE id = %s", (self._tid,)
             )
 
+    def complete_bytes(self) -> bytes:
+        """The header and the rows this object has read, as the file backend's bytes."""
+
+        def read(conn: psycopg.Connection[Any]) -> tuple[bytes, list[bytes]]:
+            head = conn.execute(
+                "SELECT header FROM nodmix_transcripts WHERE id = %s", (self._tid,)
+            ).fetchone()
+            rows = conn.execute(
+                "SELECT body FROM nodmix_transcript_entries WHERE transcript_id = %s"
+                " AND seq <= %s ORDER BY seq",
+                (self._tid, self._seq),
+            ).fetchall()
+            return (bytes(head[0]) if head else b""), [bytes(r[0]) for r in rows]
+
+        header, lines = self._db.run(read)
+        return header + b"".join(lines)
+
     def close(self) -> None:
         """Nothing is held between appends."""
 
