@@ -141,3 +141,15 @@ def test_checkpoints_are_taken_listed_read_and_pruned(
     assert len(listed) == 5  # the newest five per session are kept
     info, data = open_checkpoint_store(isolated_state).read("main", listed[0].id)
     assert info.messages == 2 and b'"hello"' in data and data.startswith(b'{"type":"session"')
+
+
+def test_continuation_pointers_are_seen_by_another_process(
+    open_backend: Opener, isolated_state: Path
+) -> None:
+    from nodmix.gateway.session_pointers import RESPONSES_FILE, open_session_pointers
+
+    open_backend()
+    open_session_pointers(isolated_state, RESPONSES_FILE).remember("resp_1", "agent:main:x")
+    other = open_session_pointers(isolated_state, RESPONSES_FILE)
+    assert other.session_of("resp_1") == "agent:main:x"
+    assert other.session_of("resp_2") is None

@@ -34,7 +34,11 @@ from nodmix.gateway.errors import APIError, classify, not_found
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
-from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
+from nodmix.gateway.session_pointers import (
+    CLIENT_CALLS_FILE,
+    RESPONSES_FILE,
+    open_session_pointers,
+)
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.gateway.subagents import serve_subagents
@@ -64,10 +68,9 @@ class Gateway:
         self.approvals = ApprovalFanout(runtime.security.broker, self.event)
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
-        pointers = runtime.state_dir / "gateway"
-        self.client_calls = SessionPointers(pointers, CLIENT_CALLS_FILE)
+        self.client_calls = open_session_pointers(runtime.state_dir, CLIENT_CALLS_FILE)
         """Sessions of the client tool calls handed out (for stateless continuations)."""
-        self.responses = SessionPointers(pointers, RESPONSES_FILE)
+        self.responses = open_session_pointers(runtime.state_dir, RESPONSES_FILE)
         """Sessions of stored Responses API responses (`previous_response_id`)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(

@@ -181,6 +181,13 @@ class PgRunHistory(RunHistory):
                     " ORDER BY started_at DESC OFFSET %s)",
                     (run.job_id, run.job_id, self.kept * 2),
                 )
+                # A slot only matters while a scheduler could still fire it (a failover takes
+                # seconds; a missed run is caught up once): a day of claims is plenty.
+                conn.execute(
+                    "DELETE FROM nodmix_cron_slots WHERE job_id = %s"
+                    " AND claimed_at < now() - interval '1 day'",
+                    (run.job_id,),
+                )
 
         self.db.run(work, durable=True)
 

@@ -81,6 +81,11 @@ class PostgresState:
     def _provide_sessions(self) -> SessionBackend:
         return self.sessions()
 
+    def _provide_gateway_pointers(self, file_name: str) -> Any:
+        from nodmix.state.postgres.pointers import PgSessionPointers
+
+        return PgSessionPointers(self.db, self.state_dir, file_name)
+
     def _provide_checkpoints(self) -> Any:
         from nodmix.state.postgres.checkpoints import PgCheckpointStore
 

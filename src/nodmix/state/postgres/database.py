@@ -71,7 +71,7 @@ class Database:
                 keepalives_idle=5,
                 keepalives_interval=2,
                 keepalives_count=3,
-                tcp_user_timeout=int(timeout * 2000),
+                tcp_user_timeout=int(min(timeout, 5.0) * 1000),
             )
         except psycopg.ProgrammingError as exc:
             from nodmix.errors import ConfigError
