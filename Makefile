@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons terminal media clean
+.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons postgres terminal media clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -67,7 +67,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser bubblewrap daemons terminal media
+unit: install node browser bubblewrap daemons postgres terminal media
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
@@ -76,7 +76,7 @@ plain-install:
 
 test: lint typecheck unit plain-install
 
-bench: install node bubblewrap media
+bench: install node bubblewrap postgres media
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

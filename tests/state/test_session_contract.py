@@ -113,6 +113,7 @@ def test_listing_counts_messages_and_spans_agents(managers: Managers) -> None:
     b = manager.open("agent:ops:b")
     b.append_message(user("y"))
     b.append_message(assistant("z"))
+    b.append_message(assistant("inside a code-mode call"), parent_tool_call_id="call-1")
     rows = {r.key: r.message_count for r in managers().list_sessions()}
     assert rows == {"agent:main:a": 1, "agent:ops:b": 2}
 

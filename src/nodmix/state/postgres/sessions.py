@@ -29,7 +29,6 @@ from nodmix.errors import SessionError, TranscriptError
 from nodmix.sessions.backend import EntryMaker
 from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import Entry
-from nodmix.sessions.jsonl import count_message_lines
 from nodmix.sessions.keys import SessionKey
 from nodmix.sessions.session import Session
 from nodmix.sessions.store import _Changes
@@ -380,15 +379,16 @@ class PgSessions:
     def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
         """Counted from the rows without building entries."""
 
-        def read(conn: psycopg.Connection[Any]) -> bytes:
-            rows = conn.execute(
-                "SELECT e.body FROM nodmix_transcript_entries e JOIN nodmix_transcripts t"
-                " ON t.id = e.transcript_id WHERE t.agent_id = %s AND t.file_name = %s",
+        def read(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(
+                "SELECT count(*) FROM nodmix_transcript_entries e JOIN nodmix_transcripts t"
+                " ON t.id = e.transcript_id WHERE t.agent_id = %s AND t.file_name = %s"
+                " AND e.message",
                 (key.agent_id, entry.session_file),
-            ).fetchall()
-            return b"".join(bytes(r[0]) for r in rows)
+            ).fetchone()
+            return int(row[0]) if row else 0
 
-        return count_message_lines(self.db.run(read))
+        return self.db.run(read)
 
     def read(self, agent_id: str, path: Path) -> PgTranscript:
         """The stored transcript named like `path`, read-only."""

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Self
 import msgspec
 
 from nodmix.errors import TranscriptError
-from nodmix.sessions.entries import Entry, OpaqueEntry, SessionHeader, iso_now, new_entry_id
+from nodmix.sessions.entries import (
+    Entry,
+    MessageEntry,
+    OpaqueEntry,
+    SessionHeader,
+    iso_now,
+    new_entry_id,
+)
 from nodmix.sessions.files import report_skipped
 from nodmix.sessions.jsonl import SkippedLine, encode_header, encode_line, parse_body, parse_header
 from nodmix.sessions.transcript import Transcript, _Link
@@ -107,9 +114,12 @@ class PgTranscript(Transcript):
         if lines:
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body)"
-                    " VALUES (%s, %s, %s)",
-                    [(tid, n, line) for n, line in enumerate(lines, start=1)],
+                    "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body, message)"
+                    " VALUES (%s, %s, %s, %s)",
+                    [
+                        (tid, n, line, is_message(e))
+                        for n, (line, e) in enumerate(zip(lines, entries, strict=True), start=1)
+                    ],
                 )
         size = len(head) + sum(len(line) for line in lines)
         return cls(db, tid, path, header, list(entries), seq=len(lines), size=size, read_only=False)
@@ -208,7 +218,7 @@ class PgTranscript(Transcript):
             line = encode_line(self.path, entry)
             seq = self._seq + 1
             try:
-                self._insert(seq, line)
+                self._insert(seq, line, is_message(entry))
             except psycopg.errors.UniqueViolation:
                 leaf = self.leaf_id
                 new = self.refresh()  # another writer took that number: read what it wrote
@@ -233,16 +243,19 @@ class PgTranscript(Transcript):
             raise TranscriptError(f"{self.path}: transcript was opened read-only")
         return {"id": new_entry_id(), "parent_id": self.leaf_id, "timestamp": iso_now()}
 
-    def _insert(self, seq: int, line: bytes) -> None:
+    def _insert(self, seq: int, line: bytes, message: bool) -> None:
         from nodmix.state.postgres.database import StaleConnection
 
-        sql = "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body) VALUES (%s, %s, %s)"
+        sql = (
+            "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body, message)"
+            " VALUES (%s, %s, %s, %s)"
+        )
         try:
             with self._db.connection() as conn:
-                conn.execute(sql, (self._tid, seq, line))
+                conn.execute(sql, (self._tid, seq, line, message))
         except StaleConnection:  # a restarted server: once more on a fresh connection
             with self._db.connection() as conn:
-                conn.execute(sql, (self._tid, seq, line))
+                conn.execute(sql, (self._tid, seq, line, message))
 
     def sync(self) -> None:
         """Make every append so far durable (one synchronous commit flushes them all)."""
@@ -275,6 +288,11 @@ class PgTranscript(Transcript):
 
     def __del__(self) -> None:
         pass
+
+
+def is_message(entry: Entry) -> bool:
+    """A top-level message (what listings count; nested code-mode calls are not)."""
+    return isinstance(entry, MessageEntry) and entry.parent_tool_call_id is None
 
 
 def _relinked(entry: Entry, parent_id: str | None) -> Entry:

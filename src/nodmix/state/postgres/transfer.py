@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nodmix.sessions.jsonl import parse_header
+from nodmix.sessions.jsonl import count_message_lines, parse_header
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -45,9 +45,9 @@ def put_transcript(
         if missing:
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body)"
-                    " VALUES (%s, %s, %s)",
-                    [(tid, seq, line) for seq, line in missing],
+                    "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body, message)"
+                    " VALUES (%s, %s, %s, %s)",
+                    [(tid, seq, line, count_message_lines(line) == 1) for seq, line in missing],
                 )
         return len(missing)
 
