@@ -19,10 +19,11 @@ RUN python -m pip install --no-cache-dir -c requirements.lock ".[postgres]" \
  && nodmix sandbox install \
  && nodmix web install \
  && chmod -R a+rX /opt/nodmix/cache \
- && install -d -o nodmix -g nodmix -m 0700 /var/lib/nodmix \
+ && install -d -o nodmix -g nodmix -m 0700 /var/lib/nodmix /var/lib/nodmix/workspace \
  && install -d -m 0755 /etc/nodmix
 
-USER nodmix
+# Numeric, so a runtime that must prove the user is not root (Kubernetes runAsNonRoot) can.
+USER 10001:10001
 WORKDIR /var/lib/nodmix
 EXPOSE 18789
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \

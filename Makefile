@@ -63,6 +63,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/python scripts/check_module_size.py
+	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+	$(BIN)/hadolint Dockerfile
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

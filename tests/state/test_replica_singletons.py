@@ -112,6 +112,20 @@ def _telegram_sockets(pid: int, port: int) -> int:
     return count
 
 
+def _connected(gateways: list[GatewayProcess], port: int, seconds: float = 3.0) -> set[int]:
+    """The live gateways seen connected to the Bot API on `port`, sampled over `seconds` (a
+    long poll holds its connection most of the time; one sample can fall between two polls)."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for gateway in gateways:
+            proc = gateway.proc
+            if proc is not None and proc.poll() is None and _telegram_sockets(proc.pid, port):
+                seen.add(proc.pid)
+        time.sleep(0.02)  # the sampling interval of an observation window, not a wait
+    return seen
+
+
 def test_one_telegram_bot_is_polled_by_one_replica_at_a_time(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -137,14 +151,40 @@ def test_one_telegram_bot_is_polled_by_one_replica_at_a_time(
             poller = _process_of(holder, gateways)
             other = next(g for g in gateways if g is not poller)
             assert poller.proc is not None and other.proc is not None
-            assert _telegram_sockets(poller.proc.pid, port) >= 1
-            assert _telegram_sockets(other.proc.pid, port) == 0
+            assert _connected(gateways, port) == {poller.proc.pid}
 
             poller.proc.send_signal(signal.SIGKILL)
             poller.proc.wait(10)
             api.inject_text(chat_id=42, sender_id=42, text="two")
             api.wait_for(lambda: "echo two" in api.sent_texts(42), timeout=30)
             assert _holder(postgres_url, "channel:telegram") not in (None, holder)
-            assert _telegram_sockets(other.proc.pid, port) >= 1
+            assert _connected(gateways, port) == {other.proc.pid}
         assert api.sent_texts(42).count("echo one") == 1
         assert api.sent_texts(42).count("echo two") == 1
+
+
+def test_status_shows_the_backend_its_replicas_and_who_holds_each_singleton(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(echo) as model:
+        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
+        with replicas(states) as gateways:
+            wait_for(
+                lambda: _holder(postgres_url, "cron") and _holder(postgres_url, "heartbeat"),
+                what="the singletons taken",
+            )
+            done = run_nodmix(states[1], "status", "--json", "--no-probe")
+            assert done.returncode == 0, done.stderr
+            state = json.loads(done.stdout)["state"]
+            text = run_nodmix(states[1], "status", "--no-probe")
+            assert text.returncode == 0, text.stderr
+    assert state["backend"] == "postgres" and "password" not in json.dumps(state)
+    assert state["schemaVersion"] >= 1 and state["leaseSeconds"] == 2
+    pids = {g.proc.pid for g in gateways if g.proc is not None}
+    assert {r["pid"] for r in state["replicas"]} >= pids
+    held = {lease["name"]: lease for lease in state["singletons"] if lease["live"]}
+    assert {"cron", "heartbeat"} <= set(held)
+    replica_ids = {r["id"] for r in state["replicas"]}
+    assert {held["cron"]["holder"], held["heartbeat"]["holder"]} <= replica_ids
+    assert "state:     postgres" in text.stdout
+    assert f"  cron: {held['cron']['holder']} (held" in text.stdout
