@@ -169,7 +169,9 @@ async def run_gateway(
             # docstring on signals. `serve()` would create the lifespan; do it here instead.
             server.lifespan = config.lifespan_class(config)
             await server.startup(sockets=[sock])
-            runtime.state.coordination.url = f"http://{bound.host}:{bound.port}"
+            # What other replicas' operators can reach: a wildcard bind names this host.
+            host = socket.gethostname() if bound.host in ("0.0.0.0", "::", "") else bound.host
+            runtime.state.coordination.url = f"http://{host}:{bound.port}"
             if ready is not None:
                 ready(bound, runtime)
 
