@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import anyio
 import msgspec
 
+from nodmix.browser.files import save_new
 from nodmix.browser.policy import BlockedAddress
 from nodmix.browser.session import BrowserSession
 from nodmix.browser.snapshot import bounded, compact, untrusted
-from nodmix.errors import ToolError
+from nodmix.errors import ToolError, WorkspaceEscapeError
 from nodmix.messages import ImageBlock, JsonObject, ResultBlock, TextBlock
 
 if TYPE_CHECKING:
@@ -181,9 +183,7 @@ async def screenshot(page: Page, workspace: Path, full_page: bool) -> Outcome:
             width = (page.viewport_size or {"width": 1280})["width"]
             options["clip"] = {"x": 0, "y": 0, "width": width, "height": MAX_SCREENSHOT_HEIGHT}
     data = await page.screenshot(**options)
-    path = _workspace_file(workspace, "screenshot", "jpg" if full_page else "png")
-    path.write_bytes(data)
-    rel = path.relative_to(workspace).as_posix()
+    rel = await _save(workspace, "screenshot", "jpg" if full_page else "png", data)
     return Outcome(
         snapshot=False,
         lines=[f"Screenshot saved to {rel} ({len(data)} bytes)."],
@@ -197,9 +197,7 @@ async def pdf(page: Page, workspace: Path, headless: bool) -> Outcome:
     if not headless:
         raise ToolError("browser: pdf needs a headless browser (tools.browser.headless).")
     data = await page.pdf(print_background=True)
-    path = _workspace_file(workspace, "page", "pdf")
-    path.write_bytes(data)
-    rel = path.relative_to(workspace).as_posix()
+    rel = await _save(workspace, "page", "pdf", data)
     return Outcome(
         snapshot=False,
         lines=[f"PDF saved to {rel} ({len(data)} bytes)."],
@@ -207,16 +205,15 @@ async def pdf(page: Page, workspace: Path, headless: bool) -> Outcome:
     )
 
 
-def _workspace_file(workspace: Path, stem: str, suffix: str) -> Path:
-    folder = workspace / "browser"
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = folder / f"{stem}-{stamp}.{suffix}"
-    number = 2
-    while path.exists():
-        path = folder / f"{stem}-{stamp}-{number}.{suffix}"
-        number += 1
-    return path
+async def _save(workspace: Path, stem: str, suffix: str, data: bytes) -> str:
+    """`data` as a new file `browser/<stem>-<time>.<suffix>` in the workspace, never through a
+    symlink (`browser.files`); the workspace-relative path."""
+    name = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.{suffix}"
+    what = "PDF" if suffix == "pdf" else stem
+    try:
+        return await anyio.to_thread.run_sync(save_new, workspace, "browser", name, data)
+    except (WorkspaceEscapeError, OSError) as exc:
+        raise ToolError(f"browser: the {what} was not saved: {exc}") from None
 
 
 async def tabs(session: BrowserSession) -> Outcome:

@@ -10,14 +10,18 @@ import asyncio
 import contextlib
 import logging
 import re
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
+from nodmix.browser.files import place_file
 from nodmix.browser.policy import RefusedLog
 from nodmix.browser.settings import BrowserSettings
-from nodmix.errors import ToolError
+from nodmix.errors import ToolError, WorkspaceEscapeError
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Download, Page
@@ -26,6 +30,9 @@ log = logging.getLogger(__name__)
 
 DOWNLOAD_POLL_SECONDS = 0.2
 DOWNLOADS_KEPT = 20
+MAX_DOWNLOADS_PER_CALL = 10
+"""Downloads saved from what the pages start between two browser calls; more are cancelled
+(a page that starts downloads in a loop cannot fill the disk)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
@@ -61,6 +68,10 @@ class BrowserSession:
         self._downloading: set[asyncio.Task[None]] = set()
         self._download_seen = asyncio.Event()
         self.download_count = 0
+        self._call_downloads = 0
+        """Downloads started since the current (or last) browser call began."""
+        self._downloads_refused = 0
+        """Downloads cancelled past `MAX_DOWNLOADS_PER_CALL` since the last result."""
         self._on_close = on_close
         self.closed = False
         for page in context.pages:
@@ -88,6 +99,11 @@ class BrowserSession:
     def _on_download(self, download: Download) -> None:
         self.download_count += 1
         self._download_seen.set()
+        if self._call_downloads >= MAX_DOWNLOADS_PER_CALL:
+            self._downloads_refused += 1
+            self._spawn(download.cancel())
+            return
+        self._call_downloads += 1
         task = self._spawn(self._download(download))
         self._downloading.add(task)
         task.add_done_callback(self._downloading.discard)
@@ -130,6 +146,16 @@ class BrowserSession:
         return self.tabs[index]
 
     # ---- downloads ------------------------------------------------------------------------
+
+    def begin_call(self) -> None:
+        """A browser call starts: the pages may start `MAX_DOWNLOADS_PER_CALL` downloads
+        again (counted until the next call begins)."""
+        self._call_downloads = 0
+
+    @property
+    def downloads_running(self) -> int:
+        """Downloads under way or being saved."""
+        return sum(1 for task in self._downloading if not task.done())
 
     def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
         async def run() -> None:
@@ -175,15 +201,27 @@ class BrowserSession:
         name = _UNSAFE.sub("_", download.suggested_filename).strip(" .") or "download"
         if failure is not None:
             reason = f"larger than {cap} bytes" if getattr(download, "too_big", False) else failure
-            self.notes.append(f"Download {name!r} was not saved: {reason}.")
+            self._note(f"Download {name!r} was not saved: {reason}.")
             return
-        target = _free_name(self.workspace / "downloads", name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        await download.save_as(target)
-        size = target.stat().st_size
-        self.notes.append(
-            f"Downloaded {target.relative_to(self.workspace)} ({size} bytes) to the workspace."
-        )
+        workspace = self.workspace
+        with tempfile.TemporaryDirectory(prefix="nodmix-download-") as staging:
+            staged = Path(staging) / "download"
+            await download.save_as(staged)
+            size = staged.stat().st_size
+            if size > cap:  # finished between two looks of `_watch_size`
+                self._note(f"Download {name!r} was not saved: larger than {cap} bytes.")
+                return
+            try:
+                rel = await anyio.to_thread.run_sync(
+                    place_file, workspace, "downloads", name, staged
+                )
+            except (WorkspaceEscapeError, OSError) as exc:
+                self._note(f"Download {name!r} was not saved: {exc}.")
+                return
+        self._note(f"Downloaded {rel} ({size} bytes) to the workspace.")
+
+    def _note(self, line: str) -> None:
+        self.notes.append(line)
         self.notes = self.notes[-DOWNLOADS_KEPT:]
 
     async def _watch_size(self, download: Download) -> None:
@@ -207,6 +245,12 @@ class BrowserSession:
     def take_notes(self) -> list[str]:
         """What happened besides the action since the last result (reported once)."""
         notes, self.notes = self.notes, []
+        if self._downloads_refused:
+            notes.append(
+                f"{self._downloads_refused} more downloads the page started were cancelled: "
+                f"at most {MAX_DOWNLOADS_PER_CALL} are saved per browser call."
+            )
+            self._downloads_refused = 0
         if self.popups_closed:
             notes.append(
                 f"{self.popups_closed} tab(s) the page opened were closed: at most "
@@ -231,14 +275,3 @@ class BrowserSession:
         if self._on_close is not None:
             with contextlib.suppress(Exception):
                 await self._on_close()
-
-
-def _free_name(folder: Path, name: str) -> Path:
-    """`folder/name`, or `name (2)` and so on when taken."""
-    target = folder / name
-    stem, suffix = target.stem, target.suffix
-    number = 2
-    while target.exists():
-        target = folder / f"{stem} ({number}){suffix}"
-        number += 1
-    return target

@@ -100,6 +100,7 @@ class BrowserTool:
         deadline = self.settings.timeout_seconds * 2 + 5
         async with session.lock:
             session.workspace = ctx.workspace
+            session.begin_call()
             try:
                 with anyio.fail_after(deadline):
                     result = await self._run(session, action, args, ctx)

@@ -14,7 +14,8 @@ Pages:
 - `/cookie?set=V` sets a cookie that `/cookie` shows; `/redirect?to=URL` a 302 to URL;
 - `/popups` opens 10 tabs; `/huge?n=N` N list items (20,000);
 - `/slow` sends half a page and never finishes; `/download/small` a 2 KiB attachment;
-  `/download/endless` an attachment that never ends.
+  `/download/endless` an attachment that never ends; `/download/many?n=N` a page that starts
+  N downloads (1 KiB each, one every 100 ms) as it loads.
 """
 
 from __future__ import annotations
@@ -241,6 +242,14 @@ window.open('/?tab=' + i, '_blank')">Open many</button>"""
 
     async def _download(self, request: Request) -> Response:
         name = request.path_params["name"]
+        if name == "many":
+            count = min(int(request.query_params.get("n", "15")), 1000)
+            # One every 100 ms: Chromium drops downloads started in quick succession.
+            script = f"""let i = 0; const one = () => {{ const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([new Uint8Array(1024)]));
+  a.download = 'file-' + i + '.bin'; document.body.appendChild(a); a.click();
+  if (++i < {count}) setTimeout(one, 100); }}; one();"""
+            return page("Many downloads", f"<h1>Many downloads</h1><script>{script}</script>")
         headers = {"Content-Disposition": f'attachment; filename="{name}.bin"'}
         if name == "small":
             return Response(b"x" * 2048, media_type="application/octet-stream", headers=headers)
