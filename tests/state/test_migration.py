@@ -63,8 +63,8 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         replica = replica_state(tmp_path, "r1", model.base_url, postgres_url)
         listed = run_nodmix(replica, "sessions", "list", "--json")
         assert listed.returncode == 0, listed.stderr
-        keys = {row["key"] for row in json.loads(listed.stdout)}
-        assert keys == {"agent:main:alpha", "agent:main:beta"}
+        counts = {row["key"]: row["messages"] for row in json.loads(listed.stdout)}
+        assert counts == {"agent:main:alpha": 6, "agent:main:beta": 2}  # as on files
         shown = run_nodmix(replica, "sessions", "show", "alpha")
         assert shown.returncode == 0, shown.stderr
         assert "a2" in shown.stdout and "a2 -> seen 3" in shown.stdout

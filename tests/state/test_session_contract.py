@@ -182,3 +182,46 @@ async def test_a_turn_held_elsewhere_too_long_is_a_session_error(managers: Manag
 def test_messages_reach_the_model_from_another_process(managers: Managers) -> None:
     managers().open("work").append_message(user_message("what is 2+2"))
     assert [m.text for m in managers().open("work").messages_for_model()] == ["what is 2+2"]
+
+
+def test_every_transcript_stays_listed_and_found_by_id_once_replaced_or_deleted(
+    managers: Managers,
+) -> None:
+    from nodmix.sessions.admin import delete_session
+    from nodmix.sessions.locate import all_transcripts, locate
+
+    a = managers()
+    old = a.open("work")
+    old.append_message(user("before"))
+    old.append_message(assistant("reply"))
+    old_id = old.session_id
+    a.reset("work").append_message(user("after"))
+    gone = a.open("other")
+    gone.append_message(user("bye"))
+    gone_id = gone.session_id
+    a.close()
+
+    b = managers()
+    deleted = delete_session(b, locate(b, "other"))
+    assert [p.name for p in deleted] == [f"{gone_id}.jsonl"]
+    assert deleted[0].parent.name == "trash"
+    rows = {r.session_id: r for r in all_transcripts(b, "main")}
+    assert {sid: r.status for sid, r in rows.items()} == {
+        b.open("work", create=False).session_id: "current",
+        old_id: "replaced",
+        gone_id: "deleted",
+    }
+    assert all(r.modified_ms for r in rows.values())
+    replaced = locate(b, old_id[:8])
+    assert (replaced.status, replaced.key) == ("replaced", "agent:main:work")
+    assert b.backend.messages_in("main", replaced.path) == 2
+    trashed = locate(b, gone_id)
+    assert trashed.status == "deleted" and trashed.key == "agent:main:other"
+    texts = [
+        e.message.text
+        for e in b.backend.read("main", trashed.path).entries
+        if isinstance(e, MessageEntry)
+    ]
+    assert texts == ["bye"]
+    with pytest.raises(SessionError, match="already deleted"):
+        delete_session(b, trashed)

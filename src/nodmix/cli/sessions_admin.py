@@ -52,7 +52,6 @@ def list_all(args: argparse.Namespace) -> int:
     """`sessions list --all`: every transcript of the agent(s), with its status."""
     from nodmix.cli.sessions import manager, print_table
     from nodmix.sessions.locate import all_transcripts
-    from nodmix.sessions.transcript import count_messages
     from nodmix.subagents.describe import SessionLineage
 
     sessions = manager()
@@ -62,10 +61,7 @@ def list_all(args: argparse.Namespace) -> int:
     for agent in agents:
         for found in all_transcripts(sessions, agent):
             entry = found.entry
-            try:
-                modified = int(found.path.stat().st_mtime * 1000)
-            except FileNotFoundError:  # moved meanwhile
-                continue
+            modified = found.modified_ms or 0
             place = lineage.describe(found.key, entry)
             rows.append(
                 {
@@ -79,7 +75,7 @@ def list_all(args: argparse.Namespace) -> int:
                     "title": entry.label if entry else None,
                     "updatedAt": entry.updated_at if entry else modified,
                     "totalTokens": entry.total_tokens if entry else None,
-                    "messages": count_messages(found.path),
+                    "messages": sessions.backend.messages_in(agent, found.path),
                     "file": str(found.path),
                 }
             )

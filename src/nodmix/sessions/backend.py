@@ -21,16 +21,34 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
+import msgspec
+
 from nodmix.config.paths import sessions_dir
 from nodmix.sessions.descriptors import DescriptorPool
-from nodmix.sessions.entries import Entry
+from nodmix.sessions.entries import Entry, SessionHeader
+from nodmix.sessions.files import ARCHIVE_DIR, TRASH_DIR, move_into
 from nodmix.sessions.index import SessionIndex
 from nodmix.sessions.keys import SessionKey, is_agent_id
+from nodmix.sessions.scan import read_header, transcript_files
 from nodmix.sessions.session import Session
 from nodmix.sessions.store import STORE_FILE_NAME, SessionStore
 from nodmix.sessions.store_entry import SessionEntry
 from nodmix.sessions.transcript import Transcript, count_messages
 from nodmix.sessions.turn_lock import Waiting, hold_file_lock, lock_path, remove_lock_file
+
+
+class StoredTranscript(msgspec.Struct, frozen=True, kw_only=True):
+    """One transcript of an agent as its backend keeps it (listings, lookups by session id)."""
+
+    path: Path
+    """Where it is: a file, or for a database where a file of it would be (its name counts)."""
+    folder: str
+    """`""` for a live transcript, `archive` or `trash` for one put away."""
+    header: SessionHeader | None
+    """Its first line (None: unreadable)."""
+    modified_ms: int
+    """When it last changed (files: mtime), in ms since the epoch."""
+
 
 EntryMaker = Callable[[SessionEntry | None, str, str], SessionEntry]
 """`(old entry, new session id, new file name) -> new entry` for a reset or a successor."""
@@ -111,6 +129,18 @@ class SessionBackend(Protocol):
         """Keys whose index entries were just removed: release what belongs to them."""
         ...
 
+    def transcripts(self, agent_id: str) -> list[StoredTranscript]:
+        """Every transcript of the agent: live ones, then archived, then trashed, by name."""
+        ...
+
+    def messages_in(self, agent_id: str, path: Path) -> int:
+        """Top-level messages of any transcript of the agent (for listings)."""
+        ...
+
+    def trash(self, agent_id: str, paths: Sequence[Path]) -> list[Path]:
+        """Put transcripts in the trash (kept, readable by id); where each one is now."""
+        ...
+
     def read(self, agent_id: str, path: Path) -> Transcript:
         """Any transcript of the agent (current, replaced, archived), read-only.
 
@@ -177,3 +207,29 @@ class FileSessions:
         directory = sessions_dir(self.state_dir, agent_id)
         for key in gone:
             remove_lock_file(lock_path(directory, key))
+
+    def transcripts(self, agent_id: str) -> list[StoredTranscript]:
+        """The `*.jsonl` files of the agent's sessions folder and its `archive/`, `trash/`."""
+        folder = sessions_dir(self.state_dir, agent_id)
+        found: list[StoredTranscript] = []
+        for sub in ("", ARCHIVE_DIR, TRASH_DIR):
+            for path in transcript_files(folder / sub if sub else folder):
+                try:
+                    modified = int(path.stat().st_mtime * 1000)
+                except FileNotFoundError:  # moved meanwhile
+                    continue
+                found.append(
+                    StoredTranscript(
+                        path=path, folder=sub, header=read_header(path), modified_ms=modified
+                    )
+                )
+        return found
+
+    def messages_in(self, agent_id: str, path: Path) -> int:
+        """Counted from the file."""
+        return count_messages(path)
+
+    def trash(self, agent_id: str, paths: Sequence[Path]) -> list[Path]:
+        """Moved into `trash/` (a name taken there gets a suffix)."""
+        trash = sessions_dir(self.state_dir, agent_id) / TRASH_DIR
+        return [moved for path in paths if (moved := move_into(path, trash)) is not None]

@@ -35,6 +35,7 @@ from nodmix.sessions.store import _Changes
 from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
 from nodmix.sessions.transcript import transcript_file_name
 from nodmix.sessions.turn_lock import Waiting
+from nodmix.state.postgres.catalogue import PgCatalogue
 from nodmix.state.postgres.locks import AdvisoryLocks, lock_key
 from nodmix.state.postgres.transcripts import PgTranscript
 
@@ -305,7 +306,7 @@ class PgSessionOpener:
         return Session(session_key=key, entry=entry, transcript=transcript, store=index)
 
 
-class PgSessions:
+class PgSessions(PgCatalogue):
     """The `SessionBackend` of the postgres state backend."""
 
     kind = "postgres"
@@ -377,18 +378,8 @@ class PgSessions:
         self.db.run(work, durable=True)
 
     def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
-        """Counted from the rows without building entries."""
-
-        def read(conn: psycopg.Connection[Any]) -> int:
-            row = conn.execute(
-                "SELECT count(*) FROM nodmix_transcript_entries e JOIN nodmix_transcripts t"
-                " ON t.id = e.transcript_id WHERE t.agent_id = %s AND t.file_name = %s"
-                " AND e.message",
-                (key.agent_id, entry.session_file),
-            ).fetchone()
-            return int(row[0]) if row else 0
-
-        return self.db.run(read)
+        """Counted from the entries' message flags (`PgCatalogue.messages_in`)."""
+        return self.messages_in(key.agent_id, Path(entry.session_file))
 
     def read(self, agent_id: str, path: Path) -> PgTranscript:
         """The stored transcript named like `path`, read-only."""
