@@ -129,8 +129,9 @@ class SessionBackend(Protocol):
         """Keys whose index entries were just removed: release what belongs to them."""
         ...
 
-    def transcripts(self, agent_id: str) -> list[StoredTranscript]:
-        """Every transcript of the agent: live ones, then archived, then trashed, by name."""
+    def transcripts(self, agent_id: str, *, prefix: str = "") -> list[StoredTranscript]:
+        """Every transcript of the agent (whose name starts with `prefix`): live ones, then
+        archived, then trashed, by name."""
         ...
 
     def messages_in(self, agent_id: str, path: Path) -> int:
@@ -208,12 +209,14 @@ class FileSessions:
         for key in gone:
             remove_lock_file(lock_path(directory, key))
 
-    def transcripts(self, agent_id: str) -> list[StoredTranscript]:
+    def transcripts(self, agent_id: str, *, prefix: str = "") -> list[StoredTranscript]:
         """The `*.jsonl` files of the agent's sessions folder and its `archive/`, `trash/`."""
         folder = sessions_dir(self.state_dir, agent_id)
         found: list[StoredTranscript] = []
         for sub in ("", ARCHIVE_DIR, TRASH_DIR):
             for path in transcript_files(folder / sub if sub else folder):
+                if not path.name.startswith(prefix):
+                    continue
                 try:
                     modified = int(path.stat().st_mtime * 1000)
                 except FileNotFoundError:  # moved meanwhile

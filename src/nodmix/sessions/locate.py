@@ -143,9 +143,7 @@ def _by_id(manager: SessionManager, text: str) -> Located | None:
         return None
     matches: list[tuple[str, StoredTranscript]] = []
     for agent in _agents(manager):
-        matches.extend(
-            (agent, t) for t in manager.backend.transcripts(agent) if t.path.name.startswith(text)
-        )
+        matches.extend((agent, t) for t in manager.backend.transcripts(agent, prefix=text))
     exact = [m for m in matches if m[1].path.name.split(".")[0] == text]
     matches = exact or matches
     ids = sorted({m[1].path.name.split(".")[0] for m in matches})

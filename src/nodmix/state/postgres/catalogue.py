@@ -32,17 +32,17 @@ class PgCatalogue:
     db: Database
     state_dir: Path
 
-    def transcripts(self, agent_id: str) -> list[StoredTranscript]:
+    def transcripts(self, agent_id: str, *, prefix: str = "") -> list[StoredTranscript]:
         """Rows of the agent's transcripts: live ones, then archived, then deleted, by name."""
 
         def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             return conn.execute(
                 "SELECT file_name, status, header,"
                 " (extract(epoch FROM updated_at) * 1000)::bigint"
-                " FROM nodmix_transcripts WHERE agent_id = %s"
+                " FROM nodmix_transcripts WHERE agent_id = %s AND starts_with(file_name, %s)"
                 " ORDER BY CASE status WHEN 'live' THEN 0 WHEN 'archived' THEN 1 ELSE 2 END,"
                 " file_name",
-                (agent_id,),
+                (agent_id, prefix),
             ).fetchall()
 
         folder = sessions_dir(self.state_dir, agent_id)
