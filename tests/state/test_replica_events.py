@@ -1,5 +1,6 @@
 """WebSocket events across real gateway replicas on one real PostgreSQL: a client connected to
-one replica hears what a turn on another replica asks, and its answer reaches that turn."""
+one replica hears what a turn on another replica asks (and a client connecting later lists
+it), and its answer reaches that turn."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from nodmix.gateway.client import GatewayClient
+from nodmix.gateway.client import GatewayClient, GatewayError
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import TOKEN, poll_until
 from tests.security.support import shell_model
@@ -56,6 +57,13 @@ async def test_an_approval_asked_on_one_replica_is_heard_and_answered_on_another
                 request = _kinds(heard, "approval_requested")[0]["requests"][0]
                 assert request["command"] == "echo across-replicas"
                 assert request["sessionKey"] == "agent:main:s"
+                async with GatewayClient.connect(other.url, token=TOKEN) as late:  # a reload
+                    listed = await late.request("approvals.list", {})
+                    assert [r["id"] for r in listed["requests"]] == [request["id"]]
+                    with pytest.raises(GatewayError, match="is waiting"):
+                        await late.request(
+                            "approvals.resolve", {"id": "0badc0de", "decision": "allow-once"}
+                        )
                 answer = await client.request(
                     "approvals.resolve", {"id": request["id"], "decision": "allow-once"}
                 )
@@ -65,6 +73,7 @@ async def test_an_approval_asked_on_one_replica_is_heard_and_answered_on_another
                     return bool(_kinds(heard, "approval_resolved"))
 
                 await poll_until(resolved, what="the answer heard back", timeout=60)
+                assert (await client.request("approvals.list", {}))["requests"] == []
     assert reply["text"].startswith("tool said: across-replicas\n")  # the command ran on the
     assert "Exit code: 0" in reply["text"]  # replica that asked, after the other one's answer
     done = _kinds(heard, "approval_resolved")

@@ -27,6 +27,7 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.approvals import APPROVAL_ANSWER, ApprovalFanout, answer_forwarded
+from nodmix.gateway.approvals_shared import ApprovalRecorder, open_shared_approvals
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.automation import serve_automation
 from nodmix.gateway.channel_turns import GatewayTurns, channel_webhook_routes
@@ -67,6 +68,8 @@ class Gateway:
         self.runs = RunTracker()
         self.approvals = ApprovalFanout(runtime.security.broker, self.event)
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
+        self.shared_approvals = open_shared_approvals(runtime.state_dir)
+        """Requests of every replica (postgres backend; `gateway/approvals_shared.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
         self.client_calls = open_session_pointers(runtime.state_dir, CLIENT_CALLS_FILE)
         """Sessions of the client tool calls handed out (for stateless continuations)."""
@@ -87,6 +90,10 @@ class Gateway:
         """Accept turns (and watch the config) inside the block; drain turns on exit."""
         async with anyio.create_task_group() as group:
             self._group = group
+            if self.shared_approvals is not None:
+                recorder = ApprovalRecorder(self.shared_approvals)
+                recorder.attach(self.runtime.security.broker)
+                group.start_soon(recorder.detach_on_exit, self.runtime.security.broker)
             self.approvals.start()
             group.start_soon(self.approvals.stop_on_exit)
             coordination = self.runtime.state.coordination

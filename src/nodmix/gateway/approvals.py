@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from nodmix.events import RunEvent
+from nodmix.gateway.approvals_shared import asked_elsewhere, merged_pending
 from nodmix.gateway.errors import APIError, bad_request
 from nodmix.gateway.wire import event_json
 from nodmix.security.approvals import ANSWERS, ApprovalBroker
@@ -70,7 +71,8 @@ async def approvals_list(conn: Connection, req_id: str | int, params: dict[str, 
     if key is not None and not isinstance(key, str):
         raise bad_request("params.sessionKey must be a string", param="sessionKey")
     broker = conn.gateway.runtime.security.broker
-    return {"requests": [r.to_json() for r in broker.pending(session_key=key)]}
+    local = [r.to_json() for r in broker.pending(session_key=key)]
+    return {"requests": merged_pending(local, conn.gateway.shared_approvals, key)}
 
 
 async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -83,7 +85,8 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
         raise bad_request(f"params.decision must be one of {', '.join(ANSWERS)}", param="decision")
     broker = conn.gateway.runtime.security.broker
     req = broker.get(request_id)
-    if req is None and conn.gateway.runtime.state.kind != "files":
+    shared = conn.gateway.shared_approvals
+    if req is None and shared is not None and asked_elsewhere(shared, request_id):
         # Asked by a turn on another replica: that replica answers it (if it is still asked).
         conn.gateway.runtime.state.coordination.publish(
             APPROVAL_ANSWER, {"id": request_id, "decision": decision}

@@ -111,6 +111,11 @@ class PostgresState:
 
         return PgAllowlist(self.db, self.state_dir)
 
+    def _provide_security_approvals(self) -> Any:
+        from nodmix.state.postgres.approvals import PgSharedApprovals
+
+        return PgSharedApprovals(self.db, self.pg)
+
     def _provide_subagents_runs(self) -> Any:
         from nodmix.state.postgres.subagents import PgSubagentStore
 
