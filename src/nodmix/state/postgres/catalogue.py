@@ -71,7 +71,7 @@ class PgCatalogue:
             ).fetchone()
             return int(row[0]) if row else 0
 
-        return self.db.run(read)
+        return self.db.query(read)
 
     def trash(self, agent_id: str, paths: Sequence[Path]) -> list[Path]:
         """Marked deleted (kept, readable by id); their names under `trash/`."""

@@ -175,6 +175,17 @@ class Database:
             with self.transaction(durable=durable) as conn:
                 return work(conn)
 
+    def query(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`work(conn)` of one statement, outside a transaction (autocommit: one round trip
+        instead of three, for the reads on a turn's path); retried once like `run`."""
+        try:
+            with self.connection() as conn:
+                return work(conn)
+        except StaleConnection:
+            self._down_until = 0.0
+            with self.connection() as conn:
+                return work(conn)
+
     def _mark_down(self, reason: str) -> None:
         with self._lock:
             self._last_failure = time.monotonic()

@@ -76,7 +76,7 @@ class PgSessionIndex:
             ).fetchone()
             return bytes(row[0]) if row is not None and row[0] is not None else None
 
-        raw = self.db.run(read)
+        raw = self.db.query(read)
         return _decoder.decode(raw) if raw is not None else None
 
     def load(self) -> StoreData:
@@ -369,13 +369,17 @@ class PgSessions(PgCatalogue):
         """Wait until every commit of this process so far is durable (a WAL flush)."""
 
         def work(conn: psycopg.Connection[Any]) -> None:
-            conn.execute(
-                "INSERT INTO nodmix_flushes (process) VALUES (%s)"
-                " ON CONFLICT (process) DO UPDATE SET at = now()",
-                (self.process,),
-            )
+            # Pipelined: BEGIN, the synchronous commit setting, the write and COMMIT go out
+            # together, one round trip besides the flush itself.
+            with conn.pipeline(), conn.transaction():
+                conn.execute("SET LOCAL synchronous_commit = on")
+                conn.execute(
+                    "INSERT INTO nodmix_flushes (process) VALUES (%s)"
+                    " ON CONFLICT (process) DO UPDATE SET at = now()",
+                    (self.process,),
+                )
 
-        self.db.run(work, durable=True)
+        self.db.query(work)
 
     def message_count(self, key: SessionKey, entry: SessionEntry, path: Path) -> int:
         """Counted from the entries' message flags (`PgCatalogue.messages_in`)."""

@@ -186,7 +186,7 @@ class PgTranscript(Transcript):
             ).fetchall()
             return [(int(s), bytes(b)) for s, b in rows]
 
-        rows = self._db.run(read)
+        rows = self._db.query(read)
         return self._take(rows)
 
     def _take(self, rows: list[tuple[int, bytes]]) -> list[Entry]:
