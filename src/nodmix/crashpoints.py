@@ -6,13 +6,18 @@ is `waiting` and its `wait`, in the middle of a cron run. Such moments last micr
 test cannot hit them with a signal from outside; instead the code names them:
 
 ```python
-crash_point("compaction.successor-switched")
+crash_point("sessions.successor-switched")
 ```
 
-and a process started with `NODMIX_CRASH_AT=compaction.successor-switched` sends itself
+and a process started with `NODMIX_CRASH_AT=sessions.successor-switched` sends itself
 `SIGKILL` when it gets there: no `finally` runs, no buffer is flushed, exactly as if the machine
 had lost the process. `NODMIX_CRASH_AT` holds one name or several separated by commas; a name
 ending in `@N` fires the Nth time its point is reached (`codemode.result-recorded@2`).
+
+The points: `sessions.successor-switched` (the index names a compaction's successor),
+`codemode.park-saved`, `codemode.result-recorded`, `codemode.resume-taken`,
+`codemode.resume-finished` (a suspended code-mode run) and `automation.fired-recorded` (a cron
+run marked running).
 
 Unset (as always outside tests) a point costs one environment lookup.
 """

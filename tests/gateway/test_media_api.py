@@ -4,6 +4,7 @@ images and audio served back, never through a symlink or out of the workspace.""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -47,10 +48,19 @@ async def test_an_upload_is_saved_by_content_and_served_back(configured: Path) -
     assert served.headers["x-content-type-options"] == "nosniff"
 
 
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), 16_384):
+        yield data[start : start + 16_384]
+
+
 async def test_an_upload_over_the_cap_is_refused_before_it_is_read(configured: Path) -> None:
     async with asgi_client() as client:
         big = await client.post("/media/upload?name=big.png", content=noise(300, 300))
         assert big.status_code == 413
+        assert "channels.defaults.maxAttachmentBytes" in big.json()["error"]["message"]
+        chunked = await client.post("/media/upload?name=big.png", content=_chunks(noise(300, 300)))
+        assert chunked.status_code == 413
+        assert "channels.defaults.maxAttachmentBytes" in chunked.json()["error"]["message"]
         small_json = await client.post("/v1/chat/completions", content=b"x" * 300_000)
     assert small_json.status_code == 400, "the JSON endpoints keep their own body limit"
     assert not (configured / "workspace" / "inbox").exists()

@@ -105,3 +105,11 @@ def test_unsupported_formats_are_named_from_their_first_bytes() -> None:
 def test_formats_decoded_whole_have_a_lower_pixel_limit_than_jpeg() -> None:
     with pytest.raises(MediaError, match="at most 40 megapixels for PNG"):
         identify(png_claiming(7000, 7000))
+
+
+def test_a_file_that_is_no_image_is_refused_in_words_without_python_internals() -> None:
+    with pytest.raises(MediaError) as caught:
+        prepare_image(b"<html><script>alert(1)</script></html>")
+    message = str(caught.value)
+    assert "JPEG, PNG, GIF, WebP, BMP or TIFF" in message
+    assert "BytesIO" not in message and " object at 0x" not in message

@@ -96,3 +96,23 @@ def test_remove_owner_drops_tools_hooks_and_engines(tmp_path: Path) -> None:
     registry.remove_owner("greeter")
     assert registry.plugin_tools() == []
     assert registry.hooks.after_tool_call == []
+
+
+def test_a_plugin_module_that_exits_while_imported_is_reported_and_nodmix_goes_on(
+    tmp_path: Path,
+) -> None:
+    # A script-like module (`parse_args()` or `sys.exit()` at import) raises SystemExit,
+    # which is no Exception: it must not end the gateway or the CLI that loads it.
+    (tmp_path / "quits.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    (tmp_path / "greeter.py").write_text(GOOD_PLUGIN, encoding="utf-8")
+    (tmp_path / "leaves.py").write_text(
+        "import sys\nfrom nodmix.plugins import Plugin\n"
+        "plugin = Plugin(id='leaves', name='Leaves', register=lambda api: sys.exit(0))\n",
+        encoding="utf-8",
+    )
+    registry = PluginRegistry()
+    config = _config(tmp_path / "quits.py", tmp_path / "leaves.py", tmp_path / "greeter.py")
+    statuses = {s.id: s for s in load_plugins(config, registry)}
+    assert "import failed: SystemExit: 3" in (statuses["quits"].error or "")
+    assert "register() failed: SystemExit" in (statuses["leaves"].error or "")
+    assert statuses["greeter"].loaded is True

@@ -79,13 +79,25 @@ def _web_fetch(sandbox: SessionSandbox, config: ToolsConfig | None = None) -> To
         "fd00::1",
         "::ffff:127.0.0.1",
         "::ffff:10.0.0.1",
+        # IPv6 forms that carry an IPv4 address to a host or relay that unwraps it
+        "::127.0.0.1",  # IPv4-compatible
+        "::169.254.169.254",
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::1",  # 6to4 of the metadata address
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, client 127.0.0.1
+        "fec0::1",  # site-local (deprecated, still routed on some networks)
     ],
 )
 def test_local_and_private_addresses_are_not_public(address: str) -> None:
     assert not is_public(ipaddress.ip_address(address))
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"])
+@pytest.mark.parametrize(
+    "address",
+    ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "2002:808:808::1", "64:ff9b::808:808"],
+)
 def test_global_unicast_addresses_are_public(address: str) -> None:
     assert is_public(ipaddress.ip_address(address))
 

@@ -214,3 +214,71 @@ async def test_a_result_whose_requester_session_is_gone_reaches_main_only_for_th
             posted = [e for e in main.entries if isinstance(e, CustomMessageEntry)]
     assert [p.details["label"] for p in posted] == ["held api job"]
     assert all(r.announced for r in records(isolated_state))
+
+
+async def test_a_sandboxed_turn_cannot_reach_the_host_through_another_agents_subagent(
+    isolated_state: Path,
+) -> None:
+    # The owner's main session is sandboxed (`mode: all`); agent `ops` is not. A prompt
+    # injected into main that spawns an `ops` subagent must not get an unsandboxed shell.
+    state_file = isolated_state / "nodmix.json"
+    probe = f"use exec cat {state_file}"
+    async with ScriptedModelServer(respond) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            agents=[{"id": "main", "sandbox": {"mode": "all"}}, {"id": "ops"}],
+            tools={"exec": {"security": "full", "ask": "off"}},
+        )
+        async with open_runtime(isolated_state) as runtime:
+            result = await runtime.run_turn(f"spawn wait agent=ops: {probe}")
+    assert "less confined" in result.result.reply and "sandbox" in result.result.reply
+    assert all("scripted" not in text for text in _tool_texts(server, "exec"))
+    assert records(isolated_state) == []
+
+
+async def test_a_sandboxed_turn_may_spawn_an_agent_that_is_sandboxed_too(
+    isolated_state: Path,
+) -> None:
+    async with ScriptedModelServer(respond) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            agents=[
+                {"id": "main", "sandbox": {"mode": "all"}},
+                {"id": "ops", "sandbox": {"mode": "non-main"}},
+            ],
+        )
+        async with open_runtime(isolated_state) as runtime:
+            result = await runtime.run_turn("spawn wait agent=ops: say hi")
+    assert "done: say hi" in result.result.reply
+
+
+@pytest.mark.parametrize(
+    ("agents", "sender", "target"),
+    [
+        # non-main: the owner's other sessions are sandboxed, the main session is not
+        ([{"id": "main", "sandbox": {"mode": "non-main"}}], "work", "agent:main:main"),
+        # all: every session of main is sandboxed, agent ops runs unsandboxed
+        ([{"id": "main", "sandbox": {"mode": "all"}}, {"id": "ops"}], "main", "agent:ops:main"),
+    ],
+)
+async def test_a_sandboxed_turn_cannot_reach_the_host_by_messaging_an_unsandboxed_session(
+    isolated_state: Path, agents: list[dict[str, Any]], sender: str, target: str
+) -> None:
+    state_file = isolated_state / "nodmix.json"
+    async with ScriptedModelServer(respond) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            agents=agents,
+            tools={"exec": {"security": "full", "ask": "off"}},
+        )
+        async with open_runtime(isolated_state) as runtime:
+            owner_of_target = target.split(":")[1]
+            await runtime.run_turn("hello", agent_id=owner_of_target, session_key=target)
+            result = await runtime.run_turn(
+                f"send {target} use exec cat {state_file}", session_key=sender
+            )
+    assert "less confined" in result.result.reply
+    assert all("scripted" not in text for text in _tool_texts(server, "exec"))

@@ -93,3 +93,18 @@ def test_the_cli_lists_and_shows_subagents_and_a_local_run_waits_for_its_own(
     shown = run_nodmix(isolated_state, "sessions", "show", tidy.child_key)
     assert shown.returncode == 0, shown.stderr
     assert f"subagent of agent:main:main  run {tidy.run_id} completed (depth 1)" in shown.stdout
+
+
+@pytest.mark.integration
+def test_sessions_show_says_why_a_subagent_did_not_complete(isolated_state: Path) -> None:
+    with ScriptedModelServer(respond) as server:
+        write_config(isolated_state, server.base_url)
+        ran = run_nodmix(isolated_state, "agent", "--local", "-m", "spawn wait timeout=1: hang")
+        assert ran.returncode == 0, ran.stderr
+    (run,) = records(isolated_state)
+    assert run.status == "timeout" and run.error
+    shown = run_nodmix(isolated_state, "sessions", "show", run.child_key)
+    assert shown.returncode == 0, shown.stderr
+    assert f"run {run.run_id} timeout (depth 1): {run.error}" in shown.stdout
+    raw = run_nodmix(isolated_state, "sessions", "show", run.child_key, "--json")
+    assert json.loads(raw.stdout)["run"]["error"] == run.error

@@ -215,6 +215,8 @@ def _show(args: argparse.Namespace) -> int:
     if place["parent"]:
         run = place["run"]
         about = f"  run {run['runId']} {run['status']} (depth {run['depth']})" if run else ""
+        if run and run.get("error"):
+            about += f": {run['error']}"
         print(f"subagent of {place['parent']}{about}")
     if header.parent_session:
         print(f"continues {header.parent_session}")

@@ -339,7 +339,13 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
     `app.router.lifespan_context(app)`), because turns run in the task group it owns.
     """
     from nodmix.gateway.hooks_api import get_hook_run, hook_token, post_hook
-    from nodmix.gateway.media_api import UPLOAD_PATH, media_file, upload, upload_limit
+    from nodmix.gateway.media_api import (
+        UPLOAD_LIMIT_KEY,
+        UPLOAD_PATH,
+        media_file,
+        upload,
+        upload_limit,
+    )
     from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
     from nodmix.gateway.openai_api import chat_completions
@@ -389,7 +395,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 BodyLimitMiddleware,
                 max_bytes=settings.max_body_bytes,
                 timeout_seconds=settings.request_timeout_seconds,
-                path_limits={UPLOAD_PATH: lambda: upload_limit(gateway)},
+                path_limits={UPLOAD_PATH: (lambda: upload_limit(gateway), UPLOAD_LIMIT_KEY)},
             ),
         ],
         lifespan=lifespan,

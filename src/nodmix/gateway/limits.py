@@ -3,8 +3,8 @@
 `BodyLimitMiddleware` sits in front of every HTTP route:
 
 - a `Content-Length` above `gateway.maxBodyBytes` (uploads: the attachment cap) is refused
-  with 413 before one byte of the body is read (a client that sent `Expect: 100-continue`
-  never sends it);
+  with 413 (naming the setting that raises it) before one byte of the body is read (a client
+  that sent `Expect: 100-continue` never sends it);
 - a body without a length (chunked) is counted as it arrives and refused with 413 as soon as
   it passes the limit, so at most the limit (plus one chunk) is ever held in memory;
 - a body that has not fully arrived `gateway.requestTimeoutSeconds` after its headers is
@@ -34,12 +34,14 @@ from nodmix.gateway.errors import APIError, bad_request
 T = TypeVar("T")
 
 
-def too_large(limit: int) -> APIError:
-    """The 413 for a body over `limit` bytes."""
+BODY_LIMIT_KEY = "gateway.maxBodyBytes"
+
+
+def too_large(limit: int, key: str = BODY_LIMIT_KEY) -> APIError:
+    """The 413 for a body over `limit` bytes (`key`: the setting that raises the limit)."""
     return APIError(
         status=413,
-        message=f"request body is larger than the gateway accepts ({limit} bytes; "
-        "gateway.maxBodyBytes)",
+        message=f"request body is larger than the gateway accepts ({limit} bytes; {key})",
         code="request_too_large",
     )
 
@@ -88,9 +90,12 @@ def declared_length(scope: Scope) -> int | None:
 class _BodyReader:
     """Wraps `receive`: counts body bytes and enforces the deadline until the body is in."""
 
-    def __init__(self, receive: Receive, *, max_bytes: int, timeout_seconds: float) -> None:
+    def __init__(
+        self, receive: Receive, *, max_bytes: int, key: str, timeout_seconds: float
+    ) -> None:
         self._receive = receive
         self._max_bytes = max_bytes
+        self._key = key
         self._timeout = timeout_seconds
         self._deadline = time.monotonic() + timeout_seconds
         self._received = 0
@@ -114,7 +119,7 @@ class _BodyReader:
         self._received += len(message.get("body", b""))
         if self._received > self._max_bytes:
             self.refused = True
-            raise too_large(self._max_bytes)
+            raise too_large(self._max_bytes, self._key)
         if not message.get("more_body", False):
             self._done = True
         return message
@@ -129,10 +134,11 @@ class BodyLimitMiddleware:
         *,
         max_bytes: int,
         timeout_seconds: float,
-        path_limits: Mapping[str, Callable[[], int]] | None = None,
+        path_limits: Mapping[str, tuple[Callable[[], int], str]] | None = None,
     ) -> None:
         """Guard `app`'s request bodies: at most `max_bytes`, within `timeout_seconds`
-        (`path_limits`: another size for a path, read per request, such as uploads)."""
+        (`path_limits`: another size for a path, read per request, such as uploads, and
+        the setting that raises it, named when a body is refused)."""
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_seconds = timeout_seconds
@@ -144,12 +150,14 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         own = self.path_limits.get(scope.get("path", ""))
-        max_bytes = own() if own is not None else self.max_bytes
+        max_bytes, key = (own[0](), own[1]) if own is not None else (self.max_bytes, BODY_LIMIT_KEY)
         length = declared_length(scope)
         if length is not None and length > max_bytes:
-            await _closing(too_large(max_bytes), scope, receive, send)
+            await _closing(too_large(max_bytes, key), scope, receive, send)
             return
-        reader = _BodyReader(receive, max_bytes=max_bytes, timeout_seconds=self.timeout_seconds)
+        reader = _BodyReader(
+            receive, max_bytes=max_bytes, key=key, timeout_seconds=self.timeout_seconds
+        )
         started = False
 
         async def guarded_send(message: Message) -> None:

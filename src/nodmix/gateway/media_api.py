@@ -30,6 +30,7 @@ from nodmix.media.files import InboundFile, read_media, safe_name, save_unique
 from nodmix.media.sniff import HEAD_BYTES, audio_type, image_type, sniff
 
 UPLOAD_PATH = "/media/upload"
+UPLOAD_LIMIT_KEY = "channels.defaults.maxAttachmentBytes"
 
 
 def upload_limit(gateway: Gateway) -> int:

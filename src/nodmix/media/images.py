@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 
 import anyio
-from PIL import Image, ImageOps
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from nodmix.media.errors import MediaError
 from nodmix.media.settings import DEFAULT_MAX_SIDE
@@ -114,6 +114,11 @@ def _open(data: bytes) -> tuple[Image.Image, ImageInfo]:
         if other is not None:
             raise MediaError(
                 f"{other} images are not supported; send a JPEG, PNG, GIF or WebP image"
+            ) from None
+        if isinstance(exc, UnidentifiedImageError):  # its text names a Python object
+            raise MediaError(
+                "not an image file Nodmix can read (its content is not JPEG, PNG, GIF, WebP, "
+                "BMP or TIFF)"
             ) from None
         raise MediaError(f"not an image file Nodmix can read ({_reason(exc)})") from None
     fmt = image.format or "?"

@@ -45,7 +45,7 @@ for dist in distributions():
         row = {"dist": name, "version": dist.version, "entryPoint": ep.name}
         try:
             obj = ep.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             row["error"] = f"import failed: {type(exc).__name__}: {exc}"
         else:
             if isinstance(obj, Plugin):

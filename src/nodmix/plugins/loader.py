@@ -59,7 +59,7 @@ def _from_entry_points(state_dir: Path | None) -> Iterator[Candidate]:
         bundled = row.dist == BUNDLED_DIST
         try:
             obj = ep.load()
-        except Exception as exc:  # a broken third-party plugin must not stop Nodmix
+        except (Exception, SystemExit) as exc:  # a broken third-party plugin must not stop Nodmix
             error = f"import failed: {type(exc).__name__}: {exc}"
             yield Candidate(source, None, error, ep.name, bundled=bundled)
             continue
@@ -82,7 +82,7 @@ def from_path(path: Path) -> Candidate:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # `sys.exit()` or `parse_args()` at import too
         return Candidate(source, None, f"import failed: {type(exc).__name__}: {exc}", path.stem)
     return _check(getattr(module, "plugin", None), source, path.stem)
 
@@ -148,7 +148,7 @@ def _register(
         api = PluginAPI(plugin.id, dict(entry.config) if entry else {}, registry)
         try:
             plugin.register(api)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             registry.remove_owner(plugin.id)  # roll back whatever it registered before failing
             error = f"register() failed: {type(exc).__name__}: {exc}"
             log.warning("plugin %s failed to register: %s", plugin.id, error)

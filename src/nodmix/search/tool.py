@@ -10,16 +10,30 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
+import anyio
 import msgspec
 
 from nodmix.messages import JsonObject
-from nodmix.search.base import SearchError, SearchProvider, SearchResult
+from nodmix.search.base import SearchError, SearchProvider, SearchResult, clip, timeout_error
 from nodmix.search.settings import SearchSettings
 from nodmix.tools.base import CORE_OWNER, ToolContext, ToolOrigin, ToolResult, ToolSpec
 
 MAX_COUNT = 20
 CACHE_ENTRIES = 128
 MAX_QUERY_CHARS = 400
+
+
+MAX_URL_CHARS = 2048
+
+
+def _bounded(hit: SearchResult) -> SearchResult:
+    """A hit whose URL (and date) the provider passed on as given, made one short line: a URL
+    has no spaces, so whatever follows its first one is text a page smuggled in."""
+    url = (hit.url.split() or [""])[0][:MAX_URL_CHARS]
+    published = clip(hit.published, 40) if hit.published else None
+    if url == hit.url and published == hit.published:
+        return hit
+    return msgspec.structs.replace(hit, url=url, published=published)
 
 
 def open_provider(settings: SearchSettings) -> SearchProvider:
@@ -118,7 +132,15 @@ class WebSearchTool:
             return hit[1], True
         if self._provider is None:
             self._provider = open_provider(self.settings)
-        results = await self._provider.search(query, count)
+        seconds = self.settings.timeout_seconds
+        try:
+            # The whole search, not each read: a service trickling its answer byte by byte
+            # never trips a per-read timeout.
+            with anyio.fail_after(seconds):
+                found = await self._provider.search(query, count)
+        except TimeoutError:
+            raise timeout_error(self.settings.provider, seconds) from None
+        results = [_bounded(hit) for hit in found]
         if self.settings.cache_seconds > 0:
             self._cache[key] = (now + self.settings.cache_seconds, results)
             self._cache.move_to_end(key)

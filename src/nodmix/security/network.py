@@ -4,11 +4,11 @@ A page the model fetches can tell it to fetch `http://127.0.0.1:<port>/...`, the
 address or a router on the LAN. In a sandboxed session `web_fetch` uses `guarded_transport()`,
 whose connections go through `GuardedBackend`: it resolves the host itself, refuses the host if
 any address it resolves to is not public (loopback, link-local, private, CGNAT, unspecified,
-multicast, reserved; IPv4-mapped IPv6 is checked as IPv4), and then connects to one of the
-addresses it checked, never resolving again. A DNS name that answers a public address to the
-check and a private one to the connection (rebinding) therefore gets nowhere. Redirects open
-new connections and are checked the same way. TLS still verifies the certificate against the
-host name, since httpcore passes the URL's host as the server name.
+multicast, reserved; an IPv4 address inside an IPv6 one is checked as IPv4), and then connects
+to one of the addresses it checked, never resolving again. A DNS name that answers a public
+address to the check and a private one to the connection (rebinding) therefore gets nowhere.
+Redirects open new connections and are checked the same way. TLS still verifies the
+certificate against the host name, since httpcore passes the URL's host as the server name.
 """
 
 from __future__ import annotations
@@ -31,11 +31,33 @@ class PrivateAddressError(ToolError):
     """The host is (or resolves to) an address a sandboxed session may not reach."""
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
 def is_public(address: IPAddress) -> bool:
-    """Whether `address` is a public unicast address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Whether `address` is a public unicast address. An IPv6 address that carries an IPv4
+    one (mapped, IPv4-compatible, 6to4, NAT64, Teredo) is public only when that one is: a
+    kernel tunnel, relay or translator that unwraps it would otherwise take the connection
+    to loopback or the metadata address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_site_local:
+            return False
+        inner = _embedded_ipv4(address)
+        if inner is not None:
+            return inner.is_global and not inner.is_multicast
     return address.is_global and not address.is_multicast
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64 or (int(address) >> 32 == 0 and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)  # NAT64, IPv4-compatible
+    return None
 
 
 async def resolve_public(host: str, port: int) -> list[str]:

@@ -25,7 +25,7 @@ class SessionLineage:
         return self._store.get(run_id) if run_id else None
 
     def describe(self, key: str | None, entry: SessionEntry | None) -> dict[str, Any]:
-        """`{kind, parent, run}` of a session (`run`: `{runId, status, depth}` or None); the
+        """`{kind, parent, run}` of a session (`run`: `{runId, status, depth, error?}` or None); the
         parent comes from the index, or from the run once the index has forgotten it."""
         run = self.run(key)
         parent = entry.spawned_by if entry is not None else None
@@ -34,7 +34,12 @@ class SessionLineage:
         return {
             "kind": session_kind(key) if key else None,
             "parent": parent,
-            "run": None
-            if run is None
-            else {"runId": run.run_id, "status": run.status, "depth": run.depth},
+            "run": None if run is None else _run_view(run),
         }
+
+
+def _run_view(run: SubagentRun) -> dict[str, Any]:
+    view: dict[str, Any] = {"runId": run.run_id, "status": run.status, "depth": run.depth}
+    if run.error and run.status != "completed":
+        view["error"] = run.error  # why it failed, timed out or was cancelled
+    return view

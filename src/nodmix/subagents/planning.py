@@ -10,6 +10,7 @@ import msgspec
 
 from nodmix.errors import NodmixError, ToolError
 from nodmix.origin import is_owner_turn
+from nodmix.subagents.confinement import check_confinement
 from nodmix.subagents.host import SubagentHost
 from nodmix.subagents.records import SubagentRun, child_key_for, new_run_id
 from nodmix.subagents.settings import SubagentSettings
@@ -94,6 +95,13 @@ def plan_run(
         )
     own = settings(target)
     agent = host.agent(target)
+    if target != ctx.agent_id:
+        try:
+            check_confinement(
+                host.agent(ctx.agent_id), ctx, agent, child_key_for(target, "0" * 16), "spawn"
+            )
+        except ToolError as exc:
+            raise SpawnRefused(str(exc)) from None
     model = request.model or own.model
     try:
         host.model_refs(agent, model)

@@ -23,6 +23,7 @@ import anyio
 from nodmix.errors import NodmixError, ToolError
 from nodmix.origin import is_owner_turn
 from nodmix.sessions.keys import SessionKey
+from nodmix.subagents.confinement import check_confinement
 from nodmix.subagents.lineage import child_origin
 from nodmix.subagents.service import Subagents
 from nodmix.tools.base import ToolContext
@@ -103,6 +104,7 @@ async def send(
             "message there would wait on itself. Answer in your own reply instead."
         )
     agent = service.host.agent(SessionKey.parse(target).agent_id)
+    check_confinement(service.host.agent(ctx.agent_id), ctx, agent, target, "sessions_send")
     cap = float(service.settings(agent.id).timeout_seconds or agent.timeout_seconds)
     timeout = min(timeout_seconds, cap) if timeout_seconds else cap
     started = time.time()
