@@ -6,18 +6,31 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install sandbox web node browser bubblewrap daemons postgres terminal media clean
+.PHONY: run test lint typecheck unit plain-install bench install install-cli sandbox web node browser bubblewrap daemons postgres terminal media clean
 
+# Every optional part (`[all]`: each channel's library, numpy, trafilatura, playwright, the web
+# search clients) plus the dev tools, pinned by the lock. pip shows what it collects and
+# installs: a first run takes minutes.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c requirements.lock -e ".[dev]"
+	@echo "installing Nodmix with every extra and the dev tools into $(VENV) (pip's progress follows)"
+	$(BIN)/python -m pip install --progress-bar on -c requirements.lock -e ".[all,dev]"
 	touch $(STAMP)
 
 # Byte-compile explicitly: with PYTHONDONTWRITEBYTECODE set (some environments do), an editable
 # install would otherwise recompile every module on each start (~70 ms of `nodmix` start-up).
 install: $(STAMP) sandbox web
 	$(BIN)/python -m compileall -q src
+
+# `nodmix` on PATH: a link in ~/.local/bin to this checkout's command (says so when that folder
+# is not on PATH yet).
+install-cli: install
+	mkdir -p "$(HOME)/.local/bin"
+	ln -sf "$(abspath $(BIN))/nodmix" "$(HOME)/.local/bin/nodmix"
+	@case ":$$PATH:" in *":$(HOME)/.local/bin:"*) echo "nodmix: $(HOME)/.local/bin/nodmix";; \
+	  *) echo "linked $(HOME)/.local/bin/nodmix; that folder is not on PATH yet:" \
+	     'export PATH="$$HOME/.local/bin:$$PATH"  (add it to ~/.profile)';; esac
 
 # Fetch quickjs.wasm from its npm package (pinned, hash-verified) and precompile it.
 sandbox: $(STAMP)
@@ -63,6 +76,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/python scripts/check_module_size.py
+	$(BIN)/python scripts/check_import_cycles.py
 	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
 	$(BIN)/hadolint Dockerfile
 

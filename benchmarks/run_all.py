@@ -163,6 +163,13 @@ BENCHMARKS = (
         "channels",
     ),
     Benchmark(
+        "install",
+        "Install: packages, disk and time of pip install",
+        "benchmarks.install.bench_install",
+        (),
+        "light install",
+    ),
+    Benchmark(
         "media",
         "Media: preparing a photo, images in a request",
         "benchmarks.media.bench_media",

@@ -78,7 +78,7 @@ async def test_without_playwright_the_tool_says_how_to_install_it(
     tool = BrowserTool(BrowserSettings(), isolated_state)
     with pytest.raises(ToolError) as missing:
         await tool.call({"action": "snapshot"}, context(tmp_path / "ws"))
-    assert str(missing.value) == (
-        "browser: the browser tool needs Playwright: pip install 'nodmix[browser]'"
-    )
+    line = str(missing.value)
+    assert line.startswith("browser: the browser tool (tools.browser) needs the 'browser' extra")
+    assert line.endswith("pip install 'nodmix[browser]'") and "\n" not in line
     await tool.aclose()

@@ -7,7 +7,7 @@ from pathlib import Path
 from nodmix.channels.access import AccessRules, decide, resolve_rules
 from nodmix.channels.pairing import PairingStore
 from nodmix.channels.types import InboundMessage
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 
 
 def _dm(sender: str = "42") -> InboundMessage:

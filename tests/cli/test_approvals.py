@@ -88,13 +88,13 @@ def test_allow_list_and_revoke_manage_the_persisted_allowlist(guarded: Path) -> 
 
 def test_bad_patterns_and_unknown_ids_are_one_line_errors(guarded: Path) -> None:
     bad = run_nodmix(guarded, "approvals", "allow", "ls 'unclosed")
-    assert bad.returncode == 2
+    assert bad.returncode == 1
     assert bad.stderr.strip().startswith('nodmix: error: pattern "ls \'unclosed" cannot be parsed')
     assert "Traceback" not in bad.stderr
     compound = run_nodmix(guarded, "approvals", "allow", "ls ; rm")
-    assert compound.returncode == 2 and "is one command" in compound.stderr
+    assert compound.returncode == 1 and "is one command" in compound.stderr
     opaque = run_nodmix(guarded, "approvals", "allow", "ls $(whoami)")
-    assert opaque.returncode == 2 and "would never match" in opaque.stderr
+    assert opaque.returncode == 1 and "would never match" in opaque.stderr
     assert "allowlist is empty" in run_nodmix(guarded, "approvals", "list").stdout
     unknown = run_nodmix(guarded, "approvals", "revoke", "nope")
     assert unknown.returncode == 1

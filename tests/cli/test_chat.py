@@ -125,7 +125,7 @@ def test_an_empty_message_is_refused_and_never_sent(
     configured: Path, server: ScriptedModelServer, args: tuple[str, ...], stdin: str, source: str
 ) -> None:
     done = run_nodmix(configured, "agent", "--local", *args, stdin=stdin)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr == f"nodmix: error: the message from {source} is empty; nothing was sent\n"
     assert done.stdout == "" and server.requests == []
 
@@ -146,8 +146,9 @@ async def test_terminal_prompt_edits_lines_keeps_history_and_quits_on_ctrl_d(
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from nodmix.cli.agent import EventPrinter, LocalChat
+    from nodmix.cli.agent import LocalChat
     from nodmix.cli.chat import history_path, prompt_lines, run_chat
+    from nodmix.cli.printer import EventPrinter
     from nodmix.runtime import Runtime
 
     args = argparse.Namespace(agent_id=None, session_key=None, model=None, no_tools=False)

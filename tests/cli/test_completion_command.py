@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,41 @@ def test_an_unknown_shell_is_one_clear_error(isolated_state: Path) -> None:
 
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(
+    ("shell", "where"),
+    [
+        ("bash", ".local/share/bash-completion/completions/nodmix"),
+        ("zsh", ".zfunc/_nodmix"),
+        ("fish", ".config/fish/completions/nodmix.fish"),
+    ],
+)
+def test_install_writes_the_script_where_the_shell_loads_it_on_a_fresh_home(
+    isolated_state: Path, tmp_path: Path, shell: str, where: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "XDG_DATA_HOME": "", "XDG_CONFIG_HOME": ""}
+    done = run_nodmix(isolated_state, "completion", shell, "--install", env=env)
+    assert done.returncode == 0, done.stderr
+    script = home / where
+    assert done.stdout.startswith(f"wrote {script}\n")
+    printed = run_nodmix(isolated_state, "completion", shell, env=env).stdout
+    assert script.read_text() == printed
+
+
+def test_the_documented_redirect_works_on_a_fresh_home(
+    isolated_state: Path, tmp_path: Path
+) -> None:
+    """docs/operations.md's by-hand lines, run as written with a fresh HOME."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    block = doc.split("Without `--install` the script goes to stdout")[1].split("```bash\n")[1]
+    lines = block.split("```")[0].strip().splitlines()
+    home = tmp_path / "home"
+    home.mkdir()
+    nodmix = f"{sys.executable} -m nodmix"
+    script = "\n".join(line.replace(".venv/bin/nodmix", nodmix) for line in lines)
+    env = {**os.environ, "HOME": str(home), "NODMIX_STATE_DIR": str(isolated_state)}
+    subprocess.run(["bash", "-ec", script], env=env, check=True, timeout=60)
+    assert "_shtab_nodmix" in (home / ".local/share/bash-completion/completions/nodmix").read_text()

@@ -96,6 +96,10 @@ def test_cron_run_runs_the_job_now_without_a_gateway(isolated_state: Path) -> No
         assert user_texts(model) == ["hello"]
         runs = json.loads(_ok(isolated_state, "runs", job["id"], "--json"))["runs"]
         assert [r["trigger"] for r in runs] == ["manual"]
+        assert "never ran" not in _ok(isolated_state, "list")  # cron list shows that run
+        assert "last ok" in _ok(isolated_state, "list")
+        (listed,) = json.loads(_ok(isolated_state, "list", "--json"))["jobs"]
+        assert (listed["lastStatus"], listed["lastRunAt"]) == ("ok", runs[0]["startedAt"])
         _ok(isolated_state, "remove", job["id"])
         kept = json.loads(_ok(isolated_state, "runs", job["id"], "--json"))["runs"]
         assert kept == runs  # a removed job's history is still found by its id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,3 +134,20 @@ def test_a_channel_is_added_with_its_defaults_where_this_build_has_channels(
     assert "set TELEGRAM_BOT_TOKEN in the gateway's environment" in done.stdout
     config = json.loads((isolated_state / "nodmix.json").read_text())
     assert config["channels"] == {"telegram": {}}
+
+
+@pytest.mark.parametrize("model", [(), ("--model", "ghost")], ids=["listing", "test-request"])
+def test_an_unreachable_server_is_described_in_words_not_exception_names(
+    isolated_state: Path, model: tuple[str, ...]
+) -> None:
+    """Without a model the wizard lists the server's models first, with one it sends the test
+    request: neither may print an exception's class name (ConnectError, ConnectTimeout, ...)."""
+    done = run_nodmix(
+        isolated_state,
+        *("onboard", "--non-interactive", "--provider", "local"),
+        *("--base-url", "http://127.0.0.1:9/v1", *model),
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1
+    assert re.search(r"\b[A-Z][A-Za-z]*(Error|Exception|Timeout)\b", out) is None, out
+    assert "connection refused" in out

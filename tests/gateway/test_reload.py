@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nodmix.config.loader import load_config
+from nodmix.config.schema import NodmixConfig
 from nodmix.gateway.client import GatewayClient
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.testing.model_server import ScriptedModelServer
@@ -94,3 +95,17 @@ async def test_the_running_gateway_applies_agents_live_and_asks_a_restart_for_it
     assert live["config"]["appliedSections"] == ["agents"]
     assert live["config"]["restartRequired"] is False
     assert after["config"]["changedSections"] == ["gateway"]
+
+
+def test_the_gateway_doc_says_which_sections_apply_live_and_which_need_a_restart() -> None:
+    from nodmix.runtime.reconfigure import LIVE_SECTIONS, RESTART_SECTIONS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gateway.md").read_text()
+    paragraph = doc.split("**Config changes apply live.**")[1].split("\n\n")[0]
+    live, restart = paragraph.split("is reported as")[0].split("The other sections")
+    for section in LIVE_SECTIONS:
+        assert f"`{section}`" in live, section
+    others = [s for s in NodmixConfig.__struct_fields__ if s not in LIVE_SECTIONS]
+    assert set(RESTART_SECTIONS) <= set(others)
+    for section in others:
+        assert f"`{section}" in restart, section

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from nodmix.messages import UserMessage
+from nodmix.messages import AssistantMessage, UserMessage
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import TOKEN, socket_gateway
 
@@ -133,3 +133,52 @@ def test_input_that_does_not_end_with_a_user_message_is_a_400(gateway_url: str) 
             model="nodmix", input=[{"role": "assistant", "content": "I spoke last"}]
         )
     assert "must end with a user message" in str(caught.value)
+
+
+def test_a_client_resending_the_whole_conversation_goes_on_after_a_tool_call(
+    gateway_url: str, model_server: ScriptedModelServer
+) -> None:
+    """The pattern of the Agents SDK's `to_input_list()` and LangChain's `use_responses_api`:
+    no `previous_response_id`; every request carries the conversation so far, output items
+    (reasoning, messages, function calls) and function call outputs included."""
+    client = _client(gateway_url)
+    conversation: list[Any] = [{"role": "user", "content": "use get_weather Paris"}]
+    first = client.responses.create(model="nodmix", input=conversation, tools=[WEATHER_TOOL])
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    conversation += [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    conversation += [item.model_dump(exclude_none=True) for item in first.output]
+    conversation += [{"type": "function_call_output", "call_id": call.call_id, "output": "Rain"}]
+    second = client.responses.create(model="nodmix", input=conversation, tools=[WEATHER_TOOL])
+    assert second.output_text == "Rain"
+    conversation += [item.model_dump(exclude_none=True) for item in second.output]
+    conversation += [{"role": "user", "content": [{"type": "input_text", "text": "and now?"}]}]
+    third = client.responses.create(model="nodmix", input=conversation, tools=[WEATHER_TOOL])
+    assert third.output_text == "and now?"
+    request = model_server.requests[-1].request
+    assert request is not None
+    said = [(type(m).__name__, m.text) for m in request.messages]
+    assert said[-4:] == [
+        ("AssistantMessage", ""),
+        ("ToolResultMessage", "Rain"),
+        ("AssistantMessage", "Rain"),
+        ("UserMessage", "and now?"),
+    ]
+    assistant = request.messages[-4]
+    assert isinstance(assistant, AssistantMessage)
+    (seeded,) = assistant.tool_calls
+    assert (seeded.id, seeded.name, seeded.arguments) == (
+        call.call_id,
+        "get_weather",
+        {"city": "Paris"},
+    )
+
+
+def test_items_the_gateway_cannot_read_are_400s_naming_the_item(gateway_url: str) -> None:
+    client = _client(gateway_url)
+    bad: list[Any] = [
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {"role": "user", "content": "hi"},
+    ]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="nodmix", input=bad)
+    assert "input[0]: items of type 'web_search_call' are not supported" in str(caught.value)

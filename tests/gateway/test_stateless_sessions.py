@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
 from nodmix.sessions.keys import fresh_session_name, is_stateless_key
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import asgi_client, write_config
+from tests.support.cli import run_nodmix
 
 pytestmark = pytest.mark.anyio
 
@@ -51,3 +55,25 @@ async def test_old_one_shot_sessions_are_archived_and_named_ones_stay(
     listed_files = sorted(store[k]["sessionFile"] for k in one_shot)
     assert len(archived) + len(listed_files) == 12
     assert not set(archived) & set(listed_files)
+
+
+async def test_a_one_shot_sessions_tokens_show_in_sessions_list_while_the_gateway_runs(
+    isolated_state: Path, model_server: ScriptedModelServer
+) -> None:
+    write_config(isolated_state, model_server.base_url)
+    async with asgi_client() as client:
+        response = await client.post("/v1/chat/completions", json=_chat("count my tokens"))
+        key = response.headers["x-nodmix-session-key"]
+        total = response.json()["usage"]["total_tokens"]
+        assert total > 0
+        deadline = time.monotonic() + 20
+        while True:  # no second turn follows: the counters must still be written soon
+            done = await anyio.to_thread.run_sync(
+                lambda: run_nodmix(isolated_state, "sessions", "list", "--json")
+            )
+            rows = {row["key"]: row for row in json.loads(done.stdout)}
+            if rows.get(key, {}).get("totalTokens"):
+                break
+            assert time.monotonic() < deadline, f"no tokens listed for {key}: {rows.get(key)}"
+            await anyio.sleep(0.2)
+    assert rows[key]["totalTokens"] == total

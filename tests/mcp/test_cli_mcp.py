@@ -247,3 +247,29 @@ def test_tools_of_a_server_that_cannot_start_is_a_one_line_error(
         "nodmix: error: MCP server 'dies' failed to start: the server closed the connection "
         "(stderr: config file missing)\n"
     )
+
+
+def test_listing_and_showing_servers_does_not_import_the_mcp_sdk(
+    isolated_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mcp list` and `mcp show` only print config: the SDK (and pydantic) take seconds to
+    import on a loaded machine and are not needed for that."""
+    import subprocess
+
+    _add_everything(capsys)
+    program = (
+        "import sys; from nodmix.cli.main import main; code = main(sys.argv[1:]); "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'pydantic')); "
+        "print('LOADED', loaded); raise SystemExit(code)"
+    )
+    for action in (["list"], ["show", "every"]):
+        done = subprocess.run(
+            [sys.executable, "-c", program, "mcp", *action],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "every" in done.stdout
+        assert "LOADED []" in done.stdout

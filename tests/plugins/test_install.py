@@ -153,6 +153,21 @@ def test_a_package_without_a_plugin_entry_point_is_refused_and_removed_again(
     assert "Traceback" not in refused.stderr + missing.stderr
 
 
+def test_an_installed_package_that_is_no_plugin_is_not_called_already_installed(
+    python: Path, configured: Path
+) -> None:
+    refused = _nodmix(python, configured, "plugins", "install", "six")  # in the test env
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "nodmix: error: six is installed, but it has no 'nodmix.plugins' entry point, so it is "
+        "not a Nodmix plugin; nothing changed"
+    )
+    assert "already installed" not in refused.stdout
+    kept = subprocess.run([str(python), "-c", "import six"], capture_output=True, check=False)
+    assert kept.returncode == 0  # it was there before: left alone
+    assert "plugins" not in (configured / "nodmix.json").read_text()
+
+
 def test_a_plugin_wheel_is_installed_and_left_disabled_when_asked(
     python: Path, configured: Path, tmp_path: Path
 ) -> None:
@@ -183,6 +198,9 @@ def test_a_plugin_wheel_is_installed_and_left_disabled_when_asked(
     dice = next(p for p in json.loads(listed.stdout) if p["id"] == "dice")
     assert dice["source"] == "entry point dice (nodmix-dice)"
     assert dice["enabled"] is False and dice["tools"] == []
+    again = _nodmix(python, configured, "plugins", "install", str(wheel))
+    assert again.returncode == 0, again.stderr
+    assert f"{wheel} is already installed; nothing changed" in again.stdout
 
 
 def test_a_target_that_pip_would_read_as_an_option_is_refused(configured: Path) -> None:

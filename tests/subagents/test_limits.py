@@ -176,7 +176,11 @@ async def test_unknown_agents_and_other_agents_for_non_owners_are_refused(
     isolated_state: Path,
 ) -> None:
     async with ScriptedModelServer(respond) as server:
-        write_config(isolated_state, server.base_url, agents=[{"id": "main"}, {"id": "research"}])
+        write_config(
+            isolated_state,
+            server.base_url,
+            agents=[{"id": "main", "subagents": {"allowAgents": ["research"]}}, {"id": "research"}],
+        )
         async with open_runtime(isolated_state) as runtime:
             owner = await runtime.run_turn("spawn wait agent=research: find papers")
             unknown = await runtime.run_turn("spawn wait agent=nobody: find papers")

@@ -38,6 +38,7 @@ OWNER_DM = TurnOrigin(channel="telegram", chat_id="4242", sender_id="4242")
 PEER_DM = TurnOrigin(channel="telegram", chat_id="99", sender_id="99")
 CRON = TurnOrigin(channel="cron", chat_id="job1")
 CHILD = "agent:main:subagent:0123456789abcdef"
+_MAY_USE_OPS: dict[str, Any] = {"subagents": {"allowAgents": ["ops"]}}
 GRANDCHILD = "agent:main:subagent:fedcba9876543210"
 
 
@@ -227,7 +228,7 @@ async def test_a_sandboxed_turn_cannot_reach_the_host_through_another_agents_sub
         write_config(
             isolated_state,
             server.base_url,
-            agents=[{"id": "main", "sandbox": {"mode": "all"}}, {"id": "ops"}],
+            agents=[{"id": "main", "sandbox": {"mode": "all"}, **_MAY_USE_OPS}, {"id": "ops"}],
             tools={"exec": {"security": "full", "ask": "off"}},
         )
         async with open_runtime(isolated_state) as runtime:
@@ -245,7 +246,7 @@ async def test_a_sandboxed_turn_may_spawn_an_agent_that_is_sandboxed_too(
             isolated_state,
             server.base_url,
             agents=[
-                {"id": "main", "sandbox": {"mode": "all"}},
+                {"id": "main", "sandbox": {"mode": "all"}, **_MAY_USE_OPS},
                 {"id": "ops", "sandbox": {"mode": "non-main"}},
             ],
         )
@@ -260,7 +261,11 @@ async def test_a_sandboxed_turn_may_spawn_an_agent_that_is_sandboxed_too(
         # non-main: the owner's other sessions are sandboxed, the main session is not
         ([{"id": "main", "sandbox": {"mode": "non-main"}}], "work", "agent:main:main"),
         # all: every session of main is sandboxed, agent ops runs unsandboxed
-        ([{"id": "main", "sandbox": {"mode": "all"}}, {"id": "ops"}], "main", "agent:ops:main"),
+        (
+            [{"id": "main", "sandbox": {"mode": "all"}, **_MAY_USE_OPS}, {"id": "ops"}],
+            "main",
+            "agent:ops:main",
+        ),
     ],
 )
 async def test_a_sandboxed_turn_cannot_reach_the_host_by_messaging_an_unsandboxed_session(
@@ -282,3 +287,49 @@ async def test_a_sandboxed_turn_cannot_reach_the_host_by_messaging_an_unsandboxe
             )
     assert "less confined" in result.result.reply
     assert all("scripted" not in text for text in _tool_texts(server, "exec"))
+
+
+async def test_an_agent_starts_turns_as_another_agent_only_when_allow_agents_names_it(
+    isolated_state: Path,
+) -> None:
+    # `main` denies exec; `ops` allows it. Without `allowAgents`, main's turns can neither
+    # spawn an ops subagent nor message an ops session, so they cannot borrow its shell.
+    state_file = isolated_state / "nodmix.json"
+    async with ScriptedModelServer(respond) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            agents=[{"id": "main", "tools": {"deny": ["exec"]}}, {"id": "ops"}],
+            tools={"exec": {"security": "full", "ask": "off"}},
+        )
+        async with open_runtime(isolated_state) as runtime:
+            await runtime.run_turn("hello", agent_id="ops", session_key="agent:ops:main")
+            spawned = await runtime.run_turn(f"spawn wait agent=ops: use exec cat {state_file}")
+            sent = await runtime.run_turn(f"send agent:ops:main use exec cat {state_file}")
+            await runtime.run_turn("agents")
+    assert "may not spawn subagents of agent 'ops'" in spawned.result.reply
+    assert "allowAgents" in spawned.result.reply
+    assert "may not start turns in sessions of agent 'ops'" in sent.result.reply
+    assert all("scripted" not in text for text in _tool_texts(server, "exec"))
+    assert records(isolated_state) == []
+    listing = json.loads(_tool_texts(server, "agents_list")[-1])
+    assert [a["agentId"] for a in listing["agents"]] == ["main"]
+
+
+async def test_allow_agents_star_lets_the_owner_spawn_every_agent(isolated_state: Path) -> None:
+    async with ScriptedModelServer(respond) as server:
+        write_config(
+            isolated_state,
+            server.base_url,
+            agents=[
+                {"id": "main", "subagents": {"allowAgents": ["*"]}},
+                {"id": "ops"},
+                {"id": "research"},
+            ],
+        )
+        async with open_runtime(isolated_state) as runtime:
+            result = await runtime.run_turn("spawn wait agent=research: find papers")
+            await runtime.run_turn("agents")
+    assert result.result.reply == "find papers: done: find papers"
+    listing = json.loads(_tool_texts(server, "agents_list")[-1])
+    assert [a["agentId"] for a in listing["agents"]] == ["main", "ops", "research"]

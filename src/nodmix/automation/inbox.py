@@ -14,16 +14,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from nodmix.messages import AssistantMessage, TextBlock
 
 if TYPE_CHECKING:
+    from nodmix.agents import AgentProfile
     from nodmix.automation.jobs import Job
-    from nodmix.runtime import Runtime
-    from nodmix.sessions import MessageEntry
+    from nodmix.sessions import MessageEntry, Session, SessionManager
 
 log = logging.getLogger("nodmix.automation")
 
@@ -61,10 +61,22 @@ class SessionPost:
 Listener = Callable[[SessionPost], None]
 
 
+class SessionHost(Protocol):
+    """Where the sessions live (the runtime): agents, session keys and the session manager."""
+
+    sessions: SessionManager
+
+    def agent(self, agent_id: str | None = None) -> AgentProfile: ...
+
+    def session_key(self, agent: AgentProfile, session_key: str | None) -> str: ...
+
+    def open_session(self, agent: AgentProfile, session_key: str | None) -> Session: ...
+
+
 class SessionInbox:
     """Appends jobs' replies to sessions of the runtime (a `runner.SessionPoster`)."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: SessionHost) -> None:
         self._runtime = runtime
         self.listeners: list[Listener] = []
 

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "browser: the browser tool needs Playwright: pip install 'nodmix[browser]'"
 VIEWPORT = {"width": 1280, "height": 800}
 _CHROMIUM_ARGS = (
     "--disable-quic",
@@ -50,7 +49,9 @@ def _import_playwright() -> Any:
     try:
         from playwright.async_api import async_playwright
     except ImportError:
-        raise ToolError(INSTALL_HINT) from None
+        from nodmix.extras import hint, part
+
+        raise ToolError(f"browser: {hint(part('browser'))}") from None
     return async_playwright
 
 

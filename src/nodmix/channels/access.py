@@ -12,7 +12,7 @@ from typing import Literal
 
 from nodmix.channels.pairing import MAX_PENDING, PairingStore
 from nodmix.channels.types import InboundMessage
-from nodmix.config.channel_schema import ChannelDefaults, DmPolicy, GroupPolicy
+from nodmix.config.channel_base import ChannelDefaults, DmPolicy, GroupPolicy
 
 Verdict = Literal["allow", "pair", "refuse", "ignore"]
 

@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nodmix.channels.types import InboundMessage
 
-if TYPE_CHECKING:
-    from nodmix.channels.manager import ChannelManager
+
+class CommandHost(Protocol):
+    """What a command may use of the channels that run it (`ChannelManager`): the session
+    lanes, and the hook that speaks replies (`channels/voice.py`), if one is wired."""
+
+    @property
+    def voice(self) -> object: ...
+
+    def lane_state(self, key: str) -> tuple[bool, int]:
+        """(a turn is running, messages queued) of a session."""
+        ...
+
+    def stop_session(self, key: str) -> bool:
+        """Stop the running turn of a session; whether one was running."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +40,7 @@ class CommandCall:
     message: InboundMessage
     session_key: str
     agent_id: str
-    manager: ChannelManager
+    manager: CommandHost
 
 
 CommandHandler = Callable[[CommandCall], Awaitable[str]]

@@ -15,7 +15,6 @@ import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -25,12 +24,10 @@ from nodmix.channels.attachments import (
     max_attachment_bytes,
     too_large_reply,
 )
+from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.types import Attachment, InboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.media.files import InboundFile, inbox_name, safe_name, save_copy
-
-if TYPE_CHECKING:
-    from nodmix.channels.manager import ChannelManager
 
 log = logging.getLogger("nodmix.channels")
 
@@ -46,9 +43,10 @@ class SavedMessage:
 
 
 async def save_message(
-    manager: ChannelManager, msg: InboundMessage, workspace: Path, config: NodmixConfig
+    adapter: ChannelAdapter, msg: InboundMessage, workspace: Path, config: NodmixConfig
 ) -> SavedMessage:
-    """The turn's text (with the sender's name in groups) and the saved attachments."""
+    """The turn's text (with the sender's name in groups) and the saved attachments (fetched
+    through the `adapter` the message came from)."""
     text = msg.text
     if msg.chat_type == "group" and msg.sender_name:
         text = f"[{msg.sender_name}] {text}"
@@ -64,7 +62,7 @@ async def save_message(
             continue
         name = inbox_name(attachment.name or attachment.kind, f"{msg.message_id}-{i}")
         try:
-            saved = await _save(manager, msg.channel, attachment, workspace, name, limit)
+            saved = await _save(adapter, attachment, workspace, name, limit)
         except AttachmentTooLarge as exc:
             return SavedMessage(text, refusal=too_large_reply(attachment.kind, limit, exc.size))
         except Exception as exc:
@@ -83,8 +81,7 @@ async def save_message(
 
 
 async def _save(
-    manager: ChannelManager,
-    channel: str,
+    adapter: ChannelAdapter,
     attachment: Attachment,
     workspace: Path,
     name: str,
@@ -93,7 +90,7 @@ async def _save(
     assert attachment.ref is not None
     with tempfile.TemporaryDirectory(prefix="nodmix-inbox-") as staging:
         target = Path(staging) / name
-        fetched = await manager.adapter(channel).download(attachment.ref, target, max_bytes=limit)
+        fetched = await adapter.download(attachment.ref, target, max_bytes=limit)
         size = fetched.stat().st_size
         if size > limit:  # an adapter that could only check afterwards
             raise AttachmentTooLarge(limit, size)

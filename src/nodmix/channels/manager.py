@@ -312,7 +312,9 @@ class ChannelManager:
     async def _run_one(self, msg: InboundMessage, key: str, agent_id: str, lane: _Lane) -> None:
         assert self._runner is not None
         runner = self._runner
-        saved = await save_message(self, msg, runner.workspace(agent_id), self._config())
+        saved = await save_message(
+            self.adapter(msg.channel), msg, runner.workspace(agent_id), self._config()
+        )
         if saved.refusal is not None:  # too large: one line, no turn
             await self._reply(msg, saved.refusal)
             self._delivery[msg.channel].done(msg)

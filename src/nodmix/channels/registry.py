@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
 from nodmix.channels.pairing import open_pairing_store
-from nodmix.config.channel_schema import ChannelDefaults
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
+from nodmix.extras import require
 
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
@@ -92,7 +93,10 @@ def create_adapter(
 
     Raises:
         ConfigError: the channel is not configured or its credentials are missing.
+        MissingExtraError: the channel's platform library (its extra) is not installed.
     """
+    if channel_section(config, channel) is not None:
+        require(channel)
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
 

@@ -64,14 +64,14 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _allow(args: argparse.Namespace) -> int:
+    from nodmix.errors import NodmixError
     from nodmix.security.allowlist import ALL_AGENTS
 
     allowlist = _allowlist()
     try:
         pattern = allowlist.add(args.pattern, agent=args.agent or ALL_AGENTS)
-    except ValueError as exc:
-        print(f"nodmix: error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # a value the command checks: exit 1, like every such mistake
+        raise NodmixError(str(exc)) from None
     who = "every agent" if pattern.agent == ALL_AGENTS else f"agent {pattern.agent}"
     print(f"allowed for {who}: {pattern.text} (id {pattern.id})")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -35,3 +36,10 @@ def show_help_without_action(parser: argparse.ArgumentParser) -> None:
         return 2
 
     parser.set_defaults(handler=show)
+
+
+def print_table(table: Sequence[Sequence[str]]) -> None:
+    """Print rows as left-aligned columns."""
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

@@ -7,10 +7,25 @@ their actions and options), since shtab does not produce fish.
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
+from pathlib import Path
 
 from nodmix.cli.common import common_parent
 
 SHELLS = ("bash", "zsh", "fish")
+
+
+def install_path(shell: str, env: Mapping[str, str], home: Path) -> Path:
+    """Where `--install` writes a shell's script: the folder each shell loads per user (zsh
+    has none: `~/.zfunc`, which `.zshrc` adds to `fpath`)."""
+    data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
+    config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+    return {
+        "bash": data / "bash-completion" / "completions" / "nodmix",
+        "zsh": home / ".zfunc" / "_nodmix",
+        "fish": config / "fish" / "completions" / "nodmix.fish",
+    }[shell]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,13 +35,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parents=[common_parent()],
         help="print a shell completion script (bash, zsh, fish)",
         description=(
-            "Print the completion script for a shell. bash: "
-            "`nodmix completion bash > ~/.local/share/bash-completion/completions/nodmix`; "
-            'zsh: `nodmix completion zsh > "${fpath[1]}/_nodmix"`; '
-            "fish: `nodmix completion fish > ~/.config/fish/completions/nodmix.fish`."
+            "Print the completion script for a shell, or with --install write it where the "
+            "shell loads it for this user (creating the folder): bash "
+            "~/.local/share/bash-completion/completions/nodmix, zsh ~/.zfunc/_nodmix (add "
+            "`fpath=(~/.zfunc $fpath)` before `compinit` in ~/.zshrc), fish "
+            "~/.config/fish/completions/nodmix.fish."
         ),
     )
     p.add_argument("shell", choices=SHELLS)
+    p.add_argument(
+        "--install", action="store_true", help="write the script to the shell's folder for it"
+    )
     p.set_defaults(handler=_run)
 
 
@@ -35,11 +54,24 @@ def _run(args: argparse.Namespace) -> int:
 
     parser = build_parser()
     if args.shell == "fish":
-        print(fish_script(parser))
+        script = fish_script(parser)
     else:
         import shtab
 
-        print(shtab.complete(parser, shell=args.shell))
+        script = shtab.complete(parser, shell=args.shell)
+    if not args.install:
+        print(script)
+        return 0
+    from nodmix.assets.files import atomic_write
+
+    path = install_path(args.shell, os.environ, Path.home())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, f"{script}\n".encode())
+    print(f"wrote {path}")
+    if args.shell == "zsh":
+        print("add `fpath=(~/.zfunc $fpath)` before `compinit` in ~/.zshrc, then start a new shell")
+    else:
+        print("start a new shell to use it")
     return 0
 
 

@@ -113,17 +113,26 @@ def _set(args: argparse.Namespace) -> int:
         value = parse_value_for(args.key, parse_key(args.key), args.value)
     doc = set_value(loaded.raw, args.key, value)
     if args.dry_run:
-        validate(doc, file=str(loaded.path))
+        _missing_extras(validate(doc, file=str(loaded.path)), args.key)
         print_json(doc)
         return 0
     write_document(loaded.path, doc)
     print(f"set {args.key} in {loaded.path}")
+    _missing_extras(validate(doc, file=str(loaded.path)), args.key)
     from nodmix.cli.config_notice import running_gateway_notice
 
     notice = running_gateway_notice(loaded.config, args.key)
     if notice:
         print(notice)
     return 0
+
+
+def _missing_extras(config: object, key: str) -> None:
+    """One line per optional part `key` turns on whose extra is not installed."""
+    from nodmix.extras import hint, missing_under
+
+    for row in missing_under(config, key):
+        print(f"nodmix: note: {hint(row)}", file=sys.stderr)
 
 
 def _unset(args: argparse.Namespace) -> int:

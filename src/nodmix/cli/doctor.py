@@ -52,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
         from nodmix.cli.doctor_channels import channel_findings
 
         checks.extend(Check(*f) for f in channel_findings(loaded.config, offline=args.offline))
+        checks.extend(_missing_extras(loaded.config))
         from nodmix.cli.doctor_web import web_findings
 
         checks.extend(Check(*f) for f in web_findings(loaded.config))
@@ -64,6 +65,19 @@ def _run(args: argparse.Namespace) -> int:
             if c.fix and c.level != "ok":
                 print(f"    fix: {c.fix}")
     return 1 if any(c.level == "error" for c in checks) else 0
+
+
+def _missing_extras(config: Any) -> list[Check]:
+    """Configured optional parts whose extra is missing, other than those checked with their
+    own kind (channels; the browser, in `doctor_web`): they fall back to what the core does,
+    so a warning."""
+    from nodmix.extras import hint, missing
+
+    return [
+        Check(row.id, "warn", hint(row))
+        for row in missing(config)
+        if not (row.config_key or "").startswith("channels.") and row.id != "browser"
+    ]
 
 
 def _code_mode_on(loaded: Any) -> bool:

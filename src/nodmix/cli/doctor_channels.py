@@ -20,6 +20,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
 
     from nodmix.channels.registry import create_adapter, enabled_channels
     from nodmix.config import paths
+    from nodmix.extras import MissingExtraError
 
     env = dict(os.environ)
     findings: list[Finding] = []
@@ -27,6 +28,9 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         name = f"channel {channel}"
         try:
             adapter = create_adapter(channel, config, env, paths.state_dir(env))
+        except MissingExtraError as exc:  # the line names the install command
+            findings.append((name, "error", str(exc), None))
+            continue
         except Exception as exc:
             findings.append((name, "error", str(exc), "set the channel's credentials"))
             continue

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nodmix.cli.doctor_channels import Finding
+from nodmix.extras import install_line
 
 _EXTRA_MODULES = {"tavily": "tavily", "linkup": "linkup"}
 
@@ -34,7 +35,7 @@ def _search(config: Any) -> Finding:
             "web_search",
             "error",
             f"{found.provider} needs its client library",
-            f"pip install 'nodmix[{found.provider}]'",
+            install_line(found.provider),
         )
     return ("web_search", "ok", f"{found.provider} at {found.base_url}", None)
 
@@ -46,7 +47,7 @@ def _browser(config: Any) -> Finding:
     if settings is None:
         return ("browser", "ok", "not offered (tools.browser.enabled is not true)", None)
     if importlib.util.find_spec("playwright") is None:
-        return ("browser", "error", "Playwright is not installed", "pip install 'nodmix[browser]'")
+        return ("browser", "error", "Playwright is not installed", install_line("browser"))
     guard = (
         "pages may reach private addresses"
         if settings.policy.allow_private

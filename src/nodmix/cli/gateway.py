@@ -41,6 +41,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_parsers(p)
 
 
+def _warn_missing_extras(config: object) -> None:
+    """A line per configured optional part that runs without its extra (channels say so when
+    the channel manager refuses to start them)."""
+    import logging
+
+    from nodmix.extras import hint, missing
+
+    for row in missing(config):
+        if not (row.config_key or "").startswith("channels."):
+            logging.getLogger("nodmix.gateway").warning("%s", hint(row))
+
+
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -62,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         verbose=verbose,
     )
     configure_logging(verbose)
+    _warn_missing_extras(loaded.config)
 
     presence = contextlib.ExitStack()
 

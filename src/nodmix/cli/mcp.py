@@ -105,7 +105,7 @@ def _masked(values: dict[str, str]) -> dict[str, str]:
 def _describe(name: str, config: MCPServerConfig) -> dict[str, Any]:
     import msgspec
 
-    from nodmix.mcp.transport import describe_target, transport_kind
+    from nodmix.mcp.targets import describe_target, transport_kind
 
     data: dict[str, Any] = msgspec.to_builtins(config)
     for key in ("env", "headers"):

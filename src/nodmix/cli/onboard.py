@@ -115,32 +115,13 @@ def _fields(answers: Answers) -> dict[str, Any]:
 
 
 def _test_or_fail(answers: Answers) -> None:
+    from nodmix.cli.onboarding import test_model
     from nodmix.errors import NodmixError
 
     ok, line = test_model(answers)
     print(line)
     if not ok:
         raise NodmixError(f"{answers.model_ref} did not answer; nothing written (--skip-test)")
-
-
-def test_model(answers: Answers) -> tuple[bool, str]:
-    """Send the chosen model one tiny request: whether it answered, and a line saying so."""
-    import anyio
-
-    from nodmix.cli.onboarding import candidate_router
-    from nodmix.providers.probe import ProbeResult, probe_model
-
-    async def run() -> ProbeResult:
-        router = candidate_router(answers, os.environ)
-        try:
-            return await probe_model(router, answers.model_ref)
-        finally:
-            await router.aclose()
-
-    result = anyio.run(run)
-    if result.ok:
-        return True, f"test request: {answers.model_ref} answered in {result.latency_ms:.0f} ms"
-    return False, f"test request: {answers.model_ref} failed: {result.detail}"
 
 
 def _write(path: Any, answers: Answers) -> None:
@@ -161,4 +142,8 @@ def _write(path: Any, answers: Answers) -> None:
         print(f"  channel:   {answers.channel} (the gateway reads its token from {variable})")
         if not os.environ.get(variable):
             print(f"  set {variable} in the gateway's environment before starting it")
+        from nodmix.extras import hint, installed, part
+
+        if not installed(part(answers.channel)):
+            print(f"  {hint(part(answers.channel))}")
     print(f"next: {command('agent -m hello')}  or  {command('gateway')}")

@@ -9,7 +9,13 @@ from prompt_toolkit import prompt
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.validation import Validator
 
-from nodmix.cli.onboarding import LOCAL_PROVIDER, PROVIDERS, Answers, ProviderChoice
+from nodmix.cli.onboarding import (
+    LOCAL_PROVIDER,
+    PROVIDERS,
+    Answers,
+    ProviderChoice,
+    test_model,
+)
 
 SHOWN_MODELS = 30
 """At most this many listed models are numbered; the rest can still be typed by name."""
@@ -25,8 +31,6 @@ def ask(path: Path, env: Mapping[str, str]) -> Answers | None:
     draft = Answers(provider=choice.id, model="", api_key=api_key, base_url=base_url)
     model = _pick_model(draft, env)
     answers = Answers(provider=choice.id, model=model, api_key=api_key, base_url=base_url)
-    from nodmix.cli.onboard import test_model
-
     print(f"Sending {answers.model_ref} a test request...")
     ok, line = test_model(answers)
     print(line)

@@ -9,6 +9,7 @@ about are kept.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -127,3 +128,22 @@ def _has(doc: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
             return False
         node = node[key]
     return True
+
+
+def test_model(answers: Answers) -> tuple[bool, str]:
+    """Send the chosen model one tiny request: whether it answered, and a line saying so."""
+    import anyio
+
+    from nodmix.providers.probe import ProbeResult, probe_model
+
+    async def run() -> ProbeResult:
+        router = candidate_router(answers, os.environ)
+        try:
+            return await probe_model(router, answers.model_ref)
+        finally:
+            await router.aclose()
+
+    result = anyio.run(run)
+    if result.ok:
+        return True, f"test request: {answers.model_ref} answered in {result.latency_ms:.0f} ms"
+    return False, f"test request: {answers.model_ref} failed: {result.detail}"

@@ -41,9 +41,12 @@ def try_gateway(args: argparse.Namespace) -> int | None:
     collector.resume(args)  # the gateway runs the turns; this process only talks to it
     if args.message is None:
         return _chat(args, url)
+    from nodmix.cli.approval_prompt import ask_remote
+    from nodmix.cli.printer import EventPrinter
     from nodmix.gateway.client import run_remote
 
-    return run_remote(args, url)
+    printer = EventPrinter(stream_text=not args.json)
+    return run_remote(args, url, printer=printer, on_approval=ask_remote)
 
 
 def _reachable(url: str) -> bool:
@@ -68,8 +71,8 @@ def _chat(args: argparse.Namespace, url: str) -> int:
 
 
 async def _chat_async(args: argparse.Namespace, url: str, token: str | None) -> int:
-    from nodmix.cli.agent import EventPrinter
     from nodmix.cli.chat import chat_lines, run_chat
+    from nodmix.cli.printer import EventPrinter
     from nodmix.gateway.client import GatewayClient
 
     async with GatewayClient.connect(url, token=token) as client:
@@ -125,13 +128,16 @@ class RemoteChat:
 
     async def send(self, text: str, printer: Any) -> Any:
         """Run one message in the gateway; Ctrl-C aborts the run there."""
+        from nodmix.cli.approval_prompt import ask_remote
         from nodmix.cli.chat import Answer
         from nodmix.gateway.client import remote_turn, turn_params
 
         params = turn_params(self.args, text)
         if self.model:
             params["model"] = self.model
-        answer, interrupted = await remote_turn(self.client, params, printer)
+        answer, interrupted = await remote_turn(
+            self.client, params, printer, on_approval=ask_remote
+        )
         if interrupted or answer is None:
             return Answer(interrupted=True)
         if "command" in answer:

@@ -14,17 +14,16 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodmix.cli.common import common_parent, print_json
+from nodmix.cli.common import common_parent, print_json, print_table
+from nodmix.cli.session_target import add_target, manager, target_of
 from nodmix.invocation import nodmix_command
 
 if TYPE_CHECKING:
     from nodmix.sessions.locate import Located
-    from nodmix.sessions.manager import SessionManager
     from nodmix.sessions.render import EntryRenderer
     from nodmix.sessions.session import SessionSummary
     from nodmix.sessions.transcript import Transcript
@@ -54,13 +53,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=_list)
 
     p = cmds.add_parser("show", parents=[parent], help="print a session's transcript")
-    _target(p)
+    add_target(p)
     p.add_argument("--json", action="store_true", help="print the raw entries as JSON")
     p.add_argument("--full", action="store_true", help="do not shorten long texts")
     p.set_defaults(handler=_show)
 
     p = cmds.add_parser("tail", parents=[parent], help="print the latest transcript entries")
-    _target(p, optional=True)
+    add_target(p, optional=True)
     p.add_argument("-n", type=int, default=20, metavar="N", help="entries to print (default 20)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new entries")
     p.add_argument("--full", action="store_true", help="do not shorten long texts")
@@ -69,7 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = cmds.add_parser(
         "export-trajectory", parents=[parent], help="export a session as trajectory JSON"
     )
-    _target(p)
+    add_target(p)
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(handler=_export)
 
@@ -84,41 +83,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(handler=_compact)
 
-    sessions_admin.register(cmds, parent, _target)
-    sessions_checkpoints.register(cmds, parent, _target)
-
-
-def _target(p: argparse.ArgumentParser, *, optional: bool = False) -> None:
-    """The `KEY_OR_ID` argument every subcommand takes (`--session-key` kept as an alias)."""
-    p.add_argument(
-        "target",
-        nargs="?",
-        metavar="KEY_OR_ID",
-        help="session key (or a name of the default agent), or a session id or its prefix"
-        + (" (default agent:main:main)" if optional else ""),
-    )
-    p.add_argument("--session-key", dest="session_key", help=argparse.SUPPRESS)
-    p.set_defaults(target_optional=optional)
-
-
-def target_of(args: argparse.Namespace) -> str:
-    """The session the user named (`KEY_OR_ID` or `--session-key`)."""
-    from nodmix.errors import SessionError
-
-    target: str | None = args.target or args.session_key
-    if target is None:
-        if not getattr(args, "target_optional", False):
-            raise SessionError("name a session: nodmix sessions <action> KEY_OR_ID")
-        return ""
-    return target
-
-
-def manager(*, read_only: bool = True) -> SessionManager:
-    """A session manager on the state directory (read-only unless the command changes things)."""
-    from nodmix.config.paths import state_dir
-    from nodmix.sessions.manager import SessionManager
-
-    return SessionManager(state_dir(), read_only=read_only)
+    sessions_admin.register(cmds, parent)
+    sessions_checkpoints.register(cmds, parent, add_target)
 
 
 def _load(args: argparse.Namespace) -> tuple[Located, Transcript]:
@@ -177,13 +143,6 @@ def _list(args: argparse.Namespace) -> int:
     columns = [i for i in range(7) if (i != 5 or spawned) and (i != 6 or titled)]
     print_table([[r[i] for i in columns] for r in table])
     return 0
-
-
-def print_table(table: Sequence[Sequence[str]]) -> None:
-    """Print rows as left-aligned columns."""
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for r in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
 
 
 def _show(args: argparse.Namespace) -> int:

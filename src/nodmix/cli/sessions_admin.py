@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from nodmix.cli.common import print_json
+from nodmix.cli.common import print_json, print_table
+from nodmix.cli.session_target import add_target, manager, target_of
 from nodmix.errors import SessionError
 
 
 def register(
     cmds: argparse._SubParsersAction[argparse.ArgumentParser],
     parent: argparse.ArgumentParser,
-    target: Callable[..., None],
 ) -> None:
     """Add the subcommands of this module to the `sessions` group."""
     p = cmds.add_parser(
@@ -24,7 +23,7 @@ def register(
         parents=[parent],
         help="rewrite a transcript without its unreadable lines (the original is kept)",
     )
-    target(p)
+    add_target(p)
     p.set_defaults(handler=_repair)
 
     p = cmds.add_parser(
@@ -36,21 +35,20 @@ def register(
     p.set_defaults(handler=_repair_store)
 
     p = cmds.add_parser("rename", parents=[parent], help="set a session's display title")
-    target(p)
+    add_target(p)
     p.add_argument("title", metavar="NEW_TITLE")
     p.set_defaults(handler=_rename)
 
     p = cmds.add_parser(
         "delete", parents=[parent], help="move a session to the trash and forget its key"
     )
-    target(p)
+    add_target(p)
     p.add_argument("--yes", "-y", action="store_true", help="do not ask (required without a TTY)")
     p.set_defaults(handler=_delete)
 
 
 def list_all(args: argparse.Namespace) -> int:
     """`sessions list --all`: every transcript of the agent(s), with its status."""
-    from nodmix.cli.sessions import manager, print_table
     from nodmix.sessions.locate import all_transcripts
     from nodmix.subagents.describe import SessionLineage
 
@@ -113,7 +111,6 @@ def list_all(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    from nodmix.cli.sessions import manager, target_of
     from nodmix.sessions.locate import locate
     from nodmix.sessions.repair import repair_transcript
     from nodmix.sessions.successors import restore_seed
@@ -144,8 +141,6 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _repair_store(args: argparse.Namespace) -> int:
-    from nodmix.cli.sessions import manager
-    from nodmix.errors import SessionError
     from nodmix.sessions.rebuild import repair_store
     from nodmix.sessions.store import SessionStore
 
@@ -180,7 +175,6 @@ def _repair_store(args: argparse.Namespace) -> int:
 
 
 def _rename(args: argparse.Namespace) -> int:
-    from nodmix.cli.sessions import manager, target_of
     from nodmix.sessions.admin import rename_session
     from nodmix.sessions.locate import locate
 
@@ -192,7 +186,6 @@ def _rename(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from nodmix.cli.sessions import manager, target_of
     from nodmix.sessions.admin import delete_session
     from nodmix.sessions.locate import locate
 

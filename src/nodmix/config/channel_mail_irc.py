@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from nodmix.config.channel_schema import ChannelDefaults, ChannelSection
+from nodmix.config.channel_base import ChannelDefaults, ChannelSection
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 

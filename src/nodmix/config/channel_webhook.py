@@ -7,7 +7,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
-from nodmix.config.channel_schema import TelegramWebhook
+from nodmix.config.channel_base import TelegramWebhook
 from nodmix.errors import ConfigError
 
 SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")

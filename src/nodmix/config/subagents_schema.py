@@ -41,6 +41,11 @@ class SubagentsConfig(Section, frozen=True):
     """How long one subagent run may take (the spawn call's `timeoutSeconds` may shorten it).
     Default: the agent's turn timeout."""
     tools: SubagentToolsConfig | None = None
+    allow_agents: list[str] | None = None
+    """Other agents this agent's turns may start turns as: subagents (`sessions_spawn
+    agentId`) and messages into their sessions (`sessions_send`). `["*"]`: every agent.
+    Default: none but the agent itself, so an agent whose tools are narrow cannot borrow a
+    wider agent's."""
     archive_after_minutes: Annotated[int, msgspec.Meta(ge=0)] | None = None
     """A finished subagent's session leaves the session list (its transcript moves to
     `sessions/archive/`) this long after its run ended; 0 keeps it. 60."""

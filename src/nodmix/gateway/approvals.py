@@ -1,5 +1,5 @@
-"""Approval requests over the WebSocket (`approval` events to every client, the
-`approvals.list` / `approvals.resolve` methods) and the exec rules of `/tools/invoke`.
+"""Approval requests over the WebSocket (the `approvals.list` / `approvals.resolve` methods;
+`approval_fanout.py` sends the `approval` events) and the exec rules of `/tools/invoke`.
 
 Every connected client (the web page, scripts) hears each batch of requests and each answer as
 `{"type": "event", "event": "approval", "payload": {"kind": "approval_requested", "batchId",
@@ -11,58 +11,19 @@ that connects later asks `approvals.list`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from nodmix.events import RunEvent
-from nodmix.gateway.approvals_shared import asked_elsewhere, merged_pending
+from nodmix.gateway.approvals_shared import APPROVAL_ANSWER, asked_elsewhere, merged_pending
 from nodmix.gateway.errors import APIError, bad_request
-from nodmix.gateway.wire import event_json
-from nodmix.security.approvals import ANSWERS, ApprovalBroker
+from nodmix.security.approvals import ANSWERS
 from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle
 from nodmix.tools import Tool
 
 if TYPE_CHECKING:
-    from nodmix.gateway.app import Gateway
+    from nodmix.gateway.state import Gateway
     from nodmix.gateway.ws import Connection
     from nodmix.runtime import Runtime
-
-
-APPROVAL_ANSWER = "approval.answer"
-"""The event that carries an answer to the replica whose turn asked (postgres backend)."""
-
-
-class ApprovalFanout:
-    """The open WebSocket connections, told about every approval request and answer (of
-    every replica: `Gateway.event`)."""
-
-    def __init__(self, broker: ApprovalBroker, publish: Callable[[str, Any], None]) -> None:
-        self.broker = broker
-        self.connections: set[Connection] = set()
-        self._publish = publish
-
-    def __call__(self, event: RunEvent) -> None:
-        """A broker listener: forward the event to every connection."""
-        self._publish("approval", event_json(event))
-
-    def start(self) -> None:
-        """Start listening to the broker."""
-        if self not in self.broker.listeners:
-            self.broker.listeners.append(self)
-
-    def stop(self) -> None:
-        """Stop listening."""
-        if self in self.broker.listeners:
-            self.broker.listeners.remove(self)
-
-    async def stop_on_exit(self) -> None:
-        """A task of the gateway's group: stop listening when the gateway stops serving."""
-        try:
-            await anyio.sleep_forever()
-        finally:
-            self.stop()
 
 
 async def approvals_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -99,16 +60,6 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
             code="unknown_approval",
         )
     return {"id": request_id, "decision": decision, "command": req.command}
-
-
-def answer_forwarded(runtime: Runtime, payload: dict[str, Any]) -> None:
-    """An answer given on another replica to a request this replica's turn asked."""
-    request_id, decision = payload.get("id"), payload.get("decision")
-    for answer in ANSWERS:
-        if isinstance(request_id, str) and decision == answer:
-            broker = runtime.security.broker
-            if broker.get(request_id) is not None:
-                broker.resolve(request_id, answer, by="websocket")
 
 
 # ---- /tools/invoke ------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nodmix.gateway")
 
+APPROVAL_ANSWER = "approval.answer"
+"""The event that carries an answer to the replica whose turn asked (postgres backend)."""
+
 
 class SharedApprovals(Protocol):
     """Pending requests of every replica, in their wire shape (`ApprovalRequest.to_json`)."""
@@ -101,3 +104,13 @@ def asked_elsewhere(shared: SharedApprovals, request_id: str) -> bool:
     except Exception as exc:
         log.warning("could not read other replicas' approval requests: %s", exc)
         return True
+
+
+def answer_forwarded(broker: ApprovalBroker, payload: dict[str, Any]) -> None:
+    """An answer given on another replica to a request this replica's turn asked."""
+    from nodmix.security.approvals import ANSWERS
+
+    request_id, decision = payload.get("id"), payload.get("decision")
+    for answer in ANSWERS:
+        if isinstance(request_id, str) and decision == answer and broker.get(request_id):
+            broker.resolve(request_id, answer, by="websocket")

@@ -22,7 +22,7 @@ from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
     from nodmix.automation.inbox import SessionPost
-    from nodmix.gateway.app import Gateway
+    from nodmix.gateway.state import Gateway
 
 
 class GatewayAutomationTurns:

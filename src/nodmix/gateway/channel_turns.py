@@ -28,7 +28,7 @@ from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
     from nodmix.channels.streaming import ReplyStream
-    from nodmix.gateway.app import Gateway
+    from nodmix.gateway.state import Gateway
     from nodmix.gateway.ws import Connection
     from nodmix.media.files import InboundFile
 

@@ -1,7 +1,7 @@
 """Talking to a running gateway over its WebSocket: `GatewayClient` and `nodmix agent` remote.
 
-`run_remote(args, url)` is what `nodmix agent -m` does when a gateway answers: the same output as
-an in-process run (answer text streamed on stdout, tool activity on stderr, the same `--json`
+`run_remote(args, url, ...)` is what `nodmix agent -m` does when a gateway answers: the same output
+as an in-process run (answer text streamed on stdout, tool activity on stderr, the same `--json`
 object), with the turn running inside the gateway, which owns the sessions.
 """
 
@@ -13,10 +13,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from websockets.asyncio.client import ClientConnection, connect
@@ -41,6 +41,20 @@ TURN_JSON_KEYS = (
 """The keys of `nodmix agent --json` for a turn (the gateway's answer adds `runId`)."""
 
 EventHandler = Callable[[dict[str, Any]], None]
+ApprovalAsker = Callable[["GatewayClient", dict[str, Any]], Coroutine[Any, Any, None]]
+"""Answers an `approval_requested` event (the terminal asks the owner)."""
+
+
+class Printer(Protocol):
+    """Shows a run's events (`nodmix.cli.printer.EventPrinter`): called with each one as an
+    object with snake_case attributes (`as_event`)."""
+
+    streamed: bool
+    """Whether answer text was already shown as it streamed."""
+    mid_line: bool
+    """Whether the last text shown did not end its line."""
+
+    def __call__(self, event: Any, /) -> None: ...
 
 
 class GatewayError(NodmixError):
@@ -209,9 +223,12 @@ def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
-def run_remote(args: argparse.Namespace, url: str) -> int:
-    """`nodmix agent -m TEXT` through the gateway at `url` (the chat is `cli/remote.py`)."""
-    return anyio.run(_one_turn, args, url, gateway_token(args))
+def run_remote(
+    args: argparse.Namespace, url: str, *, printer: Printer, on_approval: ApprovalAsker
+) -> int:
+    """`nodmix agent -m TEXT` through the gateway at `url` (the chat is `cli/remote.py`):
+    `printer` shows the run's events, `on_approval` answers its approval requests."""
+    return anyio.run(_one_turn, args, url, gateway_token(args), printer, on_approval)
 
 
 def turn_params(args: argparse.Namespace, message: str) -> dict[str, Any]:
@@ -226,9 +243,14 @@ def turn_params(args: argparse.Namespace, message: str) -> dict[str, Any]:
 
 
 async def remote_turn(
-    client: GatewayClient, params: dict[str, Any], printer: Any
+    client: GatewayClient,
+    params: dict[str, Any],
+    printer: Printer,
+    *,
+    on_approval: ApprovalAsker,
 ) -> tuple[Any, bool]:
-    """Run one message; returns (answer, interrupted). Ctrl-C aborts the run in the gateway."""
+    """Run one message; returns (answer, interrupted). Ctrl-C aborts the run in the gateway;
+    approval requests go to `on_approval` (the terminal asks the owner)."""
     import signal
 
     run_id: str | None = None
@@ -239,9 +261,7 @@ async def remote_turn(
         nonlocal run_id
         run_id = payload.get("runId") or run_id
         if payload.get("kind") == "approval_requested":
-            from nodmix.cli.approval_prompt import ask_remote
-
-            group.start_soon(ask_remote, client, payload)  # answered on this terminal
+            group.start_soon(on_approval, client, payload)
         elif payload.get("kind") != "accepted":
             printer(as_event(payload))
 
@@ -270,12 +290,16 @@ async def remote_turn(
     return answer, interrupted
 
 
-async def _one_turn(args: argparse.Namespace, url: str, token: str | None) -> int:
-    from nodmix.cli.agent import EventPrinter
-
-    printer = EventPrinter(stream_text=not args.json)
+async def _one_turn(
+    args: argparse.Namespace,
+    url: str,
+    token: str | None,
+    printer: Printer,
+    on_approval: ApprovalAsker,
+) -> int:
     async with GatewayClient.connect(url, token=token) as client:
-        answer, interrupted = await remote_turn(client, turn_params(args, args.message), printer)
+        params = turn_params(args, args.message)
+        answer, interrupted = await remote_turn(client, params, printer, on_approval=on_approval)
     if interrupted:
         print("\nnodmix: turn interrupted; the transcript was kept", file=sys.stderr)
         return 130

@@ -26,9 +26,9 @@ from nodmix.automation.schedule import Schedule
 from nodmix.automation.templates import render
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import NodmixError
-from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.limits import decode_json
+from nodmix.gateway.state import Gateway, gateway_of
 from nodmix.origin import TurnOrigin
 
 MAX_TRACKED_RUNS = 1000

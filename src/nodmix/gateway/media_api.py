@@ -23,9 +23,9 @@ from starlette.responses import JSONResponse, Response
 
 from nodmix.channels.attachments import max_attachment_bytes
 from nodmix.errors import WorkspaceEscapeError
-from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.media_parts import checked
+from nodmix.gateway.state import Gateway, gateway_of
 from nodmix.media.files import InboundFile, read_media, safe_name, save_unique
 from nodmix.media.sniff import HEAD_BYTES, audio_type, image_type, sniff
 

@@ -28,7 +28,7 @@ from nodmix.media.ingest import check_bytes
 from nodmix.messages import Message
 
 if TYPE_CHECKING:
-    from nodmix.gateway.app import Gateway
+    from nodmix.gateway.state import Gateway
 
 _SUFFIXES = {
     "image/jpeg": ".jpg",

@@ -10,7 +10,7 @@ from nodmix.observability.metrics import CONTENT_TYPE
 
 async def metrics(request: Request) -> Response:
     """The metrics of the runtime behind this gateway."""
-    from nodmix.gateway.app import gateway_of
+    from nodmix.gateway.state import gateway_of
 
     runtime = gateway_of(request).runtime
     return Response(runtime.observer.enable_metrics().render(), media_type=CONTENT_TYPE)

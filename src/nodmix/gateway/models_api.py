@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from nodmix.agents import AgentProfile
-from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.errors import not_found
 from nodmix.gateway.openai_mapping import MODEL_PREFIX, agent_of_model
+from nodmix.gateway.state import Gateway, gateway_of
 
 
 def _agent_model(gateway: Gateway, agent_id: str) -> str | None:

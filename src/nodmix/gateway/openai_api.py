@@ -25,7 +25,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from nodmix.events import EventSink
-from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, bad_request, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
@@ -42,6 +41,7 @@ from nodmix.gateway.openai_mapping import (
     seed,
 )
 from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.state import Gateway, gateway_of
 from nodmix.messages import ToolCallBlock, ToolResultMessage, Usage
 from nodmix.runtime import CommandOutcome, TurnOutcome
 from nodmix.runtime.client_results import ClientTurn

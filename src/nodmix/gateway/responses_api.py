@@ -24,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from nodmix.events import EventSink
-from nodmix.gateway.app import gateway_of
 from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choice
 from nodmix.gateway.errors import APIError, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
@@ -38,6 +37,7 @@ from nodmix.gateway.openai_api import (
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_TYPE
 from nodmix.gateway.responses_mapping import ResponseObject, parse_request, turn_input
 from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.state import gateway_of
 from nodmix.messages import ToolCallBlock
 from nodmix.runtime.client_results import ClientTurn
 from nodmix.sessions.keys import fresh_session_name

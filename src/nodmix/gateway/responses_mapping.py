@@ -7,9 +7,10 @@ The mapping rule (also in docs/gateway.md):
   `x-nodmix-session-key` header, else `user`, else a fresh one-shot session.
 - `input` is a string (the prompt) or a list of items. The last item is a `user` message
   (the prompt), or the last items are `function_call_output`s: results of the client tool calls
-  the previous response ended with, and the turn continues from them. Earlier messages seed a
-  new session as in chat completions; `function_call` and `reasoning` items the client echoes
-  back from earlier responses are skipped (the session has them already).
+  the previous response ended with, and the turn continues from them. Earlier items, of any
+  type and in any order (messages, `function_call`, `function_call_output`, `reasoning`), seed
+  a new session with the conversation they tell (`responses_items.py`); a session that already
+  has messages keeps its own.
 - `input_image` parts (inline `data:` URLs) are saved under the agent's `inbox/` and reach a
   vision model as images (`media_parts`); `input_file` and remote image URLs are refused.
 - `instructions` are recorded, like `system` messages, as the client's instructions when the
@@ -30,20 +31,15 @@ import msgspec
 from nodmix.gateway.client_tools import arguments_json, result_message
 from nodmix.gateway.errors import bad_request
 from nodmix.gateway.limits import decode_json
-from nodmix.gateway.media_parts import InlineMedia, UserParts, image_part
+from nodmix.gateway.media_parts import InlineMedia, UserParts
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_INTRO
+from nodmix.gateway.responses_items import PASSED_OVER, history, item_parts
 from nodmix.messages import (
-    AssistantMessage,
     Message,
-    TextBlock,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
-    user_message,
 )
-
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_SKIPPED_ITEMS = frozenset({"function_call", "reasoning", "item_reference"})
 
 
 class ResponsesRequest(msgspec.Struct, kw_only=True):
@@ -92,79 +88,43 @@ def turn_input(request: ResponsesRequest) -> TurnInput:
     """The prompt or tool results, and what a new session is seeded with.
 
     Raises:
-        APIError: a 400 for an unsupported item or a list that does not end with a user
-            message or tool outputs.
+        APIError: a 400 for an item that cannot be read, or a list that does not end with a
+            user message or tool outputs.
     """
     system = [request.instructions.strip()] if request.instructions else []
     if isinstance(request.input, str):
         return TurnInput(prompt=request.input, note=_note(system))
-    items = [item for item in request.input if item.get("type") not in _SKIPPED_ITEMS]
+    items = [
+        (index, item)
+        for index, item in enumerate(request.input)
+        if not (isinstance(item, dict) and item.get("type") in PASSED_OVER)
+    ]
     trailing: list[ToolResultMessage] = []
-    while items and items[-1].get("type") == "function_call_output":
-        item = items.pop()
-        where = f"input[{request.input.index(item)}]"
-        trailing.append(result_message(item.get("call_id"), item.get("output"), where=where))
-    if trailing:
+    while items and _kind(items[-1][1]) == "function_call_output":
+        index, item = items.pop()
+        trailing.append(
+            result_message(item.get("call_id"), item.get("output"), where=f"input[{index}]")
+        )
+    if trailing:  # the session that made the calls has everything before them
         return TurnInput(results=trailing[::-1])
-    if not items or items[-1].get("role") != "user":
+    last = items[-1][1] if items else None
+    if last is None or _kind(last) != "message" or last.get("role") != "user":
         raise bad_request(
             "input must end with a user message or function_call_output items", param="input"
         )
-    history: list[Message | UserParts] = []
-    for item in items[:-1]:
-        where = f"input[{request.input.index(item)}]"
-        role = item.get("role")
-        parts = _item_parts(item, where, media=role == "user")
-        text = parts.text
-        if item.get("type", "message") != "message":
-            raise bad_request(f"{where}: items of type {item.get('type')!r} are not supported")
-        if role in ("system", "developer"):
-            if text.strip():
-                system.append(text.strip())
-        elif role == "user":
-            history.append(parts if parts.media else user_message(text))
-        elif role == "assistant" and text:
-            history.append(
-                AssistantMessage(content=(TextBlock(text=text),), provider="client", model="client")
-            )
-    last = items[-1]
-    prompt = _item_parts(last, f"input[{request.input.index(last)}]", media=True)
-    return TurnInput(prompt=prompt.text, media=prompt.media, note=_note(system), history=history)
+    messages, instructions = history(items[:-1])
+    prompt = item_parts(last, f"input[{items[-1][0]}]", media=True)
+    return TurnInput(
+        prompt=prompt.text, media=prompt.media, note=_note(system + instructions), history=messages
+    )
+
+
+def _kind(item: object) -> str | None:
+    return str(item.get("type", "message")) if isinstance(item, dict) else None
 
 
 def _note(system: list[str]) -> str | None:
     return f"{SYSTEM_NOTE_INTRO}\n\n" + "\n\n".join(system) if system else None
-
-
-def _item_parts(item: dict[str, Any], where: str, *, media: bool) -> UserParts:
-    content = item.get("content")
-    if isinstance(content, str):
-        return UserParts(content)
-    if not isinstance(content, list):
-        raise bad_request(f"{where}: content must be a string or a list of parts", param=where)
-    parts = UserParts("")
-    texts: list[str] = []
-    for number, part in enumerate(content):
-        kind = part.get("type", "unknown") if isinstance(part, dict) else "unknown"
-        if isinstance(part, dict) and kind in _TEXT_PARTS:
-            texts.append(str(part.get("text", "")))
-        elif isinstance(part, dict) and media and kind == "input_image":
-            url = part.get("image_url")
-            if url is None and part.get("file_id"):
-                raise bad_request(
-                    f"{where}: input_image with file_id is not supported; send image_url "
-                    "as a data: URL",
-                    param=f"{where}.content",
-                )
-            parts.media.append(image_part(url, f"{where}.content[{number}]"))
-        else:
-            taken = "input_text or input_image" if media else "text"
-            raise bad_request(
-                f"{where}: content part of type {kind!r} is not supported; send {taken}",
-                param=f"{where}.content",
-            )
-    parts.text = "\n".join(texts)
-    return parts
 
 
 class ResponseObject:

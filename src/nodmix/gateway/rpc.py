@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -31,9 +31,8 @@ from nodmix.sessions.keys import is_stateless_key, session_kind
 from nodmix.sessions.locate import Located
 
 if TYPE_CHECKING:
-    from nodmix.gateway.ws import Connection
+    from nodmix.gateway.ws import Connection, Method
 
-Method = Callable[["Connection", str | int, dict[str, Any]], Awaitable[Any]]
 T = TypeVar("T")
 
 DEFAULT_HISTORY_LIMIT = 500
@@ -172,8 +171,12 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
 
     rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
     busy = conn.gateway.busy_sessions()
+    listed = [session_row(row, busy) for row in rows]
+    rpc_sessions.job_runs(
+        listed, lambda: {job.id: job.name for job in conn.gateway.runtime.automation.store.load()}
+    )
     result = {
-        "sessions": [session_row(row, busy) for row in rows],
+        "sessions": listed,
         "total": counts["shown"],
         "oneShotHidden": counts["hidden"],
     }

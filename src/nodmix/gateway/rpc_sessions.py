@@ -1,5 +1,6 @@
-"""WebSocket methods that manage sessions: `sessions.rename`, `sessions.delete`, and the
-`all: true` part of `sessions.list` (sessions no key points at any more).
+"""WebSocket methods that manage sessions: `sessions.rename`, `sessions.delete`, and parts of
+`sessions.list`: the job of an isolated cron run's session, and (`all: true`) the sessions no
+key points at any more.
 
 A session is named by `sessionKey` (a key or a bare name, with `agentId` as elsewhere) or by
 `sessionId` (also a unique prefix), which reaches replaced, archived and deleted transcripts
@@ -8,6 +9,7 @@ A session is named by `sessionKey` (a key or a bare name, with `agentId` as else
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nodmix.errors import SessionError
@@ -18,6 +20,20 @@ from nodmix.sessions.manager import SessionManager
 
 if TYPE_CHECKING:
     from nodmix.gateway.ws import Connection
+
+
+def job_runs(rows: list[dict[str, Any]], job_names: Callable[[], dict[str, str]]) -> None:
+    """Mark the rows of isolated cron-job runs (`agent:<id>:cron:<jobId>:<runId>`) with their
+    job, `{"id", "name", "runId"}`, so a client can group them under it (`job_names` is read
+    only when there is such a row; a removed job keeps its id as its name)."""
+    names: dict[str, str] | None = None
+    for row in rows:
+        parts = str(row["key"]).split(":")
+        if len(parts) != 5 or parts[2] != "cron":
+            continue
+        if names is None:
+            names = job_names()
+        row["job"] = {"id": parts[3], "name": names.get(parts[3], parts[3]), "runId": parts[4]}
 
 
 def other_rows(manager: SessionManager, agent_id: str | None) -> list[dict[str, Any]]:

@@ -23,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from nodmix.agents import AgentProfile
-from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.approvals import owner_call, refuse_unauthenticated_exec
 from nodmix.gateway.errors import APIError, not_found
 from nodmix.gateway.limits import decode_json
+from nodmix.gateway.state import Gateway, gateway_of
 from nodmix.gateway.wire import to_json
 from nodmix.runtime import Runtime
 from nodmix.runtime.toolset import agent_isolation, sandbox_policy_for

@@ -17,15 +17,19 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from nodmix.gateway.app import Gateway, gateway_of
 from nodmix.gateway.auth import WS_PROTOCOL
 from nodmix.gateway.errors import APIError, bad_request, classify
+from nodmix.gateway.state import Gateway, gateway_of
+
+Method = Callable[["Connection", str | int, dict[str, Any]], Awaitable[Any]]
+"""A WebSocket method: (connection, request id, params) -> the response's payload."""
 
 MAX_BUFFERED_FRAMES = 100_000
 """Frames queued for a client that reads too slowly before the gateway hangs up on it."""
@@ -34,10 +38,13 @@ MAX_BUFFERED_FRAMES = 100_000
 class Connection:
     """One client connection: reads requests, dispatches them, writes frames in order."""
 
-    def __init__(self, websocket: WebSocket, gateway: Gateway) -> None:
-        """Serve `websocket` (already accepted) for `gateway`."""
+    def __init__(
+        self, websocket: WebSocket, gateway: Gateway, methods: Mapping[str, Method]
+    ) -> None:
+        """Serve `websocket` (already accepted) for `gateway`, answering `methods`."""
         self.websocket = websocket
         self.gateway = gateway
+        self._methods = methods
         self._send, self._outbox = anyio.create_memory_object_stream[str](math.inf)
         self._group: TaskGroup | None = None
         self._closed = False
@@ -98,8 +105,6 @@ class Connection:
             self._group.cancel_scope.cancel()
 
     def _dispatch(self, group: TaskGroup, text: str) -> None:
-        from nodmix.gateway.rpc import METHODS
-
         try:
             frame = json.loads(text)
         except (ValueError, RecursionError):
@@ -113,7 +118,7 @@ class Connection:
             self.send(_error_frame(None, bad_request("a request needs a string or number id")))
             return
         params = frame.get("params") or {}
-        method = METHODS.get(str(frame.get("method")))
+        method = self._methods.get(str(frame.get("method")))
         if method is None or not isinstance(params, dict):
             problem = (
                 bad_request("params must be an object")
@@ -141,17 +146,22 @@ def _error_frame(req_id: Any, error: APIError) -> dict[str, Any]:
     return {"type": "res", "id": req_id, "ok": False, "error": error.wire()}
 
 
-async def websocket_endpoint(websocket: WebSocket) -> None:
-    """Accept the connection (selecting `nodmix.v1` when offered) and serve it."""
-    offered = websocket.scope.get("subprotocols", [])
-    await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
-    gateway = gateway_of(websocket)
-    connection = Connection(websocket, gateway)
-    gateway.approvals.connections.add(connection)
-    try:
-        await connection.serve()
-    finally:
-        gateway.approvals.connections.discard(connection)
-    if connection.overflowed and websocket.client_state == WebSocketState.CONNECTED:
-        with contextlib.suppress(WebSocketDisconnect, OSError, RuntimeError):
-            await websocket.close(code=1013, reason="client too slow")
+def websocket_endpoint(methods: Mapping[str, Method]) -> Callable[[WebSocket], Awaitable[None]]:
+    """The `/ws` endpoint answering `methods` (`rpc.METHODS`)."""
+
+    async def endpoint(websocket: WebSocket) -> None:
+        """Accept the connection (selecting `nodmix.v1` when offered) and serve it."""
+        offered = websocket.scope.get("subprotocols", [])
+        await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
+        gateway = gateway_of(websocket)
+        connection = Connection(websocket, gateway, methods)
+        gateway.approvals.connections.add(connection)
+        try:
+            await connection.serve()
+        finally:
+            gateway.approvals.connections.discard(connection)
+        if connection.overflowed and websocket.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(WebSocketDisconnect, OSError, RuntimeError):
+                await websocket.close(code=1013, reason="client too slow")
+
+    return endpoint

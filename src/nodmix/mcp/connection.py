@@ -38,7 +38,8 @@ from nodmix.mcp.failures import (
     stderr_tail,
 )
 from nodmix.mcp.results import all_pages
-from nodmix.mcp.transport import open_transport, transport_kind, watched
+from nodmix.mcp.targets import transport_kind
+from nodmix.mcp.transport import open_transport, watched
 
 logger = logging.getLogger("nodmix.mcp")
 # Server failures are reported through the status API; without this, Python's last-resort

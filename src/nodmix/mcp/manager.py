@@ -25,8 +25,8 @@ from nodmix.errors import MCPError
 from nodmix.mcp.connection import MCPServerInfo, ServerConnection, ServerState
 from nodmix.mcp.names import ToolNamer, assign_server_names
 from nodmix.mcp.results import all_pages, error_result, listed, result_json, tool_result
+from nodmix.mcp.targets import TransportKind, describe_target, transport_kind
 from nodmix.mcp.tool import MCPTool, MCPToolDefinition
-from nodmix.mcp.transport import TransportKind, describe_target, transport_kind
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolResult
 

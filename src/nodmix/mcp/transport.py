@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TextIO, TypeAlias
+from typing import Any, TextIO
 
 import anyio
 from mcp.client._transport import ReadStream, TransportStreams
@@ -25,8 +25,7 @@ from mcp.shared.message import SessionMessage
 from nodmix.config.loader import resolve_secret
 from nodmix.config.schema import MCPServerConfig
 from nodmix.errors import MCPError
-
-TransportKind: TypeAlias = Literal["stdio", "streamable-http", "sse"]
+from nodmix.mcp.targets import transport_kind
 
 INHERITED_ENV = (
     "PATH",
@@ -50,20 +49,6 @@ INHERITED_ENV = (
 )
 """The only parent variables a stdio server sees, besides its own `env`: secrets in the gateway's
 environment (provider keys, tokens) must not leak into third-party processes."""
-
-
-def transport_kind(config: MCPServerConfig) -> TransportKind:
-    """Which transport a server config selects."""
-    if config.command:
-        return "stdio"
-    return config.transport or "streamable-http"
-
-
-def describe_target(config: MCPServerConfig) -> str:
-    """The command line or URL of a server, for listings and messages."""
-    if config.command:
-        return " ".join([config.command, *config.args])
-    return config.url or ""
 
 
 def server_env(name: str, config: MCPServerConfig, parent: Mapping[str, str]) -> dict[str, str]:

@@ -3,7 +3,9 @@
 The client is synchronous: indexing runs on a worker thread. Vectors are L2-normalised float32,
 so a dot product is the cosine similarity. A reply is read in pieces under a byte cap and one
 deadline for the whole request (`timeoutSeconds`), so an endpoint that answers without end,
-or one byte at a time, cannot exhaust memory or hold the indexer.
+or one byte at a time, cannot exhaust memory or hold the indexer. numpy is the `embeddings`
+extra: without it a configured endpoint is refused with the install command, and search uses
+keywords.
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import httpx2
-import numpy as np
-import numpy.typing as npt
 
 from nodmix.errors import NodmixError
 from nodmix.memory.settings import EmbeddingSettings
 
-MAX_REPLY_BYTES = 64 * 1024 * 1024
+if TYPE_CHECKING:  # numpy is the `embeddings` extra: imported where vectors are made
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+    Vectors = npt.NDArray[np.float32]
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
 class EmbeddingError(NodmixError):
@@ -44,6 +48,8 @@ class Embedder(Protocol):
 
 def normalise(matrix: Vectors) -> Vectors:
     """Rows scaled to unit length (zero rows stay zero)."""
+    import numpy as np
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     scaled: Vectors = (matrix / norms).astype(np.float32)
@@ -77,6 +83,8 @@ class HttpEmbedder:
         Raises:
             EmbeddingError: the endpoint is unreachable, slow, failing or malformed.
         """
+        import numpy as np
+
         rows: list[list[float]] = []
         step = self.settings.batch_size
         for start in range(0, len(texts), step):

@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Final
 
 from nodmix.memory.chunking import Chunk, chunk_markdown, content_hash
-from nodmix.memory.embeddings import Embedder, EmbeddingError, Vectors
+from nodmix.memory.embeddings import Embedder, EmbeddingError
 from nodmix.memory.ranking import (
     fts_expression,
     keyword_scores,
@@ -45,6 +43,9 @@ from nodmix.memory.settings import MemorySettings
 from nodmix.memory.sources import SourceFile, SourceRoots, read_text
 from nodmix.memory.store import FileRecord, MemoryStore
 from nodmix.memory.watch import FolderWatch, open_watch
+
+if TYPE_CHECKING:
+    from nodmix.memory.embeddings import Vectors
 
 SCAN_EVERY_SEARCH_FILES: Final = 2_000
 """Without a watch, up to this many files every search checks every file's mtime."""
@@ -354,6 +355,8 @@ class MemoryIndex:
             return {}
         if q.shape[0] != matrix.shape[1]:
             return {}
+        import numpy as np
+
         sims = matrix @ q
         top = np.argpartition(-sims, min(limit, len(ids) - 1))[:limit]
         return {ids[i]: float(max(0.0, min(1.0, sims[i]))) for i in top}
@@ -363,6 +366,8 @@ class MemoryIndex:
         generation = self.store.generation()
         if self._vectors is not None and self._vectors[0] == generation:
             return self._vectors[1], self._vectors[2]
+        import numpy as np
+
         rows = self.store.chunk_vectors(self.embedder.model)
         ids = [chunk_id for chunk_id, _ in rows]
         matrix = (

@@ -42,20 +42,27 @@ def open_index(
     embedder: Embedder | None = None,
 ) -> MemoryIndex:
     """Open (or create) an agent's index; the embedder comes from settings unless given."""
+    from nodmix.extras import hint, installed, part
     from nodmix.memory.embeddings import HttpEmbedder
     from nodmix.memory.index import MemoryIndex
     from nodmix.memory.sources import SourceRoots
     from nodmix.memory.store import MemoryStore
 
+    refused = None
     if embedder is None and settings.embeddings is not None:
-        embedder = HttpEmbedder(settings.embeddings)
+        if installed(part("embeddings")):
+            embedder = HttpEmbedder(settings.embeddings)
+        else:  # keyword search still works; the search result says why vectors are off
+            refused = hint(part("embeddings"))
     roots = SourceRoots(
         workspace=workspace,
         sessions_dir=(
             config_paths.sessions_dir(state_dir, agent_id) if settings.sessions else None
         ),
     )
-    return MemoryIndex(MemoryStore(index_path(state_dir, agent_id)), roots, settings, embedder)
+    index = MemoryIndex(MemoryStore(index_path(state_dir, agent_id)), roots, settings, embedder)
+    index.embedding_error = refused
+    return index
 
 
 class MemoryService:

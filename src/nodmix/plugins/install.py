@@ -127,11 +127,11 @@ def plugins_of(dists: list[str]) -> list[InstalledPlugin]:
 def install(target: str) -> list[InstalledPlugin]:
     """`pip install target` (a folder, a wheel, or a requirement), then check its plugins.
 
-    An empty list means pip found it already installed and changed nothing.
+    An empty list means pip found the plugin already installed and changed nothing.
 
     Raises:
         PluginError: pip failed, or the package provides no working `nodmix.plugins` entry
-            point (it is then uninstalled again).
+            point (it is then uninstalled again; one that was installed before stays).
     """
     path = Path(target).expanduser()
     spec = str(path.resolve()) if path.exists() else target
@@ -148,8 +148,17 @@ def _pip_install(target: str, *spec: str) -> list[InstalledPlugin]:
         if done.returncode != 0:
             raise _pip_failure(done, f"install {target}")
         installed = json.loads(report.read_text(encoding="utf-8")).get("install", [])
-    if not installed:
-        return []  # already installed, nothing changed
+    if not installed:  # already installed, nothing changed: but is it a plugin at all?
+        name = _distribution_of(spec[-1])
+        found = plugins_of([name])
+        if not any(p.id is not None for p in found):
+            problem = (
+                f"{found[0].entry_point}: {found[0].error}"
+                if found
+                else (f"it has no '{ENTRY_POINT_GROUP}' entry point, so it is not a Nodmix plugin")
+            )
+            raise PluginError(f"{target} is installed, but {problem}; nothing changed")
+        return []
     names = [str(item["metadata"]["name"]) for item in installed]
     requested = [str(i["metadata"]["name"]) for i in installed if i.get("requested")] or names
     found = plugins_of(requested)
@@ -163,6 +172,33 @@ def _pip_install(target: str, *spec: str) -> list[InstalledPlugin]:
         f"{target} has no '{ENTRY_POINT_GROUP}' entry point, so it is not a Nodmix plugin;"
         " not installed"
     )
+
+
+def _distribution_of(spec: str) -> str:
+    """The distribution a requirement, folder or wheel names (pip resolves it without
+    installing anything).
+
+    Raises:
+        PluginError: pip could not read it.
+    """
+    with tempfile.TemporaryDirectory(prefix="nodmix-pip-") as tmp:
+        report = Path(tmp) / "report.json"
+        done = _pip(
+            "install",
+            "--quiet",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--report",
+            str(report),
+            spec,
+        )
+        if done.returncode != 0:
+            raise _pip_failure(done, f"read {spec}")
+        items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    if not items:
+        raise PluginError(f"pip names no package for {spec}")
+    return str(items[0]["metadata"]["name"])
 
 
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")

@@ -7,6 +7,7 @@ server costs at most that long.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from nodmix.messages import user_message
 from nodmix.providers.base import ModelRequest, collect
 from nodmix.providers.debug import display_url
 from nodmix.providers.router import ProviderRouter
+from nodmix.providers.transport import is_loopback
 
 PROBE_PROMPT = "Reply with the single word: ok"
 PROBE_TIMEOUT = 10.0
@@ -63,7 +65,7 @@ async def probe_model(
     except TimeoutError:
         return ProbeResult(ref, False, f"no answer within {timeout:g}s")
     except NodmixError as exc:
-        return ProbeResult(ref, False, _first_line(str(exc)) or type(exc).__name__)
+        return ProbeResult(ref, False, _first_line(str(exc)) or "the request failed")
     elapsed = (time.monotonic() - started) * 1000
     if message.stop_reason == "error":
         return ProbeResult(ref, False, _first_line(message.error_message or "error"), elapsed)
@@ -88,6 +90,21 @@ async def probe_models(
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= 160 else line[:157] + "..."
+
+
+def unreachable(url: str, exc: Exception, timeout: float) -> str:
+    """Why a request to `url` got no answer, in words (never an exception class name)."""
+    import httpx2
+
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"{url} did not answer within {timeout:g}s"
+    if isinstance(exc, httpx2.ConnectError):
+        if is_loopback(url):
+            return f"nothing answers at {url} (connection refused): is the server running?"
+        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", _first_line(str(exc)))
+        return f"cannot connect to {url}" + (f": {reason}" if reason else "")
+    reason = _first_line(str(exc))
+    return f"the connection to {url} failed" + (f": {reason}" if reason else "")
 
 
 LIST_TIMEOUT = 10.0
@@ -116,7 +133,7 @@ def list_models(
     try:
         response = httpx2.get(target, headers=headers, timeout=timeout)
     except httpx2.HTTPError as exc:
-        raise NodmixError(f"cannot reach {url}: {type(exc).__name__}") from None
+        raise NodmixError(unreachable(url, exc, timeout)) from None
     if response.status_code in (401, 403):
         raise NodmixError(f"{url} rejected the API key ({response.status_code})")
     if response.status_code >= 400:

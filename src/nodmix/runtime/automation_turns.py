@@ -10,10 +10,10 @@ from nodmix.origin import TurnOrigin
 
 if TYPE_CHECKING:
     from nodmix.automation.service import Automation
-    from nodmix.runtime.core import Runtime
+    from nodmix.runtime.host import RuntimeHost
 
 
-def open_automation(runtime: Runtime) -> Automation:
+def open_automation(runtime: RuntimeHost) -> Automation:
     """Cron jobs, run history, heartbeat and webhook runs of `runtime` (imported on first use:
     the `cron` tool's first call or the gateway's start)."""
     from nodmix.automation.inbox import SessionInbox
@@ -30,7 +30,7 @@ def open_automation(runtime: Runtime) -> Automation:
 class RuntimeTurns:
     """`TurnStarter` over an open `Runtime`."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RuntimeHost) -> None:
         self._runtime = runtime
 
     async def run(

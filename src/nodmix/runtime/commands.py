@@ -11,11 +11,11 @@ from nodmix.runtime.outcomes import CommandOutcome
 from nodmix.security.turns import CHAT_COMMANDS
 
 if TYPE_CHECKING:
-    from nodmix.runtime.core import Runtime
+    from nodmix.runtime.host import RuntimeHost
 
 
 async def chat_command(
-    runtime: Runtime,
+    runtime: RuntimeHost,
     text: str,
     agent_id: str | None,
     session_key: str | None,

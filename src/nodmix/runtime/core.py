@@ -45,13 +45,14 @@ from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.commands import chat_command
 from nodmix.runtime.engines import ContextEngines
 from nodmix.runtime.limits import raise_open_file_limit
+from nodmix.runtime.mcp_holder import McpHolder, open_mcp
 from nodmix.runtime.media import media_prompt, open_media
 from nodmix.runtime.memory import MemoryBackends, open_memory
 from nodmix.runtime.outcomes import CommandOutcome, TurnOutcome
-from nodmix.runtime.reconfigure import McpHolder, open_mcp
 from nodmix.runtime.security import LazySecurity
 from nodmix.runtime.toolset import PluginTools, ToolProvider, open_code_mode_engine
 from nodmix.runtime.turns import run_agent_turn
+from nodmix.runtime.usage_flush import UsageFlusher
 from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
@@ -99,6 +100,7 @@ class Runtime:
         self.router = router
         self.sessions = sessions
         self.background = background
+        self.usage = UsageFlusher(sessions, background)  # token counters soon after turns
         self._engine: CodeModeEngine | None = None
         self.tool_sources = list(tool_sources)
         self.executor = ToolExecutor(registry.hooks)
@@ -131,7 +133,6 @@ class Runtime:
         self.retired: list[Callable[[], Awaitable[None]]] = []
         """Closers of parts a config reload replaced (run at shutdown; turns may hold them)."""
         self._channels: ChannelManager | None = None
-        self._env = env
         self.channel_access = LazyChannels(lambda: self.config, lambda: self.channels)
         """What tools and automation use of the channels (no import until one is used)."""
         self.tool_sources.append(MessageTools(self.channel_access))
@@ -253,7 +254,7 @@ class Runtime:
         if self._channels is None:
             self._channels = open_channels(
                 lambda: self.config,
-                env=self._env,
+                env=self.env,
                 state_dir=self.state_dir,
                 security=self.security,
                 media=self.media,

@@ -6,24 +6,18 @@ shutdown) and `mcp` (servers of the new config start lazily; the old manager clo
 servers). Turns already running finish on what they started with. `gateway` settings (port,
 bind, token) belong to the server socket and need a restart: `RESTART_SECTIONS`.
 
-MCP managers must be closed by the task that opened them, so each one lives in a small holder
-task in the runtime's background group (`McpHolder`).
+MCP servers of the new config start in a fresh holder (`mcp_holder.py`); the old one is closed
+by the task that opened it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from nodmix.config import LoadedConfig
-from nodmix.config.schema import MCPServerConfig
-
-if TYPE_CHECKING:
-    from nodmix.runtime.core import Runtime
+from nodmix.runtime.host import RuntimeHost
+from nodmix.runtime.mcp_holder import open_mcp
 
 log = logging.getLogger("nodmix.runtime")
 
@@ -33,51 +27,7 @@ RESTART_SECTIONS = ("gateway", "automation")
 """Sections that only a restart applies."""
 
 
-class McpHolder:
-    """Opens an MCP manager in its own task and closes it there when released."""
-
-    def __init__(self, manager: Any) -> None:
-        self.manager = manager
-        self._ready = anyio.Event()
-        self._release = anyio.Event()
-        self._closed = anyio.Event()
-
-    async def start(self, group: anyio.abc.TaskGroup) -> Any:
-        """Open the manager in `group`; returns it once its servers can be reached."""
-        group.start_soon(self._hold)
-        await self._ready.wait()
-        return self.manager
-
-    async def _hold(self) -> None:
-        try:
-            async with self.manager:
-                self._ready.set()
-                await self._release.wait()
-        finally:
-            self._ready.set()
-            self._closed.set()
-
-    async def close(self, timeout: float = 15.0) -> None:
-        """Close the manager (in its task) and wait up to `timeout` seconds for it."""
-        self._release.set()
-        with anyio.move_on_after(timeout, shield=True):
-            await self._closed.wait()
-
-
-async def open_mcp(
-    servers: Mapping[str, MCPServerConfig], env: Mapping[str, str], group: anyio.abc.TaskGroup
-) -> McpHolder | None:
-    """A holder with an open manager for `servers`, or None when none is enabled."""
-    if not any(s.enabled for s in servers.values()):
-        return None
-    from nodmix.mcp import MCPManager
-
-    holder = McpHolder(MCPManager(servers, env))
-    await holder.start(group)
-    return holder
-
-
-async def apply_config(runtime: Runtime, loaded: LoadedConfig, changed: list[str]) -> list[str]:
+async def apply_config(runtime: RuntimeHost, loaded: LoadedConfig, changed: list[str]) -> list[str]:
     """Apply the live `changed` sections of `loaded` to `runtime`; returns what was applied."""
     new = loaded.config
     applied = [name for name in changed if name in LIVE_SECTIONS]
@@ -100,7 +50,7 @@ async def apply_config(runtime: Runtime, loaded: LoadedConfig, changed: list[str
     return applied
 
 
-def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
+def _swap_plugins(runtime: RuntimeHost, loaded: LoadedConfig) -> None:
     from nodmix.context.legacy import LEGACY_ENGINE_ID, legacy_factory
     from nodmix.plugins import PluginRegistry, load_plugins
     from nodmix.plugins.registry import CORE_OWNER
@@ -125,7 +75,7 @@ def _swap_plugins(runtime: Runtime, loaded: LoadedConfig) -> None:
     runtime.memory_backends.clear()
 
 
-async def _swap_mcp(runtime: Runtime, loaded: LoadedConfig) -> None:
+async def _swap_mcp(runtime: RuntimeHost, loaded: LoadedConfig) -> None:
     old = runtime.mcp_holder
     holder = await open_mcp(loaded.config.mcp.servers, runtime.env, runtime.background)
     old_manager = old.manager if old is not None else None

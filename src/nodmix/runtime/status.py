@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from nodmix.codemode.settings import resolve_settings
 
 if TYPE_CHECKING:
-    from nodmix.runtime.core import Runtime
+    from nodmix.runtime.host import RuntimeHost
 
 
 def session_status(
-    runtime: Runtime,
+    runtime: RuntimeHost,
     *,
     agent_id: str | None,
     session_key: str | None,

@@ -33,11 +33,11 @@ from nodmix.sessions.turn_lock import waiting_notice
 
 if TYPE_CHECKING:
     from nodmix.codemode.engine import CodeModeEngine
-    from nodmix.runtime.core import Runtime
+    from nodmix.runtime.host import RuntimeHost
 
 
 async def run_agent_turn(
-    runtime: Runtime,
+    runtime: RuntimeHost,
     text: str,
     *,
     agent_id: str | None,
@@ -109,7 +109,7 @@ async def run_agent_turn(
             context_tokens=last.usage.context_tokens if last else None,
             model=result.model,
         )
-        runtime.sessions.flush_due()
+        runtime.usage.after_turn()
         if result.stop_reason == "max_steps":
             emit(Notice(level="warning", text=f"stopped after {result.steps} steps"))
     return TurnOutcome(
@@ -118,7 +118,7 @@ async def run_agent_turn(
 
 
 async def _prepare_turn(
-    runtime: Runtime,
+    runtime: RuntimeHost,
     *,
     agent: AgentProfile,
     session: Session,

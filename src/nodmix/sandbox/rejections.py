@@ -11,12 +11,9 @@ VM's memory, so a snapshot carries them (`CellState.rejections`).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from nodmix.sandbox import hostio
-
-if TYPE_CHECKING:
-    from nodmix.sandbox.vm import VM
 
 log = logging.getLogger("nodmix.sandbox")
 
@@ -24,6 +21,15 @@ KEPT: Final = 16
 """Unhandled rejections kept (with their reasons) per VM; more are only counted."""
 JSVALUE_BYTES: Final = 8
 """Bytes of a JSValue in its box: payload and tag."""
+
+
+class Boxes(Protocol):
+    """What the tracker uses of its VM (`sandbox.vm.VM`): its memory and freeing boxes."""
+
+    @property
+    def mem(self) -> hostio.LinearMemory: ...
+
+    def free(self, *handles: int) -> None: ...
 
 
 class Rejections:
@@ -36,7 +42,7 @@ class Rejections:
         self.dropped = 0
         """Unhandled rejections past `KEPT`, only counted."""
 
-    def track(self, vm: VM, promise: int, reason: int, handled: int) -> None:
+    def track(self, vm: Boxes, promise: int, reason: int, handled: int) -> None:
         """The tracker's callback (inside wasm: raises only a trap, which the VM handles)."""
         try:
             key = vm.mem.read(promise, JSVALUE_BYTES)
@@ -56,7 +62,7 @@ class Rejections:
         except hostio.OutOfBounds:
             log.warning("sandbox: a promise rejection pointed outside the VM's memory")
 
-    def restore(self, vm: VM, pairs: tuple[tuple[int, int], ...], dropped: int) -> None:
+    def restore(self, vm: Boxes, pairs: tuple[tuple[int, int], ...], dropped: int) -> None:
         """Take the rejections a snapshot kept (their boxes are in the restored memory)."""
         for promise, reason in pairs:
             self.kept[vm.mem.read(promise, JSVALUE_BYTES)] = (promise, reason)

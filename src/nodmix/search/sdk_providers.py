@@ -15,10 +15,9 @@ from nodmix.search.settings import SearchSettings
 
 def missing_extra(provider: str) -> SearchError:
     """The one-line install hint when a provider's library is not installed."""
-    return SearchError(
-        f"web_search: the {provider} provider needs its client library: "
-        f"pip install 'nodmix[{provider}]'"
-    )
+    from nodmix.extras import hint, part
+
+    return SearchError(f"web_search: {hint(part(provider))}")
 
 
 class TavilyProvider:

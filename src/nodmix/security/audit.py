@@ -9,38 +9,13 @@ the machine or its secrets today (the command exits 1); `medium` is a weakness w
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, TypeAlias
 
 import msgspec
 
 from nodmix.config.schema import NodmixConfig
-
-Severity: TypeAlias = Literal["high", "medium", "low"]
-SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
-
-
-class Finding(msgspec.Struct, frozen=True, kw_only=True):
-    """One risk: a stable id, how bad it is, what it is, and the fix."""
-
-    id: str
-    severity: Severity
-    title: str
-    detail: str
-    fix: str
-
-
-class AuditInputs(msgspec.Struct, frozen=True, kw_only=True):
-    """What the checks read."""
-
-    config: NodmixConfig
-    config_path: Path
-    state_dir: Path
-    env: Mapping[str, str]
-
-
-Check: TypeAlias = Callable[[AuditInputs], list[Finding]]
+from nodmix.security.findings import SEVERITIES, AuditInputs, Finding, Severity
 
 
 class AuditReport(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from nodmix.security.audit import AuditInputs, Finding
+from nodmix.security.findings import AuditInputs, Finding
 
 _PINGS = (("everyone", "@everyone and @here"), ("roles", "whole roles"))
 

@@ -18,10 +18,10 @@ import msgspec
 
 from nodmix.agents import agent_ids, resolve_agent
 from nodmix.errors import ConfigError
-from nodmix.security.audit import AuditInputs, Check, Finding, Severity
 from nodmix.security.audit_channels import check_channel_identity
 from nodmix.security.audit_web import check_browser, check_web_search
 from nodmix.security.audit_workspace import check_mcp_in_workspace, check_workspace_access
+from nodmix.security.findings import AuditInputs, Check, Finding, Severity
 from nodmix.security.sandbox.bwrap import check_sandbox
 from nodmix.security.sandbox.policy import SandboxSettings
 from nodmix.tools.policy import ToolPolicy

@@ -3,7 +3,7 @@ remote browser the guard cannot pin, and why `web_search` is not offered."""
 
 from __future__ import annotations
 
-from nodmix.security.audit import AuditInputs, Finding
+from nodmix.security.findings import AuditInputs, Finding
 
 
 def check_browser(inputs: AuditInputs) -> list[Finding]:

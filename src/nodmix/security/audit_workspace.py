@@ -12,7 +12,7 @@ from pathlib import Path
 from nodmix.agents import AgentProfile, agent_ids, channels_configured, resolve_agent
 from nodmix.config.schema import MCPServerConfig
 from nodmix.errors import ConfigError
-from nodmix.security.audit import AuditInputs, Finding
+from nodmix.security.findings import AuditInputs, Finding
 
 
 def _agents(inputs: AuditInputs) -> Iterator[tuple[str, AgentProfile]]:

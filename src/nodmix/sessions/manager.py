@@ -255,6 +255,11 @@ class SessionManager:
         """
         return self._pending.flush_due()
 
+    @property
+    def usage_waiting(self) -> bool:
+        """Whether usage counters of this process wait to be written (`flush_due` later)."""
+        return self._pending.waiting
+
     def flush_all(self) -> None:
         """Write every pending usage counter of this process (one store write per agent)."""
         self._pending.flush_all()

@@ -31,6 +31,11 @@ class PendingUsage:
         """Stop tracking a session (it was archived)."""
         self._sessions.pop(id(session), None)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether any tracked session still holds unwritten counters."""
+        return any(session.has_pending for session in self._sessions.values())
+
     def flush_due(self) -> int:
         """Write the counters that have waited long enough, one store write per agent.
 

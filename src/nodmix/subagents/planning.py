@@ -88,6 +88,11 @@ def plan_run(
             "a conversation that does not speak for the owner spawns subagents of its "
             f"own agent only ({ctx.agent_id!r})"
         )
+    if not mine.may_reach(ctx.agent_id, target):
+        raise SpawnRefused(
+            f"agent {ctx.agent_id!r} may not spawn subagents of agent {target!r}: add it to "
+            f"agents.list[].subagents.allowAgents (or agents.defaults.subagents.allowAgents)"
+        )
     if request.model and not owner:
         raise SpawnRefused(
             "a conversation that does not speak for the owner cannot choose a subagent's "

@@ -104,6 +104,11 @@ async def send(
             "message there would wait on itself. Answer in your own reply instead."
         )
     agent = service.host.agent(SessionKey.parse(target).agent_id)
+    if not service.settings(ctx.agent_id).may_reach(ctx.agent_id, agent.id):
+        raise ToolError(
+            f"agent {ctx.agent_id!r} may not start turns in sessions of agent {agent.id!r}: add "
+            "it to agents.list[].subagents.allowAgents (or agents.defaults.subagents.allowAgents)"
+        )
     check_confinement(service.host.agent(ctx.agent_id), ctx, agent, target, "sessions_send")
     cap = float(service.settings(agent.id).timeout_seconds or agent.timeout_seconds)
     timeout = min(timeout_seconds, cap) if timeout_seconds else cap

@@ -1,8 +1,8 @@
 """An agent's subagent settings: `agents.defaults.subagents` with the agent's own keys over it.
 
-The requester's agent decides whether and how much it may delegate (`enabled`,
-`maxConcurrent`, `maxDepth`, `maxChildrenPerTurn`); the agent a subagent runs as decides how
-that run goes (`model`, `timeoutSeconds`, `tools`, `archiveAfterMinutes`).
+The requester's agent decides whether, how much and as whom it may delegate (`enabled`,
+`maxConcurrent`, `maxDepth`, `maxChildrenPerTurn`, `allowAgents`); the agent a subagent runs
+as decides how that run goes (`model`, `timeoutSeconds`, `tools`, `archiveAfterMinutes`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ class SubagentSettings(msgspec.Struct, frozen=True, kw_only=True):
     policy: ToolPolicy = ToolPolicy()
     """The tool policy of this agent's subagent turns (over the agent's own)."""
     archive_after_minutes: int = DEFAULT_ARCHIVE_AFTER_MINUTES
+    allow_agents: tuple[str, ...] = ()
+    """Other agents this agent's turns may start turns as (`*`: any)."""
+
+    def may_reach(self, own_id: str, target_id: str) -> bool:
+        """Whether a turn of agent `own_id` may start a turn as agent `target_id`."""
+        return target_id == own_id or "*" in self.allow_agents or target_id in self.allow_agents
 
 
 def subagent_settings(config: NodmixConfig, agent_id: str) -> SubagentSettings:
@@ -57,6 +63,7 @@ def subagent_settings(config: NodmixConfig, agent_id: str) -> SubagentSettings:
             allow=None if tools.allow is None else tuple(tools.allow), deny=tuple(tools.deny)
         ),
         archive_after_minutes=_int(pick("archive_after_minutes"), DEFAULT_ARCHIVE_AFTER_MINUTES),
+        allow_agents=tuple(_strings(pick("allow_agents"))),
     )
 
 
@@ -70,6 +77,10 @@ def _merge_tools(
 
 def _int(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _str(value: object) -> str | None:

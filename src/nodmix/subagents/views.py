@@ -142,10 +142,13 @@ def _cap(text: str, cap: int = TEXT_CAP) -> str:
 
 
 def agents(service: Subagents, ctx: ToolContext) -> dict[str, Any]:
-    """`agents_list`: the agents a subagent may run as (only the turn's own for a turn that
-    does not speak for the owner)."""
+    """`agents_list`: the agents a subagent may run as: the turn's own and those its
+    `allowAgents` names (only its own for a turn that does not speak for the owner)."""
     host = service.host
-    ids = host.agent_ids() if speaks_for_owner(ctx) else [ctx.agent_id]
+    mine = service.settings(ctx.agent_id)
+    ids = [ctx.agent_id]
+    if speaks_for_owner(ctx):
+        ids = [a for a in host.agent_ids() if mine.may_reach(ctx.agent_id, a)]
     out = []
     for agent_id in ids:
         agent = host.agent(agent_id)

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from nodmix.testing import discord_payloads as p
 
-if TYPE_CHECKING:
-    from nodmix.testing.discord_server import ScriptedDiscord
+
+class ScriptedDiscord(Protocol):
+    """What the routes read and change of the server (`discord_server.ScriptedDiscord`)."""
+
+    host: str
+    port: int
+    bot: dict[str, Any]
+    app_id: str
+    owner: dict[str, Any]
+    guild_id: str
+    channel_ids: list[str]
+    thread_id: str
+    commands: list[dict[str, Any]]
+    history: dict[str, list[dict[str, Any]]]
+    _lock: threading.Lock
+    _dms: dict[str, str]
+    _interaction_channels: dict[str, str]
+
+    @property
+    def app_flags(self) -> int: ...
+
+    def dm_channel(self, user_id: str) -> str: ...
 
 
 def messages(server: ScriptedDiscord, params: dict[str, str]) -> list[dict[str, Any]]:

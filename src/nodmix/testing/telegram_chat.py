@@ -12,15 +12,41 @@ import argparse
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TextIO
-
-if TYPE_CHECKING:
-    from nodmix.testing.telegram_server import ScriptedBotAPI
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TextIO
 
 POLL_SECONDS = 0.1
 
 
-def setup_lines(api: ScriptedBotAPI, nodmix: str = ".venv/bin/nodmix") -> list[str]:
+class SentCall(Protocol):
+    """A Bot API call the bot made."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+
+class ChatServer(Protocol):
+    """What the shell uses of the scripted Bot API (`telegram_server.ScriptedBotAPI`)."""
+
+    @property
+    def token(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def username(self) -> str: ...
+
+    @property
+    def calls(self) -> Sequence[SentCall]: ...
+
+    def inject_text(self, *, chat_id: int, sender_id: int, text: str) -> int: ...
+
+
+def setup_lines(api: ChatServer, nodmix: str = ".venv/bin/nodmix") -> list[str]:
     """What to paste in another shell to point a gateway's Telegram channel at `api`."""
     section = f'{{botToken: "{api.token}", apiBaseUrl: "{api.url}"}}'
     return [
@@ -34,7 +60,7 @@ def setup_lines(api: ScriptedBotAPI, nodmix: str = ".venv/bin/nodmix") -> list[s
 class ChatPrinter:
     """Prints each message the bot sends, once, in order."""
 
-    def __init__(self, api: ScriptedBotAPI, out: TextIO) -> None:
+    def __init__(self, api: ChatServer, out: TextIO) -> None:
         self._api = api
         self._out = out
         self._seen = 0
@@ -56,7 +82,7 @@ class ChatPrinter:
         return len(fresh)
 
 
-def send_lines(api: ScriptedBotAPI, lines: Iterable[str], chat_id: int) -> int:
+def send_lines(api: ChatServer, lines: Iterable[str], chat_id: int) -> int:
     """Queue each non-empty line as a private message from user `chat_id`; how many."""
     count = 0
     for line in lines:
@@ -67,7 +93,7 @@ def send_lines(api: ScriptedBotAPI, lines: Iterable[str], chat_id: int) -> int:
     return count
 
 
-def run_shell(api: ScriptedBotAPI, stdin: TextIO, out: TextIO, chat_id: int) -> None:
+def run_shell(api: ChatServer, stdin: TextIO, out: TextIO, chat_id: int) -> None:
     """Send stdin's lines as messages and print the bot's replies until interrupted."""
     out.write(f"type a line to send it as user {chat_id}; the bot's messages appear below\n")
     out.flush()
@@ -80,7 +106,10 @@ def run_shell(api: ScriptedBotAPI, stdin: TextIO, out: TextIO, chat_id: int) -> 
 
 
 def serve_and_chat(
-    server_class: Callable[..., ScriptedBotAPI], argv: Sequence[str] | None, *, description: str
+    server_class: Callable[..., AbstractContextManager[ChatServer]],
+    argv: Sequence[str] | None,
+    *,
+    description: str,
 ) -> int:
     """Parse `--port`, `--token`, `--chat-id`; serve a scripted Bot API until Ctrl-C, sending
     stdin's lines as messages and printing the bot's replies."""
@@ -93,8 +122,7 @@ def serve_and_chat(
         "--chat-id", type=int, default=42, help="the Telegram user id your typed lines come from"
     )
     args = parser.parse_args(argv)
-    server = server_class(token=args.token, port=args.port, max_poll_seconds=25)
-    with server:
+    with server_class(token=args.token, port=args.port, max_poll_seconds=25) as server:
         print("\n".join(setup_lines(server, nodmix_command())), flush=True)
         try:
             run_shell(server, sys.stdin, sys.stdout, args.chat_id)

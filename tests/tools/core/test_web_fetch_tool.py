@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -116,6 +117,20 @@ async def test_html_is_reduced_to_readable_main_content(ctx: ToolContext, server
     assert "[more](https://example.org/more)" in text
     assert "SECRET-TRACKER" not in text
     assert result.details["extractor"] == "trafilatura"
+
+
+async def test_without_the_web_extra_the_builtin_extractor_keeps_the_article(
+    ctx: ToolContext, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "trafilatura", None)  # as in a core-only install
+    result = await WebFetchTool().call({"url": f"{server}/article"}, ctx)
+    text = result.text_content
+    assert result.details["extractor"] == "builtin"
+    assert "# Fox Notes" in text
+    assert "Paragraph 5: the quick brown fox" in text
+    assert "[more](https://example.org/more)" in text
+    assert "Home" not in text and "Copyright" not in text
+    assert "SECRET-TRACKER" not in text
 
 
 async def test_html_without_main_content_falls_back_to_tag_stripping(

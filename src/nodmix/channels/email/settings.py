@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodmix.channels.email.authentication import AuthPolicy
+from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.channel_mail_irc import EmailConfig, EmailReplyLimit
-from nodmix.config.channel_schema import ChannelDefaults
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 

@@ -3,6 +3,7 @@
 
 import { ApprovalPanel } from "./approvals.js";
 import { ChannelsPanel } from "./channels.js";
+import { groupJobRuns, jobGroup } from "./job_runs.js";
 import { Attachments, MediaFiles } from "./media.js";
 import { Conversation, el } from "./render.js";
 import { refreshSkills, wireSkills } from "./skills.js";
@@ -216,10 +217,14 @@ async function refreshSessions() {
   $("sessions-note").textContent = hidden
     ? `${hidden} one-shot API session${hidden === 1 ? "" : "s"} not shown`
     : "";
+  const { sessions: conversations, groups } = groupJobRuns(sessions);
   const rows = sessions.some((row) => row.key === state.sessionKey)
-    ? sessions
-    : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...sessions];
-  $("sessions").replaceChildren(...nestSessions(rows).map(sessionRow));
+    ? conversations
+    : [{ key: state.sessionKey, name: sessionName(state.sessionKey), messageCount: 0, fresh: true }, ...conversations];
+  $("sessions").replaceChildren(
+    ...nestSessions(rows).map(sessionRow),
+    ...groups.map((group) => jobGroup(group, sessionRow, state.sessionKey, ago)),
+  );
   const others = (listing.others || []).filter((row) => row.status !== "continued");
   $("earlier").hidden = others.length === 0;
   $("earlier-count").textContent = String(others.length);

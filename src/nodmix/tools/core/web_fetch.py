@@ -1,8 +1,10 @@
 """The `web_fetch` tool: fetch a URL and return readable text.
 
-HTML goes through trafilatura (main-content extraction to markdown), with a plain tag-stripping
-fallback when trafilatura finds nothing. trafilatura and lxml take a noticeable time to import,
-so they are imported on the first HTML page, in the worker thread that runs the extraction.
+HTML goes through trafilatura (main-content extraction to markdown) when the `web` extra is
+installed, with a plain tag-stripping fallback when trafilatura finds nothing; without the extra,
+through the built-in extractor (`html_text.main_text`: the page's main element, links kept).
+trafilatura and lxml take a noticeable time to import, so they are imported on the first HTML
+page, in the worker thread that runs the extraction.
 
 The download is capped after content decoding, so a compressed response cannot expand past the
 cap. The tool fetches whatever host the model names, loopback and private addresses included:
@@ -99,6 +101,11 @@ def _decode(body: bytes, charset: str | None) -> str:
 
 def _extract_html(html: str, url: str) -> tuple[str, str]:
     """Readable text of an HTML page and the extractor that produced it (runs in a thread)."""
+    from nodmix.extras import installed, part
+    from nodmix.tools.core.html_text import html_to_text, main_text
+
+    if not installed(part("web")):
+        return main_text(html, url), "builtin"
     try:
         import trafilatura
 
@@ -111,8 +118,6 @@ def _extract_html(html: str, url: str) -> tuple[str, str]:
         text = None
     if text and text.strip():
         return text.strip(), "trafilatura"
-    from nodmix.tools.core.html_text import html_to_text
-
     return html_to_text(html), "fallback"
 
 
