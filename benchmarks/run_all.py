@@ -191,6 +191,13 @@ BENCHMARKS = (
         "replicas sharing state in PostgreSQL",
     ),
     Benchmark(
+        "channels-teams-gchat",
+        "Channels: Microsoft Teams and Google Chat through their scripted services",
+        "benchmarks.channels.bench_teams_gchat",
+        (),
+        "six more channels",
+    ),
+    Benchmark(
         "web",
         "Web search and the browser",
         "benchmarks.web.bench_web",

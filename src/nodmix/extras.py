@@ -63,6 +63,8 @@ PARTS: tuple[Part, ...] = (
     _channel("email", "email", ("aioimaplib", "aiosmtplib", "authres")),
     _channel("discord", "Discord", ("discord", "yarl")),
     _channel("slack", "Slack", ("slack_bolt", "slack_sdk", "markdown_to_mrkdwn")),
+    _channel("msteams", "Microsoft Teams", ("microsoft_agents", "jwt", "aiohttp")),
+    _channel("googlechat", "Google Chat", ("google.auth", "requests")),
     Part("embeddings", "vector memory search", "embeddings", ("numpy",), "memory.embeddings"),
     Part("web", "web_fetch's main-content extraction", "web", ("trafilatura",), None),
     Part(

@@ -85,6 +85,19 @@ class Registered(msgspec.Struct, frozen=True):
 
     owner: str
     hook: Any
+    tools: frozenset[str] | None = None
+    """For tool-call hooks: the names of the tools it looks at, None for every call. The hook
+    runs only for those; a call no hook looks at may take a quicker path (code mode runs a
+    quick tool on its sandbox worker, see `nodmix.tools.base.quick_form`)."""
+
+    def concerns(self, tool_name: str) -> bool:
+        """Whether the hook runs for calls of `tool_name`."""
+        return self.tools is None or tool_name in self.tools
+
+
+def any_concerns(hooks: list[Registered], tool_name: str) -> bool:
+    """Whether one of the tool-call `hooks` runs for calls of `tool_name`."""
+    return any(r.tools is None or tool_name in r.tools for r in hooks)
 
 
 class Hooks(msgspec.Struct):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from nodmix.config.schema import PluginEntry, PluginLoadConfig, PluginsConfig
 from nodmix.plugins import PluginRegistry, load_plugins
+from nodmix.tools.base import quick_form
 
 GOOD_PLUGIN = """
 from nodmix.plugins import Plugin
@@ -52,6 +53,36 @@ def test_path_plugin_registers_tools_owned_by_its_id(tmp_path: Path) -> None:
     (tool,) = registry.plugin_tools()
     assert tool.origin.id == "nodmix:greeter:hello"
     assert len(registry.hooks.after_tool_call) == 1
+
+
+QUICK_PLUGIN = """
+from nodmix.plugins import Plugin
+from nodmix.tools import FunctionTool, ToolResult
+
+def count(args, ctx):
+    return ToolResult.text(str(len(str(args.get("text", "")))))
+
+def register(api):
+    api.register_tool(FunctionTool.create_quick(count, name="count", description="Count."))
+    async def audit(info):
+        return None
+    api.on_before_tool_call(audit, tools="write")
+    api.on_after_tool_call(audit, tools=["write", "edit"])
+
+plugin = Plugin(id="counter", name="Counter", register=register)
+"""
+
+
+def test_a_plugin_offers_a_quick_tool_and_hooks_that_name_their_tools(tmp_path: Path) -> None:
+    (tmp_path / "counter.py").write_text(QUICK_PLUGIN, encoding="utf-8")
+    registry = PluginRegistry()
+    statuses = {s.id: s for s in load_plugins(_config(tmp_path / "counter.py"), registry)}
+    assert statuses["counter"].loaded, statuses["counter"].error
+    (tool,) = registry.plugin_tools()
+    assert tool.origin.id == "nodmix:counter:count" and quick_form(tool) is not None
+    (before,) = registry.hooks.before_tool_call
+    (after,) = registry.hooks.after_tool_call
+    assert before.tools == frozenset({"write"}) and after.tools == frozenset({"write", "edit"})
 
 
 def test_disabled_plugin_registers_nothing(tmp_path: Path) -> None:

@@ -67,3 +67,22 @@ def test_discord_replies_allowed_to_ping_everyone_are_medium(
     assert "channels.discord.mentions" not in quiet
     loud = _audit(private_state, "discord: {token: 'x', allowedMentions: ['everyone']}", capsys)
     assert loud["channels.discord.mentions"]["severity"] == "medium"
+
+
+def test_teams_and_google_chat_key_sources_token_sinks_and_tenants(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = _audit(private_state, "msteams: {appId: 'a'}, googlechat: {audience: '1'}", capsys)
+    assert plain["channels.msteams.any-tenant"]["severity"] == "low"
+    assert not any(".key-source" in i or ".token-sink" in i for i in plain)
+    moved = _audit(
+        private_state,
+        "msteams: {appId: 'a', tenantId: 't', openIdMetadataUrl: 'https://evil.example/m',"
+        " tokenUrl: 'https://evil.example/t'},"
+        " googlechat: {audience: '1', certsUrl: 'https://evil.example/c'}",
+        capsys,
+    )
+    assert moved["channels.msteams.key-source"]["severity"] == "high"
+    assert moved["channels.googlechat.key-source"]["severity"] == "high"
+    assert moved["channels.msteams.token-sink"]["severity"] == "medium"
+    assert "channels.msteams.any-tenant" not in moved

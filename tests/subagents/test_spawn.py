@@ -62,6 +62,20 @@ async def test_two_subagents_with_wait_run_side_by_side_and_their_replies_come_b
     assert {r.status for r in records(isolated_state)} == {"completed"}
 
 
+async def test_waited_runs_are_recorded_as_ended_once_the_runtime_has_closed(
+    isolated_state: Path,
+) -> None:
+    # A waited run's last state is written in the background; closing the runtime right
+    # after the reply must still leave it recorded as completed, not as running (which the
+    # next start would report as lost).
+    async with ScriptedModelServer(respond) as server:
+        write_config(isolated_state, server.base_url)
+        async with open_runtime(isolated_state) as runtime:
+            outcome = await runtime.run_turn("spawn wait: alpha | beta | gamma")
+    assert outcome.result.reply == "alpha: done: alpha\nbeta: done: beta\ngamma: done: gamma"
+    assert [run.status for run in records(isolated_state)] == ["completed"] * 3
+
+
 async def test_a_subagent_nobody_waits_for_is_announced_into_the_session_and_seen_next_turn(
     isolated_state: Path,
 ) -> None:

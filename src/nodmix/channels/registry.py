@@ -22,7 +22,18 @@ from nodmix.extras import require
 if TYPE_CHECKING:  # `nodmix pairing` and `nodmix cron` read this module and need no `ssl`
     from nodmix.channels.tls import ClientTls
 
-KNOWN_CHANNELS = ("telegram", "matrix", "irc", "email", "discord", "slack")
+KNOWN_CHANNELS = (
+    "telegram",
+    "matrix",
+    "irc",
+    "email",
+    "discord",
+    "slack",
+    "msteams",
+    "googlechat",
+)
+ENDPOINT_CHANNELS = ("msteams", "googlechat")
+"""Channels whose platform posts every message to the gateway's own port."""
 
 
 def channel_section(config: NodmixConfig, channel: str) -> ChannelDefaults | None:
@@ -62,6 +73,12 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
         from nodmix.config.channel_webhook import webhook_path
 
         paths[webhook_path(telegram.webhook)] = "telegram"
+    for channel in ENDPOINT_CHANNELS:
+        section = getattr(config.channels, channel, None)
+        if section is not None and section.enabled:
+            from nodmix.config.channel_teams_chat import endpoint_path
+
+            paths[endpoint_path(channel, section)] = channel
     return paths
 
 
@@ -128,5 +145,21 @@ def create_adapter(
         from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
+    if channel in ENDPOINT_CHANNELS and getattr(config.channels, channel, None) is not None:
+        return _endpoint_adapter(channel, config, env, state_dir)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
+
+
+def _endpoint_adapter(
+    channel: str, config: NodmixConfig, env: Mapping[str, str], state_dir: Path
+) -> ChannelAdapter:
+    """The Teams or Google Chat adapter (their libraries are an extra, `require`d above)."""
+    if channel == "msteams" and config.channels.msteams is not None:
+        from nodmix.channels.msteams.adapter import MsTeamsAdapter, msteams_settings
+
+        return MsTeamsAdapter(msteams_settings(config.channels.msteams, env), state_dir)
+    assert config.channels.googlechat is not None
+    from nodmix.channels.googlechat.adapter import GoogleChatAdapter, googlechat_settings
+
+    return GoogleChatAdapter(googlechat_settings(config.channels.googlechat, env), state_dir)

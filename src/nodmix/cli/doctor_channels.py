@@ -65,4 +65,7 @@ _CREDENTIAL_FIX = {
     "email": "check channels.email.imap and .smtp: host, port, security, username, password",
     "discord": "check the bot token (channels.discord.token / DISCORD_BOT_TOKEN)",
     "slack": "check the bot token (channels.slack.botToken / SLACK_BOT_TOKEN)",
+    "msteams": "check channels.msteams.appId, appPassword (MSTEAMS_APP_PASSWORD) and tenantId",
+    "googlechat": "check the service account key (channels.googlechat.serviceAccountFile or "
+    "credentials) and that the Chat API is enabled for its project",
 }

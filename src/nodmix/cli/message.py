@@ -16,7 +16,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("message", parents=[parent], help="send a message to a chat channel")
     cmds = p.add_subparsers(dest="message_command", metavar="ACTION", required=True)
     q = cmds.add_parser("send", parents=[parent], help="send text (and files) to a chat")
-    q.add_argument("--channel", required=True, help="channel id (telegram, matrix, discord, slack)")
+    q.add_argument(
+        "--channel", required=True, help="channel id (telegram, slack, msteams, googlechat, ...)"
+    )
     q.add_argument("--to", required=True, help="chat id")
     q.add_argument("--file", action="append", default=[], help="a file to attach (repeatable)")
     q.add_argument("text", nargs="?", default="", help="the message text")

@@ -3,7 +3,8 @@
 Handler methods run on the sandbox worker thread while the guest is paused inside a call, so
 they only do quick, thread-safe work: answer from the run catalog (search, describe, API data),
 collect output, and *record* tool calls. Recorded calls are dispatched on the event loop after
-the step returns, which is what lets an over-limit batch fail before any of its calls runs.
+the step returns, which is what lets an over-limit batch fail before any of its calls runs. A
+call of a quick tool may run right here instead (`codemode.quick`).
 """
 
 from __future__ import annotations
@@ -180,5 +181,10 @@ class StepHandler:
             call_id=state.next_call_id(entry.name),
             parent_call_id=state.parent_call_id,
         )
+        lane = None if state.handoff is None else state.handoff.quick
+        if lane is not None:  # a quick tool answers here, on the worker (`codemode.quick`)
+            reply: tuple[bool, str] | None = lane.run(call)
+            if reply is not None:
+                return reply
         state.new_calls.append(call)
         return None

@@ -41,6 +41,7 @@ from nodmix.codemode.detach import Detached, DetachedRuns, start_detached
 from nodmix.codemode.handoff import Handoff
 from nodmix.codemode.locations import SourceMap, output_too_large
 from nodmix.codemode.nested import RunServices, cancel_all
+from nodmix.codemode.quick import QuickLane
 from nodmix.codemode.restore import adopt
 from nodmix.codemode.results import ErrorCode, Result, returned
 from nodmix.codemode.run_results import run_completed, run_failed, run_failure
@@ -63,11 +64,13 @@ from nodmix.codemode.steps import (
     guest_step,
     in_worker,
     limits_for,
+    raise_step_error,
     restore_and_pump,
     settled_by,
     snapshot_and_close,
+    step,
 )
-from nodmix.codemode.tasks import NestedTasks
+from nodmix.codemode.tasks import NestedTasks, loop_context
 from nodmix.codemode.wait_checks import wait_problem
 from nodmix.crashpoints import crash_point
 from nodmix.errors import RuntimeUnavailableError, SandboxError
@@ -183,7 +186,7 @@ class CodeModeEngine:
         deadline = anyio.current_time() + settings.timeout_ms / 1000
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            outcome = await guest_step(ref, boot_and_run, ref, handler, limits, source, wrapped)
+            outcome = await step(ref, state, boot_and_run, ref, handler, limits, source, wrapped)
         except RuntimeUnavailableError as exc:
             return run_failed(state, str(exc), "runtime_unavailable")
         except SandboxError as exc:
@@ -191,8 +194,6 @@ class CodeModeEngine:
         except BaseException:
             cancel_all(state)  # the step may have dispatched calls through its fast lane
             raise
-        finally:
-            state.handoff = None
         return await self._guarded_drive(services, state, ref, outcome, deadline)
 
     # ---- wait -----------------------------------------------------------------------------
@@ -275,8 +276,9 @@ class CodeModeEngine:
         items = self._deliveries(services, state, settled)
         ref = CellRef(handoff=self._fast_lane(services, state, deadline))
         try:
-            outcome = await guest_step(
+            outcome = await step(
                 ref,
+                state,
                 restore_and_pump,
                 ref,
                 parked.snapshot,
@@ -291,8 +293,6 @@ class CodeModeEngine:
                 else "internal_error"
             )
             return run_failed(state, f"could not restore the code-mode run: {exc}", failure)
-        finally:
-            state.handoff = None
         return await self._guarded_drive(services, state, ref, outcome, deadline)
 
     # ---- stepping -------------------------------------------------------------------------
@@ -306,7 +306,7 @@ class CodeModeEngine:
         deadline: float,
     ) -> Result:
         try:
-            _raise_step_error(ref.handoff)
+            raise_step_error(ref.handoff)
             return await self._drive(ref, services, state, outcome, deadline)
         except BaseException:
             # Aborted (the turn was cancelled) or broken: nothing of this run may keep running.
@@ -351,22 +351,23 @@ class CodeModeEngine:
                 return await self._suspend(state, ref)
             items = self._deliveries(services, state, settled)
             ref.handoff = self._fast_lane(services, state, deadline)
-            try:
-                outcome = await guest_step(ref, deliver_and_drive, ref, cell, items)
-            finally:
-                state.handoff = None
-            _raise_step_error(ref.handoff)
+            outcome = await step(ref, state, deliver_and_drive, ref, cell, items)
+            raise_step_error(ref.handoff)
 
     def _fast_lane(self, services: RunServices, state: RunState, deadline: float) -> Handoff | None:
-        """A `Handoff` for the next worker step (asyncio only), attached to `state`."""
+        """A `Handoff` for the next worker step (asyncio only), attached to `state`, with the
+        lane that runs quick tools on the worker."""
         if sniffio.current_async_library() != "asyncio":
             return None
+        loop, context = asyncio.get_running_loop(), loop_context()
         handoff = Handoff(
-            asyncio.get_running_loop(),
+            loop,
             state,
             lambda: self._dispatch(services, state),
             lambda settled: self._deliveries(services, state, settled),
             time.monotonic() + (deadline - anyio.current_time()),
+            quick=QuickLane(loop, services, state, context),
+            context=context,
         )
         state.handoff = handoff
         return handoff
@@ -459,9 +460,3 @@ class CodeModeEngine:
         while True:
             await anyio.sleep(_SWEEP_SECONDS)
             self._expire()
-
-
-def _raise_step_error(handoff: Handoff | None) -> None:
-    """Re-raise what dispatching or delivering raised on the loop during a fast-lane step."""
-    if handoff is not None and handoff.error is not None:
-        raise handoff.error

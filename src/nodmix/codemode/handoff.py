@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-import sniffio
-
+from nodmix.codemode.quick import QuickLane
 from nodmix.codemode.runs import RunState, Settled
+from nodmix.codemode.tasks import loop_context
 from nodmix.sandbox import Outcome, Pending
 from nodmix.sandbox.rendezvous import new_rendezvous
 from nodmix.sandbox.threads import cpu_released
@@ -56,10 +56,16 @@ class Handoff:
         deliveries: Callable[[list[Settled]], list[Delivery]],
         deadline: float,
         window: float | None = None,
+        quick: QuickLane | None = None,
+        context: contextvars.Context | None = None,
     ) -> None:
         """`deadline` is the step's end on the `time.monotonic()` clock; `dispatch` and
         `deliveries` run on the loop (dispatch the recorded calls; deliver settled ones);
-        `window` defaults to `FAST_WINDOW_SECONDS`."""
+        `window` defaults to `FAST_WINDOW_SECONDS`; `quick` runs the step's quick calls on the
+        worker (it is published before results are handed over, so the transcript follows the
+        order in which the program received them); `context` is what loop callbacks run in
+        (default: `tasks.loop_context()`)."""
+        self.quick = quick
         self._loop = loop
         self._state = state
         self._dispatch = dispatch
@@ -74,11 +80,8 @@ class Handoff:
         self._items: list[Delivery] | None = None
         self._waiting = False
         self._closed = False
-        # Loop callbacks run outside any task; anyio (cancel scopes, task groups) needs to know
-        # which async library it is on there, so they run in the engine's context with the
-        # library named explicitly.
-        self._context = contextvars.copy_context()
-        self._context.run(sniffio.current_async_library_cvar.set, "asyncio")
+        # Loop callbacks run outside any task: in the engine's context (`tasks.loop_context`).
+        self._context = context if context is not None else loop_context()
         self.error: BaseException | None = None
         """What dispatching or delivering raised on the loop; the engine re-raises it."""
 
@@ -173,9 +176,12 @@ class Handoff:
 
     def _hand_over(self, settled: list[Settled]) -> None:
         # Building deliveries starts queued calls; one that finishes at once (eager tasks)
-        # offers again re-entrantly: it is picked up by the next exchange instead.
+        # offers again re-entrantly: it is picked up by the next exchange instead. Quick calls
+        # the worker ran before it asked go on record first.
         self._dispatching = True
         try:
+            if self.quick is not None:
+                self.quick.publish()
             self._items = self._deliveries(settled)
         finally:
             self._dispatching = False
@@ -204,4 +210,6 @@ class Handoff:
         """The turn was aborted (thread-safe): wake the worker and hand over nothing more."""
         with self._lock:
             self._closed = True
+        if self.quick is not None:
+            self.quick.close()
         self._ready.set()

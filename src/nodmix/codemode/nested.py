@@ -85,37 +85,9 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
         state.notify()
         return
     call.ran = True
-    parent = call.parent_call_id
-    services.emit(
-        ToolCallStarted(
-            call_id=call.call_id,
-            tool_name=call.entry.name,
-            arguments=call.input,
-            parent_call_id=parent,
-            tool_id=call.entry.id,
-        )
-    )
-    ctx = ToolContext(
-        agent_id=services.scope.agent_id,
-        session_key=services.scope.session_key,
-        session_id=services.scope.session_id,
-        run_id=services.scope.run_id,
-        call_id=call.call_id,
-        workspace=services.workspace,
-        parent_call_id=parent,
-        extra={
-            APPROVAL_WAITING: _approval_flag(state, call),
-            PROGRESS: lambda text: services.emit(
-                ToolProgress(
-                    call_id=call.call_id,
-                    tool_name=call.entry.name,
-                    text=text,
-                    parent_call_id=parent,
-                )
-            ),
-        },
-        origin=services.scope.origin,
-    )
+    _quick_first(state)
+    services.emit(started_event(call))
+    ctx = call_context(services, state, call)
     run = services.executor.run(call.entry.tool, dict(call.input), ctx, kind="code_mode_nested")
     result: ToolResult | None = None
     try:
@@ -138,18 +110,76 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     call.finished = time.perf_counter()
     call.done.set()
     try:  # the finished event goes out before the guest (possibly on a waiting worker) sees it
-        services.emit(
-            ToolCallFinished(
-                result=tool_message(call, call.result),
-                parent_call_id=parent,
-                duration_ms=(call.finished - call.started) * 1000,
-            )
-        )
+        _quick_first(state)
+        services.emit(finished_event(call))
     finally:
         state.notify()
     if call.abandoned:
         # The guest will never receive it, but the tool did run: keep it in the transcript.
         project_abandoned(call)
+
+
+def _quick_first(state: RunState) -> None:
+    # Quick calls the worker ran meanwhile (`codemode.quick`) are published before this call's
+    # event, so events follow the order in which calls ran.
+    handoff = state.handoff
+    if handoff is not None and handoff.quick is not None:
+        handoff.quick.publish()
+
+
+def started_event(call: NestedCall) -> ToolCallStarted:
+    """The event of a nested call starting."""
+    return ToolCallStarted(
+        call_id=call.call_id,
+        tool_name=call.entry.name,
+        arguments=call.input,
+        parent_call_id=call.parent_call_id,
+        tool_id=call.entry.id,
+    )
+
+
+def finished_event(call: NestedCall) -> ToolCallFinished:
+    """The event of a nested call finishing (its result set)."""
+    assert call.result is not None and call.finished is not None
+    return ToolCallFinished(
+        result=tool_message(call, call.result),
+        parent_call_id=call.parent_call_id,
+        duration_ms=(call.finished - call.started) * 1000,
+    )
+
+
+def call_context(
+    services: RunServices, state: RunState, call: NestedCall, *, may_wait: bool = True
+) -> ToolContext:
+    """The `ToolContext` of a nested call. One that `may_wait` (it runs on the loop) carries
+    the callbacks that say it waits for a person's approval and report its progress; a quick
+    call (on a sandbox worker, returning at once) has neither."""
+    scope = services.scope
+    return ToolContext(
+        agent_id=scope.agent_id,
+        session_key=scope.session_key,
+        session_id=scope.session_id,
+        run_id=scope.run_id,
+        call_id=call.call_id,
+        workspace=services.workspace,
+        parent_call_id=call.parent_call_id,
+        extra=_loop_callbacks(services, state, call) if may_wait else {},
+        origin=scope.origin,
+    )
+
+
+def _loop_callbacks(services: RunServices, state: RunState, call: NestedCall) -> dict[str, Any]:
+    def progress(text: str) -> None:
+        services.emit(
+            ToolProgress(
+                call_id=call.call_id,
+                tool_name=call.entry.name,
+                text=text,
+                parent_call_id=call.parent_call_id,
+            )
+        )
+
+    return {APPROVAL_WAITING: _approval_flag(state, call), PROGRESS: progress}
 
 
 def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:

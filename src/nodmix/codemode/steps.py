@@ -169,3 +169,25 @@ def restore_and_pump(
     cell = Cell.restore(blob, handler, limits=limits, setup_script=SETUP_SCRIPT)
     ref.attach(cell)
     return deliver_and_drive(ref, cell, items)
+
+
+async def step(ref: CellRef, state: RunState, fn: Any, *args: Any) -> Any:
+    """A worker step (`guest_step`); when it ends, however it ends, the quick calls it ran are
+    published before anything else looks at the run (the outcome, a cancellation's cleanup)."""
+    try:
+        return await guest_step(ref, fn, *args)
+    finally:
+        state.handoff = None
+        if ref.handoff is not None and ref.handoff.quick is not None:
+            ref.handoff.quick.publish()
+
+
+def raise_step_error(handoff: Handoff | None) -> None:
+    """Re-raise what dispatching or delivering (or publishing quick calls) raised on the loop
+    during a fast-lane step."""
+    if handoff is None:
+        return
+    if handoff.error is not None:
+        raise handoff.error
+    if handoff.quick is not None and handoff.quick.error is not None:
+        raise handoff.quick.error

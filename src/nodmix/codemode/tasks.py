@@ -12,6 +12,7 @@ task group, and each call an anyio cancel scope.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -21,6 +22,15 @@ import sniffio
 from anyio.abc import TaskGroup
 
 log = logging.getLogger("nodmix.codemode")
+
+
+def loop_context() -> contextvars.Context:
+    """A copy of the current context for loop callbacks that run outside any task (a worker
+    asks the loop to run them): anyio (cancel scopes, task groups) needs to know which async
+    library it is on there, so it is named explicitly."""
+    context = contextvars.copy_context()
+    context.run(sniffio.current_async_library_cvar.set, "asyncio")
+    return context
 
 
 class CallCancel:

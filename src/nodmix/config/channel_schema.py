@@ -102,6 +102,52 @@ class SlackConfig(ChannelDefaults, frozen=True):
     """Agent that answers this channel (default: `bindings`, else the default agent)."""
 
 
+class MsTeamsConfig(ChannelDefaults, frozen=True, kw_only=True):
+    """`channels.msteams`: a Microsoft Teams bot (Azure Bot registration, Bot Framework)."""
+
+    enabled: bool = True
+    app_id: str | None = None
+    """The bot's Microsoft App ID (a GUID); `MSTEAMS_APP_ID` when unset."""
+    app_password: str | None = None
+    """The app's client secret, a literal or `${ENV_VAR}`; `MSTEAMS_APP_PASSWORD` when unset."""
+    tenant_id: str | None = None
+    """Single-tenant bot: its directory (tenant) id. Tokens come from that tenant, and
+    activities from any other tenant are refused. Unset: a multi-tenant bot."""
+    path: str | None = None
+    """The path the gateway serves the messaging endpoint on (default
+    `/channels/msteams/messages`)."""
+    open_id_metadata_url: str | None = None
+    """Where the Bot Framework's signing keys are listed (default
+    `https://login.botframework.com/v1/.well-known/openidconfiguration`)."""
+    token_url: str | None = None
+    """OAuth 2.0 token endpoint for the bot's own token (default
+    `https://login.microsoftonline.com/<tenantId or botframework.com>/oauth2/v2.0/token`)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
+class GoogleChatConfig(ChannelDefaults, frozen=True, kw_only=True):
+    """`channels.googlechat`: a Google Chat app (HTTP endpoint, Chat REST API)."""
+
+    enabled: bool = True
+    service_account_file: str | None = None
+    """Path of the app's service-account key file (JSON)."""
+    credentials: str | None = None
+    """The key file's JSON itself, a literal or `${ENV_VAR}` (instead of the file)."""
+    audience: str
+    """What Google Chat signs its requests for: the Cloud project number (`Authentication
+    Audience: Project Number`) or the endpoint's HTTPS URL (`HTTP endpoint URL`)."""
+    path: str | None = None
+    """The path the gateway serves the endpoint on (default `/channels/googlechat/events`)."""
+    certs_url: str | None = None
+    """Where the request tokens' signing certificates are (default: Google's, chosen by the
+    kind of `audience`)."""
+    api_base_url: str | None = None
+    """Chat REST API base (default `https://chat.googleapis.com`)."""
+    agent_id: str | None = None
+    """Agent that answers this channel (default: `bindings`, else the default agent)."""
+
+
 class ChannelsConfig(ChannelSection, frozen=True):
     """`channels`."""
 
@@ -112,6 +158,8 @@ class ChannelsConfig(ChannelSection, frozen=True):
     email: EmailConfig | None = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
+    msteams: MsTeamsConfig | None = None
+    googlechat: GoogleChatConfig | None = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -152,7 +200,7 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         sections.append(("telegram", channels.telegram))
     if channels.matrix is not None:
         sections.append(("matrix", channels.matrix))
-    for extra in ("irc", "email"):
+    for extra in ("irc", "email", "msteams", "googlechat"):
         extra_section = getattr(channels, extra, None)
         if extra_section is not None:
             sections.append((extra, extra_section))

@@ -19,6 +19,7 @@ import msgspec
 
 from nodmix.config import paths
 from nodmix.config.channel_schema import check_channel_rules
+from nodmix.config.channel_teams_chat import check_endpoint_sections
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
 
@@ -231,6 +232,7 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
 
 def _check_semantics(config: NodmixConfig, *, file: str) -> None:
     check_channel_rules(config.channels, file=file)
+    check_endpoint_sections(config.channels, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -92,13 +92,20 @@ class PluginAPI:
 
     # ---- hooks --------------------------------------------------------------------------------
 
-    def on_before_tool_call(self, hook: BeforeToolCallHook) -> None:
-        """Run `hook` before every tool call; it may block the call or rewrite its params."""
-        self._registry.hooks.before_tool_call.append(Registered(self.plugin_id, hook))
+    def on_before_tool_call(
+        self, hook: BeforeToolCallHook, *, tools: Iterable[str] | None = None
+    ) -> None:
+        """Run `hook` before every tool call (or only calls of the tools named in `tools`); it
+        may block the call or rewrite its params."""
+        self._registry.hooks.before_tool_call.append(
+            Registered(self.plugin_id, hook, _names(tools))
+        )
 
-    def on_after_tool_call(self, hook: AfterToolCallHook) -> None:
-        """Run `hook` after every tool call."""
-        self._registry.hooks.after_tool_call.append(Registered(self.plugin_id, hook))
+    def on_after_tool_call(
+        self, hook: AfterToolCallHook, *, tools: Iterable[str] | None = None
+    ) -> None:
+        """Run `hook` after every tool call (or only calls of the tools named in `tools`)."""
+        self._registry.hooks.after_tool_call.append(Registered(self.plugin_id, hook, _names(tools)))
 
     def on_before_compaction(self, hook: CompactionHook) -> None:
         """Run `hook` before a session is compacted."""
@@ -141,3 +148,10 @@ class PluginAPI:
                 "summarize() method"
             )
         self._registry.add_compaction_provider(self.plugin_id, provider_id, provider)
+
+
+def _names(tools: Iterable[str] | None) -> frozenset[str] | None:
+    # A plain string would be taken letter by letter: name it as one tool.
+    if tools is None:
+        return None
+    return frozenset((tools,) if isinstance(tools, str) else tools)

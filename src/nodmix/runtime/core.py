@@ -221,6 +221,7 @@ class Runtime:
             runtime.inline_skill_scans = one_conversation
             runtime._security.attach(background)
             stack.push_async_callback(runtime._close_replaceable)  # before background stops
+            stack.push_async_callback(runtime.subagents.flush)  # ditto
             try:
                 yield runtime
             finally:

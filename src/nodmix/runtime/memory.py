@@ -12,7 +12,7 @@ from nodmix.errors import PluginError
 from nodmix.hooks import Registered
 from nodmix.memory.base import BUILTIN_MEMORY_ID, MemoryBackend, MemoryContext
 from nodmix.memory.builtin import CheckedMemory, builtin_memory, check_memory_shape
-from nodmix.memory.service import MemoryService
+from nodmix.memory.service import WRITING_TOOLS, MemoryService
 from nodmix.memory.settings import resolve_memory_settings
 from nodmix.plugins import PluginRegistry
 from nodmix.plugins.registry import CORE_OWNER
@@ -36,7 +36,10 @@ def register_builtin_memory(registry: PluginRegistry, service: MemoryService) ->
     after file writes (a plugin reload builds a new registry: call it again there)."""
     registry.add_memory(CORE_OWNER, BUILTIN_MEMORY_ID, builtin_memory(service))
     if service.settings.enabled:
-        registry.hooks.after_tool_call.append(Registered(CORE_OWNER, service.after_tool_call))
+        # Only writes concern it, so other calls (a quick tool in code mode) need no hook.
+        registry.hooks.after_tool_call.append(
+            Registered(CORE_OWNER, service.after_tool_call, tools=WRITING_TOOLS)
+        )
 
 
 class MemoryBackends:

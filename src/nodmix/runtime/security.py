@@ -63,6 +63,10 @@ class LazySecurity:
         else:
             self._setups.append(setup)
 
+    def concerns(self, tool: Tool) -> bool:
+        """Only `exec` is checked; every other tool passes."""
+        return tool.origin.id == EXEC_TOOL_ID
+
     async def check(self, tool: Tool, params: JsonObject, ctx: ToolContext) -> ToolResult | None:
         """The exec gate; other tools pass without loading anything."""
         if tool.origin.id != EXEC_TOOL_ID:

@@ -52,6 +52,25 @@ WORKER_SPIN_SECONDS: Final = 100e-6
 LOOP_LISTEN_SECONDS: Final = 150e-6
 
 
+class WakeCounts:
+    """How this process's waits for the loop ended (for benchmarks and tests; a few unlocked
+    counters, so two workers may rarely lose a count): `listen` (a listening loop took the
+    request), `spin` (the answer came while spinning), `lock` (the waiter slept and was woken),
+    `timeout` (no answer in time)."""
+
+    __slots__ = ("listen", "lock", "spin", "timeout")
+
+    def __init__(self) -> None:
+        self.listen = self.spin = self.lock = self.timeout = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts by name."""
+        return {name: getattr(self, name) for name in ("listen", "spin", "lock", "timeout")}
+
+
+wake_counts = WakeCounts()
+
+
 class Rendezvous(Protocol):
     """One waiter (a worker) and one waker (the event loop thread); see the module docstring."""
 
@@ -91,7 +110,11 @@ class LockRendezvous:
         return None
 
     def wait(self, timeout: float) -> bool:
-        return self._wakeup.wait(timeout)
+        if self._wakeup.wait(timeout):
+            wake_counts.lock += 1
+            return True
+        wake_counts.timeout += 1
+        return False
 
     def set(self) -> None:
         self._wakeup.set()
@@ -140,7 +163,11 @@ class SpinRendezvous:
             return None
         if spins:
             module.worker_spins.record(got == CHANGED_SPINNING)
-        return got != UNCHANGED
+        if got == UNCHANGED:
+            wake_counts.timeout += 1
+            return False
+        wake_counts.listen += 1
+        return True
 
     def wait(self, timeout: float) -> bool:
         module = self._module
@@ -150,10 +177,15 @@ class SpinRendezvous:
             got: int = module.exports().wait(self._answer, self._old, spins, _nanos(timeout))
             if spins:
                 module.worker_spins.record(got == CHANGED_SPINNING)
+            if got == CHANGED_SPINNING:
+                wake_counts.spin += 1
+                return True
             if got != UNCHANGED:
+                wake_counts.lock += 1
                 return True
             timeout = deadline - time.monotonic()
             if timeout <= 0:
+                wake_counts.timeout += 1
                 return False
             spins = 0
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from nodmix.security.audit_endpoints import check_endpoint_channels
 from nodmix.security.findings import AuditInputs, Finding
 
 _PINGS = (("everyone", "@everyone and @here"), ("roles", "whole roles"))
@@ -37,7 +38,7 @@ def check_channel_identity(inputs: AuditInputs) -> list[Finding]:
         found += _irc(sections["irc"])
     if "discord" in sections:
         found += _discord(sections["discord"])
-    return found
+    return found + check_endpoint_channels(sections)
 
 
 def _email(section: dict[str, Any]) -> list[Finding]:

@@ -47,6 +47,10 @@ class ExecGate:
         self.broker = broker
         self.turns = turns
 
+    def concerns(self, tool: Tool) -> bool:
+        """Only `exec` is checked; every other tool passes."""
+        return tool.origin.id == EXEC_TOOL_ID
+
     async def check(self, tool: Tool, params: JsonObject, ctx: ToolContext) -> ToolResult | None:
         """None when the call may run; otherwise the refusal the model sees."""
         if tool.origin.id != EXEC_TOOL_ID:

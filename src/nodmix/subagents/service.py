@@ -72,6 +72,9 @@ class Subagents:
         self._changed = anyio.Event()
         self._unwritten: dict[str, SubagentRun] = {}
         """Newest states of waited-for runs not written yet (`_write_soon`)."""
+        self._writing = anyio.Lock()
+        """Held around each background write, so a state read before another write began is
+        never written after it (`flush`)."""
 
     # ---- what others ask ------------------------------------------------------------------
 
@@ -339,17 +342,31 @@ class Subagents:
             self._group.start_soon(self._writer, run.run_id)
 
     async def _writer(self, run_id: str) -> None:
-        while True:
-            run = self._unwritten[run_id]
-            try:
-                await anyio.to_thread.run_sync(self.store.save, run)
-            except OSError:
-                log.warning("could not write subagent run %s", run_id, exc_info=True)
-            if self._unwritten.get(run_id) is run:
-                del self._unwritten[run_id]
-                if not run.is_open:
-                    self._release(run_id)
-                return
+        while run_id in self._unwritten:
+            async with self._writing:
+                await self._write_newest(run_id)
+
+    async def _write_newest(self, run_id: str) -> None:
+        run = self._unwritten.get(run_id)
+        if run is None:  # `flush` wrote it
+            return
+        try:
+            await anyio.to_thread.run_sync(self.store.save, run)
+        except OSError:
+            log.warning("could not write subagent run %s", run_id, exc_info=True)
+        if self._unwritten.get(run_id) is run:
+            del self._unwritten[run_id]
+            if not run.is_open:
+                self._release(run_id)
+
+    async def flush(self) -> None:
+        """Write every state still waiting for its background write (the runtime closes:
+        a writer not started yet would be cancelled, leaving a finished run recorded as
+        running, to be reported lost by the next start)."""
+        with anyio.CancelScope(shield=True):
+            async with self._writing:
+                for run_id in list(self._unwritten):
+                    await self._write_newest(run_id)
 
     def _slot(self, agent_id: str, depth: int, size: int) -> anyio.CapacityLimiter:
         limiter = self._slots.get((agent_id, depth))

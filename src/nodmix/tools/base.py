@@ -118,6 +118,21 @@ class Tool(Protocol):
 
 
 ToolFunction: TypeAlias = Callable[[JsonObject, ToolContext], Awaitable[ToolResult]]
+QuickToolFunction: TypeAlias = Callable[[JsonObject, ToolContext], "ToolResult | None"]
+"""A tool's synchronous form (`call_quick`): the result, or None (having done nothing) when
+this call needs the async `call`."""
+
+
+def quick_form(tool: Tool) -> QuickToolFunction | None:
+    """The tool's synchronous form: its `call_quick` attribute, if it has one.
+
+    A tool offers one only when the call returns at once (no network, no waiting on other
+    tasks), is thread-safe and touches nothing bound to the event loop. Code mode runs such a
+    call on the sandbox worker that made it when no hook and no gate has a say in it
+    (`ToolExecutor.run_quick`), so the guest gets the result without a trip to the event loop.
+    """
+    quick: QuickToolFunction | None = getattr(tool, "call_quick", None)
+    return quick
 
 
 class FunctionTool(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,10 +141,41 @@ class FunctionTool(msgspec.Struct, frozen=True, kw_only=True):
     spec: ToolSpec
     origin: ToolOrigin
     fn: ToolFunction
+    call_quick: QuickToolFunction | None = None
+    """The synchronous form, for tools made with `create_quick` (see `quick_form`)."""
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Run the function."""
         return await self.fn(args, ctx)
+
+    @classmethod
+    def create_quick(
+        cls,
+        fn: Callable[[JsonObject, ToolContext], ToolResult],
+        *,
+        name: str,
+        description: str,
+        parameters: JsonObject | None = None,
+        owner: str = CORE_OWNER,
+        source: ToolSource = "nodmix",
+        label: str | None = None,
+    ) -> FunctionTool:
+        """A tool from a synchronous function that returns at once and is thread-safe (see
+        `quick_form`); it also serves the async `call`."""
+
+        async def call(args: JsonObject, ctx: ToolContext) -> ToolResult:
+            return fn(args, ctx)
+
+        tool = cls.create(
+            call,
+            name=name,
+            description=description,
+            parameters=parameters,
+            owner=owner,
+            source=source,
+            label=label,
+        )
+        return msgspec.structs.replace(tool, call_quick=fn)
 
     @classmethod
     def create(
@@ -164,3 +210,8 @@ class ToolRunner(Protocol):
         kind: Any = "tool",
         input_kind: str | None = None,
     ) -> ToolResult: ...
+
+    def run_quick(self, tool: Tool, args: JsonObject, ctx: ToolContext) -> ToolResult | None:
+        """The call on the calling thread, when the tool has a synchronous form and nothing
+        asynchronous has a say in it; None (nothing ran) when it must go through `run`."""
+        ...

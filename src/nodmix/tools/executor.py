@@ -23,9 +23,10 @@ from nodmix.hooks import (
     Hooks,
     ToolCallInfo,
     ToolKind,
+    any_concerns,
 )
 from nodmix.messages import JsonObject, ToolCallBlock, ToolResultMessage
-from nodmix.tools.base import Tool, ToolContext, ToolResult
+from nodmix.tools.base import Tool, ToolContext, ToolResult, quick_form
 from nodmix.tools.validation import SchemaValidator
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,11 @@ ContextFactory: TypeAlias = Callable[[ToolCallBlock], ToolContext]
 class ToolGate(Protocol):
     """A policy check after the hooks (on the final arguments) and before the tool runs; it
     may wait (for an approval). Returns None to let the call run, or the refusal."""
+
+    def concerns(self, tool: Tool) -> bool:
+        """Whether `check` may do anything but let calls of `tool` through (when False, a call
+        may skip the check, e.g. run on a code-mode worker, see `ToolExecutor.run_quick`)."""
+        ...
 
     async def check(
         self, tool: Tool, params: JsonObject, ctx: ToolContext
@@ -110,7 +116,7 @@ class ToolExecutor:
         duration_ms = 0.0
         result = self._validate(tool, args)
         if result is None:
-            if hooks.before_tool_call:
+            if hooks.before_tool_call and any_concerns(hooks.before_tool_call, tool.spec.name):
                 info = _call_info(tool, args, ctx, kind, input_kind)
                 info, result = await self._before(tool, info)
                 params = info.params
@@ -121,7 +127,7 @@ class ToolExecutor:
             started = time.perf_counter()
             result = await self._call(tool, params, ctx)
             duration_ms = (time.perf_counter() - started) * 1000
-        if not hooks.after_tool_call:
+        if not (hooks.after_tool_call and any_concerns(hooks.after_tool_call, tool.spec.name)):
             return result
         await self._after(
             AfterToolCallInfo(
@@ -134,6 +140,41 @@ class ToolExecutor:
             )
         )
         return result
+
+    def run_quick(self, tool: Tool, args: JsonObject, ctx: ToolContext) -> ToolResult | None:
+        """`run` for a tool with a synchronous form (`quick_form`), on any thread, when
+        nothing asynchronous has a say in the call: no hook runs for the tool and the gate does
+        not concern it. Validation and error capture are `run`'s.
+
+        Returns None, having run nothing, when the call must go through `run` instead (also
+        when the tool's synchronous form declines this call).
+        """
+        quick = quick_form(tool)
+        if quick is None:
+            return None
+        hooks, name = self._hooks, tool.spec.name
+        if (hooks.before_tool_call and any_concerns(hooks.before_tool_call, name)) or (
+            hooks.after_tool_call and any_concerns(hooks.after_tool_call, name)
+        ):
+            return None
+        gate = self.gate
+        if gate is not None and gate.concerns(tool):
+            return None
+        invalid = self._validate(tool, args)
+        if invalid is not None:
+            return invalid
+        try:
+            result: Any = quick(args, ctx)
+        except ToolError as exc:
+            return ToolResult.error(str(exc) or f"{name} failed.")
+        except Exception as exc:
+            logger.exception("tool %s (%s) crashed", name, tool.origin.id)
+            return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+        if result is None or isinstance(result, ToolResult):
+            return result
+        return ToolResult.error(
+            f"{name} failed: it returned {type(result).__name__} instead of a ToolResult."
+        )
 
     async def run_calls(
         self,
@@ -194,6 +235,8 @@ class ToolExecutor:
         """Run `before_tool_call` hooks: the (possibly rewritten) call, and a result if blocked."""
         rewritten = False
         for registered in list(self._hooks.before_tool_call):
+            if not registered.concerns(info.tool_name):
+                continue
             try:
                 decision = await registered.hook(info)
                 if decision is not None and not isinstance(decision, BeforeToolCallResult):
@@ -251,6 +294,8 @@ class ToolExecutor:
 
     async def _after(self, info: AfterToolCallInfo) -> None:
         for registered in list(self._hooks.after_tool_call):
+            if not registered.concerns(info.call.tool_name):
+                continue
             try:
                 await registered.hook(info)
             except Exception:

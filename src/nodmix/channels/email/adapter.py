@@ -152,9 +152,13 @@ class EmailAdapter:
             saved = {"uidValidity": validity, "lastUid": 0}
         last = int(saved.get("lastUid", 0))
         while True:
-            last = await self._fetch_new(box, validity, last, since, sink, status)
-            since = None
-            await self._wait_for_mail(box)
+            newest = await self._fetch_new(box, validity, last, since, sink, status)
+            since, found, last = None, newest != last, newest
+            if not found:
+                await self._wait_for_mail(box)
+            # After mail was handled, look again before idling: the server announces mail
+            # that arrives during a command in that command's response, where the IMAP
+            # library drops it, and an IDLE started later does not announce it again.
 
     async def _fetch_new(
         self,

@@ -182,7 +182,8 @@ def register(api: PluginAPI) -> None:
                 )
             return None
 
-        api.on_before_tool_call(protect)
+        # Only these tools can write notes (naming them keeps the hook off every other call).
+        api.on_before_tool_call(protect, tools=("write", "edit"))
 
 
 plugin = Plugin(

@@ -9,7 +9,7 @@ is all `offset`/`limit` paging needs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -24,9 +24,10 @@ from nodmix.tools.workspace import display_path, resolve_path
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 100 * 1024
-#: Files up to this size are read on the event loop: that takes tens of microseconds, less than
-#: the hop to a worker thread (code-mode programs often read many small files in a row). Larger
-#: files are read in a worker, since counting their lines reads all of them.
+#: Files up to this size are read on the event loop, or, in code mode, on the sandbox worker
+#: that asked (`call_quick`): that takes tens of microseconds, less than the hop to a worker
+#: thread (code-mode programs often read many small files in a row). Larger files are read in a
+#: worker, since counting their lines reads all of them.
 INLINE_READ_BYTES = 64 * 1024
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
 """Files read as images (their content is checked; `nodmix.media.tool_images`)."""
@@ -105,31 +106,34 @@ class ReadTool(CoreTool):
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Return the requested lines, with a footer saying where to continue."""
+        path, shown, limit, read = self._request(args, ctx)
+        if read is None:
+            return await self._image(ctx.workspace, path, shown)
+        if _small(path):
+            return _result(read(path, shown), shown, limit)
+        return _result(await anyio.to_thread.run_sync(read, path, shown), shown, limit)
+
+    def call_quick(self, args: JsonObject, ctx: ToolContext) -> ToolResult | None:
+        """`call` on any thread for a text file small enough to read at once (code mode reads
+        it on the sandbox worker that asked); None for a larger one or an image."""
+        path, shown, limit, read = self._request(args, ctx)
+        if read is None or not _small(path):
+            return None
+        return _result(read(path, shown), shown, limit)
+
+    def _request(
+        self, args: JsonObject, ctx: ToolContext
+    ) -> tuple[Path, str, int, Callable[[Path, str], LineWindow] | None]:
+        # The file, how it is shown, the line limit, and how to read it (None: an image).
         raw_path = require_str(args, "path")
         offset = optional_int(args, "offset", minimum=1) or 1
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
         path = self._resolve(ctx.workspace, raw_path)
         shown = display_path(ctx.workspace, path)
         if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
-            return await self._image(ctx.workspace, path, shown)
+            return path, shown, limit, None
         read = partial(read_lines, offset=offset, limit=limit, max_bytes=self._max_bytes)
-        try:
-            small = path.stat().st_size <= INLINE_READ_BYTES
-        except OSError:
-            small = True  # missing or unreadable: `read_lines` says so at once
-        window = read(path, shown) if small else await anyio.to_thread.run_sync(read, path, shown)
-        details = {
-            "path": shown,
-            "startLine": window.first_line,
-            "endLine": window.last_line,
-            "totalLines": window.total_lines,
-            "truncated": window.cut_long_line or window.last_line < window.total_lines,
-        }
-        if window.total_lines == 0:
-            return ToolResult.text(f"({shown} is empty)", details=details)
-        footer = _footer(window, limit)
-        text = window.text if footer is None else f"{window.text}\n\n{footer}"
-        return ToolResult.text(text, details=details)
+        return path, shown, limit, read
 
     async def _image(self, workspace: Path, path: Path, shown: str) -> ToolResult:
         """An image file: a reference a vision model sees as the picture (`nodmix.media`)."""
@@ -153,3 +157,25 @@ class ReadTool(CoreTool):
                 if any(resolved.is_relative_to(root) for root in self._read_roots):
                     return resolved
             raise
+
+
+def _small(path: Path) -> bool:
+    try:
+        return path.stat().st_size <= INLINE_READ_BYTES
+    except OSError:
+        return True  # missing or unreadable: `read_lines` says so at once
+
+
+def _result(window: LineWindow, shown: str, limit: int) -> ToolResult:
+    details = {
+        "path": shown,
+        "startLine": window.first_line,
+        "endLine": window.last_line,
+        "totalLines": window.total_lines,
+        "truncated": window.cut_long_line or window.last_line < window.total_lines,
+    }
+    if window.total_lines == 0:
+        return ToolResult.text(f"({shown} is empty)", details=details)
+    footer = _footer(window, limit)
+    text = window.text if footer is None else f"{window.text}\n\n{footer}"
+    return ToolResult.text(text, details=details)

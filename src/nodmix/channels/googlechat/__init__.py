@@ -1,0 +1,1 @@
+"""The Google Chat channel (HTTP endpoint, Chat REST API, google-auth)."""

@@ -1,0 +1,1 @@
+"""The Microsoft Teams channel (Bot Framework, Microsoft 365 Agents SDK)."""
