@@ -53,9 +53,11 @@ browser:
 bubblewrap:
 	scripts/ensure-bubblewrap.sh
 
-# The IRC and email channel tests run Debian's ngircd and dovecot-imapd on loopback ports.
+# The IRC, email and XMPP channel tests run Debian's ngircd, dovecot-imapd and Prosody on
+# loopback ports.
 daemons:
 	scripts/ensure-mail-irc-daemons.sh
+	scripts/ensure-prosody.sh
 
 # The PostgreSQL state backend is tested against a real server: Debian's postgresql.
 postgres:

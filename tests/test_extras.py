@@ -104,6 +104,30 @@ def test_creating_an_adapter_without_its_extra_is_refused_before_any_import(
     assert "nodmix.channels.discord.adapter" not in sys.modules
 
 
+@pytest.mark.parametrize(
+    ("channel", "section", "library"),
+    [
+        ("xmpp", {"jid": "bot@example.org", "password": "x"}, "slixmpp"),
+        ("xmpp", {"jid": "bot@example.org", "password": "x"}, "aiohttp"),
+        ("mattermost", {"url": "https://chat.example.org", "token": "x"}, "mattermostautodriver"),
+    ],
+)
+def test_xmpp_and_mattermost_without_their_library_are_refused_with_the_install_line(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    channel: str,
+    section: dict[str, object],
+    library: str,
+) -> None:
+    from nodmix.channels.registry import create_adapter
+
+    monkeypatch.setitem(sys.modules, library, None)
+    config = _config({"channels": {channel: section}})
+    assert [row.id for row in extras.missing(config)] == [channel]
+    with pytest.raises(extras.MissingExtraError, match=rf"install 'nodmix\[{channel}\]'$"):
+        create_adapter(channel, config, {}, tmp_path)
+
+
 def test_an_extras_library_is_imported_only_by_its_part_or_lazily() -> None:
     """What a core install imports at start never needs an extra: a module outside a part's
     own package imports an extra's library only inside a function or for types."""

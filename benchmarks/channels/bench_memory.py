@@ -11,8 +11,9 @@ separates the library's fixed cost from what a channel costs. `nodmix.json` has 
 per platform, so a gateway runs one channel of each today; N > 1 shows what further accounts
 would cost. The channels talk to local servers: the scripted Bot API (Telegram), a real
 Synapse (Matrix, one account per channel), the scripted Discord and Slack servers (one bot
-token, several sessions of it), ngircd (IRC, one nick per channel) and dovecot (email, IMAP
-IDLE on one mailbox).
+token, several sessions of it), ngircd (IRC, one nick per channel), dovecot (email, IMAP
+IDLE on one mailbox), Prosody (XMPP, one account per channel) and the scripted Mattermost
+server (one bot token, one WebSocket per channel).
 
 Every process waits until its channels are connected, leaves them idle, samples its resident
 memory (VmRSS, what `top` shows) and its anonymous memory (heap and other private pages; the
@@ -50,6 +51,7 @@ from tests.gateway.support import GatewayProcess
 from tests.support.config import scripted_config, write_json_config
 from tests.support.process import rss_kb
 
+from benchmarks.channels.xmpp_mm_servers import idle_sections
 from benchmarks.report import cpu_calibration_ms
 from nodmix.testing.discord_server import ScriptedDiscord
 from nodmix.testing.model_server import ScriptedModelServer
@@ -63,7 +65,7 @@ SAMPLES = 8
 CONNECT_DEADLINE_S = 60.0
 WORKER_DEADLINE_S = 180.0
 COUNTS = (0, 1, 2, 5, 10)
-PLATFORMS = ("telegram", "matrix", "discord", "slack", "irc", "email")
+PLATFORMS = ("telegram", "matrix", "discord", "slack", "irc", "email", "xmpp", "mattermost")
 IMPORT_ONLY = -1
 """The count that means: import the platform's adapter, start no channel."""
 Results = dict[tuple[str, int], list[dict[str, float]]]
@@ -234,6 +236,9 @@ class Servers:
             outbox = {"host": "127.0.0.1", "port": smtp.port, "security": "none", "username": ""}
             section = {"address": USER, "imap": imap, "smtp": outbox}
             self.sections["email"] = [section] * count
+        self.sections |= idle_sections(
+            self.platforms, self.root, count, self._enter, self._stoppers
+        )
         if "matrix" in self.platforms:
             (self.root / "synapse").mkdir()
             self._synapse = Synapse(self.root / "synapse")

@@ -63,8 +63,11 @@ PARTS: tuple[Part, ...] = (
     _channel("email", "email", ("aioimaplib", "aiosmtplib", "authres")),
     _channel("discord", "Discord", ("discord", "yarl")),
     _channel("slack", "Slack", ("slack_bolt", "slack_sdk", "markdown_to_mrkdwn")),
+    _channel("whatsapp", "WhatsApp", ("pywa", "pywa_async")),
     _channel("msteams", "Microsoft Teams", ("microsoft_agents", "jwt", "aiohttp")),
     _channel("googlechat", "Google Chat", ("google.auth", "requests")),
+    _channel("xmpp", "XMPP", ("slixmpp", "aiohttp")),
+    _channel("mattermost", "Mattermost", ("mattermostautodriver", "aiohttp")),
     Part("embeddings", "vector memory search", "embeddings", ("numpy",), "memory.embeddings"),
     Part("web", "web_fetch's main-content extraction", "web", ("trafilatura",), None),
     Part(

@@ -108,7 +108,9 @@ def test_a_gateway_heartbeat_that_answers_ok_delivers_nothing_and_news_reach_the
     checklist = workspace / "HEARTBEAT.md"
     checklist.write_text("- anything new?\n", encoding="utf-8")
     with ScriptedModelServer(checker) as model:
-        path = write_config(isolated_state, model.base_url, channels=telegram_section(api))
+        path = write_config(
+            isolated_state, model.base_url, channels=telegram_section(api, allowFrom=[OWNER])
+        )
         config = json.loads(path.read_text())
         config["agents"]["defaults"].update(
             workspace=str(workspace), heartbeat={"every": "1s", "deliver": f"telegram:{OWNER}"}

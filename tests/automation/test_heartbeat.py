@@ -47,7 +47,7 @@ async def _beat(
     active_hours: ActiveHoursConfig | None = None,
 ) -> tuple[bool, list[str], list[RunRecord]]:
     async with ScriptedModelServer(checker) as model:
-        path = write_config(state, model.base_url, channels=telegram_section(api))
+        path = write_config(state, model.base_url, channels=telegram_section(api, allowFrom=[CHAT]))
         async with open_runner(state, path, SystemClock()) as (runtime, runner):
             workspace = runtime.agent(None).workspace
             workspace.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,9 @@ async def test_the_beat_loop_waits_for_the_interval_on_the_injected_clock(
     isolated_state: Path, api: ScriptedBotAPI
 ) -> None:
     async with ScriptedModelServer(checker) as model:
-        path = write_config(isolated_state, model.base_url, channels=telegram_section(api))
+        path = write_config(
+            isolated_state, model.base_url, channels=telegram_section(api, allowFrom=[CHAT])
+        )
         clock = ManualClock(1_900_000_000.0)
         async with open_runner(isolated_state, path, clock) as (runtime, runner):
             workspace = runtime.agent(None).workspace

@@ -67,7 +67,9 @@ async def test_a_failing_job_is_reported_to_its_chat_once_until_it_succeeds_agai
         return ModelError(400, "the model refused the request")
 
     async with ScriptedModelServer(broken) as model:
-        config = write_config(isolated_state, model.base_url, channels=telegram_section(api))
+        config = write_config(
+            isolated_state, model.base_url, channels=telegram_section(api, allowFrom=[CHAT])
+        )
         async with open_runner(isolated_state, config, SystemClock()) as (_, runner):
             job = runner.store.add(
                 new_job(
@@ -99,7 +101,9 @@ async def test_a_one_shot_job_delivers_its_reply_and_removes_itself(
     isolated_state: Path, api: ScriptedBotAPI
 ) -> None:
     async with ScriptedModelServer(echo) as model:
-        config = write_config(isolated_state, model.base_url, channels=telegram_section(api))
+        config = write_config(
+            isolated_state, model.base_url, channels=telegram_section(api, allowFrom=[CHAT])
+        )
         async with open_runner(isolated_state, config, SystemClock()) as (_, runner):
             job = runner.store.add(
                 new_job(

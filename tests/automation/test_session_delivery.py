@@ -80,7 +80,7 @@ async def test_a_reminder_from_a_web_session_is_posted_there_and_pushed_to_conne
         store = JobStore(isolated_state)
         with _gateway(clock) as gateway:
             events: list[dict[str, Any]] = []
-            async with GatewayClient.connect(gateway.url) as client:
+            async with GatewayClient.connect(gateway.url, token=gateway.settings.token) as client:
                 client.listen("session", events.append)
                 answer = await client.request(
                     "agent", {"message": "remind me to call Anna", "sessionKey": "web"}
@@ -120,7 +120,8 @@ async def test_reminders_from_the_api_and_the_cli_are_posted_into_the_main_sessi
         write_config(isolated_state, model.base_url)
         store = JobStore(isolated_state)
         with _gateway(clock) as gateway:
-            async with httpx2.AsyncClient(base_url=gateway.url, timeout=30) as http:
+            auth = {"authorization": f"Bearer {gateway.settings.token}"}
+            async with httpx2.AsyncClient(base_url=gateway.url, headers=auth, timeout=30) as http:
                 response = await http.post(
                     "/v1/chat/completions",
                     json={
@@ -139,7 +140,7 @@ async def test_reminders_from_the_api_and_the_cli_are_posted_into_the_main_sessi
             assert [j.deliver for j in jobs] == ["session:agent:main:main"] * 2
 
             await anyio.to_thread.run_sync(gateway.call, clock.advance, HOUR)
-            async with GatewayClient.connect(gateway.url) as client:
+            async with GatewayClient.connect(gateway.url, token=gateway.settings.token) as client:
 
                 async def both_posted() -> bool:
                     return len(_posted(await _history(client, "main"))) == 2

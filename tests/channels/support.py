@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
+from nodmix.messages import ToolResultMessage
+from nodmix.providers.base import ModelRequest
+from nodmix.providers.fake import ModelReply
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.support.config import write_json_config
 
@@ -51,3 +56,21 @@ def write_matrix_config(
 def write_config(state: Path, model_url: str, channels: dict[str, Any], **top: Any) -> Path:
     """`nodmix.json` pointing the default agent at the scripted model, with `channels`."""
     return write_json_config(state, model_url, channels=channels, **top)
+
+
+def chat_model(request: ModelRequest) -> ModelReply:
+    """`call <tool> <json>` makes one tool call and `program <js>` runs a code-mode program;
+    a tool result comes back as `tool said: <text>`; anything else is echoed."""
+    last = request.messages[-1]
+    if isinstance(last, ToolResultMessage):
+        text = "\n".join(getattr(b, "text", "") for b in last.content)
+        return ModelReply.text(f"tool said: {text}")
+    text = getattr(last, "text", "")
+    text = re.sub(r"^\[[^\]]*\] ", "", text)  # a group message carries the sender's name
+    text = re.sub(r"^Subject: [^\n]*\n\n", "", text)  # and a mail its subject
+    if text.startswith("call "):
+        name, args = text.removeprefix("call ").split(" ", 1)
+        return ModelReply.tool_call(name, json.loads(args))
+    if text.startswith("program "):
+        return ModelReply.tool_call("exec", {"code": text.removeprefix("program ")})
+    return ModelReply.text(f"echo: {text}")

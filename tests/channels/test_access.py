@@ -57,13 +57,14 @@ def test_channel_section_wins_over_defaults() -> None:
     assert rules.require_mention is False
 
 
-def test_direct_invites_from_strangers_stop_once_the_pairing_queue_is_full(
+def test_direct_invites_from_strangers_stop_once_no_code_can_be_handed_out(
     tmp_path: Path,
 ) -> None:
     # a stranger's invitation is joined only so the pairing code can be sent; when no code
-    # can be handed out any more, joining more rooms only grows what the bot syncs
+    # can be handed out any more (the channel's hourly limit), joining more rooms only grows
+    # what the bot syncs
     from nodmix.channels.access import invite_allowed
-    from nodmix.channels.pairing import MAX_PENDING
+    from nodmix.channels.pairing import MAX_CODES_PER_HOUR
 
     store = PairingStore(tmp_path)
     rules = AccessRules(dm_policy="pairing")
@@ -73,11 +74,11 @@ def test_direct_invites_from_strangers_stop_once_the_pairing_queue_is_full(
             rules, store, channel="matrix", sender_id=sender, room_id="!r", direct=True
         )
 
-    for i in range(MAX_PENDING):
+    for i in range(MAX_CODES_PER_HOUR):
         assert invited(f"@s{i}:hs")
         store.request("matrix", f"@s{i}:hs")
     assert not invited("@late:hs")
-    assert invited("@s0:hs")  # already waiting: may still be answered
+    assert invited(f"@s{MAX_CODES_PER_HOUR - 1}:hs")  # already waiting: may still be answered
     assert invite_allowed(
         AccessRules(dm_policy="pairing", allow_from=frozenset({"@late:hs"})),
         store,

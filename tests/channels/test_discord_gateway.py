@@ -140,7 +140,7 @@ def test_a_long_reply_arrives_as_several_messages_within_2000_characters(
 def test_slash_commands_are_registered_and_answered_as_follow_up_embeds(
     isolated_state: Path, discord: ScriptedDiscord, model: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model, discord, allowFrom=[OWNER])
+    _configure(isolated_state, model, discord, allowFrom=[OWNER], ownerIds=[OWNER])
     dm = discord.dm_channel(OWNER)
     with _gateway():
         discord.wait_for(lambda: discord.sessions_ready)

@@ -267,7 +267,7 @@ def test_tls_connects_when_the_certificate_is_trusted_and_refuses_when_it_is_not
 def test_chat_commands_work_by_private_message_and_by_addressing_the_bot(
     isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer, people: dict[str, IrcUser]
 ) -> None:
-    _config(isolated_state, model, ircd, allowFrom=[ANN])
+    _config(isolated_state, model, ircd, allowFrom=[ANN], ownerIds=[ANN])
     ann = people["ann"] = IrcUser(ircd.port, "ann")
     ann.join(ROOM)
     with _gateway():

@@ -145,7 +145,7 @@ def test_messages_during_a_turn_are_queued_and_answered_in_order(
 def test_chat_commands_work_in_slack(
     isolated_state: Path, slack: ScriptedSlack, model: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model, slack, allowFrom=[OWNER])
+    _configure(isolated_state, model, slack, allowFrom=[OWNER], ownerIds=[OWNER])
     with _gateway():
         _dm(slack, "/new")
         slack.wait_for(lambda: slack.sent_texts(OWNER))
@@ -233,7 +233,7 @@ def test_message_send_reaches_a_user_and_a_channel_without_a_running_gateway(
 def test_slack_slash_commands_become_chat_commands(
     isolated_state: Path, slack: ScriptedSlack, model: ScriptedModelServer
 ) -> None:
-    _configure(isolated_state, model, slack, allowFrom=[OWNER])
+    _configure(isolated_state, model, slack, allowFrom=[OWNER], ownerIds=[OWNER])
     with _gateway():
         slack.inject_command("/nodmix", "new", user=OWNER, channel=DM)
         slack.wait_for(lambda: slack.sent_texts(OWNER))

@@ -54,7 +54,10 @@ def _tool_results(model: ScriptedModelServer) -> list[str]:
 def test_a_chat_approves_a_shell_command_in_the_chat_and_denies_another(
     isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
 ) -> None:
-    write_channel_config(isolated_state, model.base_url, api, {"allowFrom": [FRIEND]})
+    # FRIEND is the owner: only owners answer approval requests.
+    write_channel_config(
+        isolated_state, model.base_url, api, {"allowFrom": [FRIEND], "ownerIds": [FRIEND]}
+    )
     settings = GatewaySettings(port=0, token=None)
     with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)):
         api.inject_text(chat_id=FRIEND, sender_id=FRIEND, text="use exec hostname")

@@ -121,7 +121,9 @@ def test_messages_during_a_turn_are_queued_and_answered_in_order(
 def test_chat_commands_help_status_and_new(
     isolated_state: Path, api: ScriptedBotAPI, model: ScriptedModelServer
 ) -> None:
-    write_channel_config(isolated_state, model.base_url, api, {"allowFrom": [OWNER]})
+    write_channel_config(
+        isolated_state, model.base_url, api, {"allowFrom": [OWNER], "ownerIds": [OWNER]}
+    )
     with _gateway():
         api.inject_text(chat_id=OWNER, sender_id=OWNER, text="/help")
         help_text = api.wait_for(lambda: api.sent_texts(OWNER))[0]

@@ -23,6 +23,7 @@ def test_valid_automation_sections_load(isolated_state: Path) -> None:
         isolated_state,
         {
             "automation": {"maxConcurrentRuns": 3, "missedRuns": "skip"},
+            "channels": {"telegram": {"botToken": "123:abc", "allowFrom": [1]}},
             "hooks": {
                 "mappings": {"mail": {"message": "{{body.subject}}", "deliver": "telegram:1"}}
             },
@@ -59,6 +60,21 @@ def test_valid_automation_sections_load(isolated_state: Path) -> None:
             "hooks.mappings.m.deliver",
         ),
         ({"hooks": {"mappings": {"m": {}}}}, "hooks.mappings.m"),
+        (  # a channel that is not configured
+            {"hooks": {"mappings": {"m": {"message": "x", "deliver": "slack:C1"}}}},
+            "hooks.mappings.m.deliver",
+        ),
+        (
+            {
+                "channels": {"telegram": {"botToken": "123:abc", "enabled": False}},
+                "hooks": {"mappings": {"m": {"message": "x", "deliver": "telegram:1"}}},
+            },
+            "hooks.mappings.m.deliver",
+        ),
+        (
+            {"agents": {"defaults": {"heartbeat": {"every": "1h", "deliver": "discord:1"}}}},
+            "agents.defaults.heartbeat.deliver",
+        ),
         ({"automation": {"missedRuns": "always"}}, "automation.missedRuns"),
         ({"automation": {"maxConcurrentRuns": 0}}, "automation.maxConcurrentRuns"),
     ],

@@ -26,6 +26,7 @@ import httpx2
 
 from nodmix.config.loader import load_config
 from nodmix.gateway import BackgroundGateway, GatewaySettings, create_app
+from nodmix.gateway.presence import read_presence
 from nodmix.gateway.server import STOP_HINT
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
@@ -148,6 +149,10 @@ class GatewayProcess:
         self._error_pump: threading.Thread | None = None
         self.banner: list[str] = []
         self.url = ""
+        self.state = state
+        self.token: str | None = None
+        """The token in force, read from `gateway.json` once it listens (where `nodmix gateway
+        url` finds it)."""
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> GatewayProcess:
@@ -172,7 +177,15 @@ class GatewayProcess:
             if "listening on" in line:
                 self.url = line.split("listening on ", 1)[1].strip()
             if line == STOP_HINT:
+                record = read_presence(self.state) or {}
+                token = record.get("token")
+                self.token = token if isinstance(token, str) else None
                 return self
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """`Authorization: Bearer <token>` (empty for a gateway without auth)."""
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -115,16 +115,34 @@ def test_with_no_config_at_all_the_gateway_starts_and_explains_how_to_pick_a_mod
 ) -> None:
     with GatewayProcess(isolated_state) as gateway:
         health = httpx2.get(f"{gateway.url}/health", timeout=5).json()
-        models = httpx2.get(f"{gateway.url}/v1/models", timeout=5)
+        models = httpx2.get(f"{gateway.url}/v1/models", headers=gateway.headers, timeout=5)
         code, stderr = gateway.stop(signal.SIGINT)
     banner = "\n".join(gateway.banner)
     assert "main uses ollama/llama3.2" in banner
     assert "not found: running on built-in defaults" in banner
     assert "nodmix config set agents.defaults.model.primary openai/gpt-4.1-mini" in banner
-    assert "auth:       none" in banner
-    assert health["status"] == "ok" and health["auth"] == "none"
+    # No token configured: the gateway made its own; the link that carries it is printed on
+    # a terminal only (`test_local_auth.py`), and `gateway url` prints it on demand.
+    assert f"auth:       bearer token required (kept in {isolated_state}" in banner
+    assert gateway.token and gateway.token not in banner
+    assert "nodmix gateway url" in banner
+    assert health["status"] == "ok" and health["auth"] == "token"
     assert models.status_code == 200
     assert code == 0 and "Traceback" not in stderr
+
+
+def test_auth_mode_none_serves_without_a_token_on_loopback_only(isolated_state: Path) -> None:
+    (isolated_state / "nodmix.json").write_text("{ gateway: { auth: { mode: 'none' } } }")
+    with GatewayProcess(isolated_state) as gateway:
+        health = httpx2.get(f"{gateway.url}/health", timeout=5).json()
+        models = httpx2.get(f"{gateway.url}/v1/models", timeout=5)
+        gateway.stop(signal.SIGINT)
+    assert 'auth:       none (gateway.auth.mode "none"' in "\n".join(gateway.banner)
+    assert gateway.token is None and health["auth"] == "none"
+    assert models.status_code == 200
+    assert not (isolated_state / "gateway" / "token").exists()
+    lan = run_nodmix(isolated_state, "gateway", "--bind", "lan")
+    assert lan.returncode == 1 and "without a token" in lan.stderr
 
 
 @pytest.mark.parametrize(
@@ -183,6 +201,7 @@ def test_full_redacted_payload_logging_never_shows_the_api_key(configured: Path)
     with GatewayProcess(configured, env=debug) as gateway:
         httpx2.post(
             f"{gateway.url}/v1/chat/completions",
+            headers=gateway.headers,
             json={
                 "model": "nodmix",
                 "messages": [{"role": "user", "content": "sk-abcdef0123456789"}],
@@ -214,6 +233,7 @@ def test_a_second_signal_cancels_running_turns_instead_of_waiting(
                 try:
                     answer["status"] = httpx2.post(
                         f"{gateway.url}/v1/chat/completions",
+                        headers=gateway.headers,
                         json={
                             "model": "nodmix",
                             "user": "stuck",

@@ -88,7 +88,8 @@ def test_a_gateway_without_a_token_refuses_webhooks(
     isolated_state: Path, model: ScriptedModelServer
 ) -> None:
     write_config(isolated_state, model.base_url, hooks=HOOKS)
-    with BackgroundGateway(GatewaySettings(port=0, token=None), retry=NO_RETRY) as running:
+    open_gateway = GatewaySettings(port=0, token=None, auth_mode="none")
+    with BackgroundGateway(open_gateway, retry=NO_RETRY) as running:
         refused = _post(running, "mail", {"subject": "x"}, headers={})
         assert refused.status_code == 403 and "gateway.auth.token" in refused.text
     assert model.requests == []
@@ -99,7 +100,8 @@ def test_a_hooks_token_without_a_gateway_token_is_refused_with_a_line_saying_so(
 ) -> None:
     write_config(isolated_state, model.base_url, hooks={**HOOKS, "token": "hook-secret-1"})
     hook_auth = {"authorization": "Bearer hook-secret-1"}
-    with BackgroundGateway(GatewaySettings(port=0, token=None), retry=NO_RETRY) as running:
+    open_gateway = GatewaySettings(port=0, token=None, auth_mode="none")
+    with BackgroundGateway(open_gateway, retry=NO_RETRY) as running:
         refused = _post(running, "mail", {"subject": "x"}, headers=hook_auth)
     assert refused.status_code == 403
     message = refused.json()["error"]["message"]

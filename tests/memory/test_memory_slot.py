@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from nodmix.messages import ToolResultMessage
@@ -113,16 +114,22 @@ async def test_the_selected_plugin_answers_memory_search_and_memory_get(
             with anyio.fail_after(20):
                 await runtime.run_turn("when is the dentist?")
                 search, get, missing = _tool_results(server)
-                # A chat that does not speak for the owner never sees past sessions.
+                # A chat that does not speak for the owner sees none of the owner's memory,
+                # whichever backend holds it; one memory.shareWith names never sees past
+                # sessions.
                 group = TurnOrigin(channel="telegram", chat_id="-100", chat_type="group")
                 await runtime.run_turn("dentist?", session_key="agent:main:group", origin=group)
                 group_search = _tool_results(server)[0]
+                shared = msgspec.structs.replace(group, chat_id="-200", memory=True)
+                await runtime.run_turn("dentist?", session_key="agent:main:shared", origin=shared)
+                shared_search = _tool_results(server)[0]
     payload = json.loads(search.text)
     assert payload["mode"] == "facts" and payload["warning"] == "agentDir=main"
     assert [r["path"] for r in payload["results"]] == ["facts/dentist", "sessions/old.jsonl"]
     assert get.text == "facts/dentist lines 1-1\nThe dentist appointment is on Tuesday at 14:30."
     assert missing.text == "'facts/unknown' is not in memory; use a path memory_search returned."
-    assert [r["path"] for r in json.loads(group_search.text)["results"]] == ["facts/dentist"]
+    assert json.loads(group_search.text)["results"] == []
+    assert [r["path"] for r in json.loads(shared_search.text)["results"]] == ["facts/dentist"]
 
 
 @pytest.mark.anyio

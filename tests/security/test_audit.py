@@ -225,8 +225,8 @@ def test_a_paired_channel_with_per_peer_sessions_is_quiet(
     _needs_channels()
     _config(
         private_state,
-        "{channels: {telegram: {botToken: '${TG_TOKEN}'}}, session: {dmScope: 'per-peer'}, "
-        "agents: {defaults: {sandbox: {mode: 'non-main'}}}}",
+        "{channels: {telegram: {botToken: '${TG_TOKEN}', ownerIds: ['42']}}, "
+        "session: {dmScope: 'per-peer'}, agents: {defaults: {sandbox: {mode: 'non-main'}}}}",
     )
     code, findings = _audit(capsys)
     assert code == 0
@@ -279,13 +279,16 @@ def test_a_sandbox_with_the_network_and_a_gateway_without_a_token_is_high(
     private_state: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # with sandbox.network the sandbox shares the host's loopback: a token-less gateway there
-    # runs owner turns (unsandboxed exec) for any sandboxed command that calls its API
-    _config(private_state, "{agents: {defaults: {sandbox: {mode: 'non-main', network: true}}}}")
+    # runs owner turns (unsandboxed exec) for any sandboxed command that calls its API. A
+    # gateway is token-less only with gateway.auth.mode "none" (else it makes its own token).
+    sandbox = "agents: {defaults: {sandbox: {mode: 'non-main', network: true}}}"
+    _config(private_state, "{" + sandbox + ", gateway: {auth: {mode: 'none'}}}")
     code, findings = _audit(capsys)
     assert code == 1
     finding = findings["sandbox.network-reaches-gateway"]
     assert finding["severity"] == "high" and "gateway.auth.token" in finding["fix"]
 
+    _config(private_state, "{" + sandbox + "}")
     monkeypatch.setenv("NODMIX_GATEWAY_TOKEN", "t" * 40)
     code, findings = _audit(capsys)
     assert "sandbox.network-reaches-gateway" not in findings

@@ -86,3 +86,33 @@ def test_teams_and_google_chat_key_sources_token_sinks_and_tenants(
     assert moved["channels.googlechat.key-source"]["severity"] == "high"
     assert moved["channels.msteams.token-sink"]["severity"] == "medium"
     assert "channels.msteams.any-tenant" not in moved
+
+
+def test_xmpp_without_tls_to_another_host_is_high_and_room_nicks_in_allow_from_named(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = _audit(
+        private_state,
+        "xmpp: {jid: 'bot@example.org', password: 'x', tls: 'off', "
+        "allowFrom: ['ann@example.org', 'room@conference.example.org/ann']}",
+        capsys,
+    )
+    assert plain["channels.xmpp.plaintext"]["severity"] == "high"
+    assert "room@conference.example.org/ann" in plain["channels.xmpp.room-nick-entries"]["title"]
+    local = _audit(
+        private_state,
+        "xmpp: {jid: 'bot@example.org', password: 'x', server: '127.0.0.1', tls: 'off'}",
+        capsys,
+    )
+    assert not {k for k in local if k.startswith("channels.xmpp")}
+
+
+def test_mattermost_over_plain_http_to_another_host_is_high(
+    private_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = _audit(
+        private_state, "mattermost: {url: 'http://chat.example.org', token: 'x'}", capsys
+    )
+    assert plain["channels.mattermost.plaintext"]["severity"] == "high"
+    tls = _audit(private_state, "mattermost: {url: 'https://chat.example.org', token: 'x'}", capsys)
+    assert "channels.mattermost.plaintext" not in tls

@@ -22,7 +22,8 @@ from tests.security.support import shell_model
 
 pytestmark = pytest.mark.anyio
 
-TELEGRAM = TurnOrigin(channel="telegram", chat_id="chat-42")
+TELEGRAM = TurnOrigin(channel="telegram", chat_id="chat-42", owner=True)
+"""The owner's chat: only the owner answers approval requests (`channels.<id>.ownerIds`)."""
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 def _gateway() -> BackgroundGateway:
-    return BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
+    """A gateway with its own token (found by the CLI through the state dir)."""
+    return BackgroundGateway(GatewaySettings(port=0), retry=RetryPolicy(attempts=1))
 
 
 async def test_an_announcement_reaches_web_clients_and_the_subagent_is_listed_under_its_parent(
@@ -35,7 +36,7 @@ async def test_an_announcement_reaches_web_clients_and_the_subagent_is_listed_un
         write_config(isolated_state, server.base_url)
         with _gateway() as gateway:
             events: list[dict[str, Any]] = []
-            async with GatewayClient.connect(gateway.url) as client:
+            async with GatewayClient.connect(gateway.url, token=gateway.settings.token) as client:
                 client.listen("session", events.append)
                 answer = await client.request(
                     "agent", {"message": "spawn: held gather sources", "sessionKey": "web"}
@@ -110,7 +111,11 @@ async def test_an_http_client_that_goes_away_cancels_the_children_its_turn_waite
                 "messages": [{"role": "user", "content": "spawn wait: held x"}],
             }
             async with (
-                httpx2.AsyncClient(base_url=gateway.url, timeout=30) as http,
+                httpx2.AsyncClient(
+                    base_url=gateway.url,
+                    timeout=30,
+                    headers={"authorization": f"Bearer {gateway.settings.token}"},
+                ) as http,
                 anyio.create_task_group() as group,
             ):
 

@@ -35,6 +35,7 @@ def _configure(state: Path, model_url: str, api: ScriptedBotAPI) -> None:
         "apiBaseUrl": api.url,
         "pollTimeoutSeconds": 1,
         "allowFrom": [OWNER],
+        "ownerIds": [OWNER],  # the owner's DMs continue the main session
     }
     write_config(state, model_url, channels={"telegram": telegram})
 

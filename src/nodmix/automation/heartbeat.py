@@ -112,7 +112,9 @@ class Heartbeat:
             trigger="heartbeat",
             text=PROMPT + checklist,
             session_key=None,
-            origin=TurnOrigin(channel="heartbeat", chat_id=self.agent_id),
+            # The owner's own checklist: it reads the owner's memory (and still writes as
+            # an automation run, `nodmix.origin.is_owner_turn`).
+            origin=TurnOrigin(channel="heartbeat", chat_id=self.agent_id, memory=True),
             quiet=is_ack,
         )
         return await self.runner.run(job, plan) is not None

@@ -19,6 +19,7 @@ from nodmix.automation.schedule import (
     every_schedule,
 )
 from nodmix.errors import NodmixError
+from nodmix.origin import TurnOrigin
 
 SessionMode = Literal["isolated", "main"]
 MAX_MESSAGE_CHARS = 20_000
@@ -56,6 +57,23 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     created_in: str | None = None
     """The session key of the turn that added the job with the `cron` tool; a turn outside
     the agent's main session sees and removes only the jobs of its own session."""
+    forced: bool = False
+    """`deliver` was accepted with `--force` although the channel's rules do not allow it."""
+    created_from: str | None = None
+    """`<channel>:<chatId>` of the chat whose turn added the job: it may always get the
+    job's results (as a turn may always answer its own chat)."""
+    for_owner: bool | None = None
+    """The owner made the job (the CLI, or a turn that speaks for the owner): its runs may
+    read the owner's memory. Unset in jobs written before this was recorded: see
+    `is_owners`."""
+
+    def is_owners(self) -> bool:
+        """Whether the owner made the job: recorded, else made by the CLI or in the agent's
+        main session."""
+        if self.for_owner is not None:
+            return self.for_owner
+        main = f"agent:{self.agent_id or 'main'}:main"
+        return self.created_by == "cli" or self.created_in == main
 
     def describe(self) -> dict[str, object]:
         """The job as `cron list --json` and the `cron` tool show it."""
@@ -84,6 +102,14 @@ def parse_target(target: str) -> tuple[str, str]:
             f"invalid delivery target {target!r}: use <channel>:<chatId> or session:<key>"
         )
     return match.group(1), match.group(2)
+
+
+def creator_origin(job: Job) -> TurnOrigin | None:
+    """The chat that added the job, as an origin (for the delivery check), or None."""
+    if not job.created_from:
+        return None
+    channel, _, chat = job.created_from.partition(":")
+    return TurnOrigin(channel=channel, chat_id=chat) if chat else None
 
 
 def session_target(deliver: str | None) -> str | None:
@@ -162,6 +188,9 @@ def new_job(
     model: str | None = None,
     created_by: str = "cli",
     created_in: str | None = None,
+    for_owner: bool = True,
+    created_from: str | None = None,
+    forced: bool = False,
     retry_interrupted: bool = True,
 ) -> Job:
     """A validated job.
@@ -192,5 +221,8 @@ def new_job(
         delete_after_run=schedule.kind == "at",
         created_by=created_by,
         created_in=created_in or None,
+        for_owner=for_owner,
+        created_from=created_from,
+        forced=forced,
         retry_interrupted=retry_interrupted,
     )

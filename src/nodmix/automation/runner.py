@@ -28,7 +28,7 @@ import anyio
 
 from nodmix.automation.clock import Clock
 from nodmix.automation.history import RunHistory, RunRecord, SlotTaken, excerpt
-from nodmix.automation.jobs import Job, parse_target, session_target
+from nodmix.automation.jobs import Job, creator_origin, parse_target, session_target
 from nodmix.automation.store import JobStore
 from nodmix.channels.types import OutboundMessage
 from nodmix.origin import TurnOrigin
@@ -64,6 +64,10 @@ class Sender(Protocol):
     """Delivery through the channel layer (`ChannelManager`)."""
 
     async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
+
+    def deliver_refusal(
+        self, channel: str, chat_id: str, origin: TurnOrigin | None
+    ) -> str | None: ...
 
 
 class SessionPoster(Protocol):
@@ -101,8 +105,10 @@ def new_run_id() -> str:
 
 def plan_job_run(job: Job, trigger: str, run_id: str) -> RunPlan:
     """A cron job's run: a fresh session per run (`cron:<jobId>:<runId>`), or the main
-    session with the message marked as a system event."""
-    origin = TurnOrigin(channel="cron", chat_id=job.id)
+    session with the message marked as a system event. A job the owner made may read the
+    owner's memory (`TurnOrigin.memory`); one a chat added may not."""
+    owners = job.is_owners()
+    origin = TurnOrigin(channel="cron", chat_id=job.id, owner=owners, memory=owners)
     if job.session == "main":
         text = f"[System event: scheduled job {job.name!r}] {job.message}"
         return RunPlan(trigger=trigger, text=text, session_key=None, origin=origin)
@@ -252,6 +258,12 @@ class JobRunner:
         if job.deliver is None or self.sender is None:
             return False
         channel, to = parse_target(job.deliver)
+        refused = self.sender.deliver_refusal(channel, to, creator_origin(job))
+        if refused is not None and not job.forced:
+            # Checked when the job was added too; the rules (or the pairing) may have
+            # changed since. `--force` (the owner's shell) stands.
+            log.warning("job %s: not delivered to %s: %s", job.id, job.deliver, refused)
+            return False
         try:
             with anyio.fail_after(60):
                 await self.sender.send(channel, OutboundMessage(chat_id=to, text=text))

@@ -79,6 +79,10 @@ class OutboundRules(Protocol):
 
     def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool: ...
 
+    def deliver_refusal(
+        self, channel: str, chat_id: str, origin: TurnOrigin | None
+    ) -> str | None: ...
+
 
 def trusted(ctx: ToolContext) -> bool:
     """Whether the turn is the owner's: no origin, or the agent's main session itself."""
@@ -193,10 +197,9 @@ class CronTools:
                 raise JobError("a job from this chat can only post into this session")
         elif deliver is not None:
             channel, to = parse_target(deliver)
-            if channel not in self._channels.configured():
-                raise JobError(f"channel {channel!r} is not configured")
-            if not self._channels.outbound_allowed(channel, to, origin):
-                raise JobError(f"{channel} chat {to} is not allowed (not in allowFrom/groups)")
+            refused = self._channels.deliver_refusal(channel, to, origin)
+            if refused is not None:
+                raise JobError(refused)
         job = new_job(
             name=text("name") or (text("message") or "job")[:40],
             message=text("message") or "",
@@ -207,6 +210,12 @@ class CronTools:
             deliver=deliver,
             created_by="agent",
             created_in=ctx.session_key,
+            for_owner=owner,
+            created_from=(
+                f"{origin.channel}:{origin.chat_id}"
+                if origin is not None and not is_automation(origin)
+                else None
+            ),
         )
         await anyio.to_thread.run_sync(self._add_capped, job, owner)
         return ToolResult.text(

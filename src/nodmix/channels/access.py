@@ -10,7 +10,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Literal
 
-from nodmix.channels.pairing import MAX_PENDING, PairingStore
+from nodmix.channels.pairing import PairingStore
 from nodmix.channels.types import InboundMessage
 from nodmix.config.channel_base import ChannelDefaults, DmPolicy, GroupPolicy
 
@@ -29,6 +29,9 @@ class AccessRules:
     typing: bool = True
     streaming: Literal["off", "edit"] = "off"
     """Delivery rather than access, but inherited the same way."""
+    owner_ids: frozenset[str] = frozenset()
+    """The owner's sender ids on this channel (`ownerIds`; the channel's own, never
+    inherited): their DMs speak for the owner, and only they answer approval requests."""
 
 
 def resolve_rules(section: ChannelDefaults, defaults: ChannelDefaults) -> AccessRules:
@@ -46,6 +49,7 @@ def resolve_rules(section: ChannelDefaults, defaults: ChannelDefaults) -> Access
     mention = pick("require_mention")
     typing = pick("typing")
     streaming = pick("streaming")
+    owners = getattr(section, "owner_ids", None) or []
     return AccessRules(
         dm_policy=dm if isinstance(dm, str) else built_in.dm_policy,  # type: ignore[arg-type]
         allow_from=frozenset(str(a) for a in allow) if isinstance(allow, list) else frozenset(),
@@ -54,6 +58,7 @@ def resolve_rules(section: ChannelDefaults, defaults: ChannelDefaults) -> Access
         require_mention=mention if isinstance(mention, bool) else True,
         typing=typing if isinstance(typing, bool) else True,
         streaming="edit" if streaming == "edit" else "off",
+        owner_ids=frozenset(str(o) for o in owners) if section is not defaults else frozenset(),
     )
 
 
@@ -65,9 +70,14 @@ class Decision:
     reason: str
 
 
+def is_owner(rules: AccessRules, msg: InboundMessage) -> bool:
+    """Whether the message's sender is the channel's owner (`ownerIds`, matched exactly)."""
+    return bool(msg.sender_id) and msg.sender_id in rules.owner_ids
+
+
 def sender_allowed(rules: AccessRules, pairing: PairingStore, msg: InboundMessage) -> bool:
     """Whether the sender may talk to the agent directly."""
-    if "*" in rules.allow_from or msg.sender_id in rules.allow_from:
+    if "*" in rules.allow_from or msg.sender_id in rules.allow_from or is_owner(rules, msg):
         return True
     sender = msg.sender_id.casefold()
     if any(entry.casefold() == sender for entry in rules.allow_from):
@@ -120,19 +130,19 @@ def invite_allowed(
 ) -> bool:
     """Whether to accept an invitation to a chat (platforms where the bot must join first).
 
-    Allowed senders are always followed. A direct chat from anyone else is joined only when
-    DMs can lead somewhere (`open` answers; `pairing` answers with a code, so only while the
-    channel can still hand one out to this sender); a group from anyone else only when the
-    group itself is allowed.
+    Allowed senders and owners are always followed. A direct chat from anyone else is joined
+    only when DMs can lead somewhere (`open` answers; `pairing` answers with a code, so only
+    while the channel can still hand one out to this sender); a group from anyone else only
+    when the group itself is allowed.
     """
-    if "*" in rules.allow_from or sender_id in rules.allow_from:
+    if "*" in rules.allow_from or sender_id in rules.allow_from or sender_id in rules.owner_ids:
         return True
     if pairing.is_approved(channel, sender_id):
         return True
     if direct:
         if rules.dm_policy == "pairing":
-            # Joined only to hand out a code: when none can be given, stay out.
-            pending = pairing.load(channel).pending
-            return len(pending) < MAX_PENDING or any(p.sender_id == sender_id for p in pending)
+            # Joined only to hand out a code: when none can be given (the sender's or the
+            # channel's rate limit, `nodmix.channels.pairing`), stay out.
+            return pairing.may_request(channel, sender_id)
         return rules.dm_policy == "open"
     return rules.group_policy == "open" or room_id in rules.groups

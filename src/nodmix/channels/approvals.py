@@ -1,9 +1,14 @@
-"""Exec approvals on chat channels: a request is posted to the chat its turn came from, and
-`/approve <id>`, `/always <id>` or `/deny <id>` in that chat answers it.
+"""Exec approvals on chat channels: only the owner answers them.
+
+A request is posted to the chat its turn came from and, when that is not the owner's own DM,
+to the owner's DM on the same channel too (the latest one the owner wrote from). `/approve
+<id>`, `/always <id>` or `/deny <id>` answers it, and only from the owner
+(`channels.<id>.ownerIds`): in the chat that asked (answering that chat's requests), or in the
+owner's DM (answering any request). Anyone else's answer is refused with one line and logged,
+so a group member can never run a command by approving it, not even their own.
 
 The commands are immediate (answered while the turn that asked is still running; a queued
-command would only arrive after the request timed out) and only reach requests of the
-session the chat maps to, so one chat can never answer another's.
+command would only arrive after the request timed out).
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from nodmix.security.approvals import ApprovalBatch, ApprovalBroker
 
 log = logging.getLogger(__name__)
 
-AnswerCommand = Callable[[str, str, str], str]
-"""`(command, args, session_key) -> reply`: the security layer's chat-command handler."""
+AnswerCommand = Callable[[str, str, str, bool], str]
+"""`(command, args, session_key, anywhere) -> reply`: the security layer's chat-command
+handler (`anywhere`: the request may belong to any session)."""
+
+NOT_OWNER = "Only the owner can answer approval requests (channels.{channel}.ownerIds)."
 
 _HELP = {
     "approve": "run a command waiting for approval once: /approve <id>",
@@ -28,9 +36,11 @@ _HELP = {
 }
 
 
-def approval_text(batch: ApprovalBatch) -> str:
-    """The message that asks the chat (one block per request, then how to answer)."""
-    lines = ["The assistant wants to run a shell command and needs your approval:"]
+def approval_text(batch: ApprovalBatch, *, owner: bool = True) -> str:
+    """The message that asks the chat (one block per request, then how to answer); `owner`:
+    it goes to the owner's DM (elsewhere it says whose approval is needed)."""
+    whose = "your" if owner else "the owner's"
+    lines = [f"The assistant wants to run a shell command and needs {whose} approval:"]
     for request in batch.requests:
         lines += [
             "",
@@ -46,6 +56,8 @@ def approval_text(batch: ApprovalBatch) -> str:
         f"/deny {first}",
         "Unanswered requests are refused when they time out.",
     ]
+    if not owner:
+        lines.append("Only the owner can answer.")
     return "\n".join(lines)
 
 
@@ -56,18 +68,28 @@ class ChannelApprovalPresenter:
         self._channels = channels
 
     async def present(self, batch: ApprovalBatch, broker: ApprovalBroker) -> None:
-        """Send the batch to its origin chat; a batch that cannot be sent is denied at once,
-        rather than left for nobody to answer until its timeout."""
+        """Send the batch to its origin chat, and to the owner's DM when that is another chat;
+        a batch that reaches nobody is denied at once, rather than left for nobody to answer
+        until its timeout."""
         origin = batch.requests[0].origin
         if origin is None:  # not a channel turn: nothing to post to
             return
-        message = OutboundMessage(
-            chat_id=origin.chat_id, text=approval_text(batch), thread_id=origin.thread_id
-        )
-        try:
-            await self._channels.send(origin.channel, message)
-        except Exception as exc:
-            log.warning("approval request could not be sent to %s: %s", origin.channel, exc)
+        in_owner_dm = origin.owner and origin.chat_type == "dm"
+        targets = [(origin.chat_id, origin.thread_id, in_owner_dm)]
+        owner_chat = self._channels.owner_chats.get(origin.channel)
+        if not in_owner_dm and owner_chat is not None and owner_chat != origin.chat_id:
+            targets.append((owner_chat, None, True))
+        sent = 0
+        for chat_id, thread_id, owner in targets:
+            message = OutboundMessage(
+                chat_id=chat_id, text=approval_text(batch, owner=owner), thread_id=thread_id
+            )
+            try:
+                await self._channels.send(origin.channel, message)
+                sent += 1
+            except Exception as exc:
+                log.warning("approval request could not be sent to %s: %s", origin.channel, exc)
+        if not sent:
             for request in batch.requests:
                 broker.resolve(request.id, "deny", by=f"{origin.channel} (not delivered)")
 
@@ -77,6 +99,20 @@ def register_approval_commands(answer: AnswerCommand) -> None:
     for name, help_text in _HELP.items():
 
         async def handler(call: CommandCall, name: str = name) -> str:
-            return answer(f"/{name}", call.args, call.session_key)
+            msg = call.message
+            if not call.manager.is_owner(msg):
+                log.warning(
+                    "%s: /%s from %s in %s refused: not the owner",
+                    msg.channel,
+                    name,
+                    msg.sender_id,
+                    msg.chat_id,
+                )
+                status = call.manager.statuses.get(msg.channel)
+                if status is not None:
+                    status.count("refuse", "approval answer from a non-owner")
+                return NOT_OWNER.format(channel=msg.channel)
+            # In the owner's DM any request can be answered; elsewhere that chat's only.
+            return answer(f"/{name}", call.args, call.session_key, msg.chat_type == "dm")
 
         register_command(ChatCommand(name=name, help=help_text, handler=handler, immediate=True))

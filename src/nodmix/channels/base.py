@@ -6,9 +6,10 @@ persists its position, such as the Telegram update offset, only after the sink a
 message). `send` delivers one outbound message whose text is already within `text_limit` (the
 layer splits long replies).
 
-Two optional capabilities, each a one-method protocol an adapter may also implement:
-`MessageEditor.edit_text` (replies streamed by editing the message, `streaming: "edit"`) and
-`WebhookReceiver.receive_webhook` (updates the platform posts to the gateway's own HTTP server).
+Optional capabilities, each a one-method protocol an adapter may also implement:
+`MessageEditor.edit_text` (replies streamed by editing the message, `streaming: "edit"`),
+`WebhookReceiver.receive_webhook` (updates the platform posts to the gateway's own HTTP server)
+and `WebhookVerifier.verify_webhook` (the platform's `GET` that proves the URL is ours).
 """
 
 from __future__ import annotations
@@ -93,4 +94,14 @@ class WebhookReceiver(Protocol):
         to answer (200 accepted, 401 wrong secret, 400 malformed, 503 not running yet).
         `body` reads the request's body: only once the headers authenticate it, so a
         stranger's request is answered without waiting for (or buffering) its body."""
+        ...
+
+
+@runtime_checkable
+class WebhookVerifier(Protocol):
+    """An adapter whose platform verifies the webhook URL with a `GET` (WhatsApp's
+    `hub.challenge`)."""
+
+    def verify_webhook(self, query: Mapping[str, str]) -> tuple[int, str]:
+        """The HTTP status and plain-text body for the verification request `query`."""
         ...

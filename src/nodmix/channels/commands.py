@@ -8,19 +8,28 @@ command with `register_command(ChatCommand(...))` (for example `/approve <id>`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage
 
 
 class CommandHost(Protocol):
     """What a command may use of the channels that run it (`ChannelManager`): the session
-    lanes, and the hook that speaks replies (`channels/voice.py`), if one is wired."""
+    lanes, the hook that speaks replies (`channels/voice.py`), if one is wired, who the owner
+    is, and the channels' counters."""
 
     @property
     def voice(self) -> object: ...
+
+    @property
+    def statuses(self) -> Mapping[str, ChannelStatus]: ...
+
+    def is_owner(self, msg: InboundMessage) -> bool:
+        """Whether the message's sender is the channel's owner (`channels.<id>.ownerIds`)."""
+        ...
 
     def lane_state(self, key: str) -> tuple[bool, int]:
         """(a turn is running, messages queued) of a session."""

@@ -23,12 +23,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from nodmix.channels.access import decide, mask_matches
+from nodmix.channels.access import decide, is_owner
 from nodmix.channels.base import ChannelAdapter, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
 from nodmix.channels.delivery import DeliveryLog, open_delivery_log
 from nodmix.channels.inbox import save_message
+from nodmix.channels.newcomers import Newcomers
 from nodmix.channels.pairing import open_pairing_store
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for, webhook_paths
 from nodmix.channels.routing import route_agent, session_key
@@ -38,7 +39,7 @@ from nodmix.channels.streaming import EditThrottle, edit_stream
 from nodmix.channels.tls import ClientTls
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
-from nodmix.origin import TurnOrigin
+from nodmix.origin import TurnOrigin, memory_scope
 
 log = logging.getLogger("nodmix.channels")
 
@@ -48,8 +49,6 @@ Singleton = Callable[[str, Callable[[], Awaitable[None]]], Coroutine[Any, Any, N
 MAX_QUEUED_PER_SESSION = 20
 TYPING_EVERY_SECONDS = 4.0
 STATUS_EVERY_SECONDS = 1.0
-PAIRING_REPEAT_SECONDS = 600.0
-"""An unknown sender who keeps writing is told their code again at most this often."""
 
 
 @dataclass(slots=True)
@@ -58,14 +57,6 @@ class _Lane:
     running: RunHandle | None = None
     stopped: bool = False
     busy: bool = False
-
-
-def pairing_reply(code: str, channel: str) -> str:
-    """What an unknown sender is told."""
-    return (
-        "This assistant does not know you yet. Your pairing code is "
-        f"{code}. Ask its owner to run: nodmix pairing approve {channel} {code}"
-    )
 
 
 class ChannelManager:
@@ -89,9 +80,12 @@ class ChannelManager:
         self._runner: TurnRunner | None = None
         self._group: TaskGroup | None = None
         self._status_dirty = False
-        self._pairing_told: dict[tuple[str, str], float] = {}
+        self._newcomers = Newcomers(self.pairing)
         self._edits = EditThrottle()
         self._tls = ClientTls()
+        self.owner_chats: dict[str, str] = {}
+        """The owner's latest DM chat per channel (approval requests of other chats go
+        there too)."""
         self.voice: ReplyHook | None = None  # spoken replies (`channels/voice.py`), if wired
         self.singleton: Singleton | None = None
         """With several gateway replicas: runs each polling or socket channel on one replica
@@ -206,7 +200,7 @@ class ChannelManager:
         config = self._config()
         decision = decide(rules_for(config, msg.channel), self.pairing, msg)
         if decision.verdict == "pair":
-            await self._pair(msg, status)
+            await self._newcomers.answer(msg, status, self._send_safely)
             return
         if decision.verdict != "allow":
             status.count(decision.verdict, decision.reason)
@@ -223,46 +217,27 @@ class ChannelManager:
             return  # delivered again after a restart: already answered or pending
         self._enqueue(msg)
 
-    async def _pair(self, msg: InboundMessage, status: ChannelStatus) -> None:
-        request, created = self.pairing.request(
-            msg.channel, msg.sender_id, sender_name=msg.sender_name, chat_id=msg.chat_id
-        )
-        if request is None:
-            status.count("refuse", "too many pending pairing requests")
-            return
-        if created:
-            status.pairing_requests += 1
-        status.count("refuse", "awaiting pairing")
-        if not self._may_tell_code((msg.channel, msg.sender_id), fresh=created):
-            return  # a flood of messages must not become a flood of replies
-        await self._send_safely(
-            msg.channel,
-            OutboundMessage(
-                chat_id=msg.chat_id,
-                text=pairing_reply(request.code, msg.channel),
-                thread_id=msg.thread_id,  # in the sender's topic or mail thread
-            ),
-        )
-
-    def _may_tell_code(self, sender: tuple[str, str], *, fresh: bool) -> bool:
-        now = time.monotonic()
-        last = self._pairing_told.get(sender)
-        if not fresh and last is not None and now - last < PAIRING_REPEAT_SECONDS:
-            return False
-        if len(self._pairing_told) > 64:  # only senders with a pending code get here: few
-            self._pairing_told = {
-                k: t for k, t in self._pairing_told.items() if now - t < PAIRING_REPEAT_SECONDS
-            }
-        self._pairing_told[sender] = now
-        return True
-
     def _route(self, msg: InboundMessage) -> tuple[str, str]:
         assert self._runner is not None
         config = self._config()
         section = getattr(config.channels, msg.channel, None)
         default = getattr(section, "agent_id", None) or self._runner.default_agent()
         agent = route_agent(config, msg, default)
-        return agent, session_key(config, msg, agent)
+        return agent, session_key(config, msg, agent, owner=self.is_owner(msg))
+
+    def is_owner(self, msg: InboundMessage) -> bool:
+        """Whether the message's sender is the channel's owner (`channels.<id>.ownerIds`)."""
+        return is_owner(rules_for(self._config(), msg.channel), msg)
+
+    def origin_of(self, msg: InboundMessage) -> TurnOrigin:
+        """The origin a turn from `msg` gets: whether its sender is the owner, and whether
+        `memory.shareWith` lets its chat read the owner's memory."""
+        owner = self.is_owner(msg)
+        if owner and msg.chat_type == "dm":
+            self.owner_chats[msg.channel] = msg.chat_id  # where approvals reach the owner
+        plain = msg.origin(owner=owner)
+        shared = memory_scope(plain) in self._config().memory.share_with
+        return msg.origin(owner=owner, memory=shared) if shared else plain
 
     def _enqueue(self, msg: InboundMessage) -> None:
         agent_id, key = self._route(msg)
@@ -335,7 +310,7 @@ class ChannelManager:
                 saved.text,
                 agent_id=agent_id,
                 session_key=key,
-                origin=msg.origin(),
+                origin=self.origin_of(msg),
                 stream=stream,
                 files=saved.files,
             )
@@ -420,12 +395,11 @@ class ChannelManager:
         return ids
 
     def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool:
-        """Whether the agent may message `chat_id` (same rules as inbound)."""
-        if origin is not None and origin.channel == channel and origin.chat_id == chat_id:
-            return True
-        rules = rules_for(self._config(), channel)
-        if "*" in rules.allow_from or chat_id in rules.allow_from or chat_id in rules.groups:
-            return True
-        if any(mask_matches(chat_id, entry) for entry in rules.allow_from):
-            return True  # `*@example.org`, a nick in another case
-        return self.pairing.is_approved(channel, chat_id)
+        """Whether the agent may message `chat_id` (`deliver_refusal` has no objection)."""
+        return self.deliver_refusal(channel, chat_id, origin) is None
+
+    def deliver_refusal(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> str | None:
+        """Why the agent may not message `channel:chat_id`, or None (`channels/targets.py`)."""
+        from nodmix.channels.targets import deliver_refusal
+
+        return deliver_refusal(self._config(), self.pairing, channel, chat_id, origin)

@@ -1,10 +1,20 @@
 """Pairing: unknown senders get a one-time code; the owner approves it.
 
 State per channel in `<state>/channels/pairing/<channel>.json`: pending requests (code,
-sender, when) and approved senders. Codes are 8 characters of capital letters and digits
-without look-alikes (no 0/O, 1/I), expire after an hour, and a channel holds at most 3 pending
-requests. Every change is a locked read-modify-write with an atomic replace, so the gateway and
+sender, when), approved senders, and when recent codes were handed out. Codes are 8
+characters of capital letters and digits without look-alikes (no 0/O, 1/I) and expire after
+an hour. Every change is a locked read-modify-write with an atomic replace, so the gateway and
 `nodmix pairing approve` can act at the same time.
+
+Bounded, so that a few accounts cannot lock everyone else out:
+
+- a channel holds at most `MAX_PENDING` requests; a new one displaces the oldest (which would
+  have expired first), so a newcomer always gets a code;
+- one sender gets a new code at most every `SENDER_COOLDOWN_SECONDS` and at most
+  `MAX_CODES_PER_SENDER` times a day (their live code is repeated meanwhile), so cycling
+  accounts to displace others' requests needs many accounts;
+- a channel hands out at most `MAX_CODES_PER_HOUR` new codes an hour (the bound on what a
+  flood of fresh accounts can make the bot do: reply, or join rooms on Matrix).
 """
 
 from __future__ import annotations
@@ -25,7 +35,17 @@ from nodmix.state.binding import provided
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 CODE_TTL_SECONDS = 3600.0
-MAX_PENDING = 3
+MAX_PENDING = 10
+"""Pending requests a channel holds; a new one displaces the oldest."""
+SENDER_COOLDOWN_SECONDS = 600.0
+"""A sender gets a new code at most this often (after theirs expired or was displaced)."""
+MAX_CODES_PER_SENDER = 3
+"""New codes one sender gets in `ISSUED_WINDOW_SECONDS`."""
+MAX_CODES_PER_HOUR = 30
+"""New codes a channel hands out in an hour."""
+ISSUED_WINDOW_SECONDS = 86400.0
+MAX_ISSUED = 2000
+"""Entries of the issue log kept (a bound on the file whatever the traffic)."""
 
 
 class PairingError(NodmixError):
@@ -61,11 +81,19 @@ class Approved(msgspec.Struct, frozen=True, kw_only=True):
     approved_at: float
 
 
+class Issued(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A code handed out: to whom and when (for the rate limits)."""
+
+    sender_id: str
+    at: float
+
+
 class PairingState(msgspec.Struct, kw_only=True):
     """One channel's pairing file."""
 
     pending: list[PendingRequest] = msgspec.field(default_factory=list)
     approved: list[Approved] = msgspec.field(default_factory=list)
+    issued: list[Issued] = msgspec.field(default_factory=list)
 
 
 def new_code() -> str:
@@ -107,10 +135,14 @@ class PairingStore:
                 state = PairingState()
             cached = (stamp, state)
             self._cache[channel] = cached
+        return self._current(cached[1])
+
+    def _current(self, state: PairingState) -> PairingState:
+        """`state` without expired codes and issue-log entries past the window (a copy)."""
         now = self._clock()
-        state = cached[1]
         live = [p for p in state.pending if now - p.created_at < CODE_TTL_SECONDS]
-        return PairingState(pending=live, approved=list(state.approved))
+        recent = [i for i in state.issued if now - i.at < ISSUED_WINDOW_SECONDS][-MAX_ISSUED:]
+        return PairingState(pending=live, approved=list(state.approved), issued=recent)
 
     def _save(self, channel: str, state: PairingState) -> None:
         write_json(self.path(channel), msgspec.to_builtins(state))
@@ -128,14 +160,19 @@ class PairingStore:
         self, channel: str, sender_id: str, *, sender_name: str = "", chat_id: str = ""
     ) -> tuple[PendingRequest | None, bool]:
         """The sender's pending request: `(request, created_now)`; `(None, False)` when the
-        channel already holds `MAX_PENDING` requests from other senders."""
+        sender or the channel is over its rate limit. A full channel drops its oldest request
+        to make room."""
         with self._locked(channel):
             state = self.load(channel)
             for pending in state.pending:
                 if pending.sender_id == sender_id:
                     return pending, False
-            if len(state.pending) >= MAX_PENDING:
+            now = self._clock()
+            if self._limited(state, sender_id, now) is not None:
                 return None, False
+            while len(state.pending) >= MAX_PENDING:
+                dropped = min(state.pending, key=lambda p: p.created_at)
+                state.pending.remove(dropped)
             taken = {p.code for p in state.pending}
             code = new_code()
             while code in taken:
@@ -145,11 +182,31 @@ class PairingStore:
                 sender_id=sender_id,
                 sender_name=sender_name,
                 chat_id=chat_id,
-                created_at=self._clock(),
+                created_at=now,
             )
             state.pending.append(request)
+            state.issued = [*state.issued, Issued(sender_id=sender_id, at=now)][-MAX_ISSUED:]
             self._save(channel, state)
             return request, True
+
+    def may_request(self, channel: str, sender_id: str) -> bool:
+        """Whether `sender_id` has a live code or would get one now (read only)."""
+        state = self.load(channel)
+        if any(p.sender_id == sender_id for p in state.pending):
+            return True
+        return self._limited(state, sender_id, self._clock()) is None
+
+    @staticmethod
+    def _limited(state: PairingState, sender_id: str, now: float) -> str | None:
+        """Why no new code goes out now (a rate limit), or None."""
+        mine = [i.at for i in state.issued if i.sender_id == sender_id]
+        if mine and now - max(mine) < SENDER_COOLDOWN_SECONDS:
+            return "sender cooldown"
+        if len(mine) >= MAX_CODES_PER_SENDER:
+            return "sender daily limit"
+        if sum(1 for i in state.issued if now - i.at < 3600.0) >= MAX_CODES_PER_HOUR:
+            return "channel hourly limit"
+        return None
 
     def approve(self, channel: str, code: str) -> PendingRequest:
         """Approve a pending code (case-insensitive).
@@ -165,7 +222,8 @@ class PairingStore:
                 listing = f"{nodmix_command()} pairing list"
                 raise PairingError(
                     f"no pending pairing request on {channel} has code {wanted!r} "
-                    f"(codes expire after an hour; list them with `{listing}`)"
+                    f"(codes expire after an hour, or when {MAX_PENDING} newer requests "
+                    f"displace them; list them with `{listing}`)"
                 )
             state.pending = [p for p in state.pending if p.sender_id != found.sender_id]
             state.approved = [a for a in state.approved if a.sender_id != found.sender_id]

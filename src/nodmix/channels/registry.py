@@ -29,9 +29,17 @@ KNOWN_CHANNELS = (
     "email",
     "discord",
     "slack",
+    "whatsapp",
+    "signal",
     "msteams",
     "googlechat",
+    "xmpp",
+    "mattermost",
 )
+CORE_CHANNELS = frozenset({"signal"})
+"""Channels that need no extra (Signal: JSON-RPC over the core's HTTP client and anyio)."""
+VERIFIED_BY_GET = frozenset({"whatsapp"})
+"""Channels whose platform checks the webhook URL with a `GET` (served next to the `POST`)."""
 ENDPOINT_CHANNELS = ("msteams", "googlechat")
 """Channels whose platform posts every message to the gateway's own port."""
 
@@ -58,7 +66,8 @@ def rules_for(config: NodmixConfig, channel: str) -> AccessRules:
     """The channel's effective access rules."""
     section = channel_section(config, channel) or ChannelDefaults()
     rules = resolve_rules(section, config.channels.defaults)
-    joined = getattr(section, "channels", None)  # IRC: the rooms it joins are its groups
+    # IRC, XMPP: the rooms it joins are its groups
+    joined = getattr(section, "channels", None) or getattr(section, "rooms", None)
     if joined and section.groups is None and config.channels.defaults.groups is None:
         rules = dataclasses.replace(rules, groups=frozenset(str(c).lower() for c in joined))
     return rules
@@ -73,6 +82,11 @@ def webhook_paths(config: NodmixConfig) -> dict[str, str]:
         from nodmix.config.channel_webhook import webhook_path
 
         paths[webhook_path(telegram.webhook)] = "telegram"
+    whatsapp = config.channels.whatsapp
+    if whatsapp is not None and whatsapp.enabled:
+        from nodmix.config.channel_phone import whatsapp_path
+
+        paths[whatsapp_path(whatsapp)] = "whatsapp"
     for channel in ENDPOINT_CHANNELS:
         section = getattr(config.channels, channel, None)
         if section is not None and section.enabled:
@@ -112,7 +126,7 @@ def create_adapter(
         ConfigError: the channel is not configured or its credentials are missing.
         MissingExtraError: the channel's platform library (its extra) is not installed.
     """
-    if channel_section(config, channel) is not None:
+    if channel_section(config, channel) is not None and channel not in CORE_CHANNELS:
         require(channel)
     if channel == "telegram" and config.channels.telegram is not None:
         from nodmix.channels.telegram.adapter import TelegramAdapter, telegram_settings
@@ -145,8 +159,30 @@ def create_adapter(
         from nodmix.channels.slack.adapter import SlackAdapter, slack_settings
 
         return SlackAdapter(slack_settings(config.channels.slack, env), state_dir)
+    if channel == "whatsapp" and config.channels.whatsapp is not None:
+        from nodmix.channels.whatsapp.adapter import WhatsAppAdapter
+        from nodmix.channels.whatsapp.settings import whatsapp_settings
+
+        return WhatsAppAdapter(whatsapp_settings(config.channels.whatsapp, env), state_dir)
+    if channel == "signal" and config.channels.signal is not None:
+        from nodmix.channels.attachments import max_attachment_bytes
+        from nodmix.channels.signal.adapter import SignalAdapter
+        from nodmix.channels.signal.settings import signal_settings
+
+        cap = max_attachment_bytes(config, "signal")
+        signal = signal_settings(config.channels.signal, max_attachment_bytes=cap)
+        return SignalAdapter(signal, state_dir)
     if channel in ENDPOINT_CHANNELS and getattr(config.channels, channel, None) is not None:
         return _endpoint_adapter(channel, config, env, state_dir)
+    if channel == "xmpp" and config.channels.xmpp is not None:
+        from nodmix.channels.xmpp.adapter import XmppAdapter, xmpp_settings
+
+        return XmppAdapter(xmpp_settings(config.channels.xmpp, env), state_dir, tls)
+    if channel == "mattermost" and config.channels.mattermost is not None:
+        from nodmix.channels.mattermost.adapter import MattermostAdapter, mattermost_settings
+
+        server = mattermost_settings(config.channels.mattermost, env)
+        return MattermostAdapter(server, state_dir, tls)
     known = ", ".join(enabled_channels(config)) or "none"
     raise ConfigError(f"channel {channel!r} is not configured (configured: {known})")
 

@@ -1,9 +1,11 @@
 """Which agent and session a channel message belongs to.
 
-DMs from approved senders go to the agent's main session (`session.dmScope: "main"`) or to one
-session per sender (`"per-peer"`: `agent:<id>:<channel>:dm:<senderId>`); each group gets its
-own session, `agent:<id>:<channel>:group:<chatId>`, with `:topic:<threadId>` for forum topics
-and threads. `bindings` route a channel, an account or a peer to another agent.
+The owner's DMs (`channels.<id>.ownerIds`) go to the agent's main session
+(`session.dmScope: "main"`, the default) or to one session per sender (`"per-peer"`); every
+other sender's DMs always get a session of their own, `agent:<id>:<channel>:dm:<senderId>`,
+so nobody but the owner continues the owner's conversation. Each group gets its own session,
+`agent:<id>:<channel>:group:<chatId>`, with `:topic:<threadId>` for forum topics and threads.
+`bindings` route a channel, an account or a peer to another agent.
 """
 
 from __future__ import annotations
@@ -30,16 +32,20 @@ def route_agent(config: NodmixConfig, msg: InboundMessage, default_agent: str) -
     return best[1] if best else default_agent
 
 
-def session_name(config: NodmixConfig, msg: InboundMessage) -> str:
-    """The session name (the part after `agent:<id>:`) for `msg`."""
+def session_name(config: NodmixConfig, msg: InboundMessage, *, owner: bool = False) -> str:
+    """The session name (the part after `agent:<id>:`) for `msg`; `owner`: its sender is the
+    channel's owner."""
     if msg.chat_type == "group":
         name = f"{msg.channel}:group:{msg.chat_id}"
         return f"{name}:topic:{msg.thread_id}" if msg.thread_id else name
-    if (config.session.dm_scope or "main") == "per-peer":
+    if not owner or (config.session.dm_scope or "main") == "per-peer":
         return f"{msg.channel}:dm:{msg.sender_id}"
     return DEFAULT_SESSION_NAME
 
 
-def session_key(config: NodmixConfig, msg: InboundMessage, default_agent: str) -> str:
+def session_key(
+    config: NodmixConfig, msg: InboundMessage, default_agent: str, *, owner: bool = False
+) -> str:
     """`agent:<agentId>:<name>` for `msg`."""
-    return f"agent:{route_agent(config, msg, default_agent)}:{session_name(config, msg)}"
+    name = session_name(config, msg, owner=owner)
+    return f"agent:{route_agent(config, msg, default_agent)}:{name}"

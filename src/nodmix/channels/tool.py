@@ -10,6 +10,7 @@ from typing import Protocol
 from nodmix.channels.types import OutboundMessage
 from nodmix.messages import JsonObject
 from nodmix.origin import TurnOrigin
+from nodmix.security.memory_guard import refusal as memory_refusal
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
 
@@ -19,7 +20,9 @@ class ChannelAccess(Protocol):
 
     def configured(self) -> list[str]: ...
 
-    def outbound_allowed(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> bool: ...
+    def deliver_refusal(
+        self, channel: str, chat_id: str, origin: TurnOrigin | None
+    ) -> str | None: ...
 
     async def send(self, channel: str, message: OutboundMessage) -> list[str]: ...
 
@@ -75,11 +78,23 @@ class MessageTools:
         if channel not in self._manager.configured():
             known = ", ".join(self._manager.configured()) or "none"
             return ToolResult.error(f"channel {channel!r} is not configured (configured: {known})")
-        if not self._manager.outbound_allowed(channel, to, origin):
-            return ToolResult.error(
-                f"{channel} chat {to} is not allowed (not in allowFrom/groups, not paired)"
-            )
+        refused = self._manager.deliver_refusal(channel, to, origin)
+        if refused is not None:
+            return ToolResult.error(refused)
         raw_paths = args.get("attachments") or []
+        for raw in raw_paths:
+            root = ctx.workspace.resolve()
+            hidden = memory_refusal(
+                ctx.workspace,
+                (root / str(raw)).resolve(),
+                written=str(raw),
+                origin=origin,
+                agent_id=ctx.agent_id,
+                session_key=ctx.session_key,
+                verb="send",
+            )
+            if hidden is not None:
+                return ToolResult.error(hidden)
         try:
             files = attachment_paths([str(p) for p in raw_paths], ctx.workspace)
         except ValueError as exc:

@@ -55,8 +55,9 @@ class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):
         """A delivery id unique within the channel (dedupe across restarts)."""
         return f"{self.chat_id}:{self.message_id}"
 
-    def origin(self) -> TurnOrigin:
-        """The turn origin this message gives a turn."""
+    def origin(self, *, owner: bool = False, memory: bool = False) -> TurnOrigin:
+        """The turn origin this message gives a turn (`owner`: the sender is the channel's
+        owner; `memory`: `memory.shareWith` names this chat)."""
         return TurnOrigin(
             channel=self.channel,
             account=self.account,
@@ -66,6 +67,8 @@ class InboundMessage(msgspec.Struct, frozen=True, kw_only=True):
             sender_id=self.sender_id,
             sender_name=self.sender_name or None,
             message_id=self.message_id,
+            owner=owner,
+            memory=memory,
         )
 
 

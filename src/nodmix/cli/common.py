@@ -38,6 +38,14 @@ def show_help_without_action(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=show)
 
 
+def channel_checks(config: Any) -> tuple[Any, ...]:
+    """The channel layer's audit checks (`nodmix.channels.audit`: owners, delivery targets;
+    light, no platform library)."""
+    from nodmix.channels.audit import CHANNEL_CHECKS
+
+    return CHANNEL_CHECKS
+
+
 def print_table(table: Sequence[Sequence[str]]) -> None:
     """Print rows as left-aligned columns."""
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -37,6 +38,12 @@ def _job_options(q: argparse.ArgumentParser) -> None:
         "session's transcript (session alone: the main session)",
     )
     q.add_argument("--model", help="provider/model for this job's turns")
+    q.add_argument(
+        "--force",
+        action="store_true",
+        help="deliver to a chat the channel's rules do not allow (logged; the channel must "
+        "still be configured)",
+    )
     q.add_argument(
         "--retry-interrupted",
         action=argparse.BooleanOptionalAction,
@@ -103,19 +110,41 @@ def _store() -> JobStore:
     return open_job_store(paths.state_dir(dict(os.environ)))
 
 
-def _check_target(target: str | None) -> None:
+def _check_target(target: str | None, *, force: bool = False) -> bool:
+    """Refuse a delivery target the channel's rules do not allow (`channels/targets.py`), the
+    same check as the `cron` and `message` tools; `--force` lets the owner's shell deliver to
+    a chat outside the rules (logged; a channel that is not configured is still refused).
+    Whether the target was forced past the rules."""
     if not target:
-        return
+        return False
     from nodmix.automation.jobs import JobError, parse_target
+    from nodmix.channels.pairing import PairingStore
     from nodmix.channels.registry import enabled_channels
+    from nodmix.channels.targets import deliver_refusal
+    from nodmix.config import paths
     from nodmix.config.loader import load_config
 
     if target.strip() == "session" or target.startswith("session:"):
-        return  # a session target: `new_job` checks the key
-    channel, _ = parse_target(target)
-    configured = enabled_channels(load_config(env=dict(os.environ)).config)
-    if channel not in configured:
-        raise JobError(f"channel {channel!r} is not configured (--deliver {target})")
+        return False  # a session target: `new_job` checks the key
+    channel, to = parse_target(target)
+    env = dict(os.environ)
+    config = load_config(env=env).config
+    refused = deliver_refusal(config, PairingStore(paths.state_dir(env)), channel, to)
+    if refused is None:
+        return False
+    if not force or channel not in enabled_channels(config):
+        hint = "" if channel not in enabled_channels(config) else " (--force delivers anyway)"
+        raise JobError(f"--deliver {target}: {refused}{hint}")
+    import logging
+
+    from nodmix.observability.logs import open_log_file
+
+    with open_log_file(paths.state_dir(env)):  # `nodmix logs` shows it
+        logging.getLogger("nodmix.security").warning(
+            "cron --deliver %s forced past the channel's rules: %s", target, refused
+        )
+    print(f"nodmix: warning: --deliver {target} forced: {refused}", file=sys.stderr)
+    return True
 
 
 def _stamp(when: float | None) -> str:
@@ -139,7 +168,7 @@ def _add(args: argparse.Namespace) -> int:
 
     now = time.time()
     schedule = build_schedule(cron=args.cron, every=args.every, at=args.at, tz=args.tz, now=now)
-    _check_target(args.deliver)
+    forced = _check_target(args.deliver, force=args.force)
     job = new_job(
         name=args.name,
         message=args.message,
@@ -149,6 +178,7 @@ def _add(args: argparse.Namespace) -> int:
         session=args.session or "isolated",
         deliver=args.deliver,
         model=args.model,
+        forced=forced,
         retry_interrupted=args.retry_interrupted is not False,
     )
     _store().add(job)
@@ -230,7 +260,7 @@ def _edit(args: argparse.Namespace) -> int:
         schedule = build_schedule(
             cron=job.schedule.expr, every=None, at=None, tz=args.tz, now=time.time()
         )
-    _check_target(args.deliver)
+    forced = _check_target(args.deliver, force=args.force)
     checked = new_job(  # the same validation as `add`
         name=args.name or job.name,
         message=args.message or job.message,
@@ -241,6 +271,9 @@ def _edit(args: argparse.Namespace) -> int:
         deliver=args.deliver or job.deliver,
         model=args.model or job.model,
         created_by=job.created_by,
+        for_owner=job.is_owners(),
+        forced=forced if args.deliver else job.forced,
+        created_from=job.created_from,
         retry_interrupted=(
             job.retry_interrupted if args.retry_interrupted is None else args.retry_interrupted
         ),

@@ -209,10 +209,16 @@ def _probe_model(ref: str, provider: Any) -> Check:
 
 
 def _check_security(loaded: Any) -> Check:
+    from nodmix.cli.common import channel_checks
     from nodmix.config import paths
     from nodmix.security.audit import run_audit
 
-    report = run_audit(loaded.config, config_path=loaded.path, state_dir=paths.state_dir())
+    report = run_audit(
+        loaded.config,
+        config_path=loaded.path,
+        state_dir=paths.state_dir(),
+        extra=channel_checks(loaded.config),
+    )
     # A warning even for high findings: doctor is about a working install, the audit's own
     # exit code is for scripts that gate on security.
     level: Level = "warn" if report.findings else "ok"

@@ -12,6 +12,12 @@ Finding = tuple[str, Level, str, str | None]
 """(name, level, detail, fix)."""
 
 CHECK_TIMEOUT_SECONDS = 15.0
+SIGNAL_FIX = (
+    "start signal-cli's daemon for the account (`signal-cli -a +NUMBER daemon --http "
+    "127.0.0.1:8080`, or `--socket PATH`); install signal-cli from its release page (it needs "
+    "Java 21) and link it to your phone first with `signal-cli link -n Nodmix` "
+    "(docs/channels/signal.md)"
+)
 
 
 def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
@@ -48,8 +54,11 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
         try:
             account = anyio.run(probe)
         except TimeoutError:
-            where = "homeserver" if channel == "matrix" else "apiBaseUrl"
-            findings.append((name, "error", "no answer within 15 s", f"check {where}"))
+            if channel == "signal":
+                fix = SIGNAL_FIX
+            else:
+                fix = f"check {_ADDRESS_KEY.get(channel, 'apiBaseUrl')}"
+            findings.append((name, "error", "no answer within 15 s", fix))
         except Exception as exc:
             fix = _CREDENTIAL_FIX.get(channel, "check the channel's credentials")
             findings.append((name, "error", f"credentials refused or unreachable: {exc}", fix))
@@ -58,6 +67,7 @@ def channel_findings(config: Any, *, offline: bool) -> list[Finding]:
     return findings
 
 
+_ADDRESS_KEY = {"matrix": "homeserver", "xmpp": "server and port", "mattermost": "url"}
 _CREDENTIAL_FIX = {
     "telegram": "check the bot token (channels.telegram.botToken / TELEGRAM_BOT_TOKEN)",
     "matrix": "check channels.matrix.userId and accessToken (MATRIX_ACCESS_TOKEN) or password",
@@ -65,7 +75,12 @@ _CREDENTIAL_FIX = {
     "email": "check channels.email.imap and .smtp: host, port, security, username, password",
     "discord": "check the bot token (channels.discord.token / DISCORD_BOT_TOKEN)",
     "slack": "check the bot token (channels.slack.botToken / SLACK_BOT_TOKEN)",
+    "whatsapp": "check channels.whatsapp.phoneNumberId and the permanent access token "
+    "(accessToken / WHATSAPP_ACCESS_TOKEN); docs/channels/whatsapp.md shows where Meta lists them",
+    "signal": SIGNAL_FIX,
     "msteams": "check channels.msteams.appId, appPassword (MSTEAMS_APP_PASSWORD) and tenantId",
     "googlechat": "check the service account key (channels.googlechat.serviceAccountFile or "
     "credentials) and that the Chat API is enabled for its project",
+    "xmpp": "check channels.xmpp jid, password (XMPP_PASSWORD), server, port and tls",
+    "mattermost": "check channels.mattermost.url and the bot token (MATTERMOST_TOKEN)",
 }

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from nodmix.cli import collector
@@ -38,7 +38,38 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=_run)
     from nodmix.cli.gateway_service import add_parsers
 
-    add_parsers(p)
+    actions = add_parsers(p)
+    u = actions.add_parser(
+        "url",
+        parents=[common_parent()],
+        help="print the web page's address with the token (for a browser on this machine)",
+        description=(
+            "Print the address of this state dir's running gateway's web page, with the "
+            "token in the link's fragment (#token=...), which the browser keeps and never "
+            "sends to the server. Treat the line like the token itself."
+        ),
+    )
+    u.add_argument("--url", help="the gateway's address (default: the running gateway's)")
+    u.add_argument("--token", help="the token (default: found like every command finds it)")
+    u.set_defaults(handler=_url)
+
+
+def _url(args: argparse.Namespace) -> int:
+    from nodmix.cli.remote import find_gateway
+    from nodmix.config.paths import state_dir as find_state_dir
+    from nodmix.gateway.locate import elsewhere, page_url, probe
+
+    target = find_gateway(args)
+    found = probe(target)
+    if not found.answering:
+        print(f"nodmix: no gateway answers at {target.url}", file=sys.stderr)
+    elif not found.ours:
+        # A link with the token would hand it to whatever serves that page.
+        print(f"nodmix: {elsewhere(target, find_state_dir())}", file=sys.stderr)
+        print(page_url(target.url, None))
+        return 1
+    print(page_url(target.url, target.token))
+    return 0
 
 
 def _warn_missing_extras(config: object) -> None:
@@ -56,9 +87,7 @@ def _warn_missing_extras(config: object) -> None:
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
-    from nodmix import __version__
     from nodmix.config.loader import load_config
-    from nodmix.gateway.presence import announce
     from nodmix.gateway.server import banner, configure_logging, serve_until_signal
     from nodmix.gateway.settings import resolve_settings
 
@@ -76,14 +105,11 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(verbose)
     _warn_missing_extras(loaded.config)
 
-    presence = contextlib.ExitStack()
-
     def ready(bound: GatewaySettings, runtime: Runtime) -> None:
         collector.resume(args)
-        presence.enter_context(announce(runtime.state_dir, url=bound.url, version=__version__))
-        print(banner(bound, runtime), flush=True)
+        # The token goes into the link only on a terminal, never into a service's log.
+        print(banner(bound, runtime, show_token=sys.stdout.isatty()), flush=True)
 
-    with presence:
-        anyio.run(lambda: serve_until_signal(settings, loaded=loaded, env=env, ready=ready))
+    anyio.run(lambda: serve_until_signal(settings, loaded=loaded, env=env, ready=ready))
     print("nodmix gateway stopped", flush=True)
     return 0

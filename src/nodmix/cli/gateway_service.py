@@ -9,8 +9,11 @@ import sys
 from nodmix.cli.common import common_parent, print_json
 
 
-def add_parsers(gateway: argparse.ArgumentParser) -> None:
-    """Add the service actions under `nodmix gateway` (plain `nodmix gateway` still serves)."""
+def add_parsers(
+    gateway: argparse.ArgumentParser,
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Add the service actions under `nodmix gateway` (plain `nodmix gateway` still serves);
+    the subparsers, for more actions."""
     actions = gateway.add_subparsers(dest="service_action", metavar="[ACTION]")
     parent = common_parent()
     p = actions.add_parser(
@@ -37,6 +40,7 @@ def add_parsers(gateway: argparse.ArgumentParser) -> None:
         p.set_defaults(
             handler={"uninstall": _uninstall, "restart": _restart, "status": _status}[name]
         )
+    return actions
 
 
 def _install(args: argparse.Namespace) -> int:

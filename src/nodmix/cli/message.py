@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds = p.add_subparsers(dest="message_command", metavar="ACTION", required=True)
     q = cmds.add_parser("send", parents=[parent], help="send text (and files) to a chat")
     q.add_argument(
-        "--channel", required=True, help="channel id (telegram, slack, msteams, googlechat, ...)"
+        "--channel",
+        required=True,
+        help="channel id (telegram, slack, msteams, googlechat, xmpp, mattermost, ...)",
     )
     q.add_argument("--to", required=True, help="chat id")
     q.add_argument("--file", action="append", default=[], help="a file to attach (repeatable)")
@@ -37,12 +39,9 @@ def _send(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     config = load_config(env=env).config
     manager = ChannelManager(lambda: config, env=env, state_dir=paths.state_dir(env))
-    if args.channel not in manager.configured():
-        raise NodmixError(f"channel {args.channel!r} is not configured or not enabled")
-    if not manager.outbound_allowed(args.channel, args.to, None):
-        raise NodmixError(
-            f"{args.channel} chat {args.to} is not allowed (add it to allowFrom/groups, or pair)"
-        )
+    refused = manager.deliver_refusal(args.channel, args.to, None)
+    if refused is not None:
+        raise NodmixError(refused)
     files = []
     for name in args.file:
         path = Path(name)

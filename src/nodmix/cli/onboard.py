@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--channel", choices=("telegram",), help="also add a chat channel (token from the env)"
     )
+    p.add_argument(
+        "--owner-id",
+        help="your sender id on --channel (channels.<id>.ownerIds); without it, pair later "
+        "with `pairing approve <channel> <code> --owner`",
+    )
     p.add_argument("--skip-test", action="store_true", help="do not send the test request")
     p.set_defaults(handler=_run)
 
@@ -99,6 +104,7 @@ def _from_flags(args: argparse.Namespace) -> Answers:
         base_url=base_url if choice.id == LOCAL_PROVIDER else args.base_url,
         code_mode=args.code_mode == "on",
         channel=args.channel,
+        owner_id=args.owner_id.strip() if args.channel and args.owner_id else None,
     )
     if answers.model:
         return answers
@@ -142,6 +148,13 @@ def _write(path: Any, answers: Answers) -> None:
         print(f"  channel:   {answers.channel} (the gateway reads its token from {variable})")
         if not os.environ.get(variable):
             print(f"  set {variable} in the gateway's environment before starting it")
+        if answers.owner_id:
+            print(f"  owner:     {answers.owner_id} (channels.{answers.channel}.ownerIds)")
+        else:
+            print(
+                "  owner:     not set yet: message the bot, then approve the code it answers "
+                f"with: {command(f'pairing approve {answers.channel} <CODE> --owner')}"
+            )
         from nodmix.extras import hint, installed, part
 
         if not installed(part(answers.channel)):

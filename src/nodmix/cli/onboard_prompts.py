@@ -40,13 +40,15 @@ def ask(path: Path, env: Mapping[str, str]) -> Answers | None:
         "Turn on code mode (the model writes small programs that call tools, in a sandbox)?",
         False,
     )
+    channel = _pick_channel()
     return Answers(
         provider=choice.id,
         model=model,
         api_key=api_key,
         base_url=base_url,
         code_mode=code_mode,
-        channel=_pick_channel(),
+        channel=channel,
+        owner_id=_owner_id(channel) if channel else None,
     )
 
 
@@ -60,6 +62,17 @@ def _pick_channel() -> str | None:
         if _yes(f"Also answer chats on {channel.title()} (bot token from ${variable})?", False):
             return channel
     return None
+
+
+def _owner_id(channel: str) -> str | None:
+    """The owner's sender id on the channel, or None to pair later."""
+    answer = _text(
+        f"Your {channel.title()} user id, to be its owner (Enter: pair later with "
+        f"`pairing approve {channel} <code> --owner`)",
+        check=lambda t: not any(c.isspace() for c in t.strip()),
+        error="an id without spaces",
+    )
+    return answer.strip() or None
 
 
 def _pick_provider() -> ProviderChoice:

@@ -73,6 +73,9 @@ class Answers:
     code_mode: bool = False
     channel: str | None = None
     """A chat channel to add (`telegram`), with its defaults; its token comes from the env."""
+    owner_id: str | None = None
+    """The owner's sender id on `channel` (`channels.<id>.ownerIds`); without it the owner
+    pairs later with `nodmix pairing approve <channel> <code> --owner`."""
 
     @property
     def model_ref(self) -> str:
@@ -115,6 +118,12 @@ def apply(doc: Mapping[str, Any], answers: Answers) -> dict[str, Any]:
     out = set_value(out, "agents.defaults.model.primary", answers.model_ref)
     if answers.channel and not _has(out, ("channels", answers.channel)):
         out = set_value(out, f"channels.{answers.channel}", {})
+    if answers.channel and answers.owner_id:
+        key = f"channels.{answers.channel}.ownerIds"
+        section = out["channels"][answers.channel]
+        owners = [str(o) for o in section.get("ownerIds") or []]
+        if answers.owner_id not in owners:
+            out = set_value(out, key, [*owners, answers.owner_id])
     existing = out.get("tools", {}).get("codeMode") if isinstance(out.get("tools"), dict) else None
     if isinstance(existing, dict):  # the object form keeps its other settings
         return set_value(out, "tools.codeMode.enabled", answers.code_mode)

@@ -23,6 +23,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q = cmds.add_parser("approve", parents=[parent], help="approve a sender's pairing code")
     q.add_argument("channel")
     q.add_argument("code")
+    q.add_argument(
+        "--owner",
+        action="store_true",
+        help="the sender is you: add them to channels.<channel>.ownerIds (their DMs continue "
+        "your main session, and only owners answer exec approvals)",
+    )
     q.set_defaults(handler=_approve)
 
     q = cmds.add_parser("revoke", parents=[parent], help="forget an approved sender")
@@ -86,10 +92,48 @@ def _approve(args: argparse.Namespace) -> int:
     store, channels = _store()
     assert isinstance(store, PairingStore)
     _known(args.channel, channels)
+    if args.owner:
+        _owner_section(args.channel)  # before the code is used up
     found = store.approve(args.channel, args.code)
     name = f" ({found.sender_name})" if found.sender_name else ""
     print(f"Approved {args.channel} sender {found.sender_id}{name}.")
+    if args.owner:
+        add_owner(args.channel, found.sender_id)
+        print(
+            f"{found.sender_id} is an owner of {args.channel} (channels.{args.channel}.ownerIds):"
+            " their DMs continue your main session and they answer exec approvals."
+        )
     return 0
+
+
+def _owner_section(channel: str) -> None:
+    """Refuse `--owner` for a channel without a section in the config file."""
+    from nodmix.config.loader import load_config
+    from nodmix.errors import ConfigError
+
+    loaded = load_config()
+    channels = loaded.raw.get("channels")
+    if not isinstance(channels, dict) or not isinstance(channels.get(channel), dict):
+        raise ConfigError(
+            f"--owner: {channel} has no section in the config, so there is nowhere to record "
+            "the owner",
+            file=str(loaded.path),
+            key=f"channels.{channel}",
+        )
+
+
+def add_owner(channel: str, sender_id: str) -> None:
+    """Add `sender_id` to `channels.<channel>.ownerIds` in the config file (kept once)."""
+    from nodmix.config.edit import set_value, write_document
+    from nodmix.config.loader import load_config
+
+    _owner_section(channel)
+    loaded = load_config()
+    section = loaded.raw["channels"][channel]
+    owners = [str(o) for o in section.get("ownerIds") or []]
+    if sender_id not in owners:
+        doc = set_value(loaded.raw, f"channels.{channel}.ownerIds", [*owners, sender_id])
+        write_document(loaded.path, doc)
 
 
 def _revoke(args: argparse.Namespace) -> int:

@@ -13,61 +13,65 @@ from nodmix.invocation import nodmix_command
 DEFAULT_PORT = 18789
 
 
-def gateway_url(args: argparse.Namespace) -> str:
-    """`--url`, else the configured port on loopback."""
-    if getattr(args, "url", None):
-        return str(args.url).rstrip("/")
+def find_gateway(args: argparse.Namespace) -> Any:
+    """This state dir's gateway and its token (`nodmix.gateway.locate`), honouring `--url`
+    and `--token`."""
+    from nodmix.config import paths
     from nodmix.config.loader import load_config
+    from nodmix.gateway.locate import locate
 
-    port = load_config().config.gateway.port or DEFAULT_PORT
-    return f"http://127.0.0.1:{port}"
+    env = dict(os.environ)
+    return locate(
+        paths.state_dir(env),
+        load_config(env=env).config,
+        env,
+        url=getattr(args, "url", None),
+        token=getattr(args, "token", None),
+    )
+
+
+def gateway_url(args: argparse.Namespace) -> str:
+    """`--url`, else the recorded gateway of this state dir, else the configured port."""
+    return str(find_gateway(args).url)
 
 
 def try_gateway(args: argparse.Namespace) -> int | None:
     """Run the command through the gateway, or return None to run it in process."""
-    url = gateway_url(args)
-    if not _reachable(url):
+    from nodmix.config import paths
+    from nodmix.gateway.locate import elsewhere, probe
+
+    target = find_gateway(args)
+    found = probe(target, timeout=0.5 if target.source == "config" else 2.0)
+    url = target.url
+    if not found.ours:
+        why = elsewhere(target, paths.state_dir()) if found.answering else f"no gateway at {url}"
         if os.environ.get("NODMIX_AGENT_REQUIRE_GATEWAY"):
             from nodmix.errors import NodmixError
 
-            raise NodmixError(
-                f"no gateway is answering at {url}; start one with `{nodmix_command()} gateway`"
-            )
+            raise NodmixError(f"{why}; start one with `{nodmix_command()} gateway`")
         print(
-            f"nodmix: no gateway at {url}; running in this process (--local skips this check)",
+            f"nodmix: {why}; running in this process (--local skips this check)",
             file=sys.stderr,
         )
         return None
     collector.resume(args)  # the gateway runs the turns; this process only talks to it
     if args.message is None:
-        return _chat(args, url)
+        return _chat(args, url, target.token)
     from nodmix.cli.approval_prompt import ask_remote
     from nodmix.cli.printer import EventPrinter
     from nodmix.gateway.client import run_remote
 
     printer = EventPrinter(stream_text=not args.json)
-    return run_remote(args, url, printer=printer, on_approval=ask_remote)
-
-
-def _reachable(url: str) -> bool:
-    import httpx2
-
-    try:
-        response = httpx2.get(f"{url}/health", timeout=0.5)
-    except httpx2.HTTPError:
-        return False
-    return response.status_code == 200
+    return run_remote(args, url, target.token, printer=printer, on_approval=ask_remote)
 
 
 # ---- the chat through the gateway -------------------------------------------------------------
 
 
-def _chat(args: argparse.Namespace, url: str) -> int:
+def _chat(args: argparse.Namespace, url: str, token: str | None) -> int:
     import anyio
 
-    from nodmix.gateway.client import gateway_token
-
-    return anyio.run(_chat_async, args, url, gateway_token(args))
+    return anyio.run(_chat_async, args, url, token)
 
 
 async def _chat_async(args: argparse.Namespace, url: str, token: str | None) -> int:

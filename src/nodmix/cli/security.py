@@ -33,12 +33,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from nodmix.cli.common import channel_checks
     from nodmix.config import paths
     from nodmix.config.loader import load_config
     from nodmix.security.audit import run_audit
 
     loaded = load_config()
-    report = run_audit(loaded.config, config_path=loaded.path, state_dir=paths.state_dir())
+    report = run_audit(
+        loaded.config,
+        config_path=loaded.path,
+        state_dir=paths.state_dir(),
+        extra=channel_checks(loaded.config),
+    )
     if args.json:
         print_json(report.to_json())
     else:

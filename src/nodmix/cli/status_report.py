@@ -21,29 +21,21 @@ LAST_ERRORS = 5
 
 
 def gateway_status(state_dir: Path, loaded: LoadedConfig, url: str | None) -> dict[str, Any]:
-    """Whether a gateway answers, where, and what it says about itself."""
-    import httpx2
+    """Whether this state dir's gateway answers, where, and what it says about itself."""
+    from nodmix.gateway.locate import elsewhere, locate, probe
 
-    from nodmix.cli.remote import DEFAULT_PORT
-    from nodmix.gateway.presence import read_presence
-
-    record = None if url else read_presence(state_dir)
-    if url is None:
-        url = str(record["url"]) if record else None
-    if url is None:
-        url = f"http://127.0.0.1:{loaded.config.gateway.port or DEFAULT_PORT}"
-    out: dict[str, Any] = {"running": False, "url": url.rstrip("/")}
-    if record:
-        out["pid"] = record.get("pid")
-    try:
-        response = httpx2.get(f"{out['url']}/health", timeout=HEALTH_TIMEOUT)
-    except httpx2.HTTPError as exc:
-        out["detail"] = f"not answering ({type(exc).__name__})"
+    target = locate(state_dir, loaded.config, os.environ, url=url)
+    out: dict[str, Any] = {"running": False, "url": target.url}
+    if target.record:
+        out["pid"] = target.record.get("pid")
+    found = probe(target, timeout=HEALTH_TIMEOUT)
+    if not found.answering:
+        out["detail"] = found.detail
         return out
-    if response.status_code != 200:
-        out["detail"] = f"/health answered {response.status_code}"
+    if not found.ours:
+        out["detail"] = elsewhere(target, state_dir)
         return out
-    health = response.json()
+    health = found.health or {}
     out.update(
         running=True,
         version=health.get("version"),

@@ -75,3 +75,28 @@ class HooksConfig(Section, frozen=True):
     """A token (literal or `${ENV_VAR}`) that authorizes `POST /hooks/<name>` and
     `GET /hooks/runs/<id>` only: give it to the services that call webhooks instead of the
     gateway token, which opens the whole API."""
+
+
+def check_deliver_channels(targets: list[tuple[str, str]], channels: object, *, file: str) -> None:
+    """Each configured `deliver` target (`(key, "<channel>:<chatId>")`) names a channel
+    `channels` configures and does not disable. Whether the chat itself is allowed depends on
+    pairing too, so that is checked when the reply is sent
+    (`nodmix.channels.targets.deliver_refusal`).
+
+    Raises:
+        ConfigError: a target names a channel that is not configured (names the file and key).
+    """
+    from nodmix.errors import ConfigError
+
+    for key, target in targets:
+        channel = target.split(":", 1)[0]
+        if channel == "session":
+            continue
+        section = getattr(channels, channel, None) if channel != "defaults" else None
+        if section is None or not getattr(section, "enabled", True):
+            raise ConfigError(
+                f"{target!r}: channel {channel!r} is not configured (no channels.{channel} "
+                "section, or it is disabled)",
+                file=file,
+                key=key,
+            )

@@ -40,6 +40,11 @@ class ChannelDefaults(ChannelSection, frozen=True):
     streaming: Literal["off", "edit"] | None = None
     """`off` (default): send the reply when the turn ends; `edit`: send the first words at
     once and edit that message as the reply grows (channels that can edit messages)."""
+    owner_ids: list[PeerId] | None = None
+    """The owner's sender ids on this channel (set by `nodmix pairing approve <channel>
+    <code> --owner` and by onboarding). Their DMs continue the main session and speak for
+    the owner; only they answer exec approvals. Other senders get sessions of their own.
+    A channel's own setting: `channels.defaults.ownerIds` is refused."""
     max_attachment_bytes: Annotated[int, msgspec.Meta(ge=0)] | None = None
     """Attachments larger than this are refused with a reply, never saved (default 20 MB)."""
 

@@ -17,6 +17,13 @@ from nodmix.config.channel_base import (
     TelegramWebhook,
 )
 from nodmix.config.channel_mail_irc import EmailConfig, IrcConfig
+from nodmix.config.channel_phone import (
+    SignalConfig,
+    WhatsAppConfig,
+    check_signal,
+    check_whatsapp,
+)
+from nodmix.config.channel_xmpp_mm import MattermostConfig, XmppConfig
 
 
 class TelegramConfig(ChannelDefaults, frozen=True):
@@ -158,8 +165,12 @@ class ChannelsConfig(ChannelSection, frozen=True):
     email: EmailConfig | None = None
     discord: DiscordConfig | None = None
     slack: SlackConfig | None = None
+    whatsapp: WhatsAppConfig | None = None
+    signal: SignalConfig | None = None
     msteams: MsTeamsConfig | None = None
     googlechat: GoogleChatConfig | None = None
+    xmpp: XmppConfig | None = None
+    mattermost: MattermostConfig | None = None
 
 
 class SessionConfig(ChannelSection, frozen=True):
@@ -186,6 +197,23 @@ class BindingConfig(ChannelSection, frozen=True):
     match: BindingMatch
 
 
+CHANNEL_SECTIONS = (
+    "telegram",
+    "matrix",
+    "irc",
+    "email",
+    "msteams",
+    "googlechat",
+    "xmpp",
+    "mattermost",
+    "discord",
+    "slack",
+    "whatsapp",
+    "signal",
+)
+"""The `channels.<id>` sections that hold access rules (every channel's)."""
+
+
 def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     """Cross-field rules: `dmPolicy: open` needs `"*"` in `allowFrom`.
 
@@ -195,20 +223,25 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
     from nodmix.errors import ConfigError
 
     defaults = channels.defaults
+    if defaults.owner_ids is not None:
+        raise ConfigError(
+            "the owner's ids differ per platform: set ownerIds in each channel's section",
+            file=file,
+            key="channels.defaults.ownerIds",
+        )
     sections: list[tuple[str, ChannelDefaults]] = [("defaults", defaults)]
-    if channels.telegram is not None:
-        sections.append(("telegram", channels.telegram))
-    if channels.matrix is not None:
-        sections.append(("matrix", channels.matrix))
-    for extra in ("irc", "email", "msteams", "googlechat"):
-        extra_section = getattr(channels, extra, None)
-        if extra_section is not None:
-            sections.append((extra, extra_section))
-    if channels.discord is not None:
-        sections.append(("discord", channels.discord))
-    if channels.slack is not None:
-        sections.append(("slack", channels.slack))
+    for name in CHANNEL_SECTIONS:
+        section_of: ChannelDefaults | None = getattr(channels, name, None)
+        if section_of is not None:
+            sections.append((name, section_of))
     for name, section in sections:
+        if "*" in [str(o) for o in section.owner_ids or []]:
+            raise ConfigError(
+                "ownerIds names the owner's own sender ids; a wildcard would make everyone "
+                "the owner",
+                file=file,
+                key=f"channels.{name}.ownerIds",
+            )
         policy = section.dm_policy or (defaults.dm_policy if name != "defaults" else None)
         allow = section.allow_from if section.allow_from is not None else defaults.allow_from
         if policy == "open" and "*" not in [str(a) for a in allow or []]:
@@ -221,3 +254,7 @@ def check_channel_rules(channels: ChannelsConfig, *, file: str) -> None:
         from nodmix.config.channel_webhook import check_webhook
 
         check_webhook(channels.telegram.webhook, file=file, key="channels.telegram.webhook")
+    if channels.whatsapp is not None:
+        check_whatsapp(channels.whatsapp, file=file)
+    if channels.signal is not None:
+        check_signal(channels.signal, file=file)

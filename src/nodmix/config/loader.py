@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from nodmix.config import paths
+from nodmix.config.automation_schema import check_deliver_channels
 from nodmix.config.channel_schema import check_channel_rules
 from nodmix.config.channel_teams_chat import check_endpoint_sections
 from nodmix.config.schema import NodmixConfig
@@ -230,9 +231,23 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
         raise ConfigError(f"expected 'provider/model', got {ref!r}", file=file, key=key)
 
 
+def _deliver_targets(config: NodmixConfig) -> list[tuple[str, str]]:
+    """The `deliver` targets the config names, each with its key."""
+    targets = [
+        (f"hooks.mappings.{name}.deliver", mapping.deliver)
+        for name, mapping in config.hooks.mappings.items()
+        if mapping.deliver
+    ]
+    heartbeat = config.agents.defaults.heartbeat
+    if heartbeat is not None and heartbeat.deliver:
+        targets.append(("agents.defaults.heartbeat.deliver", heartbeat.deliver))
+    return targets
+
+
 def _check_semantics(config: NodmixConfig, *, file: str) -> None:
     check_channel_rules(config.channels, file=file)
     check_endpoint_sections(config.channels, file=file)
+    check_deliver_channels(_deliver_targets(config), config.channels, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")

@@ -367,6 +367,10 @@ class MemoryEmbeddingsConfig(Section, frozen=True):
     """Texts per request. 64."""
 
 
+SHARE_PATTERN = r"^(group|dm):[a-z][a-z0-9_-]*:\S+$|^webhook:\S+$"
+"""`memory.shareWith` entries."""
+
+
 class MemoryConfig(Section, frozen=True):
     """`memory`: searchable memory over `MEMORY.md`, `memory/**/*.md` and, optionally, sessions."""
 
@@ -386,6 +390,11 @@ class MemoryConfig(Section, frozen=True):
     """Default `minScore` of `memory_search`. 0.05."""
     vector_weight: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     """Share of the vector score in hybrid ranking (the keyword score gets the rest). 0.6."""
+    share_with: list[Annotated[str, msgspec.Meta(pattern=SHARE_PATTERN)]] = []
+    """Chats that may read the owner's memory (`MEMORY.md`, `memory/`) although they do not
+    speak for the owner: `group:<channel>:<chatId>`, `dm:<channel>:<senderId>`,
+    `webhook:<name>`. Everything else that is not the owner gets none of it (the owner's own
+    cron jobs and the heartbeat read it anyway)."""
 
 
 # ---- skills -----------------------------------------------------------------------------------
@@ -422,6 +431,10 @@ class SkillsConfig(Section, frozen=True):
 class GatewayAuthConfig(Section, frozen=True):
     """`gateway.auth`."""
 
+    mode: Literal["token", "none"] | None = None
+    """`token` (default): every API and WebSocket request carries the token; without a
+    configured one the gateway makes its own in `<state>/gateway/token`. `none`: no
+    authentication at all, loopback only (any local process is the owner)."""
     token: str | None = None
     """A literal token or `${ENV_VAR}`; `NODMIX_GATEWAY_TOKEN` also works."""
 

@@ -24,7 +24,11 @@ from starlette.staticfiles import StaticFiles
 
 from nodmix.gateway.auth import GuardMiddleware
 from nodmix.gateway.automation import serve_automation
-from nodmix.gateway.channel_turns import GatewayTurns, channel_webhook_routes
+from nodmix.gateway.channel_turns import (
+    GatewayTurns,
+    channel_webhook_routes,
+    verification_paths,
+)
 from nodmix.gateway.errors import APIError, classify
 from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.settings import GatewaySettings
@@ -138,6 +142,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 token=settings.token,
                 hook_token=lambda: hook_token(gateway),
                 channel_paths=frozenset(route.path for route in webhooks),
+                channel_get_paths=verification_paths(webhooks),
             ),
             Middleware(
                 BodyLimitMiddleware,

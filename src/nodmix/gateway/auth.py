@@ -4,26 +4,40 @@
 
 1. browser requests from another origin (an `Origin` header that does not match `Host`), so a
    web page the user happens to visit cannot drive a gateway on their machine;
-2. without a token, requests whose `Host` is not a loopback name (DNS rebinding);
-3. with a token, API and WebSocket requests that do not carry it. Plain HTTP sends
+2. without a token (`gateway.auth.mode: "none"` only), requests whose `Host` is not a
+   loopback name (DNS rebinding);
+3. with a token (always, unless the mode is `none`: a gateway without a configured token
+   makes its own, `nodmix.gateway.token`), every request that does not carry it: the
+   OpenAI API (`/v1/*`), `/tools/invoke`, `/metrics`, `/hooks/*` and the WebSocket with all
+   its methods (turns, `pairing.approve`, approval answers, the web page's data). Plain HTTP sends
    `Authorization: Bearer <token>`. Browsers cannot set headers on a WebSocket, so the
    handshake may instead offer the subprotocol `nodmix.bearer.<base64url(token)>` next to
    `nodmix.v1` (the server always selects `nodmix.v1`, never echoing the token).
    Webhook paths (`/hooks/...`) also accept the separate `hooks.token`, which opens nothing
    else.
 
-A `POST` to a channel's webhook path (Telegram's `channels.telegram.webhook`; exactly that
-path, any other method or path is checked as usual) skips the host and token checks: the
-platform knows neither, and the channel's adapter checks the secret the platform sends with
-every request before the body is read.
+A `POST` to a channel's webhook path (Telegram's `channels.telegram.webhook`, WhatsApp's
+`channels.whatsapp.webhookPath`; exactly that path, any other method or path is checked as
+usual) skips the host and token checks: the platform knows neither, and the channel's adapter
+checks the secret or signature the platform sends with every request before the body is used.
+So does a `GET` to a path whose platform verifies it that way (WhatsApp's `hub.challenge`,
+answered only for the configured verify token).
 
-`/health`, the web page and its static files need no token: they reveal nothing private.
+`/health` (a liveness probe: status, version, uptime, the auth mode and a random instance id),
+the web page's HTML and its static files need no token: they reveal nothing private, and the
+page asks for the token before it loads any data.
+
+Tokens are compared in constant time over their SHA-256 digests, so neither the content nor
+the length of the expected token shows in the timing. A token never travels in a URL the
+server sees: the page link the banner prints carries it in the fragment (`#token=`), which
+browsers keep to themselves.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -47,10 +61,13 @@ HOOK_PREFIX = "/hooks/"
 
 
 def tokens_match(given: str | None, expected: str) -> bool:
-    """Constant-time comparison of a presented token with the configured one."""
+    """Constant-time comparison of a presented token with the configured one (digests of
+    equal length, so a wrong length takes as long as a wrong character)."""
     if given is None:
         return False
-    return hmac.compare_digest(given.encode(), expected.encode())
+    presented = hashlib.sha256(given.encode("utf-8", "surrogatepass")).digest()
+    wanted = hashlib.sha256(expected.encode("utf-8", "surrogatepass")).digest()
+    return hmac.compare_digest(presented, wanted)
 
 
 def bearer_token(headers: Headers) -> str | None:
@@ -114,15 +131,18 @@ class GuardMiddleware:
         token: str | None,
         hook_token: Callable[[], str | None] = lambda: None,
         channel_paths: frozenset[str] = frozenset(),
+        channel_get_paths: frozenset[str] = frozenset(),
     ) -> None:
         """Guard `app`; `token=None` means no authentication (loopback binds only).
         `hook_token` returns the current `hooks.token` (read per request: it can be reloaded).
-        `channel_paths` are channel webhook paths, which authenticate requests themselves.
+        `channel_paths` are channel webhook paths, which authenticate requests themselves;
+        `channel_get_paths` those of them that also answer the platform's verification `GET`.
         """
         self.app = app
         self.token = token
         self.hook_token = hook_token
         self.channel_paths = channel_paths
+        self.channel_get_paths = channel_get_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request with a clear error, or pass it on."""
@@ -157,10 +177,9 @@ class GuardMiddleware:
         browser_write = scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")
         if origin is not None and browser_write and not _same_origin(origin, host):
             return 403, "cross_origin", f"requests from origin {origin} are not accepted"
-        if (
-            scope["type"] == "http"
-            and scope.get("method") == "POST"
-            and scope.get("path") in self.channel_paths
+        if scope["type"] == "http" and (
+            (scope.get("method") == "POST" and scope.get("path") in self.channel_paths)
+            or (scope.get("method") == "GET" and scope.get("path") in self.channel_get_paths)
         ):
             return None
         if self.token is None:

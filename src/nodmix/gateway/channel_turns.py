@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 
+from nodmix.channels.base import WebhookVerifier
+from nodmix.channels.registry import VERIFIED_BY_GET
 from nodmix.errors import ConfigError
 from nodmix.events import (
     AssistantMessageEvent,
@@ -114,12 +116,24 @@ def channel_webhook_routes(gateway: Gateway, taken: list[BaseRoute]) -> list[Rou
                 file=str(gateway.runtime.loaded.path),
                 key=f"channels.{channel}.webhook.path",
             )
-        routes.append(Route(path, _webhook_endpoint(gateway, channel), methods=["POST"]))
+        methods = ["GET", "POST"] if channel in VERIFIED_BY_GET else ["POST"]
+        routes.append(Route(path, _webhook_endpoint(gateway, channel), methods=methods))
     return routes
+
+
+def verification_paths(webhooks: list[Route]) -> frozenset[str]:
+    """Webhook paths whose platform also sends a `GET` (answered by the channel itself)."""
+    return frozenset(r.path for r in webhooks if r.methods is not None and "GET" in r.methods)
 
 
 def _webhook_endpoint(gateway: Gateway, channel: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
+        if request.method == "GET":  # the platform checking the URL (WhatsApp's hub.challenge)
+            adapter: object = gateway.runtime.channels.adapters.get(channel)
+            if not isinstance(adapter, WebhookVerifier):
+                return PlainTextResponse("the channel is not running yet", status_code=503)
+            code, text = adapter.verify_webhook(request.query_params)
+            return PlainTextResponse(text, status_code=code)
         # The body (bounded by the gateway's body limit) is read only once the adapter has
         # checked the headers' secret.
         status = await gateway.runtime.channels.webhook(channel, request.headers, request.body)

@@ -1,8 +1,8 @@
 """Talking to a running gateway over its WebSocket: `GatewayClient` and `nodmix agent` remote.
 
-`run_remote(args, url, ...)` is what `nodmix agent -m` does when a gateway answers: the same output
-as an in-process run (answer text streamed on stdout, tool activity on stderr, the same `--json`
-object), with the turn running inside the gateway, which owns the sessions.
+`run_remote(args, url, token, ...)` is what `nodmix agent -m` does when a gateway answers: the
+same output as an in-process run (answer text streamed on stdout, tool activity on stderr, the
+same `--json` object), with the turn running inside the gateway, which owns the sessions.
 """
 
 from __future__ import annotations
@@ -191,19 +191,6 @@ class GatewayClient:
 # ---- nodmix agent through the gateway -----------------------------------------------------------
 
 
-def gateway_token(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> str | None:
-    """`--token`, else `NODMIX_GATEWAY_TOKEN`, else `gateway.auth.token` from the config."""
-    env = os.environ if env is None else env
-    if getattr(args, "token", None):
-        return str(args.token)
-    if env.get(TOKEN_ENV):
-        return env[TOKEN_ENV]
-    from nodmix.config.loader import load_config, resolve_secret
-
-    config = load_config(env=env).config
-    return resolve_secret(config.gateway.auth.token, key="gateway.auth.token", env=env)
-
-
 _RAW_FIELDS = frozenset({"arguments", "details", "usage"})
 """Fields that stay plain JSON (tool arguments are a dict in the local event too)."""
 
@@ -224,11 +211,17 @@ def _snake(name: str) -> str:
 
 
 def run_remote(
-    args: argparse.Namespace, url: str, *, printer: Printer, on_approval: ApprovalAsker
+    args: argparse.Namespace,
+    url: str,
+    token: str | None,
+    *,
+    printer: Printer,
+    on_approval: ApprovalAsker,
 ) -> int:
-    """`nodmix agent -m TEXT` through the gateway at `url` (the chat is `cli/remote.py`):
-    `printer` shows the run's events, `on_approval` answers its approval requests."""
-    return anyio.run(_one_turn, args, url, gateway_token(args), printer, on_approval)
+    """`nodmix agent -m TEXT` through the gateway at `url` with `token` (the chat is
+    `cli/remote.py`): `printer` shows the run's events, `on_approval` answers its approval
+    requests."""
+    return anyio.run(_one_turn, args, url, token, printer, on_approval)
 
 
 def turn_params(args: argparse.Namespace, message: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ Runs go through the automation runner (its concurrency cap and per-run timeout) 
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from typing import Any
 
@@ -30,6 +31,8 @@ from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.limits import decode_json
 from nodmix.gateway.state import Gateway, gateway_of
 from nodmix.origin import TurnOrigin
+
+log = logging.getLogger("nodmix.automation")
 
 MAX_TRACKED_RUNS = 1000
 MAX_UNFINISHED_RUNS = 100
@@ -113,6 +116,7 @@ async def post_hook(request: Request) -> Response:
             kind="rate_limit_error",
             code="too_many_runs",
         )
+    _check_deliver(gateway, name, mapping.deliver)
     agent = gateway.agent(mapping.agent_id)
     run_id = new_run_id()
     session = mapping.session_key or f"hook:{name}:{run_id}"
@@ -131,7 +135,11 @@ async def post_hook(request: Request) -> Response:
         trigger="webhook",
         text=text,
         session_key=session,
-        origin=TurnOrigin(channel="webhook", chat_id=name),
+        origin=TurnOrigin(
+            channel="webhook",
+            chat_id=name,
+            memory=f"webhook:{name}" in gateway.runtime.config.memory.share_with,
+        ),
         exclusive=False,
     )
 
@@ -150,6 +158,29 @@ async def post_hook(request: Request) -> Response:
         {"runId": run_id, "status": "accepted", "hook": name, "sessionKey": session},
         status_code=202,
     )
+
+
+def _check_deliver(gateway: Gateway, name: str, deliver: str | None) -> None:
+    """Refuse a call whose mapping delivers where the channel's rules do not allow (checked
+    per call: the rules and the pairings change), before a turn is spent on it.
+
+    Raises:
+        APIError: 409 naming the mapping and the rule.
+    """
+    from nodmix.automation.jobs import parse_target, session_target
+
+    if deliver is None or session_target(deliver) is not None:
+        return
+    channel, to = parse_target(deliver)
+    refused = gateway.runtime.channel_access.deliver_refusal(channel, to, None)
+    if refused is not None:
+        log.warning("webhook %s refused: hooks.mappings.%s.deliver: %s", name, name, refused)
+        raise APIError(
+            status=409,
+            message=f"hooks.mappings.{name}.deliver: {refused}",
+            kind="invalid_request_error",
+            code="deliver_not_allowed",
+        )
 
 
 async def get_hook_run(request: Request) -> Response:

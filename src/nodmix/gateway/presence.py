@@ -1,8 +1,10 @@
 """Where a running gateway can be found: `<state>/gateway.json`, written once it listens.
 
-`nodmix gateway` records its pid, URL and version there and removes the file when it stops, so
-`nodmix status` finds a gateway on any port (port 0 included). A record whose process is gone
-(the gateway was killed) is treated as absent; callers then fall back to the configured port.
+`nodmix gateway` records its pid, URL, version, instance id and token there (the file is 0600,
+like the token file itself) and removes the file when it stops, so every command that talks to
+the running gateway finds it on any port (port 0 included) with its token
+(`nodmix.gateway.locate`). A record whose process is gone (the gateway was killed) is treated
+as absent; callers then fall back to the configured port.
 """
 
 from __future__ import annotations
@@ -24,11 +26,25 @@ def presence_file(state_dir: Path) -> Path:
 
 
 @contextlib.contextmanager
-def announce(state_dir: Path, *, url: str, version: str) -> Iterator[Path]:
+def announce(
+    state_dir: Path,
+    *,
+    url: str,
+    version: str,
+    instance: str | None = None,
+    token: str | None = None,
+) -> Iterator[Path]:
     """Record this process as the state dir's gateway while the block runs."""
     path = presence_file(state_dir)
-    record = {"pid": os.getpid(), "url": url, "version": version, "startedAt": int(time.time())}
-    atomic_write(path, (json.dumps(record) + "\n").encode())
+    record: dict[str, Any] = {
+        "pid": os.getpid(),
+        "url": url,
+        "version": version,
+        "startedAt": int(time.time()),
+        "instance": instance,
+        "token": token,
+    }
+    atomic_write(path, (json.dumps(record) + "\n").encode())  # mkstemp: 0600 from the start
     path.chmod(0o600)
     try:
         yield path

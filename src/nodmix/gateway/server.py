@@ -2,7 +2,8 @@
 
 `run_gateway()` is the whole life of a gateway process. It binds the socket itself (so a busy
 port is one clear error, and port 0 works for tests), opens the `Runtime`, serves until `stop`
-is set, and then shuts down in order: uvicorn stops accepting and lets HTTP requests finish
+is set (recording itself in `<state>/gateway.json` meanwhile, `nodmix.gateway.presence`), and
+then shuts down in order: uvicorn stops accepting and lets HTTP requests finish
 (up to the grace period), the app's lifespan gives WebSocket-started turns the same grace
 period and cancels what is left, and finally the runtime closes MCP servers and drops
 suspended code-mode runs.
@@ -20,6 +21,7 @@ import socket
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,6 +33,8 @@ from nodmix.errors import NodmixError
 from nodmix.gateway import webassets
 from nodmix.gateway.app import create_app, gateway_of_app
 from nodmix.gateway.connections import limited_http_protocol
+from nodmix.gateway.locate import page_url
+from nodmix.gateway.presence import announce
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
@@ -158,6 +162,10 @@ async def run_gateway(
     Raises:
         NodmixError: the socket cannot be bound, or the runtime cannot start.
     """
+    from nodmix.config.paths import ensure_state_dir, state_dir
+    from nodmix.gateway.settings import with_token
+
+    settings = with_token(settings, ensure_state_dir(state_dir(env)))
     sock = bind_socket(settings.host, settings.port)
     try:
         bound = replace(settings, port=sock.getsockname()[1])
@@ -172,8 +180,6 @@ async def run_gateway(
             # What other replicas' operators can reach: a wildcard bind names this host.
             host = socket.gethostname() if bound.host in ("0.0.0.0", "::", "") else bound.host
             runtime.state.coordination.url = f"http://{host}:{bound.port}"
-            if ready is not None:
-                ready(bound, runtime)
 
             async def follow_stop_requests() -> None:
                 await stop.graceful.wait()
@@ -187,16 +193,25 @@ async def run_gateway(
                 # so the normal shutdown below completes at once, lifespan included.
                 gateway_of_app(app).runs.abort_all()
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(follow_stop_requests)
-                group.start_soon(webassets.ensure_installed)
-                await server.main_loop()
-                log.info(
-                    "gateway stopping: letting running turns finish (up to %gs)",
-                    bound.grace_seconds,
-                )
-                await server.shutdown(sockets=[sock])
-                group.cancel_scope.cancel()
+            with announce(
+                runtime.state_dir,
+                url=bound.url,
+                version=__version__,
+                instance=bound.instance,
+                token=bound.token,
+            ):
+                if ready is not None:
+                    ready(bound, runtime)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(follow_stop_requests)
+                    group.start_soon(webassets.ensure_installed)
+                    await server.main_loop()
+                    log.info(
+                        "gateway stopping: letting running turns finish (up to %gs)",
+                        bound.grace_seconds,
+                    )
+                    await server.shutdown(sockets=[sock])
+                    group.cancel_scope.cancel()
     finally:
         sock.close()
 
@@ -227,8 +242,10 @@ async def serve_until_signal(
         group.cancel_scope.cancel()
 
 
-def banner(settings: GatewaySettings, runtime: Runtime) -> str:
-    """What `nodmix gateway` prints once it listens: where, how to log in, which model."""
+def banner(settings: GatewaySettings, runtime: Runtime, *, show_token: bool = True) -> str:
+    """What `nodmix gateway` prints once it listens: where, how to log in, which model.
+    `show_token`: the page link carries the token (in a terminal; not into a service's log,
+    where `nodmix gateway url` prints it on demand)."""
     from nodmix.invocation import command
     from nodmix.providers.router import default_model_ref
 
@@ -238,15 +255,12 @@ def banner(settings: GatewaySettings, runtime: Runtime) -> str:
     config = runtime.loaded
     lines = [
         f"nodmix gateway {__version__} listening on {url}",
-        f"  web page:   {url}/",
+        f"  web page:   {page_url(url, settings.token)}"
+        if show_token or not settings.token
+        else f"  web page:   {url}/  (the link that logs it in: {command('gateway url')})",
         f'  OpenAI API: {url}/v1  (chat/completions, responses; model "nodmix" or '
         '"nodmix/<agentId>", see /v1/models)',
-        "  auth:       "
-        + (
-            "bearer token required (gateway.auth.token / NODMIX_GATEWAY_TOKEN / --token)"
-            if settings.token
-            else "none (loopback only; set a token to bind beyond this machine)"
-        ),
+        "  auth:       " + _auth_line(settings, runtime.state_dir),
         f"  agents:     {', '.join(runtime.agent_ids())}; main uses {model}",
         f"  config:     {config.path}"
         + ("" if config.exists else " (not found: running on built-in defaults)"),
@@ -261,3 +275,16 @@ def banner(settings: GatewaySettings, runtime: Runtime) -> str:
         ]
     lines.append(STOP_HINT)
     return "\n".join(lines)
+
+
+def _auth_line(settings: GatewaySettings, state_dir: Path) -> str:
+    if settings.token is None:
+        return 'none (gateway.auth.mode "none": any local process is the owner; loopback only)'
+    from nodmix.gateway.token import FileTokenStore
+
+    store = FileTokenStore(state_dir)
+    if store.load() == settings.token:
+        source = f"kept in {store.path}"
+    else:
+        source = "gateway.auth.token / NODMIX_GATEWAY_TOKEN / --token"
+    return f"bearer token required ({source}; the CLI here finds it)"

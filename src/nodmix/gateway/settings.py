@@ -8,9 +8,11 @@ once at start (`${ENV}` references included) and never logged.
 from __future__ import annotations
 
 import ipaddress
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from nodmix.config.loader import resolve_secret
 from nodmix.config.schema import GatewayConfig
@@ -39,7 +41,14 @@ class GatewaySettings:
     port: int = DEFAULT_PORT
     """TCP port; 0 picks a free one (tests)."""
     token: str | None = None
-    """Bearer token every API and WebSocket request must carry; `None` disables auth."""
+    """Bearer token every API and WebSocket request must carry. `None` with `auth_mode`
+    `token` (the default): `run_gateway` uses the state dir's own token, creating it
+    (`nodmix.gateway.token`); once serving, `token` is the one in force."""
+    auth_mode: Literal["token", "none"] = "token"
+    """`none` serves without authentication (loopback only; `gateway.auth.mode: "none"`)."""
+    instance: str = field(default_factory=lambda: secrets.token_hex(8))
+    """This gateway process's random id: `/health` reports it and `gateway.json` records it,
+    so a client can tell the gateway of its own state dir from another on the same port."""
     verbose: bool = False
     """Debug logging and uvicorn's access log."""
     grace_seconds: float = DEFAULT_GRACE_SECONDS
@@ -120,16 +129,20 @@ def resolve_settings(
     chosen_port = port if port is not None else (config.port or DEFAULT_PORT)
     if not 0 <= chosen_port <= 65535:
         raise ConfigError(f"invalid port {chosen_port}", key="gateway.port")
-    secret = (
-        token
-        or env.get(TOKEN_ENV)
-        or resolve_secret(config.auth.token, key="gateway.auth.token", env=env)
-    )
-    secret = secret.strip() if secret else None
+    mode = config.auth.mode or "token"
+    secret = None
+    if mode == "token":
+        secret = (
+            token
+            or env.get(TOKEN_ENV)
+            or resolve_secret(config.auth.token, key="gateway.auth.token", env=env)
+        )
+        secret = secret.strip() if secret else None
     settings = GatewaySettings(
         host=host,
         port=chosen_port,
         token=secret or None,
+        auth_mode=mode,
         verbose=verbose,
         max_body_bytes=config.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
         request_timeout_seconds=config.request_timeout_seconds or DEFAULT_REQUEST_TIMEOUT_SECONDS,
@@ -137,8 +150,23 @@ def resolve_settings(
         max_connections=config.max_connections or DEFAULT_MAX_CONNECTIONS,
     )
     if settings.token is None and not settings.loopback_only:
+        # The token a gateway makes itself is for this machine; one the network sees is
+        # chosen (and handed to clients) on purpose.
+        why = ' (gateway.auth.mode is "none")' if mode == "none" else ""
         raise ConfigError(
-            f"refusing to listen on {host} without a token: set gateway.auth.token, "
+            f"refusing to listen on {host} without a token{why}: set gateway.auth.token, "
             f"{TOKEN_ENV} or --token (or bind to loopback)"
         )
     return settings
+
+
+def with_token(settings: GatewaySettings, state_dir: Path) -> GatewaySettings:
+    """`settings` with the token in force: the given one, else the state dir's own (made
+    now on a first start); none with `auth_mode` `none`."""
+    if settings.auth_mode == "none":
+        return replace(settings, token=None)
+    if settings.token:
+        return settings
+    from nodmix.gateway.token import FileTokenStore
+
+    return replace(settings, token=FileTokenStore(state_dir).load_or_create())

@@ -229,6 +229,7 @@ class Gateway:
             "version": __version__,
             "uptimeSeconds": round(time.monotonic() - self.started_monotonic, 3),
             "auth": "token" if self.settings.token else "none",
+            "instance": self.settings.instance,
         }
         if detailed:
             runtime = self.runtime

@@ -24,9 +24,12 @@ def build_system_prompt(
     addition: str | None = None,
     code_mode: bool = False,
     skills: str | None = None,
+    memory: bool = True,
 ) -> str:
     """Assemble the system prompt. `addition` comes from the context engine and goes first;
-    `skills` is the one-line-per-skill section (shown only when tools can read the skills)."""
+    `skills` is the one-line-per-skill section (shown only when tools can read the skills);
+    `memory`: the turn may read the owner's memory (`nodmix.origin.sees_owner_memory`), so
+    `MEMORY.md` is included."""
     parts: list[str] = []
     if addition:
         parts.append(addition.strip())
@@ -54,9 +57,9 @@ def build_system_prompt(
         parts.append("No tools are available in this conversation; answer from what you know.")
     if skills and (tools or code_mode):
         parts.append(skills.strip())
-    memory = read_memory(workspace)
-    if memory:
-        parts.append(f"Notes you saved earlier ({MEMORY_FILE}):\n{memory}")
+    notes = read_memory(workspace) if memory else None
+    if notes:
+        parts.append(f"Notes you saved earlier ({MEMORY_FILE}):\n{notes}")
     if instructions:
         parts.append(instructions.strip())
     return "\n\n".join(parts)

@@ -69,7 +69,7 @@ from nodmix.messages import (
     Usage,
     UserMessage,
 )
-from nodmix.origin import TurnOrigin
+from nodmix.origin import TurnOrigin, sees_owner_memory
 from nodmix.providers.retry import RetryPolicy
 from nodmix.tools.base import PROGRESS, Tool, ToolContext, ToolResult, ToolRunner
 from nodmix.tools.deferred import partition_deferred
@@ -308,6 +308,7 @@ class _Turn:
                 addition=assembled.system_prompt_addition,
                 code_mode=tools.code_mode,
                 skills=req.skills_prompt,
+                memory=sees_owner_memory(req.origin, req.agent.id, req.session.key),
             )
             messages = assembled.messages
             if guard is not None:

@@ -21,7 +21,7 @@ from nodmix.memory.base import BUILTIN_MEMORY_ID, MemoryBackend, MemoryRead, Mem
 from nodmix.memory.settings import MemorySettings
 from nodmix.memory.sources import SESSIONS_PREFIX
 from nodmix.messages import JsonObject
-from nodmix.origin import TurnOrigin, is_owner_turn
+from nodmix.origin import TurnOrigin, is_owner_turn, sees_owner_memory
 from nodmix.security.workspace_guard import PEERS_DIR, peer_notes
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
@@ -68,6 +68,35 @@ def _another_chats(path: str, origin: TurnOrigin | None) -> bool:
     return pure.parts[: len(PEERS_DIR.parts)] == PEERS_DIR.parts and pure != own
 
 
+def _not_own(path: str, origin: TurnOrigin | None) -> bool:
+    """Whether `path` is anything but the chat's own notes file."""
+    pure = PurePosixPath(path.replace("\\", "/"))
+    return origin is None or pure != peer_notes(origin)
+
+
+def _refusal(path: str, ctx: ToolContext) -> str | None:
+    """Why the turn of `ctx` may not read `path` with `memory_get` (None: it may)."""
+    if is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key):
+        return None
+    if PurePosixPath(path.replace("\\", "/")).parts[:1] == (SESSIONS_DIR,):
+        return "past sessions are only readable from the owner's own chat."
+    if _another_chats(path, ctx.origin):
+        return (
+            f"{path!r} is another chat's notes; only {peer_notes(ctx.origin)} is yours."
+            if ctx.origin is not None
+            else f"{path!r} is another chat's notes."
+        )
+    if not sees_owner_memory(ctx.origin, ctx.agent_id, ctx.session_key) and _not_own(
+        path, ctx.origin
+    ):
+        own = f"; this chat's notes are {peer_notes(ctx.origin)}" if ctx.origin else ""
+        return (
+            f"{path!r} is the owner's memory, which this chat does not see "
+            f"(memory.shareWith lists the chats that may){own}."
+        )
+    return None
+
+
 BackendFor = Callable[[str], MemoryBackend]
 """The memory backend of an agent (raises `PluginError` when it cannot be resolved)."""
 
@@ -97,10 +126,13 @@ def memory_tools(settings: MemorySettings, backend_for: BackendFor) -> list[Tool
             return ToolResult.error(f"memory search is unavailable: {exc}")
         hits = list(found.hits)
         if not owner:
+            own_only = not sees_owner_memory(ctx.origin, ctx.agent_id, ctx.session_key)
             hits = [
                 hit
                 for hit in hits
-                if hit.source != "sessions" and not _another_chats(hit.path, ctx.origin)
+                if hit.source != "sessions"
+                and not _another_chats(hit.path, ctx.origin)
+                and not (own_only and _not_own(hit.path, ctx.origin))
             ]
         payload: JsonObject = {
             "results": [hit.to_json() for hit in hits[:wanted]],
@@ -116,15 +148,9 @@ def memory_tools(settings: MemorySettings, backend_for: BackendFor) -> list[Tool
         count = args.get("lines")
         first = start if isinstance(start, int) and start > 0 else 1
         lines = min(count, MAX_GET_LINES) if isinstance(count, int) and count > 0 else MAX_GET_LINES
-        owner = is_owner_turn(ctx.origin, ctx.agent_id, ctx.session_key)
-        if not owner and PurePosixPath(path.replace("\\", "/")).parts[:1] == (SESSIONS_DIR,):
-            return ToolResult.error("past sessions are only readable from the owner's own chat.")
-        if not owner and _another_chats(path, ctx.origin):
-            return ToolResult.error(
-                f"{path!r} is another chat's notes; only {peer_notes(ctx.origin)} is yours."
-                if ctx.origin is not None
-                else f"{path!r} is another chat's notes."
-            )
+        refused = _refusal(path, ctx)
+        if refused is not None:
+            return ToolResult.error(refused)
         try:
             backend = backend_for(ctx.agent_id)
             got = await backend.read(MemoryRead(path=path, start=first, lines=lines))

@@ -42,6 +42,13 @@ class LazyChannels:
         """Whether the agent may message `chat_id` (same rules as inbound)."""
         return self._manager().outbound_allowed(channel, chat_id, origin)
 
+    def deliver_refusal(self, channel: str, chat_id: str, origin: TurnOrigin | None) -> str | None:
+        """Why the agent may not message `channel:chat_id` (one line naming the rule), or None;
+        a channel that is not configured is refused without building the channel layer."""
+        if not channels_configured(self._config()):
+            return f"channel {channel!r} is not configured (no channels are configured)"
+        return self._manager().deliver_refusal(channel, chat_id, origin)
+
     async def send(self, channel: str, message: OutboundMessage) -> list[str]:
         """Send through the channel's adapter."""
         return await self._manager().send(channel, message)

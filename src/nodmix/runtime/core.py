@@ -362,7 +362,7 @@ class Runtime:
         application that sent it; with results, `text` is ignored and the turn continues;
         `files`: saved in the workspace with it, images and voice notes among them)."""
         stripped = text.strip() if client is None or client.results is None else ""
-        done = await chat_command(self, stripped, agent_id, session_key, emit)
+        done = await chat_command(self, stripped, agent_id, session_key, emit, origin)
         if done is not None:
             return done
         prompt = await media_prompt(self, text, files, agent_id, session_key, model)

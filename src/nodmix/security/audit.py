@@ -9,13 +9,13 @@ the machine or its secrets today (the command exits 1); `medium` is a weakness w
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
 from nodmix.config.schema import NodmixConfig
-from nodmix.security.findings import SEVERITIES, AuditInputs, Finding, Severity
+from nodmix.security.findings import SEVERITIES, AuditInputs, Check, Finding, Severity
 
 
 class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,8 +66,10 @@ def run_audit(
     config_path: Path,
     state_dir: Path,
     env: Mapping[str, str] | None = None,
+    extra: Sequence[Check] = (),
 ) -> AuditReport:
-    """Run every check and sort the findings by severity."""
+    """Run every check (and `extra`: the channel layer's, `nodmix.channels.audit`) and sort
+    the findings by severity."""
     from nodmix.security.audit_checks import CHECKS
 
     inputs = AuditInputs(
@@ -76,6 +78,6 @@ def run_audit(
         state_dir=state_dir,
         env=os.environ if env is None else env,
     )
-    findings = [f for check in CHECKS for f in check(inputs)]
+    findings = [f for check in (*CHECKS, *extra) for f in check(inputs)]
     findings.sort(key=lambda f: SEVERITIES.index(f.severity))
     return AuditReport(findings=tuple(findings))

@@ -1,6 +1,7 @@
 """`nodmix security audit` checks of how channels know who is speaking and whom replies may
 reach: email sender authentication, IRC allowlist entries that trust a nick, Discord replies
-allowed to ping."""
+allowed to ping, XMPP and Mattermost credentials sent in the clear, XMPP room senders
+without an address."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from nodmix.security.findings import AuditInputs, Finding
 _PINGS = (("everyone", "@everyone and @here"), ("roles", "whole roles"))
 
 
-def _sections(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
+def enabled_sections(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
     """Enabled `channels.<id>` sections (camelCase), with `channels.defaults` filled in."""
     raw = getattr(inputs.config, "channels", None)
     data = msgspec.to_builtins(raw) if raw is not None else None
@@ -30,7 +31,7 @@ def _sections(inputs: AuditInputs) -> dict[str, dict[str, Any]]:
 
 def check_channel_identity(inputs: AuditInputs) -> list[Finding]:
     """Senders a channel cannot tell apart, and replies that may ping a whole server."""
-    sections = _sections(inputs)
+    sections = enabled_sections(inputs)
     found: list[Finding] = []
     if "email" in sections:
         found += _email(sections["email"])
@@ -38,7 +39,60 @@ def check_channel_identity(inputs: AuditInputs) -> list[Finding]:
         found += _irc(sections["irc"])
     if "discord" in sections:
         found += _discord(sections["discord"])
+    if "xmpp" in sections:
+        found += _xmpp(sections["xmpp"])
+    if "mattermost" in sections:
+        found += _mattermost(sections["mattermost"])
     return found + check_endpoint_channels(sections)
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _xmpp(section: dict[str, Any]) -> list[Finding]:
+    found = []
+    host = str(section.get("server") or str(section.get("jid", "")).partition("@")[2])
+    if section.get("tls") == "off" and not _loopback(host):
+        found.append(
+            Finding(
+                id="channels.xmpp.plaintext",
+                severity="high",
+                title=f"xmpp: the connection to {host} is not encrypted (tls: off)",
+                detail="the login and every message cross the network in the clear.",
+                fix='set channels.xmpp.tls to "starttls" or "direct"',
+            )
+        )
+    nicks = [str(e) for e in section.get("allowFrom") or [] if "/" in str(e)]
+    if nicks:
+        found.append(
+            Finding(
+                id="channels.xmpp.room-nick-entries",
+                severity="medium",
+                title=f"xmpp: allowFrom entries that are room nicks: {nicks}",
+                detail="a room nick is free for anyone to take once its holder leaves.",
+                fix="list bare JIDs (ann@example.org); senders in rooms that hide real "
+                "addresses cannot be allowed individually",
+            )
+        )
+    return found
+
+
+def _mattermost(section: dict[str, Any]) -> list[Finding]:
+    from urllib.parse import urlsplit
+
+    url = urlsplit(str(section.get("url", "")))
+    if url.scheme == "http" and not _loopback(url.hostname or ""):
+        return [
+            Finding(
+                id="channels.mattermost.plaintext",
+                severity="high",
+                title=f"mattermost: the server is reached over plain http ({url.hostname})",
+                detail="the bot's token and every message cross the network in the clear.",
+                fix="use the server's https:// address in channels.mattermost.url",
+            )
+        ]
+    return []
 
 
 def _email(section: dict[str, Any]) -> list[Finding]:

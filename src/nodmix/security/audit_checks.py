@@ -19,6 +19,8 @@ import msgspec
 from nodmix.agents import agent_ids, resolve_agent
 from nodmix.errors import ConfigError
 from nodmix.security.audit_channels import check_channel_identity
+from nodmix.security.audit_phone import check_phone_channels
+from nodmix.security.audit_sharing import SHARING_CHECKS
 from nodmix.security.audit_web import check_browser, check_web_search
 from nodmix.security.audit_workspace import check_mcp_in_workspace, check_workspace_access
 from nodmix.security.findings import AuditInputs, Check, Finding, Severity
@@ -47,6 +49,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _gateway_token(inputs: AuditInputs) -> str | None:
+    if auth_none(inputs):
+        return None  # a configured token is not asked for
     token = inputs.env.get(TOKEN_ENV) or inputs.config.gateway.auth.token
     if token is None:
         return None
@@ -56,6 +60,12 @@ def _gateway_token(inputs: AuditInputs) -> str | None:
     if not token or not token.strip():
         return None
     return token.strip()
+
+
+def auth_none(inputs: AuditInputs) -> bool:
+    """Whether the gateway serves without any token (`gateway.auth.mode: "none"`); otherwise
+    it has one, configured or its own (`<state>/gateway/token`)."""
+    return inputs.config.gateway.auth.mode == "none"
 
 
 def _exposed(inputs: AuditInputs) -> bool:
@@ -69,13 +79,17 @@ def check_gateway(inputs: AuditInputs) -> list[Finding]:
     token = _gateway_token(inputs)
     found: list[Finding] = []
     if not _is_loopback(host) and token is None:
+        none = auth_none(inputs)
         found.append(
             Finding(
                 id="gateway.bind-without-token",
                 severity="high",
-                title=f"the gateway is configured to listen on {host} without a token",
-                detail="anyone who can reach this machine could run agent turns and tools.",
-                fix=f"set gateway.auth.token (or {TOKEN_ENV}) to a long random value "
+                title=f"the gateway is configured to listen on {host} without a token"
+                + (' (gateway.auth.mode is "none")' if none else ""),
+                detail="anyone who can reach this machine could run agent turns and tools; "
+                "the gateway refuses to start this way.",
+                fix=("remove gateway.auth.mode and " if none else "")
+                + f"set gateway.auth.token (or {TOKEN_ENV}) to a long random value "
                 f"({_NEW_TOKEN}), or set gateway.bind to loopback",
             )
         )
@@ -90,14 +104,15 @@ def check_gateway(inputs: AuditInputs) -> list[Finding]:
             )
         )
     tools = getattr(inputs.config.gateway, "tools", None)
-    if getattr(tools, "allow_unauthenticated", False) and token is None:
+    if getattr(tools, "allow_unauthenticated", False) and auth_none(inputs):
         found.append(
             Finding(
                 id="gateway.tools-unauthenticated",
                 severity="medium",
                 title="/tools/invoke runs exec for any local process (no token)",
-                detail="gateway.tools.allowUnauthenticated is true and no token is set.",
-                fix="set gateway.auth.token, or remove gateway.tools.allowUnauthenticated",
+                detail="gateway.tools.allowUnauthenticated is true and gateway.auth.mode "
+                'is "none".',
+                fix='remove gateway.auth.mode "none", or gateway.tools.allowUnauthenticated',
             )
         )
     return found
@@ -270,7 +285,7 @@ def check_exec_sandbox(inputs: AuditInputs) -> list[Finding]:
                 )
             )
         elif settings.mode != "off":
-            if settings.network and _gateway_token(inputs) is None:
+            if settings.network and auth_none(inputs):
                 found.append(_network_reaches_gateway(agent_id))
             if settings not in failures:
                 failures[settings] = check_sandbox(settings)
@@ -296,7 +311,8 @@ def _network_reaches_gateway(agent_id: str) -> Finding:
         title=f"agent {agent_id!r}: sandboxed commands have the network and the gateway no token",
         detail="sandbox.network shares this machine's network, loopback included: a sandboxed "
         "command can call the gateway's API as the owner, whose sessions are not sandboxed.",
-        fix=f"set gateway.auth.token (or {TOKEN_ENV}), or remove sandbox.network",
+        fix='remove gateway.auth.mode "none" (the gateway then requires a token: '
+        f"gateway.auth.token, {TOKEN_ENV} or its own), or remove sandbox.network",
     )
 
 
@@ -355,9 +371,10 @@ def check_channels(inputs: AuditInputs) -> list[Finding]:
                         severity="medium",
                         title=f"agent {agent_id!r}: channel DMs run in its unsandboxed main "
                         "session",
-                        detail='with session.dmScope "main" (the default) approved senders '
-                        "continue agent:" + agent_id + ":main, which sandbox.mode non-main "
-                        "leaves unsandboxed.",
+                        detail='with session.dmScope "main" (the default) the owner\'s DMs '
+                        "(ownerIds) continue agent:" + agent_id + ":main, which sandbox.mode "
+                        "non-main leaves unsandboxed: whoever holds the owner's chat account "
+                        "gets the owner's shell.",
                         fix='set session.dmScope to "per-peer", or sandbox.mode to "all"',
                     )
                 )
@@ -387,9 +404,11 @@ CHECKS: tuple[Check, ...] = (
     check_exec_sandbox,
     check_channels,
     check_channel_identity,
+    check_phone_channels,
     check_web_fetch,
     check_browser,
     check_web_search,
     check_workspace_access,
     check_mcp_in_workspace,
+    *SHARING_CHECKS,
 )

@@ -1,8 +1,9 @@
 """The security parts one runtime owns, built together, and the chat's approval commands.
 
-`/approve <id>`, `/always <id>` and `/deny <id>` answer a pending request of the same session;
-any chat (a channel, the CLI, the web page) that sends messages through `Runtime.submit` gets
-them, which is how a channel answers the requests it was shown.
+`/approve <id>`, `/always <id>` and `/deny <id>` answer a pending request of the same session
+(or, from the owner's DM, of any session); the CLI and the web page send them through
+`Runtime.submit`, and a channel through its own command (`nodmix.channels.approvals`), which
+accepts them from the owner only.
 """
 
 from __future__ import annotations
@@ -29,20 +30,24 @@ class SecurityParts:
     turns: TurnRegistry
     gate: ExecGate
 
-    def answer_command(self, command: str, rest: str, session_key: str) -> str:
-        """Run `/approve|/always|/deny <id>` for `session_key`; the reply to show."""
+    def answer_command(
+        self, command: str, rest: str, session_key: str, anywhere: bool = False
+    ) -> str:
+        """Run `/approve|/always|/deny <id>` for `session_key` (`anywhere`: for a request of
+        any session, the owner's DM); the reply to show."""
         answer = CHAT_COMMANDS[command]
         # The id as typed or pasted: "abc123," or "abc123." still names abc123.
         request_id = rest.strip().split(" ")[0].strip(",.;:!?") if rest.strip() else ""
-        pending = self.broker.pending(session_key=session_key)
+        pending = self.broker.pending(session_key=None if anywhere else session_key)
+        where = "" if anywhere else " in this session"
         if not request_id:
             if not pending:
-                return "No approval requests are waiting in this session."
+                return f"No approval requests are waiting{where}."
             listed = "\n".join(f"  {r.id}: {r.command}" for r in pending)
             return f"Waiting for approval:\n{listed}\nAnswer with {command} <id>."
         req = self.broker.get(request_id)
-        if req is None or req.session_key != session_key:
-            return f"No approval request {request_id!r} is waiting in this session."
+        if req is None or (not anywhere and req.session_key != session_key):
+            return f"No approval request {request_id!r} is waiting{where}."
         self.broker.resolve(request_id, answer, by=f"chat {command}")
         verb = {"allow-once": "Approved", "allow-always": "Always allowed", "deny": "Denied"}
         return f"{verb[answer]}: {req.command}"

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from nodmix.config.loader import load_config
@@ -191,7 +192,8 @@ async def test_sandboxed_exec_of_a_group_chat_cannot_change_the_instruction_file
     )
     assert (seeded / "notes.txt").read_text(encoding="utf-8") == "fine\n"
     assert (seeded / "work" / "a").read_text(encoding="utf-8") == "ok\n"
-    assert ORIGINAL.strip() in done.text_content  # still readable
+    # The owner's memory is not the group's to read either (memory.shareWith opts a chat in).
+    assert ORIGINAL.strip() not in done.text_content
 
 
 async def test_missing_instruction_files_cannot_be_created_in_the_sandbox(
@@ -215,8 +217,10 @@ async def test_the_owners_sandboxed_exec_and_an_opted_in_agent_write_them(
     )
     assert owner.details["exitCode"] == 0
     opted = make_sandbox(isolated_state, home, bwrap, mode="all", workspace_access="rw")
+    # Opted in to write (workspaceAccess: rw) and to read the memory (memory.shareWith).
+    shared = msgspec.structs.replace(GROUP, memory=True)
     result = await ExecTool(isolation=opted).call(
-        {"command": "echo chat >> MEMORY.md"}, group_ctx(seeded)
+        {"command": "echo chat >> MEMORY.md"}, context(seeded, GROUP_SESSION, origin=shared)
     )
     assert result.details["exitCode"] == 0
     assert (seeded / "MEMORY.md").read_text(encoding="utf-8") == ORIGINAL + "owner\nchat\n"

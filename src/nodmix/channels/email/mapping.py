@@ -119,10 +119,13 @@ def to_inbound(
 ) -> InboundMessage:
     """The inbound message of an (already screened) mail from `sender`."""
     subject = str(msg.get("Subject", "")).strip()
+    body = body_text(msg)
     parts = []
-    if subject and not subject.lower().startswith(("re:", "aw:", "sv:")):
+    # A body that starts with `/` is a chat command (`/approve <id>`): the subject would hide it.
+    command = body.startswith("/") and body[1:2].isalpha()
+    if subject and not command and not subject.lower().startswith(("re:", "aw:", "sv:")):
         parts.append(f"Subject: {subject}")
-    parts += [body_text(msg), *notes]
+    parts += [body, *notes]
     return InboundMessage(
         channel=channel,
         chat_type="dm",

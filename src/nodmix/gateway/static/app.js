@@ -502,7 +502,28 @@ function showLogin(message) {
   $("token").focus();
 }
 
+// The banner's link carries the token in the fragment (`#token=...`), which the browser never
+// sends to the server. Keep it like a typed one, and take it out of the address bar (and so
+// out of the history and of bookmarks).
+function tokenFromAddress() {
+  const match = /(?:^|&)token=([^&]*)/.exec(location.hash.slice(1));
+  if (!match) return null;
+  history.replaceState(null, "", location.pathname + location.search);
+  try {
+    return decodeURIComponent(match[1]) || null;
+  } catch {
+    return null;
+  }
+}
+
+// A link pasted into a tab that already shows the page only changes the fragment: start over.
+window.addEventListener("hashchange", () => {
+  if (/(?:^|&)token=/.test(location.hash.slice(1))) location.reload();
+});
+
 async function start() {
+  const linked = tokenFromAddress();
+  if (linked) localStorage.setItem(TOKEN_KEY, linked);
   const health = await (await fetch("/health")).json();
   if (health.auth !== "token") {
     openApp(null);
@@ -513,7 +534,9 @@ async function start() {
     openApp(saved);
     return;
   }
-  showLogin(saved ? "The saved token is no longer accepted." : "");
+  if (saved) localStorage.removeItem(TOKEN_KEY);
+  const why = linked ? "The token in the link was not accepted." : "The saved token is no longer accepted.";
+  showLogin(saved ? why : "");
   $("login-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = $("token").value.trim();

@@ -128,6 +128,9 @@ def bwrap_argv(
     command: tuple[str, ...],
     *,
     readonly: tuple[Path, ...] = (),
+    masked: tuple[Path, ...] = (),
+    keep: Path | None = None,
+    empty: Path | None = None,
 ) -> list[str]:
     """The full bubblewrap command line that runs `command` (an argv) in the sandbox.
 
@@ -135,7 +138,9 @@ def bwrap_argv(
     (`sizes_tmpfs`), so many files each under the per-file limit cannot fill the RAM.
     `readonly` paths (in the workspace, existing, not symlinks: see `readonly_paths`) are bound
     read-only over the read-write workspace; the workspace itself among them makes it all
-    read-only."""
+    read-only. `masked` paths (the owner's memory, for a turn that may not read it) are shown
+    empty: a file as the empty file `empty`, read-only, a folder as an empty read-only one, in
+    which `keep` (the chat's own notes) is shown again, read-only."""
     args = [bwrap, "--unshare-all"]
     if settings.network:
         args.append("--share-net")
@@ -153,6 +158,14 @@ def bwrap_argv(
     for path in readonly:
         if path != workspace:
             args += ["--ro-bind", str(path), str(path)]
+    for path in masked:
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+            if keep is not None and keep.is_relative_to(path):
+                args += ["--ro-bind", str(keep), str(keep)]
+            args += ["--remount-ro", str(path)]
+        elif empty is not None:
+            args += ["--ro-bind", str(empty), str(path)]
     args += ["--chdir", ws, "--"]
     args += _limited(settings, command)
     return args
@@ -249,6 +262,9 @@ async def bwrap_launch(
     bwrap: str | None = None,
     readonly: tuple[str, ...] = (),
     also: tuple[Path, ...] = (),
+    masked: tuple[Path, ...] = (),
+    keep: Path | None = None,
+    empty: Path | None = None,
 ) -> Launch:
     """The bubblewrap launch of `launch` (its cwd is taken as the workspace).
 
@@ -260,12 +276,16 @@ async def bwrap_launch(
         bwrap: Path of the `bwrap` executable; found on PATH when None.
         readonly: Top-level workspace names the command must not change (`""`: all of it).
         also: More files it must not change when they lie in the workspace (the config).
+        masked: Workspace paths the command must see empty (`memory_guard.sandbox_masks`).
+        keep: A file inside a masked folder to show again (the chat's own notes).
+        empty: An empty file outside the workspace, shown in place of masked files.
 
     Raises:
         ToolError: The sandbox cannot start, with how to fix it.
     """
     workspace = launch.cwd.resolve()
     ro = readonly_paths(workspace, readonly, also) if readonly else ()
+    masked = tuple(_bindable(workspace, path) for path in masked)
     for private in hidden:
         if _contains(workspace, private.resolve()):
             raise ToolError(
@@ -281,7 +301,9 @@ async def bwrap_launch(
         )
     await anyio.to_thread.run_sync(sizes_tmpfs, bwrap)  # asked once, off the event loop
     await _probe(bwrap, settings, workspace)
-    argv = bwrap_argv(bwrap, settings, workspace, launch.argv, readonly=ro)
+    argv = bwrap_argv(
+        bwrap, settings, workspace, launch.argv, readonly=ro, masked=masked, keep=keep, empty=empty
+    )
     return Launch(argv=tuple(argv), env=sandbox_env(launch.env, workspace), cwd=workspace)
 
 

@@ -7,12 +7,15 @@ addresses.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import httpx2
 
 from nodmix.agents import AgentProfile
 from nodmix.config import paths
+from nodmix.security.memory_guard import sandbox_masks
 from nodmix.security.network import guarded_transport
 from nodmix.security.sandbox.bwrap import bwrap_launch
 from nodmix.security.sandbox.policy import SandboxSettings, is_sandboxed
@@ -46,6 +49,8 @@ class SessionSandbox:
         self._protected = protected
         self._hidden = (state_dir, home or Path.home())
         self._bwrap = bwrap
+        self._empty = state_dir / "sandbox" / "empty"
+        """Shown in place of the owner's `MEMORY.md` to commands that may not read it."""
 
     @classmethod
     def for_agent(
@@ -65,12 +70,17 @@ class SessionSandbox:
         """Run `launch` under bubblewrap (raises `ToolError` when the sandbox cannot start).
 
         A turn that does not speak for the owner sees the paths that feed the owner's
-        instructions read-only (`nodmix.security.workspace_guard`)."""
+        instructions read-only (`nodmix.security.workspace_guard`), and one that may not read
+        the owner's memory sees `MEMORY.md` and `memory/` empty
+        (`nodmix.security.memory_guard`)."""
         readonly = sandbox_readonly(
             origin=ctx.origin,
             agent_id=ctx.agent_id,
             session_key=ctx.session_key,
             access=self.settings.workspace_access,
+        )
+        masked, keep = sandbox_masks(
+            launch.cwd, origin=ctx.origin, agent_id=ctx.agent_id, session_key=ctx.session_key
         )
         return await bwrap_launch(
             launch,
@@ -79,6 +89,9 @@ class SessionSandbox:
             bwrap=self._bwrap,
             readonly=readonly,
             also=self._also() if readonly else (),
+            masked=tuple(masked),
+            keep=keep,
+            empty=empty_file(self._empty) if masked else None,
         )
 
     def _also(self) -> tuple[Path, ...]:
@@ -87,3 +100,22 @@ class SessionSandbox:
     def web_transport(self) -> httpx2.AsyncBaseTransport:
         """A transport that connects only to public addresses (checked after resolving)."""
         return guarded_transport()
+
+
+def empty_file(path: Path) -> Path:
+    """`path` as an empty, private regular file (made, or emptied, when it is not one)."""
+    from nodmix.assets.files import ensure_private_dir
+
+    try:
+        info = path.lstat()
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            return path
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    ensure_private_dir(path.parent)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+    except FileExistsError:  # another command made it at the same moment
+        pass
+    return path

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from nodmix.channels.delivery import ANSWERED_KEPT, DeliveryLog
-from nodmix.channels.pairing import CODE_TTL_SECONDS, PairingState, PairingStore
+from nodmix.channels.pairing import PairingState, PairingStore
 from nodmix.channels.types import InboundMessage
 from nodmix.state.postgres import documents
 from nodmix.state.postgres.locks import AdvisoryLocks, lock_key
@@ -139,7 +139,7 @@ class PgPairingStore(PairingStore):
         self.locks = locks
 
     def load(self, channel: str) -> PairingState:
-        """The channel's state, expired codes dropped."""
+        """The channel's state, expired codes and old issue-log entries dropped."""
         found = documents.read(self.db, PAIRING, channel)
         if not found or not found[0]:
             return PairingState()
@@ -147,9 +147,7 @@ class PgPairingStore(PairingStore):
             state = msgspec.json.decode(found[0], type=PairingState)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return PairingState()
-        now = self._clock()
-        live = [p for p in state.pending if now - p.created_at < CODE_TTL_SECONDS]
-        return PairingState(pending=live, approved=list(state.approved))
+        return self._current(state)
 
     def _save(self, channel: str, state: PairingState) -> None:
         documents.write(self.db, PAIRING, channel, msgspec.json.encode(state))

@@ -14,6 +14,7 @@ import msgspec
 
 from nodmix.errors import ToolError
 from nodmix.messages import JsonObject
+from nodmix.security.memory_guard import refusal as memory_refusal
 from nodmix.security.workspace_guard import DEFAULT_ACCESS, WorkspaceAccess, keep_inode
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, require_str
@@ -157,7 +158,19 @@ class EditTool(CoreTool):
 
     async def call(self, args: JsonObject, ctx: ToolContext) -> ToolResult:
         """Apply the edit and show the changed lines."""
-        path = writable_path(ctx, require_str(args, "path"), self.access, self.also)
+        written = require_str(args, "path")
+        path = writable_path(ctx, written, self.access, self.also)
+        hidden = memory_refusal(
+            ctx.workspace,
+            path,
+            written=written,
+            origin=ctx.origin,
+            agent_id=ctx.agent_id,
+            session_key=ctx.session_key,
+            verb="edit",
+        )
+        if hidden is not None:  # an edit reads: its errors would tell what the file holds
+            raise ToolError(hidden)
         old = require_str(args, "oldText", allow_empty=False)
         new = require_str(args, "newText")
         if old == new:

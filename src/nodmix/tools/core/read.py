@@ -15,8 +15,9 @@ from pathlib import Path
 
 import anyio
 
-from nodmix.errors import WorkspaceEscapeError
+from nodmix.errors import ToolError, WorkspaceEscapeError
 from nodmix.messages import JsonObject
+from nodmix.security.memory_guard import refusal as memory_refusal
 from nodmix.tools.base import ToolContext, ToolResult, ToolSpec
 from nodmix.tools.core.args import PATH_SCHEMA, CoreTool, optional_int, require_str
 from nodmix.tools.core.textfiles import LineWindow, read_lines
@@ -129,6 +130,16 @@ class ReadTool(CoreTool):
         offset = optional_int(args, "offset", minimum=1) or 1
         limit = min(optional_int(args, "limit", minimum=1) or self._max_lines, self._max_lines)
         path = self._resolve(ctx.workspace, raw_path)
+        hidden = memory_refusal(
+            ctx.workspace,
+            path,
+            written=raw_path,
+            origin=ctx.origin,
+            agent_id=ctx.agent_id,
+            session_key=ctx.session_key,
+        )
+        if hidden is not None:
+            raise ToolError(hidden)
         shown = display_path(ctx.workspace, path)
         if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
             return path, shown, limit, None

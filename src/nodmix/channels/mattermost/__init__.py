@@ -1,0 +1,1 @@
+"""The Mattermost channel."""

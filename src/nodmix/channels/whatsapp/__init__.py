@@ -1,0 +1,1 @@
+"""WhatsApp through the WhatsApp Business Cloud API (pywa's async client, signed webhooks)."""

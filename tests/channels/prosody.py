@@ -1,0 +1,274 @@
+"""A real XMPP server for the XMPP channel tests (Debian's Prosody on 127.0.0.1, started with
+a generated config in a temp dir, a MUC component beside it, accounts made with prosodyctl)
+and a person on XMPP (slixmpp on a loop of its own thread) who talks to the bot."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tests.channels.irc_daemon import free_port, wait_until
+
+T = TypeVar("T")
+PROSODY = "/usr/bin/prosody"
+PROSODYCTL = "/usr/bin/prosodyctl"
+DOMAIN = "localhost"
+MUC = "conference.localhost"
+UPLOAD = "upload.localhost"
+UPLOAD_LIMIT = 10 * 1024 * 1024
+
+
+def self_signed(workdir: Path, name: str = "server") -> tuple[Path, Path]:
+    """A fresh self-signed certificate for `localhost` (and 127.0.0.1), and its key."""
+    cert, key = workdir / f"{name}.crt", workdir / f"{name}.key"
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", f"/CN={DOMAIN}"]
+        + ["-addext", f"subjectAltName=DNS:{DOMAIN},IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+class Prosody:
+    """A Prosody process on 127.0.0.1:`port`; `stop()` and `start()` again keep the port and
+    the accounts."""
+
+    def __init__(
+        self, workdir: Path, *, upload: bool = False, tls: tuple[Path, Path] | None = None
+    ) -> None:
+        """`tls`: (certificate, key) offered with STARTTLS (then required for logging in)."""
+        assert shutil.which(PROSODY), "prosody is missing: run scripts/ensure-prosody.sh"
+        self.workdir = workdir
+        self.port = free_port()
+        self.http_port = free_port()
+        self.config = workdir / "prosody.cfg.lua"
+        (workdir / "data").mkdir(parents=True, exist_ok=True)
+        (workdir / "certs").mkdir(exist_ok=True)
+        if tls is not None:  # found by the host's name in `certificates`
+            shutil.copyfile(tls[0], workdir / "certs" / f"{DOMAIN}.crt")
+            shutil.copyfile(tls[1], workdir / "certs" / f"{DOMAIN}.key")
+        self.config.write_text(
+            f'pidfile = "{workdir}/prosody.pid"\n'
+            f'data_path = "{workdir}/data"\n'
+            f'certificates = "{workdir}/certs"\n'
+            "run_as_root = true\n"
+            'interfaces = { "127.0.0.1" }\n'
+            f"c2s_ports = {{ {self.port} }}\n"
+            "c2s_direct_tls_ports = {}\ns2s_ports = {}\nhttps_ports = {}\n"
+            + (
+                f'http_ports = {{ {self.http_port} }}\nhttp_interfaces = {{ "127.0.0.1" }}\n'
+                f'http_default_host = "{UPLOAD}"\n'
+                if upload
+                else "http_ports = {}\n"
+            )
+            + 'modules_enabled = { "roster", "saslauth", "disco", "ping", "offline"'
+            + (', "tls" }\n' if tls else " }\n")
+            + 'modules_disabled = { "s2s" }\n'
+            f"c2s_require_encryption = {'true' if tls else 'false'}\n"
+            + 'authentication = "internal_hashed"\n'
+            f'log = {{ warn = "{workdir}/prosody.log" }}\n'
+            f'VirtualHost "{DOMAIN}"\n'
+            f'Component "{MUC}" "muc"\n'
+            "  restrict_room_creation = false\n"
+            "  muc_room_locking = false\n"
+            + (
+                f'Component "{UPLOAD}" "http_file_share"\n'
+                f'  http_external_url = "http://127.0.0.1:{self.http_port}/"\n'
+                f"  http_file_share_size_limit = {UPLOAD_LIMIT}\n"
+                if upload
+                else ""
+            ),
+            encoding="utf-8",
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def register(self, user: str, password: str) -> str:
+        """Create an account; its bare JID."""
+        subprocess.run(
+            [PROSODYCTL, "--config", str(self.config), "register", user, DOMAIN, password],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        return f"{user}@{DOMAIN}"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [PROSODY, "-F", "--config", str(self.config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(self._listening, what="prosody listening")
+
+    def _listening(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            log = self.workdir / "prosody.log"
+            text = log.read_text(encoding="utf-8") if log.exists() else ""
+            raise RuntimeError(f"prosody exited with {self.proc.returncode}: {text[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+
+class XmppPerson:
+    """Someone with an XMPP client: sends direct and room messages and records what arrives
+    (bodies, and which earlier message a correction replaces)."""
+
+    def __init__(
+        self, server: Prosody, user: str, password: str = "pw", *, ca_file: Path | None = None
+    ) -> None:
+        """`ca_file`: log in over STARTTLS, trusting this certificate."""
+        import slixmpp
+
+        self.jid = server.register(user, password)
+        self.nick = user
+        self.received: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+        async def make() -> Any:
+            client = slixmpp.ClientXMPP(
+                self.jid,
+                password,
+                plugin_config={"feature_mechanisms": {"unencrypted_scram": True}},
+            )
+            client.enable_direct_tls = False
+            client.enable_starttls = ca_file is not None
+            client.enable_plaintext = ca_file is None
+            if ca_file is not None:
+                client.ssl_context = ssl.create_default_context(cafile=str(ca_file))
+            for plugin in ("xep_0030", "xep_0045", "xep_0066", "xep_0085", "xep_0308", "xep_0363"):
+                client.register_plugin(plugin)
+            started = asyncio.get_running_loop().create_future()
+            client.add_event_handler("session_start", lambda _e: started.set_result(None))
+            client.add_event_handler("message", self._record)
+            client.add_event_handler("groupchat_message", self._record_room)
+            client.connect("127.0.0.1", server.port)
+            await asyncio.wait_for(started, 20)
+            client.send_presence()
+            return client
+
+        self.client = self._run(make())
+
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(30)
+
+    def _record(self, msg: Any) -> None:
+        if msg["type"] in ("chat", "normal") and msg["body"]:
+            self._add(msg, str(msg["from"]).split("/", 1)[0])
+
+    def _record_room(self, msg: Any) -> None:
+        if msg["body"] and msg["mucnick"] != self.nick:
+            self._add(msg, str(msg["from"]))
+
+    def _add(self, msg: Any, sender: str) -> None:
+        entry = {
+            "from": sender,
+            "body": str(msg["body"]),
+            "oob": str(msg["oob"]["url"]),
+            "id": str(msg["id"]),
+            "replaces": str(msg["replace"]["id"]),
+            "type": str(msg["type"]),
+        }
+        with self._lock:
+            self.received.append(entry)
+
+    def say(self, to: str, text: str, *, room: bool = False) -> None:
+        def send() -> None:
+            self.client.send_message(mto=to, mbody=text, mtype="groupchat" if room else "chat")
+
+        self._loop.call_soon_threadsafe(send)
+
+    def send_file(self, to: str, name: str, data: bytes, *, room: bool = False) -> str:
+        """Share a file as clients do: upload it (XEP-0363), send its link as out-of-band
+        data (XEP-0066); the link."""
+
+        async def share() -> str:
+            upload = self.client.plugin["xep_0363"]
+            url = str(await upload.upload_file(name, size=len(data), input_file=io.BytesIO(data)))
+            msg = self.client.make_message(mto=to, mbody=url, mtype="groupchat" if room else "chat")
+            msg["oob"]["url"] = url
+            msg.send()
+            return url
+
+        return str(self._run(share()))
+
+    def links(self) -> list[str]:
+        """Out-of-band links received."""
+        with self._lock:
+            return [e["oob"] for e in self.received if e["oob"]]
+
+    def join(self, room: str) -> None:
+        muc = self.client.plugin["xep_0045"]
+        self._run(muc.join_muc_wait(room, self.nick, maxstanzas=0, timeout=20))
+
+    def occupants(self, room: str) -> list[str]:
+        return list(self.client.plugin["xep_0045"].get_roster(room) or [])
+
+    def texts(self, sender: str | None = None) -> list[str]:
+        """Bodies received (from a bare JID or `room/nick`), corrections applied in place."""
+        with self._lock:
+            entries = [e for e in self.received if sender is None or e["from"] == sender]
+        shown: dict[str, str] = {}
+        order: list[str] = []
+        for entry in entries:
+            if entry["replaces"] and entry["replaces"] in shown:
+                shown[entry["replaces"]] = entry["body"]
+                continue
+            key = entry["id"] or str(len(order))
+            shown[key] = entry["body"]
+            order.append(key)
+        return [shown[k] for k in order]
+
+    def corrections(self) -> int:
+        with self._lock:
+            return sum(1 for e in self.received if e["replaces"])
+
+    def wait_for(self, check: Callable[[], T], *, timeout: float = 30.0, what: str = "") -> T:
+        return wait_until(check, timeout=timeout, what=what or "xmpp condition")
+
+    def close(self) -> None:
+        async def leave() -> None:
+            try:
+                await asyncio.wait_for(self.client.disconnect(wait=1.0), 3)
+            except Exception:
+                self.client.abort()
+            current = asyncio.current_task()
+            pending = [t for t in asyncio.all_tasks() if t is not current]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        try:
+            self._run(leave())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            self._loop.close()
