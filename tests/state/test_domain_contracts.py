@@ -1,9 +1,10 @@
-"""Channel delivery, pairing, the exec allowlist and subagent runs on files and on a real
-PostgreSQL: what one process writes another one reads, and the duplicates and claims the
-gateway relies on behave the same."""
+"""Channel delivery, pairing, the exec allowlist, subagent runs and the gateway's own token on
+files and on a real PostgreSQL: what one process writes another one reads, and the duplicates
+and claims the gateway relies on behave the same."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.pairing import PairingError, open_pairing_store
 from nodmix.channels.types import InboundMessage
+from nodmix.channels.whatsapp.window import FileWhatsAppStore
+from nodmix.gateway.token import open_token_store
 from nodmix.security.allowlist import open_allowlist
 from nodmix.state.backend import StateBackend
 from nodmix.subagents.records import SubagentRun
@@ -68,6 +71,54 @@ def test_pairing_requests_and_approvals_are_shared(
         store.approve("telegram", "NOPE2345")
     store.revoke("telegram", "77")
     assert not open_pairing_store(isolated_state).is_approved("telegram", "77")
+
+
+def test_pairing_rate_limits_hold_across_stores(open_backend: Opener, isolated_state: Path) -> None:
+    """The log of codes handed out survives the store: a sender whose code newer requests
+    displaced waits out the cooldown rather than getting a new code from another replica."""
+    open_backend()
+    first, created = open_pairing_store(isolated_state).request("telegram", "77")
+    assert first is not None and created
+    store = open_pairing_store(isolated_state)
+    assert [i.sender_id for i in store.load("telegram").issued] == ["77"]
+    for sender in range(10):  # ten newer requests displace the first one
+        assert store.request("telegram", f"s{sender}")[1]
+    assert all(
+        p.sender_id != "77" for p in open_pairing_store(isolated_state).load("telegram").pending
+    )
+    again, created = open_pairing_store(isolated_state).request("telegram", "77")
+    assert again is None and not created, "a new code inside the sender's cooldown"
+    assert not open_pairing_store(isolated_state).may_request("telegram", "77")
+
+
+def test_whatsapp_windows_and_handled_ids_reach_every_replica(
+    open_backend: Opener, isolated_state: Path
+) -> None:
+    backend = open_backend()
+    first = FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    first.opened("491700", time.time())
+    first.remember("wamid.1", time.time())
+    second = FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    assert second.handled("wamid.1") and second.last_inbound("491700") is not None
+    second.opened("491711", time.time())
+    second.remember("wamid.2", time.time())
+    if backend.kind == "postgres":  # a replica whose store was opened before the other wrote
+        assert first.handled("wamid.2") and first.last_inbound("491711") is not None
+        first.remember("wamid.3", time.time())  # keeps what the other replica recorded
+    third = FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    assert third.handled("wamid.1") and third.handled("wamid.2")
+    assert third.last_inbound("491700") is not None and third.last_inbound("491711") is not None
+
+
+def test_the_gateway_token_made_once_is_the_one_every_store_finds(
+    open_backend: Opener, isolated_state: Path
+) -> None:
+    open_backend()
+    assert open_token_store(isolated_state).load() is None
+    made = open_token_store(isolated_state).load_or_create()
+    assert len(made) == 43
+    assert open_token_store(isolated_state).load_or_create() == made
+    assert open_token_store(isolated_state).load() == made
 
 
 def test_the_exec_allowlist_is_shared_and_refreshed(

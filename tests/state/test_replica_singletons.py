@@ -1,6 +1,6 @@
 """Singletons across real gateway replicas on one real PostgreSQL: a cron job fires once per
 slot whichever replica runs the scheduler (and keeps firing after that replica is killed),
-and one Telegram bot is polled by one replica at a time."""
+one Telegram bot is polled by one replica at a time, and one Mattermost bot holds one socket."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
+from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.gateway.support import GatewayProcess, run_nodmix
@@ -204,3 +205,50 @@ def test_status_shows_the_backend_its_replicas_and_who_holds_each_singleton(
     assert {held["cron"]["holder"], held["heartbeat"]["holder"]} <= replica_ids
     assert "state:     postgres" in text.stdout
     assert f"  cron: {held['cron']['holder']} (held" in text.stdout
+
+
+ANN = "ann00000000000000000000000"
+
+
+def test_one_mattermost_bot_is_connected_by_one_replica_and_its_successor_reads_back(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The socket channels of the newer platforms run under the same lease as Telegram; the
+    replica that takes the socket over reads back what was posted meanwhile, from the marks
+    the previous holder left in the shared delivery position."""
+    with ScriptedModelServer(echo) as model, ScriptedMattermost() as mm:
+        mm.add_user(ANN, "ann")
+        dm = mm.dm_channel(ANN)
+        section = {"url": mm.url, "token": mm.token, "typing": False, "allowFrom": [ANN]}
+        states = [
+            replica_state(
+                tmp_path,
+                f"r{i}",
+                model.base_url,
+                postgres_url,
+                channels={"mattermost": section},
+                state={"postgres": {"leaseSeconds": 5}},
+            )
+            for i in (1, 2)
+        ]
+        with replicas(states) as gateways:
+            mm.wait_for(lambda: mm.connections, timeout=30)  # a post before that is not read
+            mm.inject_post(dm, ANN, "one", channel_type="D")
+            mm.wait_for(lambda: "echo one" in mm.texts(dm), timeout=30)
+            holder = _holder(postgres_url, "channel:mattermost")
+            assert holder is not None
+            connected = _process_of(holder, gateways)
+            other = next(g for g in gateways if g is not connected)
+            assert connected.proc is not None and other.proc is not None
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:  # an observation window, not a wait
+                assert mm.connections == 1, "a second replica opened the bot's socket"
+                time.sleep(0.05)
+
+            connected.proc.send_signal(signal.SIGKILL)
+            connected.proc.wait(10)
+            mm.inject_post(dm, ANN, "two", channel_type="D")  # before the lease runs out
+            mm.wait_for(lambda: "echo two" in mm.texts(dm), timeout=40)
+            assert _holder(postgres_url, "channel:mattermost") not in (None, holder)
+            assert mm.connections == 2
+    assert mm.texts(dm) == ["echo one", "echo two"]

@@ -36,6 +36,10 @@ def open_delivery_log(state_dir: Path, channel: str) -> DeliveryLog:
 class DeliveryLog:
     """Position, pending messages and answered keys of one channel."""
 
+    shared = False
+    """Whether other processes change this state too (gateway replicas on the postgres
+    backend): a store that caches the position reads it again before trusting a miss."""
+
     def __init__(self, state_dir: Path, channel: str) -> None:
         self.root = channels_dir(state_dir) / channel
         self.pending_dir = self.root / "pending"

@@ -118,7 +118,7 @@ def _check_target(target: str | None, *, force: bool = False) -> bool:
     if not target:
         return False
     from nodmix.automation.jobs import JobError, parse_target
-    from nodmix.channels.pairing import PairingStore
+    from nodmix.channels.pairing import open_pairing_store
     from nodmix.channels.registry import enabled_channels
     from nodmix.channels.targets import deliver_refusal
     from nodmix.config import paths
@@ -129,7 +129,7 @@ def _check_target(target: str | None, *, force: bool = False) -> bool:
     channel, to = parse_target(target)
     env = dict(os.environ)
     config = load_config(env=env).config
-    refused = deliver_refusal(config, PairingStore(paths.state_dir(env)), channel, to)
+    refused = deliver_refusal(config, open_pairing_store(paths.state_dir(env)), channel, to)
     if refused is None:
         return False
     if not force or channel not in enabled_channels(config):

@@ -86,6 +86,11 @@ class PostgresState:
 
         return PgSessionPointers(self.db, self.state_dir, file_name)
 
+    def _provide_gateway_token(self) -> Any:
+        from nodmix.state.postgres.token import PgTokenStore
+
+        return PgTokenStore(self.db)
+
     def _provide_checkpoints(self) -> Any:
         from nodmix.state.postgres.checkpoints import PgCheckpointStore
 

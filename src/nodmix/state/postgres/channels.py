@@ -38,6 +38,8 @@ PRUNE_EVERY = 200
 class PgDeliveryLog(DeliveryLog):
     """`DeliveryLog` on rows (see the module docs)."""
 
+    shared = True
+
     def __init__(self, db: Database, state_dir: Path, channel: str) -> None:
         # The file log reads its answered keys on construction; this one asks the database.
         self.root = state_dir / "channels" / channel
