@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodmix.channels.pairing import PairingStore
+from nodmix.gateway.token import FileTokenStore
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.security.allowlist import Allowlist
@@ -40,6 +41,7 @@ def _populate(state: Path, model_url: str) -> None:
     assert request is not None
     pairing.approve("telegram", request.code)
     Allowlist(state).add("git status")
+    FileTokenStore(state).load_or_create()  # as a gateway with no token configured made it
 
 
 def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_continues(
@@ -56,6 +58,7 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert report["ok"] and not report["conflicts"]
+        assert report["copied"]["gateway token"] == 1
         assert report["copied"]["transcripts"] == 1  # the other one was copied before the kill
         again = json.loads(run_nodmix(isolated_state, *migrate).stdout)
         assert again["ok"] and "transcript lines" not in again["copied"]
@@ -85,5 +88,6 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         write_json_config(back, model.base_url, gateway={"auth": {"token": "test-token-0123"}})
         returned = run_nodmix(back, "state", "migrate", "--to", "files", "--url", postgres_url)
         assert returned.returncode == 0, returned.stderr
+        assert FileTokenStore(back).load() == FileTokenStore(isolated_state).load()
         with GatewayProcess(back) as gateway:
             assert chat(gateway, "a4", "alpha") == "a4 -> seen 5"

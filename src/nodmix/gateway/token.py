@@ -45,8 +45,9 @@ class TokenStore(Protocol):
         """The stored token, or None when there is none (or it is unusable)."""
         ...
 
-    def load_or_create(self) -> str:
-        """The stored token, made now if there is none."""
+    def load_or_create(self, token: str | None = None) -> str:
+        """The stored token, made now if there is none (`token`: the one to store then, as
+        `nodmix state migrate` carries a token over)."""
         ...
 
 
@@ -102,14 +103,15 @@ class FileTokenStore:
             return None
         return token if usable(token) else None
 
-    def load_or_create(self) -> str:
-        """The token in the file, or a new one written there. Two gateways starting at once
-        agree on one token: the file is created by a hard link, which never replaces it."""
+    def load_or_create(self, token: str | None = None) -> str:
+        """The token in the file, or a new one (`token`, when given) written there. Two
+        gateways starting at once agree on one token: the file is created by a hard link,
+        which never replaces it."""
         found = self.load()
         if found is not None:
             return found
         folder = ensure_private_dir(self.path.parent)
-        token = new_token()
+        token = token if token is not None and usable(token) else new_token()
         tmp = folder / f".token.{os.getpid()}.{secrets.token_hex(4)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:

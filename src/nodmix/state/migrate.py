@@ -3,9 +3,10 @@ database back into a state directory, then check that everything arrived.
 
 What moves: every agent's session index and transcripts (live, archived and deleted, line for
 line), cron jobs, the scheduler's state, run history and reported failures, pairing state,
-channel positions, pending and answered messages, the exec allowlist, subagent runs and
-parked code-mode runs. What stays: memory indexes (they belong to a workspace; give the
-replicas a shared workspace volume), logs, caches and per-replica status files.
+channel positions, pending and answered messages, the exec allowlist, subagent runs,
+parked code-mode runs and the token a gateway made itself. What stays: memory indexes (they
+belong to a workspace; give the replicas a shared workspace volume), logs, caches and
+per-replica status files.
 
 Copying is idempotent: an index key or record already at the target is left alone (a key the
 target holds with a different entry is reported as a conflict, never overwritten), and a
@@ -33,6 +34,7 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.checkpoints.store import FileCheckpointStore
 from nodmix.config.paths import sessions_dir
 from nodmix.crashpoints import crash_point
+from nodmix.gateway.token import FileTokenStore, TokenStore
 from nodmix.security.allowlist import Allowlist
 from nodmix.sessions.files import ARCHIVE_DIR, TRASH_DIR, private_dirs
 from nodmix.sessions.keys import is_agent_id
@@ -128,6 +130,7 @@ def to_postgres(state_dir: Path, pg: PostgresState) -> Report:
             backend.index(agent, durable=True).update(_merge(source, report, agent))
     _automation_to(state_dir, pg, report)
     _channels_to(state_dir, pg, report)
+    _token(FileTokenStore(state_dir), pg.provide("gateway.token"), report)
     raw, target_list = Allowlist(state_dir)._raw(), pg.provide("security.allowlist")
     if raw is not None and target_list._raw() is None:
         target_list._write(raw)
@@ -291,6 +294,7 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
         SessionStore.for_agent(state_dir, agent).update(_merge(source, report, agent))
     _automation_back(state_dir, pg, report)
     _channels_back(state_dir, pg, report)
+    _token(pg.provide("gateway.token"), FileTokenStore(state_dir), report)
     raw = pg.provide("security.allowlist")._raw()
     if raw is not None and Allowlist(state_dir)._raw() is None:
         Allowlist(state_dir)._write(raw)
@@ -304,6 +308,13 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
     agents = pg.sessions().agent_ids()
     _checkpoints(pg.provide("checkpoints"), FileCheckpointStore(state_dir), agents, report)
     return report
+
+
+def _token(source: TokenStore, target: TokenStore, report: Report) -> None:
+    """The token a gateway made itself, so its clients keep working (never overwritten)."""
+    token = source.load()
+    if token is not None and target.load() is None:
+        report.add("gateway token", int(target.load_or_create(token) == token))
 
 
 def _checkpoints(

@@ -28,14 +28,15 @@ class PgTokenStore:
         found = documents.read(self.db, NAMESPACE, NAME)
         return _token(found[0] if found else None)
 
-    def load_or_create(self) -> str:
-        """The stored token, made now if there is none (or it is unusable)."""
+    def load_or_create(self, token: str | None = None) -> str:
+        """The stored token, made now (or `token`, when given) if there is none or it is
+        unusable."""
 
         def change(current: bytes | None) -> tuple[bytes | None, str]:
             kept = _token(current)
             if kept is not None:
                 return None, kept
-            made = new_token()
+            made = token if token is not None and usable(token) else new_token()
             return made.encode("ascii"), made
 
         result: str = documents.update(self.db, NAMESPACE, NAME, change)
