@@ -62,6 +62,7 @@ from nodmix.codemode.runs import (
     SuspendedRunStore,
 )
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP
+from nodmix.state.binding import provided
 
 __all__ = ["FileRunStore", "open_run_store", "read_run_file", "write_atomically"]
 
@@ -385,7 +386,11 @@ async def _finished(future: Future[None]) -> None:
 
 
 def open_run_store(kind: str, state_dir: Path) -> SuspendedRunStore:
-    """The store `tools.codeMode.runStore` selects: `file` (default) or `memory`."""
+    """The store `tools.codeMode.runStore` selects: `file` (default) or `memory`; with a
+    shared state backend, `file` means that backend's store."""
     if kind == "memory":
         return RunStore()
+    shared: SuspendedRunStore | None = provided(state_dir, "codemode.runs")
+    if shared is not None:
+        return shared
     return FileRunStore(state_dir / "codemode" / "runs")

@@ -14,6 +14,7 @@ from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, H
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaConfig
 from nodmix.config.section import Section
+from nodmix.config.state_schema import StateConfig
 from nodmix.config.subagents_schema import SubagentsConfig
 from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
@@ -491,4 +492,5 @@ class NodmixConfig(Section, frozen=True):
     skills: SkillsConfig = SkillsConfig()
     automation: AutomationConfig = AutomationConfig()
     hooks: HooksConfig = HooksConfig()
+    state: StateConfig = StateConfig()
     messages: MessagesConfig = MessagesConfig()

@@ -112,7 +112,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         async with gateway.serving(
             lambda: runtime.channels.run(GatewayTurns(gateway)),
             lambda: serve_automation(gateway),
-            lambda: serve_subagents(runtime.subagents, lambda: gateway.approvals.connections),
+            lambda: serve_subagents(runtime.subagents, lambda: (gateway,)),  # every replica
         ):
             yield
 

@@ -62,6 +62,8 @@ class BotCall:
     method: str
     params: dict[str, Any]
     at: float = field(default_factory=time.time)
+    peer: str | None = None
+    """The client's `host:port` (which process called, with its sockets)."""
 
 
 @dataclass
@@ -264,7 +266,8 @@ class ScriptedBotAPI(BotFiles, ThreadedServer):
         method = request.path_params["method"]
         params = await self._params(request)
         with self._lock:
-            self.calls.append(BotCall(method, params))
+            peer = f"{request.client.host}:{request.client.port}" if request.client else None
+            self.calls.append(BotCall(method, params, peer=peer))
             failures = self._failures.get(method)
             failure = failures.pop(0) if failures else None
         if failure is not None:

@@ -25,7 +25,7 @@ from google.auth import exceptions as google_errors
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.conversations import ChatAddresses
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.googlechat.api import (
     DEFAULT_API,
     ChatApi,
@@ -126,7 +126,7 @@ class GoogleChatAdapter:
         self.channel_id = settings.channel
         self.auth = ChatRequestAuth(settings.audience, settings.certs_url)
         self.api = ChatApi(load_credentials(settings.key), settings.api_base_url)
-        self._spaces = ChatAddresses(DeliveryLog(state_dir, settings.channel))
+        self._spaces = ChatAddresses(open_delivery_log(state_dir, settings.channel))
         self._inbound: tuple[InboundSink, ChannelStatus] | None = None
         self._status: ChannelStatus | None = None
 

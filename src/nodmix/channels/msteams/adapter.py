@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.conversations import ChatAddresses
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.msteams.auth import DEFAULT_METADATA_URL, BotFrameworkAuth, TokenRefused
 from nodmix.channels.msteams.mapping import (
     TEXT_LIMIT,
@@ -148,7 +148,7 @@ class MsTeamsAdapter:
         self.channel_id = settings.channel
         self.auth = BotFrameworkAuth(settings.app_id, settings.metadata_url)
         self.token = BotToken(settings.token_url, settings.app_id, settings.app_password)
-        self._chats = ChatAddresses(DeliveryLog(state_dir, settings.channel))
+        self._chats = ChatAddresses(open_delivery_log(state_dir, settings.channel))
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._closing: list[aiohttp.ClientSession] = []
         self._inbound: tuple[InboundSink, ChannelStatus] | None = None
