@@ -140,12 +140,20 @@ class XmppPerson:
     (bodies, and which earlier message a correction replaces)."""
 
     def __init__(
-        self, server: Prosody, user: str, password: str = "pw", *, ca_file: Path | None = None
+        self,
+        server: Prosody,
+        user: str,
+        password: str = "pw",
+        *,
+        ca_file: Path | None = None,
+        resource: str | None = None,
     ) -> None:
-        """`ca_file`: log in over STARTTLS, trusting this certificate."""
+        """`ca_file`: log in over STARTTLS, trusting this certificate; `resource`: bind this
+        resource (the client's own choice, as any client may make it)."""
         import slixmpp
 
         self.jid = server.register(user, password)
+        full = f"{self.jid}/{resource}" if resource else self.jid
         self.nick = user
         self.received: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -155,7 +163,7 @@ class XmppPerson:
 
         async def make() -> Any:
             client = slixmpp.ClientXMPP(
-                self.jid,
+                full,
                 password,
                 plugin_config={"feature_mechanisms": {"unencrypted_scram": True}},
             )
