@@ -29,7 +29,7 @@ from nodmix.channels.base import InboundSink
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
 from nodmix.channels.xmpp.client import CertificateRefused, Event, LoginRefused, XmppClient
-from nodmix.channels.xmpp.files import download_link, upload
+from nodmix.channels.xmpp.files import Origin, download_link, upload, upload_origins
 from nodmix.channels.xmpp.mapping import bare
 from nodmix.config.channel_xmpp_mm import XmppConfig
 from nodmix.config.loader import resolve_secret
@@ -122,6 +122,8 @@ class XmppAdapter:
         self._client: XmppClient | None = None
         self._online = asyncio.Event()
         self._running = False
+        self._uploads: tuple[XmppClient, frozenset[Origin]] | None = None
+        """The session the upload service's origins were learned on, and those origins."""
 
     async def _connect(self, events: asyncio.Queue[Event], *, join: bool = True) -> XmppClient:
         s = self.settings
@@ -317,11 +319,18 @@ class XmppAdapter:
         stanza.send()
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
-        """Fetch a shared link under the cap (only the account's own server may be a private
-        address)."""
-        s = self.settings
-        own = (s.jid.partition("@")[2].lower(), (s.server or "").lower())
-        return await download_link(ref, target, max_bytes=max_bytes, own_hosts=own)
+        """Fetch a shared link under the cap (a private address only when it is the own
+        server's upload service; see `files.py`)."""
+        return await download_link(ref, target, max_bytes=max_bytes, own=await self._own())
+
+    async def _own(self) -> frozenset[Origin]:
+        """The own upload service's origins, asked for once per session."""
+        client = self._client
+        if client is None:
+            return frozenset()
+        if self._uploads is None or self._uploads[0] is not client:
+            self._uploads = (client, await upload_origins(client))
+        return self._uploads[1]
 
     async def aclose(self) -> None:
         """Leave the server."""
