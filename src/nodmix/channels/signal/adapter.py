@@ -184,8 +184,9 @@ class SignalAdapter:
     # ---- outbound -------------------------------------------------------------------------
 
     def _to(self, chat_id: str) -> dict[str, Any]:
-        """`recipient` for a person (an ACI or a number), `groupId` for a group."""
-        if chat_id.startswith("+") or _is_uuid(chat_id):
+        """`recipient` for a person (an ACI or a number), `groupId` for a group (base64,
+        which may start with `+` too, so only `+` and digits are a number)."""
+        if _is_number(chat_id) or _is_uuid(chat_id):
             return {"recipient": [chat_id]}
         return {"groupId": chat_id}
 
@@ -302,6 +303,16 @@ async def _data_uri(attachment: Attachment) -> str:
         mime = "audio/ogg"
     safe = "".join(c for c in name if c.isalnum() or c in "._-") or "file"
     return f"data:{mime};filename={safe};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _is_number(value: str) -> bool:
+    """An E.164 number (`+` and 7 to 15 digits)."""
+    return (
+        value.startswith("+")
+        and value[1:].isascii()
+        and value[1:].isdigit()
+        and (7 <= len(value) - 1 <= 15)
+    )
 
 
 def _is_uuid(value: str) -> bool:
