@@ -22,6 +22,7 @@ client sees a server restart; posts injected meanwhile are stored (the client's 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -76,6 +77,9 @@ class ScriptedMattermost(ThreadedServer):
         self.connections = 0
         self.refused_tokens = 0
         self.down = False
+        self.stall: str | None = None
+        """`"upgrade"`: WebSocket requests get no answer at all; `"hello"`: they are accepted
+        and then sent nothing (a server or a proxy that hangs)."""
         self._sockets: list[WebSocket] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -214,7 +218,13 @@ class ScriptedMattermost(ThreadedServer):
         if self.down:
             await ws.close(code=1013)
             return
+        if self.stall == "upgrade":
+            await self._stalled(ws)
+            return
         await ws.accept()
+        if self.stall == "hello":
+            await self._stalled(ws)
+            return
         epoch = self._epoch
         authed = ws.headers.get("authorization", "") == f"Bearer {self.token}"
         lock = anyio.Lock()
@@ -254,6 +264,14 @@ class ScriptedMattermost(ThreadedServer):
                     if outbox in self._outboxes:
                         self._outboxes.remove(outbox)
                 group.cancel_scope.cancel()
+
+    async def _stalled(self, ws: WebSocket) -> None:
+        """Say nothing until the client gives up (or the server stops)."""
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            while True:
+                message = await ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
 
     async def _pump(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -167,29 +168,49 @@ class MattermostAdapter:
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     async def _socket(self, sink: InboundSink, status: ChannelStatus) -> None:
-        """One WebSocket connection: authenticate, then hand on posts until it closes."""
+        """One WebSocket connection: authenticate, then hand on posts until it closes.
+
+        Raises:
+            TimeoutError: the upgrade, or the server's `hello` after it, did not come within
+                `CONNECT_TIMEOUT_SECONDS` (a server or proxy that takes the connection and
+                hangs would otherwise hold the channel forever, neither up nor retrying).
+        """
         s = self.settings
         url = f"{'wss' if s.scheme == 'https' else 'ws'}://{s.host}:{s.port}/api/v4/websocket"
         headers = {"Authorization": f"Bearer {s.token}"}
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_SECONDS)
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as session,
-            session.ws_connect(
-                url,
-                headers=headers,
-                heartbeat=HEARTBEAT_SECONDS,
-                ssl=self._tls if self._tls is not None and s.scheme == "https" else True,
-            ) as ws,
-        ):
-            challenge = {"seq": 1, "action": "authentication_challenge", "data": {"token": s.token}}
-            await ws.send_str(json.dumps(challenge))
-            try:
-                await self._receive(ws, sink, status)
-            finally:
-                self._backlog.save()
+        deadline = anyio.current_time() + CONNECT_TIMEOUT_SECONDS
+        with anyio.CancelScope(deadline=deadline) as greeting:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.ws_connect(
+                    url,
+                    headers=headers,
+                    heartbeat=HEARTBEAT_SECONDS,
+                    ssl=self._tls if self._tls is not None and s.scheme == "https" else True,
+                ) as ws,
+            ):
+                challenge = {
+                    "seq": 1,
+                    "action": "authentication_challenge",
+                    "data": {"token": s.token},
+                }
+                await ws.send_str(json.dumps(challenge))
+                try:
+                    await self._receive(ws, sink, status, greeting)
+                finally:
+                    self._backlog.save()
+        if greeting.cancelled_caught:
+            raise TimeoutError(
+                f"the WebSocket was not up (no hello) within {CONNECT_TIMEOUT_SECONDS:g} s"
+            )
 
     async def _receive(
-        self, ws: aiohttp.ClientWebSocketResponse, sink: InboundSink, status: ChannelStatus
+        self,
+        ws: aiohttp.ClientWebSocketResponse,
+        sink: InboundSink,
+        status: ChannelStatus,
+        greeting: anyio.CancelScope,
     ) -> None:
         async for frame in ws:
             if frame.type != aiohttp.WSMsgType.TEXT:
@@ -203,6 +224,7 @@ class MattermostAdapter:
             if event.get("seq_reply") == 1 and event.get("status") == "FAIL":
                 raise TokenRefused("the server refused the token on the WebSocket")
             if event.get("event") == "hello":
+                greeting.deadline = math.inf  # up: from now on the heartbeat watches it
                 status.connected = True
                 log.info("mattermost connected as %s", status.account)
                 await self._catch_up(sink, status)

@@ -1,0 +1,63 @@
+"""Mattermost behind a hostile network, against the scripted server and a real gateway: a
+server (or a proxy in front of it) that takes the WebSocket's connection and then never
+answers its upgrade, or upgrades it and then says nothing. Each is noticed within the
+connect deadline and the channel connects once the server answers again."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodmix.channels.mattermost import adapter as mattermost_adapter
+from nodmix.gateway import BackgroundGateway, GatewaySettings
+from nodmix.providers.retry import RetryPolicy
+from nodmix.testing.mattermost_server import ScriptedMattermost
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.scripts.echo import respond as echo
+from tests.channels.irc_daemon import wait_until
+from tests.channels.support import write_config
+
+pytestmark = pytest.mark.integration
+
+ANN = "ann00000000000000000000000"
+
+
+@pytest.fixture
+def mm() -> Iterator[ScriptedMattermost]:
+    with ScriptedMattermost() as server:
+        server.add_user(ANN, "ann")
+        yield server
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(echo) as server:
+        yield server
+
+
+@pytest.mark.parametrize("stall", ["upgrade", "hello"])
+def test_a_websocket_that_never_answers_is_given_up_and_retried(
+    isolated_state: Path,
+    mm: ScriptedMattermost,
+    model: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    stall: str,
+) -> None:
+    monkeypatch.setattr(mattermost_adapter, "CONNECT_TIMEOUT_SECONDS", 2.0)
+    section = {"url": mm.url, "token": mm.token, "typing": False, "allowFrom": [ANN]}
+    write_config(isolated_state, model.base_url, {"mattermost": section})
+    mm.stall = stall
+    gateway = BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
+    with gateway:
+        status = gateway.runtime.channels.statuses["mattermost"]
+        started = time.monotonic()
+        wait_until(lambda: status.last_error, what="the stalled socket noticed", timeout=20)
+        assert time.monotonic() - started < 15 and not status.connected
+        mm.stall = None
+        wait_until(lambda: status.connected, what="connected after the stall", timeout=30)
+        dm = mm.dm_channel(ANN)
+        mm.inject_post(dm, ANN, "still there?", channel_type="D")
+        assert mm.wait_for(lambda: mm.texts(dm)) == ["still there?"]
