@@ -230,8 +230,8 @@ class MattermostAdapter:
                 await self._catch_up(sink, status)
                 self._backlog.alive(force=True)
                 continue
-            self._backlog.alive()
             await self._handle(event, sink, status)
+            self._backlog.alive()  # after: a post whose handling failed is read back
 
     async def _catch_up(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Hand on the posts made while the socket was down, oldest first per channel."""
