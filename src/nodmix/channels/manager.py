@@ -45,6 +45,8 @@ log = logging.getLogger("nodmix.channels")
 MAX_QUEUED_PER_SESSION = 20
 TYPING_EVERY_SECONDS = 4.0
 STATUS_EVERY_SECONDS = 1.0
+RESTART_BACKOFF_SECONDS = 60.0
+"""Longest wait before a channel whose adapter failed is started again."""
 
 
 @dataclass(slots=True)
@@ -131,7 +133,18 @@ class ChannelManager:
             return
         for msg in self._delivery[channel].pending():  # accepted before a restart
             self._enqueue(msg)
-        await adapter.run(self.receive, status)
+        backoff = 1.0
+        while True:  # a defect in one adapter must not stop the others (nor the gateway)
+            try:
+                await adapter.run(self.receive, status)
+                return
+            except Exception as exc:
+                status.connected = False
+                status.error(f"stopped by an error, restarting in {backoff:g}s: {exc}")
+                self._status_dirty = True
+                log.exception("channel %s stopped by an error; restarting", channel)
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, RESTART_BACKOFF_SECONDS)
 
     def webhook_paths(self) -> dict[str, str]:
         """`{path: channel}` the gateway serves for channels in webhook mode."""
