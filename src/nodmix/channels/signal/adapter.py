@@ -24,6 +24,7 @@ import msgspec
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
+from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.signal.mapping import TEXT_LIMIT, Me, to_inbound
 from nodmix.channels.signal.rpc import (
     DaemonUnavailable,
@@ -86,6 +87,10 @@ class SignalAdapter:
         self.channel_id = settings.channel
         self.rpc = transport or make_transport(settings)
         self.me = Me(number=settings.account)
+        self._position = DeliveryLog(state_dir, settings.channel)
+        if isinstance(self.rpc, HttpTransport):  # resume where the last run stopped
+            saved = self._position.position().get("lastEventId")
+            self.rpc.last_event_id = saved if isinstance(saved, str) else ""
         self._typing: OrderedDict[str, float] = OrderedDict()
         self._edits: OrderedDict[str, int] = OrderedDict()
         self._latest: OrderedDict[str, tuple[str, str]] = OrderedDict()
@@ -142,7 +147,8 @@ class SignalAdapter:
                     backoff = 1.0
                     async for params in events:
                         status.last_event_at = time.time()
-                        await self._hand_on(params, sink, status)
+                        if await self._hand_on(params, sink, status):
+                            self._handed_on()
                 raise DaemonUnavailable("the daemon ended the event stream")
             except (DaemonUnavailable, RpcError, NotLinked) as exc:
                 status.connected = False
@@ -159,27 +165,36 @@ class SignalAdapter:
             status.account = self.settings.account
             log.info("signal connected: %s at %s", version, self.settings.where)
 
-    async def _hand_on(self, params: dict[str, Any], sink: InboundSink, status: Any) -> None:
+    async def _hand_on(self, params: dict[str, Any], sink: InboundSink, status: Any) -> bool:
+        """Hand on the message a notification carries; whether there was one (receipts,
+        typing notices and the like are not kept track of)."""
         account = params.get("account")
         if isinstance(account, str) and account not in (self.settings.account, self.me.uuid):
-            return  # another account of a multi-account daemon
+            return False  # another account of a multi-account daemon
         if isinstance(params.get("exception"), dict) and params.get("envelope") is None:
             status.count("ignore", "message signal-cli could not decrypt")
-            return
+            return False
         try:
             msg = to_inbound(params, channel=self.channel_id, me=self.me)
         except msgspec.ValidationError as exc:
             status.count("ignore", "malformed message from signal-cli")
             log.warning("signal: skipped a malformed message: %s", exc)
-            return
+            return False
         if msg is None:
-            return
+            return False
         self._arrived(msg.chat_id, msg.sender_id, msg.message_id)
         try:
             await sink(msg)
         except Exception as exc:  # one bad message must not stop the channel
             status.error(f"handling message {msg.key}: {exc}")
             log.exception("signal: handling message %s failed", msg.key)
+        return True
+
+    def _handed_on(self) -> None:
+        """Keep the event stream's position once a message was taken (durably, by the channel
+        layer), so a restarted gateway resumes after it rather than from now."""
+        if isinstance(self.rpc, HttpTransport) and self.rpc.last_event_id:
+            self._position.save_position({"lastEventId": self.rpc.last_event_id})
 
     # ---- outbound -------------------------------------------------------------------------
 

@@ -1,0 +1,40 @@
+"""A real `nodmix gateway` process killed with SIGKILL while connected to signal-cli's HTTP
+event stream: messages that reach the daemon while the gateway is down are delivered when it
+comes back (the stream resumes from the last event the gateway handed on, which survives the
+restart), and none is answered twice."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.scripts.echo import respond as echo
+from nodmix.testing.signal_daemon import ScriptedSignalDaemon
+from tests.channels.support import model_user_texts, write_config
+from tests.gateway.support import GatewayProcess
+
+pytestmark = pytest.mark.integration
+
+OWNER = "3f2a9c4e-1b7d-4e8a-9c2f-5d6e7f8a9b0c"
+
+
+def test_messages_sent_while_the_gateway_was_killed_are_answered_after_the_restart(
+    isolated_state: Path,
+) -> None:
+    with ScriptedModelServer(echo) as model, ScriptedSignalDaemon(keepalive_seconds=1) as daemon:
+        write_config(isolated_state, model.base_url, {"signal": daemon.config(allowFrom=[OWNER])})
+        with GatewayProcess(isolated_state) as gateway:
+            daemon.wait_for(lambda: daemon.connections >= 1)
+            daemon.inject_text(OWNER, "before")
+            daemon.wait_for(lambda: daemon.sent_texts(OWNER))
+            gateway.stop(signal.SIGKILL)
+        daemon.inject_text(OWNER, "while you were down")
+        with GatewayProcess(isolated_state):
+            daemon.wait_for(lambda: len(daemon.sent_texts(OWNER)) >= 2, timeout=30)
+            daemon.inject_text(OWNER, "after")
+            daemon.wait_for(lambda: len(daemon.sent_texts(OWNER)) >= 3, timeout=30)
+        assert daemon.sent_texts(OWNER) == ["before", "while you were down", "after"]
+        assert model_user_texts(model) == ["before", "while you were down", "after"]
