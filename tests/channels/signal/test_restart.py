@@ -30,6 +30,10 @@ def test_messages_sent_while_the_gateway_was_killed_are_answered_after_the_resta
             daemon.wait_for(lambda: daemon.connections >= 1)
             daemon.inject_text(OWNER, "before")
             daemon.wait_for(lambda: daemon.sent_texts(OWNER))
+            # Killed once the answer is on record (a kill between sending a reply and
+            # recording it sends the reply again after the restart: at least once).
+            answered = isolated_state / "channels" / "signal" / "answered.json"
+            daemon.wait_for(answered.exists)
             gateway.stop(signal.SIGKILL)
         daemon.inject_text(OWNER, "while you were down")
         with GatewayProcess(isolated_state):
