@@ -317,9 +317,11 @@ class ChannelManager:
                 typing_group.cancel_scope.cancel()
         if stream is None or not await stream.complete(reply, failed=failed):
             await self._reply(msg, reply)
+        # Recorded before the spoken reply (seconds of synthesis): a crash in between must
+        # not send the written reply again after a restart.
+        self._delivery[msg.channel].done(msg)
         if self.voice is not None and not failed:
             await self.voice.after_reply(msg, reply)
-        self._delivery[msg.channel].done(msg)
         self.statuses[msg.channel].answered += 1
         self._status_dirty = True
 

@@ -42,3 +42,39 @@ def test_messages_sent_while_the_gateway_was_killed_are_answered_after_the_resta
             daemon.wait_for(lambda: len(daemon.sent_texts(OWNER)) >= 3, timeout=30)
         assert daemon.sent_texts(OWNER) == ["before", "while you were down", "after"]
         assert model_user_texts(model) == ["before", "while you were down", "after"]
+
+
+def test_the_answer_is_on_record_before_the_spoken_reply_is_made(isolated_state: Path) -> None:
+    import threading
+
+    import anyio
+
+    from nodmix.channels.types import InboundMessage
+    from nodmix.gateway import BackgroundGateway, GatewaySettings
+    from nodmix.providers.retry import RetryPolicy
+
+    speaking = threading.Event()
+    release = threading.Event()
+
+    class SlowVoice:
+        """A spoken reply that takes its time (synthesis, an upload)."""
+
+        async def after_reply(self, msg: InboundMessage, reply: str) -> None:
+            speaking.set()
+            while not release.is_set():
+                await anyio.sleep(0.02)
+
+    with ScriptedModelServer(echo) as model, ScriptedSignalDaemon(keepalive_seconds=1) as daemon:
+        write_config(isolated_state, model.base_url, {"signal": daemon.config(allowFrom=[OWNER])})
+        settings = GatewaySettings(port=0, token=None)
+        with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)) as gateway:
+            gateway.runtime.channels.voice = SlowVoice()
+            daemon.wait_for(lambda: daemon.connections >= 1)
+            daemon.inject_text(OWNER, "say it")
+            daemon.wait_for(speaking.is_set)
+            try:
+                # A crash now must not send "say it" again after the restart.
+                pending = isolated_state / "channels" / "signal" / "pending"
+                assert not pending.exists() or not any(pending.iterdir())
+            finally:
+                release.set()
