@@ -190,7 +190,10 @@ class ChannelManager:
         config = self._config()
         decision = decide(rules_for(config, msg.channel), self.pairing, msg)
         if decision.verdict == "pair":
-            await self._newcomers.answer(msg, status, self._send_safely)
+            if self._group is None:  # outside the gateway's run (tests of the layer)
+                await self._newcomers.answer(msg, status, self._send_safely)
+            else:  # never wait for the platform here: an adapter's intake is waiting on us
+                self._group.start_soon(self._newcomers.answer, msg, status, self._send_safely)
             return
         if decision.verdict != "allow":
             status.count(decision.verdict, decision.reason)
