@@ -82,3 +82,27 @@ def test_a_resource_that_looks_like_an_allowed_address_does_not_make_a_sender_al
         texts = eve.wait_for(lambda: eve.texts(BOT), what="an answer to eve")
     assert "pairing code is" in texts[0]
     assert model_user_texts(model) == []
+
+
+def test_a_message_target_with_a_resource_cannot_reach_a_jid_outside_allow_from(
+    isolated_state: Path, prosody: Prosody, people: Any
+) -> None:
+    import json
+
+    from tests.channels.support import chat_model
+
+    # ann may talk to the agent (everyone at friends.example may); she has it message
+    # eve@localhost, disguised as a JID at friends.example by a resource.
+    with ScriptedModelServer(chat_model) as model:
+        _config(isolated_state, model, prosody, allowFrom=["ann@localhost", "*@friends.example"])
+        ann = people["ann"] = XmppPerson(prosody, "ann")
+        eve = people["eve"] = XmppPerson(prosody, "eve")
+        target = "eve@localhost/x@friends.example"
+        args = {"channel": "xmpp", "to": target, "text": "the owner's secrets"}
+        with _gateway() as gateway:
+            _connected(gateway)
+            ann.say(BOT, "call message " + json.dumps(args))
+            texts = ann.wait_for(lambda: ann.texts(BOT), what="the tool's result")
+        assert texts[0].startswith("tool said:")
+        assert "not allowed" in texts[0] or "not a" in texts[0], texts[0]
+        assert eve.texts() == []

@@ -250,7 +250,15 @@ class XmppAdapter:
 
     async def send(self, message: OutboundMessage) -> list[str]:
         """A `chat` message (or `groupchat` to a joined room); outside the gateway, on a
-        session of its own."""
+        session of its own.
+
+        Raises:
+            ValueError: the chat id is not a bare JID (a resource would be dropped, and what a
+                delivery check allowed is then not where the message goes).
+        """
+        chat = message.chat_id
+        if "/" in chat or chat != chat.strip() or "@" not in chat:
+            raise ValueError(f"{chat[:100]!r} is not a bare JID like ann@example.org")
         if not self._running:
             own = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
             try:
