@@ -8,7 +8,8 @@ import re
 import anyio
 import pytest
 
-from nodmix.channels.xmpp.files import LinkRefused, check_link, link_attachment
+from nodmix.channels.links import LinkRefused, check_link
+from nodmix.channels.xmpp.files import link_attachment
 from nodmix.channels.xmpp.mapping import chat_inbound
 
 OWN = frozenset({("https", "upload.example.org", 443), ("http", "10.0.0.5", 5280)})

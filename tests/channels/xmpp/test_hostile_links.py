@@ -188,7 +188,8 @@ def test_every_redirect_of_a_link_is_checked_before_it_is_followed(
 ) -> None:
     import anyio
 
-    from nodmix.channels.xmpp.files import LinkRefused, download_link
+    from nodmix.channels.links import LinkRefused
+    from nodmix.channels.xmpp.files import download_link
 
     # Even the upload service itself (trusted on its private address) cannot send the bot on.
     port = redirect.server_address[1]

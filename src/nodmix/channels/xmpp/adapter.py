@@ -26,10 +26,11 @@ import slixmpp
 from slixmpp.plugins.xep_0363 import FileTooBig, FileUploadError, UploadServiceNotFound
 
 from nodmix.channels.base import InboundSink
+from nodmix.channels.links import Origin
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
 from nodmix.channels.xmpp.client import CertificateRefused, Event, LoginRefused, XmppClient
-from nodmix.channels.xmpp.files import Origin, download_link, upload, upload_origins
+from nodmix.channels.xmpp.files import download_link, upload, upload_origins
 from nodmix.channels.xmpp.mapping import bare
 from nodmix.config.channel_xmpp_mm import XmppConfig
 from nodmix.config.loader import resolve_secret

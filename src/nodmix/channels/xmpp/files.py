@@ -18,17 +18,15 @@ link cannot send the bot on to them either.
 from __future__ import annotations
 
 import io
-import ipaddress
 import logging
 import mimetypes
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio
 
-from nodmix.channels.attachments import fetch_capped
+from nodmix.channels.links import Origin, fetch_link, origin_of
 from nodmix.channels.types import Attachment
 
 log = logging.getLogger("nodmix.channels.xmpp")
@@ -39,13 +37,6 @@ MAX_LINKS = 10
 UPLOAD_SECONDS = 300.0
 SLOT_SECONDS = 10.0
 """Finding the upload service and asking it for a slot, at most."""
-
-Origin = tuple[str, str, int]
-"""`(scheme, host, port)` of a URL."""
-
-
-class LinkRefused(ValueError):
-    """A link the bot does not fetch (not http(s), or a private address of another host)."""
 
 
 def oob_urls(stanza: Any) -> tuple[str, ...]:
@@ -68,44 +59,10 @@ def link_attachment(url: str) -> Attachment:
     return Attachment(kind=kind, ref=url, name=name, mime_type=mime)
 
 
-def _private(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    return not ip.is_global
-
-
-def origin_of(url: str) -> Origin | None:
-    """The `(scheme, host, port)` of an `http(s)` URL (None for anything else)."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.scheme not in ("http", "https") or not host:
-        return None
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return None
-    return parts.scheme, host, port
-
-
-async def check_link(url: str, own: frozenset[Origin]) -> None:
-    """Raises:
-    LinkRefused: not `http(s)`, or an address that is loopback, private or link-local and
-        not the own server's upload service (`own`: its origins)."""
-    origin = origin_of(url)
-    if origin is None:
-        raise LinkRefused(f"not an http(s) link: {url[:100]}")
-    if origin in own:
-        return
-    _, host, port = origin
-    with anyio.fail_after(10):
-        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    if any(_private(str(info[4][0])) for info in infos):
-        raise LinkRefused(f"{host} is a private address and not this account's upload service")
-
-
 async def download_link(url: str, target: Path, *, max_bytes: int, own: frozenset[Origin]) -> Path:
-    """Fetch a shared link under the cap, checking it and every redirect (see `check_link`)."""
-    await check_link(url, own)
-    return await fetch_capped(url, target, max_bytes, check=lambda hop: check_link(hop, own))
+    """Fetch a shared link under the cap, checking it and every redirect (`own`: the origins
+    of the own server's upload service, which may be a private address)."""
+    return await fetch_link(url, target, max_bytes=max_bytes, known=own)
 
 
 async def upload_origins(client: Any) -> frozenset[Origin]:
