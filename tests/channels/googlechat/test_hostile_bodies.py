@@ -66,3 +66,21 @@ def test_events_of_the_wrong_shape_never_fail_the_endpoint(
             assert model_user_texts(model) == ["the real one"]
         finally:
             gateway.__exit__(None, None, None)
+
+
+def test_an_attachment_resource_that_climbs_out_of_media_is_not_requested(
+    isolated_state: Path, model: ScriptedModelServer
+) -> None:
+    from nodmix.testing.googlechat_payloads import uploaded_attachment
+
+    with ScriptedChat() as chat:
+        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        try:
+            sneaky = uploaded_attachment("m", "../spaces/AAAAteam/messages", "x.txt", "text/plain")
+            chat.send("see attached", user=ANN, attachments=[sneaky])
+            chat.wait_for(lambda: chat.texts(ANN.dm_space))
+        finally:
+            gateway.__exit__(None, None, None)
+        assert chat.downloads == [] and chat.refused_calls == []
+    (text,) = model_user_texts(model)
+    assert "could not be saved: not a Chat attachment resource" in text
