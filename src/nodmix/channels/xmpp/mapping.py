@@ -3,7 +3,8 @@
 A direct chat is keyed by the sender's bare JID (`ann@example.org`, lower case): its resource
 (the device) changes from message to message and says nothing about who is writing. A MUC
 room is keyed by the room's bare JID. In a room, the sender is the occupant's real bare JID
-when the room shows it (a non-anonymous room, or a room where the bot is a moderator);
+when the room shows it (a non-anonymous room, or a room where the bot is a moderator) and
+the room is on the account's own server (`client.py`: another server's room may name anyone);
 otherwise `room@conference.example.org/nick`, which anyone can take once the nick is free,
 so such a sender never matches `allowFrom` or `ownerIds` entries written as bare JIDs.
 
