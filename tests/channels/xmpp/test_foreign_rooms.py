@@ -43,7 +43,8 @@ class LyingRoom:
         self.bot_jid = ""
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, daemon=True).start()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
 
         async def make() -> Any:
             component = slixmpp.ComponentXMPP(EVIL, SECRET, "127.0.0.1", prosody.component_port)
@@ -99,10 +100,22 @@ class LyingRoom:
 
     def close(self) -> None:
         async def leave() -> None:
-            self.xmpp.abort()
+            try:
+                await asyncio.wait_for(self.xmpp.disconnect(wait=1.0), 3)
+            except Exception:
+                self.xmpp.abort()
+            current = asyncio.current_task()
+            pending = [t for t in asyncio.all_tasks() if t is not current]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(leave(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        try:
+            asyncio.run_coroutine_threadsafe(leave(), self._loop).result(10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            self._loop.close()
 
 
 @pytest.fixture
