@@ -116,3 +116,17 @@ def test_a_defect_that_stops_the_adapter_restarts_the_channel_and_spares_the_gat
         texts = mm.wait_for(lambda: "second" in mm.texts(dm) and mm.texts(dm))
         assert texts == ["first", "second"], "the post the defect stopped at is read back"
         assert httpx2.get(gateway.url + "/health", timeout=10).status_code == 200
+
+
+def test_a_connection_that_keeps_dropping_is_retried_ever_more_slowly(
+    isolated_state: Path, mm: ScriptedMattermost, model: ScriptedModelServer
+) -> None:
+    section = {"url": mm.url, "token": mm.token, "typing": False, "allowFrom": [ANN]}
+    write_config(isolated_state, model.base_url, {"mattermost": section})
+    mm.stall = "flap"  # every socket is closed right after its hello
+    gateway = BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
+    with gateway:
+        wait_until(lambda: len(mm.connected_at) >= 4, what="four connections", timeout=30)
+        times = mm.connected_at[:4]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[2] >= 2 * gaps[0] and gaps[2] >= 2.5, gaps  # 1 s, 2 s, 4 s: backing off

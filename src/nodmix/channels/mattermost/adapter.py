@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ REQUEST_TIMEOUT_SECONDS = 30
 CONNECT_TIMEOUT_SECONDS = 30.0
 HEARTBEAT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 60.0
+STABLE_SECONDS = 30.0
+"""A connection up this long resets the backoff (one that keeps dropping sooner backs off)."""
 KEPT = 1000
 SEEN_KEPT = 2000
 
@@ -154,8 +157,10 @@ class MattermostAdapter:
             try:
                 me = await self._who_am_i()
                 status.account = f"@{me.get('username')} on {self.settings.host}"
+                started = time.monotonic()
                 await self._socket(sink, status)
-                backoff = 1.0
+                if time.monotonic() - started >= STABLE_SECONDS:
+                    backoff = 1.0  # it was up a while: a fresh drop, not a flapping server
                 status.error("disconnected")
                 log.warning("mattermost: the connection closed, reconnecting")
             except (OSError, TimeoutError, aiohttp.ClientError, MattermostError) as exc:
