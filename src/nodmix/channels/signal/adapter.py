@@ -40,6 +40,8 @@ from nodmix.channels.types import Attachment, OutboundMessage
 log = logging.getLogger("nodmix.channels.signal")
 
 MAX_BACKOFF_SECONDS = 60.0
+STABLE_SECONDS = 30.0
+"""A stream up this long resets the backoff (one that keeps dropping sooner backs off)."""
 TYPING_EVERY_SECONDS = 10.0
 MAX_EDITS = 10
 TRACKED = 500
@@ -141,10 +143,11 @@ class SignalAdapter:
         """Read the event stream until cancelled, reconnecting with backoff."""
         backoff = 1.0
         while True:
+            up: float | None = None
             try:
                 async with self.rpc.listen() as events:
                     await self._connected(status)
-                    backoff = 1.0
+                    up = time.monotonic()
                     async for params in events:
                         status.last_event_at = time.time()
                         if await self._hand_on(params, sink, status):
@@ -154,6 +157,8 @@ class SignalAdapter:
                 status.connected = False
                 status.error(f"signal-cli at {self.settings.where}: {exc}")
                 log.warning("signal: %s (reconnecting in %gs)", exc, backoff)
+            if up is not None and time.monotonic() - up >= STABLE_SECONDS:
+                backoff = 1.0  # it was up a while: a fresh drop, not a flapping daemon
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
