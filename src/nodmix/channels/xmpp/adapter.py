@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ DEFAULT_TEXT_LIMIT = 10000
 CONNECT_TIMEOUT_SECONDS = 30.0
 SEND_TIMEOUT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 60.0
+STABLE_SECONDS = 30.0
+"""A session up this long resets the backoff (one that keeps dropping sooner backs off)."""
 QUEUE_LIMIT = 1000
 
 
@@ -204,7 +207,7 @@ class XmppAdapter:
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
-            backoff = 1.0
+            up = time.monotonic()
             self._client = client
             self._online.set()
             status.connected = True
@@ -222,8 +225,11 @@ class XmppAdapter:
                 with anyio.CancelScope(shield=True):
                     await _disconnect(client)
             status.error("disconnected")
-            log.warning("xmpp: disconnected, reconnecting")
+            if time.monotonic() - up >= STABLE_SECONDS:
+                backoff = 1.0  # it was up a while: a fresh drop, not a flapping server
+            log.warning("xmpp: disconnected, reconnecting in %gs", backoff)
             await anyio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     async def _pump(
         self, events: asyncio.Queue[Event], sink: InboundSink, status: ChannelStatus
