@@ -78,3 +78,34 @@ def test_the_answer_is_on_record_before_the_spoken_reply_is_made(isolated_state:
                 assert not pending.exists() or not any(pending.iterdir())
             finally:
                 release.set()
+
+
+def test_a_message_answered_just_before_a_crash_is_not_answered_again(
+    isolated_state: Path,
+) -> None:
+    from nodmix.channels.delivery import DeliveryLog
+    from nodmix.channels.types import InboundMessage
+    from nodmix.gateway import BackgroundGateway, GatewaySettings
+    from nodmix.providers.retry import RetryPolicy
+
+    # The state a crash leaves between recording the answer and removing the pending file.
+    msg = InboundMessage(
+        channel="signal", chat_type="dm", chat_id=OWNER, message_id="1700000000000",
+        sender_id=OWNER, text="answered already",
+    )  # fmt: skip
+    log = DeliveryLog(isolated_state, "signal")
+    assert log.accept(msg)
+    (pending,) = log.pending_dir.iterdir()
+    kept = pending.read_bytes()
+    log.done(msg)
+    pending.write_bytes(kept)
+
+    with ScriptedModelServer(echo) as model, ScriptedSignalDaemon(keepalive_seconds=1) as daemon:
+        write_config(isolated_state, model.base_url, {"signal": daemon.config(allowFrom=[OWNER])})
+        settings = GatewaySettings(port=0, token=None)
+        with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)):
+            daemon.wait_for(lambda: daemon.connections >= 1)
+            daemon.inject_text(OWNER, "after")  # same sender: queued behind any rerun
+            daemon.wait_for(lambda: "after" in daemon.sent_texts(OWNER))
+        assert daemon.sent_texts(OWNER) == ["after"]
+    assert not any(log.pending_dir.iterdir())
