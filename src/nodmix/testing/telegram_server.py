@@ -46,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.polling import poll_until
 from nodmix.testing.telegram_files import BotFiles
 from nodmix.testing.telegram_payloads import bot_user, text_message
 from nodmix.testing.telegram_webhook import WebhookPoster
@@ -196,14 +197,10 @@ class ScriptedBotAPI(BotFiles, ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 15.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout}s; calls: {self._summary()}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        return f"calls: {self._summary()}"
 
     def _summary(self) -> str:
         with self._lock:
