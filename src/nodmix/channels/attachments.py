@@ -90,10 +90,12 @@ async def fetch_capped(
     *,
     headers: Mapping[str, str] | None = None,
     check: Callable[[str], Awaitable[None]] | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> Path:
     """GET `url` into `target`: the declared length checked first, the stream counted, the
     whole download bounded in time. `check` is awaited with the URL of every request made,
-    redirects included, before it is sent (it raises to refuse one).
+    redirects included, before it is sent (it raises to refuse one); `transport` replaces
+    httpx's own (one that connects only to checked addresses, say).
 
     Raises:
         AttachmentTooLarge: larger than `limit` (nothing is left on disk).
@@ -109,7 +111,9 @@ async def fetch_capped(
     hooks = {"request": [checked]}
     with anyio.fail_after(DOWNLOAD_SECONDS):
         async with (
-            httpx2.AsyncClient(timeout=timeout, follow_redirects=True, event_hooks=hooks) as client,
+            httpx2.AsyncClient(
+                timeout=timeout, follow_redirects=True, event_hooks=hooks, transport=transport
+            ) as client,
             client.stream("GET", url, headers=dict(headers or {})) as response,
         ):
             response.raise_for_status()

@@ -6,12 +6,16 @@ host resolves to public addresses, unless its origin (scheme, host, port) is one
 knows as the platform's own (an XMPP server's upload service, the Bot Connector a chat came
 from), which may live on a private address. Every redirect is checked the same way before it
 is followed, so a public link cannot send the bot on to the gateway's neighbours (its
-loopback services, the cloud metadata address, the LAN).
+loopback services, the cloud metadata address, the LAN). A link that is not at a known origin
+is fetched through `nodmix.security.network`'s guarded transport, which connects only to the
+addresses it checked, so a name that resolves differently the second time (DNS rebinding)
+gets nowhere either.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,6 +23,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from nodmix.channels.attachments import fetch_capped
+from nodmix.security.network import PrivateAddressError, guarded_transport, is_public
 
 Origin = tuple[str, str, int]
 """`(scheme, host, port)` of a URL."""
@@ -43,8 +48,7 @@ def origin_of(url: str) -> Origin | None:
 
 
 def _private(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    return not ip.is_global
+    return not is_public(ipaddress.ip_address(address.split("%", 1)[0]))
 
 
 async def check_link(url: str, known: frozenset[Origin] = frozenset()) -> None:
@@ -77,6 +81,17 @@ async def fetch_link(
         LinkRefused: the link or a redirect is not one to fetch.
     """
     await check_link(url, known)
-    return await fetch_capped(
-        url, target, max_bytes, headers=headers, check=lambda hop: check_link(hop, known)
-    )
+    transport = None if origin_of(url) in known else guarded_transport()
+    try:
+        return await fetch_capped(
+            url,
+            target,
+            max_bytes,
+            headers=headers,
+            check=lambda hop: check_link(hop, known),
+            transport=transport,
+        )
+    except PrivateAddressError as exc:  # the name resolved elsewhere when connecting
+        found = re.search(r"reach (\S+) \(it resolves to ([^)]+)\)", str(exc))
+        what = f"{found[1]} resolves to {found[2]}" if found else str(exc)
+        raise LinkRefused(f"{what}, a private address the channel does not know") from None

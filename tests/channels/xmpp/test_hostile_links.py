@@ -200,3 +200,34 @@ def test_every_redirect_of_a_link_is_checked_before_it_is_followed(
         anyio.run(lambda: download_link(f"http://127.0.0.1:{port}/f/cat.png", target,
                                         max_bytes=1000, own=own))  # fmt: skip
     assert _Secret.hits == [] and not target.exists()
+
+
+def test_a_name_that_resolves_elsewhere_the_second_time_is_not_followed(
+    tmp_path: Path, secret: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: the check sees a public address, the connection would get 127.0.0.2."""
+    import socket
+
+    import anyio
+    import anyio._core._sockets as anyio_sockets
+
+    from nodmix.channels.links import LinkRefused
+    from nodmix.channels.xmpp.files import download_link
+
+    public = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 80))
+    private = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.2", 80))
+    answers = [public, public]  # what the checks see; the connection would get 127.0.0.2
+    real = anyio_sockets.getaddrinfo
+
+    async def rebinding(host: str, *args: object, **kwargs: object) -> list[object]:
+        if host != "rebind.example":
+            return await real(host, *args, **kwargs)  # type: ignore[arg-type]
+        return [answers.pop(0) if answers else private]
+
+    monkeypatch.setattr(anyio, "getaddrinfo", rebinding)
+    monkeypatch.setattr(anyio_sockets, "getaddrinfo", rebinding)
+    url = f"http://rebind.example:{secret.server_address[1]}/admin/keys.png"
+    target = tmp_path / "file.png"
+    with pytest.raises(LinkRefused, match="127.0.0.2"):
+        anyio.run(lambda: download_link(url, target, max_bytes=1000, own=frozenset()))
+    assert _Secret.hits == [] and not target.exists()
