@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from nodmix.channels.direct_chats import DirectChats
 from nodmix.channels.pairing import open_pairing_store
 from nodmix.channels.registry import enabled_channels, rules_for
 from nodmix.channels.targets import deliver_refusal
@@ -67,6 +68,7 @@ def check_deliver_targets(inputs: AuditInputs) -> list[Finding]:
     from nodmix.automation.jobs import JobError, parse_target, session_target
 
     pairing = open_pairing_store(inputs.state_dir)
+    seen = DirectChats(inputs.state_dir)
     found: list[Finding] = []
     for where, target, forced, origin in _targets(inputs):
         if session_target(target) is not None:
@@ -75,7 +77,7 @@ def check_deliver_targets(inputs: AuditInputs) -> list[Finding]:
             channel, chat = parse_target(target)
         except JobError:
             continue
-        refused = deliver_refusal(inputs.config, pairing, channel, chat, origin)
+        refused = deliver_refusal(inputs.config, pairing, channel, chat, origin, seen=seen)
         if refused is None:
             continue
         if forced:

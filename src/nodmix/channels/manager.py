@@ -28,6 +28,7 @@ from nodmix.channels.base import ChannelAdapter, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
 from nodmix.channels.delivery import DeliveryLog, open_delivery_log
+from nodmix.channels.direct_chats import DirectChats
 from nodmix.channels.inbox import save_message
 from nodmix.channels.newcomers import Newcomers
 from nodmix.channels.pairing import open_pairing_store
@@ -75,6 +76,8 @@ class ChannelManager:
         self._env = env
         self.state_dir = state_dir
         self.pairing = open_pairing_store(state_dir)
+        self.direct_chats = DirectChats(state_dir)
+        """Direct chats seen from allowed senders (what `allowFrom: ["*"]` may deliver to)."""
         self.adapters: dict[str, ChannelAdapter] = {}
         self.statuses: dict[str, ChannelStatus] = {}
         self._delivery: dict[str, DeliveryLog] = {}
@@ -228,6 +231,8 @@ class ChannelManager:
                 decision.reason,
             )
             return
+        if msg.chat_type == "dm":
+            self.direct_chats.remember(msg.channel, msg.chat_id)
         delivery = self._delivery.get(msg.channel)
         if delivery is not None and not delivery.accept(msg):
             return  # delivered again after a restart: already answered or pending
@@ -420,4 +425,7 @@ class ChannelManager:
         """Why the agent may not message `channel:chat_id`, or None (`channels/targets.py`)."""
         from nodmix.channels.targets import deliver_refusal
 
-        return deliver_refusal(self._config(), self.pairing, channel, chat_id, origin)
+        config = self._config()
+        return deliver_refusal(
+            config, self.pairing, channel, chat_id, origin, seen=self.direct_chats
+        )

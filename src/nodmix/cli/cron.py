@@ -118,6 +118,7 @@ def _check_target(target: str | None, *, force: bool = False) -> bool:
     if not target:
         return False
     from nodmix.automation.jobs import JobError, parse_target
+    from nodmix.channels.direct_chats import DirectChats
     from nodmix.channels.pairing import open_pairing_store
     from nodmix.channels.registry import enabled_channels
     from nodmix.channels.targets import deliver_refusal
@@ -129,7 +130,9 @@ def _check_target(target: str | None, *, force: bool = False) -> bool:
     channel, to = parse_target(target)
     env = dict(os.environ)
     config = load_config(env=env).config
-    refused = deliver_refusal(config, open_pairing_store(paths.state_dir(env)), channel, to)
+    state = paths.state_dir(env)
+    seen = DirectChats(state)
+    refused = deliver_refusal(config, open_pairing_store(state), channel, to, seen=seen)
     if refused is None:
         return False
     if not force or channel not in enabled_channels(config):

@@ -22,6 +22,7 @@ from pywa_async.client import WhatsApp
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
+from nodmix.channels.chat_kinds import whatsapp_group
 from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import Attachment, OutboundMessage
@@ -182,7 +183,7 @@ class WhatsAppAdapter:
             raise
 
     def _check_window(self, chat_id: str) -> None:
-        if _is_group(chat_id):
+        if whatsapp_group(chat_id):
             return  # groups have no per-user window; WhatsApp's answer decides
         if not window_open(self.store, chat_id, now=self._clock()):
             raise OutsideWindow(chat_id, None)
@@ -270,12 +271,6 @@ class WhatsAppAdapter:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._http.aclose()
-
-
-def _is_group(chat_id: str) -> bool:
-    """Group ids are not WhatsApp ids (digits) or business-scoped user ids (`US.123`)."""
-    head, _, tail = chat_id.partition(".")
-    return not chat_id.isdigit() and not (len(head) == 2 and head.isupper() and tail.isdigit())
 
 
 def _auth_error(exc: BaseException) -> bool:
