@@ -105,3 +105,14 @@ class WebhookVerifier(Protocol):
     def verify_webhook(self, query: Mapping[str, str]) -> tuple[int, str]:
         """The HTTP status and plain-text body for the verification request `query`."""
         ...
+
+
+@runtime_checkable
+class ChatAdmission(Protocol):
+    """An adapter that records where chats are (`conversations.ChatAddresses`) and keeps the
+    chats the access check let in apart from strangers'."""
+
+    def admitted(self, chat_id: str, *, owner: bool) -> None:
+        """The channel's access check let a message from `chat_id` in (`owner`: the owner's
+        direct chat)."""
+        ...

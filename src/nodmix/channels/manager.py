@@ -24,7 +24,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from nodmix.channels.access import decide, is_owner
-from nodmix.channels.base import ChannelAdapter, WebhookReceiver
+from nodmix.channels.base import ChannelAdapter, ChatAdmission, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
 from nodmix.channels.delivery import DeliveryLog, open_delivery_log
@@ -214,7 +214,8 @@ class ChannelManager:
         status.last_event_at = time.time()
         self._status_dirty = True
         config = self._config()
-        decision = decide(rules_for(config, msg.channel), self.pairing, msg)
+        rules = rules_for(config, msg.channel)
+        decision = decide(rules, self.pairing, msg)
         if decision.verdict == "pair":
             if self._group is None:  # outside the gateway's run (tests of the layer)
                 await self._newcomers.answer(msg, status, self._send_safely)
@@ -233,6 +234,10 @@ class ChannelManager:
             return
         if msg.chat_type == "dm":
             self.direct_chats.remember(msg.channel, msg.chat_id)
+        adapter: object = self.adapters.get(msg.channel)
+        if isinstance(adapter, ChatAdmission):  # strangers cannot push its address out now
+            owner = msg.chat_type == "dm" and is_owner(rules, msg)
+            adapter.admitted(msg.chat_id, owner=owner)
         delivery = self._delivery.get(msg.channel)
         if delivery is not None and not delivery.accept(msg):
             return  # delivered again after a restart: already answered or pending

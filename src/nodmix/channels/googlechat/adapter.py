@@ -178,6 +178,10 @@ class GoogleChatAdapter:
         await BOT.hand_on(msg, sink, status)
         return 200
 
+    def admitted(self, chat_id: str, *, owner: bool) -> None:
+        """The access check let `chat_id` in: its address is kept apart from strangers'."""
+        self._spaces.admit(chat_id, owner=owner)
+
     # ---- outbound -------------------------------------------------------------------------
 
     def _space(self, chat_id: str) -> str:

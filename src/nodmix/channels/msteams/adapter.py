@@ -216,6 +216,10 @@ class MsTeamsAdapter:
         )
         await BOT.hand_on(msg, sink, status)
 
+    def admitted(self, chat_id: str, *, owner: bool) -> None:
+        """The access check let `chat_id` in: its address is kept apart from strangers'."""
+        self._chats.admit(chat_id, owner=owner)
+
     # ---- outbound -------------------------------------------------------------------------
 
     def _address(self, chat_id: str, thread_id: str | None) -> tuple[str, str]:
