@@ -130,7 +130,7 @@ class WebhookHandler:
         now = self._clock()
         for arrived in parsed.messages:
             msg = arrived.message
-            if self._store.handled(msg.message_id):
+            if self._store.handled(msg.message_id, arrived.sent_at):
                 continue  # posted again, or replayed
             if stale(arrived.sent_at, now=now):
                 status.count("ignore", "older than the 24-hour window")

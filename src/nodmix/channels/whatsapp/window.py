@@ -9,7 +9,12 @@ than letting the reply vanish.
 The same store remembers the ids of handled messages, so a webhook Meta posts again (it
 retries until it gets a 200) or a captured request replayed by someone else is answered once.
 A message older than the window is never handled: it could not be answered anyway, and it
-bounds how long ids must be kept.
+bounds how long ids must be kept. At most `MAX_HANDLED` ids are kept; when more arrive within
+the window, the oldest are dropped and the store remembers the newest time it dropped (the
+floor): a message sent at or before the floor is refused as a replay too. Meta signs the whole
+body, timestamps included, so a replayed update cannot claim a newer time, and replay
+protection holds whatever the number of messages (a message Meta first delivers after
+`MAX_HANDLED` newer ones were handled is refused as well; at that volume, a lesser harm).
 
 `WhatsAppStore` is the seam; `FileWhatsAppStore` keeps both in the channel's delivery position
 (`open_delivery_log`: `<state>/channels/whatsapp/position.json`, written atomically, or the
@@ -28,7 +33,7 @@ from typing import Any, Protocol
 from nodmix.channels.delivery import DeliveryLog
 
 WINDOW_SECONDS = 24 * 3600
-MAX_HANDLED = 5000
+MAX_HANDLED = 2000
 MAX_CHATS = 5000
 FUTURE_SLACK_SECONDS = 300
 
@@ -49,8 +54,9 @@ class OutsideWindow(Exception):
 class WhatsAppStore(Protocol):
     """Handled message ids and each chat's last inbound time."""
 
-    def handled(self, message_id: str) -> bool:
-        """Handled before (a redelivery or a replay)."""
+    def handled(self, message_id: str, sent_at: float | None = None) -> bool:
+        """Handled before (a redelivery or a replay): its id is known, or it was sent at or
+        before the floor (older than the ids kept)."""
         ...
 
     def opened(self, chat_id: str, sent_at: float) -> None:
@@ -85,6 +91,8 @@ class FileWhatsAppStore:
         self._clock = clock
         self._handled: dict[str, float] = {}
         self._inbound: dict[str, float] = {}
+        self._floor = 0.0
+        """The newest send time of a handled id that was dropped (see the module docstring)."""
         self._reload()
 
     def _reload(self) -> None:
@@ -97,13 +105,16 @@ class FileWhatsAppStore:
             for key, at in stored.items():
                 if at > mine.get(key, 0.0):
                     mine[key] = at
+        floor = position.get("handledFloor")
+        if isinstance(floor, int | float) and floor > self._floor:
+            self._floor = float(floor)
 
-    def handled(self, message_id: str) -> bool:
-        if message_id in self._handled:
+    def handled(self, message_id: str, sent_at: float | None = None) -> bool:
+        if message_id in self._handled or (sent_at is not None and sent_at <= self._floor):
             return True
         if self._delivery.shared:
             self._reload()
-        return message_id in self._handled
+        return message_id in self._handled or (sent_at is not None and sent_at <= self._floor)
 
     def opened(self, chat_id: str, sent_at: float) -> None:
         sent_at = min(sent_at, self._clock() + FUTURE_SLACK_SECONDS)
@@ -115,9 +126,13 @@ class FileWhatsAppStore:
             self._reload()
         now = self._clock()
         self._handled[message_id] = min(sent_at, now + FUTURE_SLACK_SECONDS)
-        self._handled = _recent(self._handled, now, MAX_HANDLED)
+        self._handled, dropped = _kept(self._handled, now, MAX_HANDLED)
+        self._floor = max(self._floor, dropped)
         self._inbound = _recent(self._inbound, now, MAX_CHATS)
-        self._delivery.save_position({"handled": self._handled, "lastInbound": self._inbound})
+        position: dict[str, Any] = {"handled": self._handled, "lastInbound": self._inbound}
+        if not stale(self._floor, now=now):
+            position["handledFloor"] = self._floor
+        self._delivery.save_position(position)
 
     def last_inbound(self, chat_id: str) -> float | None:
         last = self._inbound.get(chat_id)
@@ -133,6 +148,18 @@ def _times(raw: Any) -> dict[str, float]:
     if not isinstance(raw, dict):
         return {}
     return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)}
+
+
+def _kept(entries: dict[str, float], now: float, keep: int) -> tuple[dict[str, float], float]:
+    """Ids within the window, at most `keep`, and the newest time among those dropped for
+    the bound (0: none). Every id sent at that time goes, so the floor covers all dropped
+    ids and no kept one."""
+    fresh = {k: t for k, t in entries.items() if not stale(t, now=now)}
+    if len(fresh) <= keep:
+        return fresh, 0.0
+    ordered = sorted(fresh.items(), key=lambda item: item[1])
+    floor = ordered[-keep - 1][1]
+    return {k: t for k, t in ordered if t > floor}, floor
 
 
 def _recent(entries: dict[str, float], now: float, keep: int) -> dict[str, float]:

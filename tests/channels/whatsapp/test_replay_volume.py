@@ -1,0 +1,91 @@
+"""A captured, signed WhatsApp update stays refused however many messages arrive after it: the
+store keeps a bounded set of handled ids and refuses anything sent at or before the newest
+time it dropped (Meta signs the timestamp with the body). Real gateway, scripted Graph API
+and webhook sender."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodmix.channels import delivery
+from nodmix.channels.whatsapp import window
+from nodmix.gateway import BackgroundGateway, GatewaySettings
+from nodmix.providers.retry import RetryPolicy
+from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.scripts.echo import respond as echo
+from nodmix.testing.whatsapp_server import ScriptedWhatsApp
+from tests.channels.support import model_user_texts, write_config
+
+pytestmark = pytest.mark.integration
+
+OWNER = "15550104242"
+KEPT = 3
+"""The bound of the id sets in this test (`MAX_HANDLED`, `ANSWERED_KEPT` in the product)."""
+
+
+@pytest.fixture
+def wa() -> Iterator[ScriptedWhatsApp]:
+    with ScriptedWhatsApp() as server:
+        yield server
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(echo) as server:
+        yield server
+
+
+def test_a_replay_after_more_messages_than_the_ids_kept_is_still_refused(
+    isolated_state: Path,
+    wa: ScriptedWhatsApp,
+    model: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(window, "MAX_HANDLED", KEPT)
+    monkeypatch.setattr(delivery, "ANSWERED_KEPT", KEPT)  # the layer's own dedupe is bounded too
+    write_config(isolated_state, model.base_url, {"whatsapp": wa.config(allowFrom=[OWNER])})
+    settings = GatewaySettings(port=0, token="gateway-token")
+    start = time.time() - 3600
+    with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)) as gateway:
+        wa.webhook_url = f"{gateway.url}/whatsapp"
+        status = gateway.runtime.channels.statuses
+        wa.wait_for(lambda: status.get("whatsapp") and status["whatsapp"].connected)
+        first = wa.inject_text(OWNER, "transfer the money", sent_at=start)
+        wa.wait_for(lambda: wa.sent_texts(OWNER))
+        for n in range(1, KEPT * 2 + 1):  # more messages than the ids kept, in the window
+            wa.inject_text(OWNER, f"later {n}", sent_at=start + 60 * n)
+            wa.wait_for(lambda n=n: len(wa.sent_texts(OWNER)) >= n + 1)
+        assert wa.post_again(first) == 200  # the captured update, replayed
+        wa.inject_text(OWNER, "newest", sent_at=time.time())
+        wa.wait_for(lambda: "newest" in wa.sent_texts(OWNER))
+    assert model_user_texts(model).count("transfer the money") == 1
+    assert wa.sent_texts(OWNER).count("transfer the money") == 1
+    stored = json.loads((isolated_state / "channels" / "whatsapp" / "position.json").read_text())
+    assert len(stored["handled"]) <= KEPT
+
+
+def test_the_floor_survives_a_restart_and_ages_out_with_the_window(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nodmix.channels.delivery import open_delivery_log
+
+    monkeypatch.setattr(window, "MAX_HANDLED", KEPT)
+    now = time.time()
+    before = window.FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    for n in range(KEPT + 2):
+        before.remember(f"wamid.{n}", now - 600 + n)
+    after = window.FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    assert after.handled("wamid.0", now - 600) and after.handled("wamid.1", now - 599)
+    assert after.handled(f"wamid.{KEPT + 1}")  # kept by id
+    assert not after.handled("wamid.new", now)
+    later = window.FileWhatsAppStore(
+        open_delivery_log(isolated_state, "whatsapp"), clock=lambda: now + window.WINDOW_SECONDS
+    )
+    later.remember("wamid.next", now + window.WINDOW_SECONDS)
+    stored = json.loads((isolated_state / "channels" / "whatsapp" / "position.json").read_text())
+    assert "handledFloor" not in stored  # a floor older than the window says nothing more
