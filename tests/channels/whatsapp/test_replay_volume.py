@@ -9,10 +9,12 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nodmix.channels import delivery
+from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.whatsapp import window
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
@@ -72,20 +74,47 @@ def test_a_replay_after_more_messages_than_the_ids_kept_is_still_refused(
 def test_the_floor_survives_a_restart_and_ages_out_with_the_window(
     isolated_state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nodmix.channels.delivery import open_delivery_log
-
     monkeypatch.setattr(window, "MAX_HANDLED", KEPT)
     now = time.time()
-    before = window.FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    before = window.FileWhatsAppStore(delivery.open_delivery_log(isolated_state, "whatsapp"))
     for n in range(KEPT + 2):
         before.remember(f"wamid.{n}", now - 600 + n)
-    after = window.FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"))
+    after = window.FileWhatsAppStore(delivery.open_delivery_log(isolated_state, "whatsapp"))
     assert after.handled("wamid.0", now - 600) and after.handled("wamid.1", now - 599)
     assert after.handled(f"wamid.{KEPT + 1}")  # kept by id
     assert not after.handled("wamid.new", now)
     later = window.FileWhatsAppStore(
-        open_delivery_log(isolated_state, "whatsapp"), clock=lambda: now + window.WINDOW_SECONDS
+        delivery.open_delivery_log(isolated_state, "whatsapp"),
+        clock=lambda: now + window.WINDOW_SECONDS,
     )
     later.remember("wamid.next", now + window.WINDOW_SECONDS)
     stored = json.loads((isolated_state / "channels" / "whatsapp" / "position.json").read_text())
     assert "handledFloor" not in stored  # a floor older than the window says nothing more
+
+
+class _CountingLog(DeliveryLog):
+    """The file delivery log, counting position writes."""
+
+    writes = 0
+
+    def save_position(self, position: dict[str, Any]) -> None:
+        self.writes += 1
+        super().save_position(position)
+
+
+def test_a_message_rewrites_the_chats_window_times_only_when_they_move(
+    isolated_state: Path,
+) -> None:
+    now = time.time()
+    old = DeliveryLog(isolated_state, "whatsapp")
+    old.save_position({"handled": {"wamid.0": now - 60}, "lastInbound": {"491700": now - 60}})
+    ids, windows = _CountingLog(isolated_state, "whatsapp"), _CountingLog(isolated_state, "w")
+    store = window.FileWhatsAppStore(ids, windows=windows, clock=lambda: now)
+    for n in range(1, 11):  # ten messages from one chat within a few minutes
+        store.opened("491711", now - 300 + n)
+        store.remember(f"wamid.{n}", now - 300 + n)
+    assert ids.writes == 10 and windows.writes == 1
+    assert "lastInbound" not in ids.position()  # moved out of the per-message position
+    again = window.FileWhatsAppStore(DeliveryLog(isolated_state, "whatsapp"), windows=windows)
+    assert again.last_inbound("491700") is not None and again.last_inbound("491711") is not None
+    assert again.handled("wamid.0") and again.handled("wamid.10")

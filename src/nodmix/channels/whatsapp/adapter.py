@@ -73,7 +73,10 @@ class WhatsAppAdapter:
             api_base_url=settings.api_base_url,
             api_version=settings.api_version,
         )
-        self.store = store or FileWhatsAppStore(open_delivery_log(state_dir, settings.channel))
+        self.store = store or FileWhatsAppStore(
+            open_delivery_log(state_dir, settings.channel),
+            windows=open_delivery_log(state_dir, f"{settings.channel}.window"),
+        )
         self._latest: OrderedDict[str, tuple[str, bool, float]] = OrderedDict()
         """chat → (its newest inbound message id, marked read, last typing indicator)."""
         self._webhook = WebhookHandler(

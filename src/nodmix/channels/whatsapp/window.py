@@ -16,9 +16,13 @@ body, timestamps included, so a replayed update cannot claim a newer time, and r
 protection holds whatever the number of messages (a message Meta first delivers after
 `MAX_HANDLED` newer ones were handled is refused as well; at that volume, a lesser harm).
 
-`WhatsAppStore` is the seam; `FileWhatsAppStore` keeps both in the channel's delivery position
+`WhatsAppStore` is the seam; `FileWhatsAppStore` keeps both in delivery positions
 (`open_delivery_log`: `<state>/channels/whatsapp/position.json`, written atomically, or the
-database with the postgres state backend), as Telegram keeps its offset. The webhook runs on
+database with the postgres state backend), as Telegram keeps its offset. The handled ids are
+written with every message; the chats' last inbound times (up to `MAX_CHATS`) go to a
+position of their own (`whatsapp.window`), written only when a chat is new or its time moved
+by `INBOUND_WRITE_SECONDS`, so a message does not rewrite thousands of chats (after a restart
+a window may close up to that much early, never late). The webhook runs on
 every replica, so on a shared position a miss (an id not handled here, a chat whose user
 wrote to another replica) is read again before it is trusted, and a write keeps what other
 replicas recorded.
@@ -36,6 +40,7 @@ WINDOW_SECONDS = 24 * 3600
 MAX_HANDLED = 2000
 MAX_CHATS = 5000
 FUTURE_SLACK_SECONDS = 300
+INBOUND_WRITE_SECONDS = 600
 
 
 class OutsideWindow(Exception):
@@ -86,8 +91,18 @@ def stale(sent_at: float, *, now: float) -> bool:
 class FileWhatsAppStore:
     """`WhatsAppStore` in the channel's delivery position file."""
 
-    def __init__(self, delivery: DeliveryLog, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        delivery: DeliveryLog,
+        *,
+        windows: DeliveryLog | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`windows`: where the last inbound times go (None: with the handled ids)."""
         self._delivery = delivery
+        self._windows = windows
+        self._inbound_dirty = False
+        self._inbound_saved: dict[str, float] = {}
         self._clock = clock
         self._handled: dict[str, float] = {}
         self._inbound: dict[str, float] = {}
@@ -98,9 +113,14 @@ class FileWhatsAppStore:
     def _reload(self) -> None:
         """Take in the stored entries (the newer time of stored and known, per key)."""
         position = self._delivery.position()
+        inbound = _times(position.get("lastInbound"))  # with the ids, as before the split
+        if self._windows is not None:
+            self._inbound_dirty = self._inbound_dirty or bool(inbound)  # moved on next write
+            inbound.update(_times(self._windows.position().get("lastInbound")))
+            self._inbound_saved = dict(inbound)
         for mine, stored in (
             (self._handled, _times(position.get("handled"))),
-            (self._inbound, _times(position.get("lastInbound"))),
+            (self._inbound, inbound),
         ):
             for key, at in stored.items():
                 if at > mine.get(key, 0.0):
@@ -120,6 +140,8 @@ class FileWhatsAppStore:
         sent_at = min(sent_at, self._clock() + FUTURE_SLACK_SECONDS)
         if sent_at > self._inbound.get(chat_id, 0.0):
             self._inbound[chat_id] = sent_at
+            if sent_at - self._inbound_saved.get(chat_id, 0.0) >= INBOUND_WRITE_SECONDS:
+                self._inbound_dirty = True
 
     def remember(self, message_id: str, sent_at: float) -> None:
         if self._delivery.shared:
@@ -129,9 +151,14 @@ class FileWhatsAppStore:
         self._handled, dropped = _kept(self._handled, now, MAX_HANDLED)
         self._floor = max(self._floor, dropped)
         self._inbound = _recent(self._inbound, now, MAX_CHATS)
-        position: dict[str, Any] = {"handled": self._handled, "lastInbound": self._inbound}
+        position: dict[str, Any] = {"handled": self._handled}
         if not stale(self._floor, now=now):
             position["handledFloor"] = self._floor
+        if self._windows is None:
+            position["lastInbound"] = self._inbound
+        elif self._inbound_dirty:
+            self._windows.save_position({"lastInbound": self._inbound})
+            self._inbound_saved, self._inbound_dirty = dict(self._inbound), False
         self._delivery.save_position(position)
 
     def last_inbound(self, chat_id: str) -> float | None:
