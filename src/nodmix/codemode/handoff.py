@@ -158,7 +158,22 @@ class Handoff:
             if self._closed or not self._waiting or self._dispatching:
                 return  # (while dispatching, `_on_loop` offers once it is done)
             handed = self._offer()
-        if handed and self._answer():
+        if not handed:
+            return
+        if getattr(self._loop, "_ready", None):
+            # What settled the call has more to do on the loop (an MCP session's reader goes
+            # back to its stream): wake the worker after it, once the loop is about to wait.
+            # Woken now, the worker would find the GIL taken and sleep again until the loop
+            # let go of it, one more hand-off on the way to the guest (see the module
+            # docstring). The results are handed over already: a worker whose wait ends
+            # meanwhile takes them.
+            self._loop.call_soon(self._answer_later, context=self._context)
+            return
+        if self._answer():
+            self._on_loop()
+
+    def _answer_later(self) -> None:
+        if self._answer():
             self._on_loop()
 
     def _offer(self) -> bool:
