@@ -360,7 +360,7 @@ async def _mcp_per_call(
         ms = (await bench.exec(loop))[1]
         cells.append(ms / 20)
         own.append((ms - sum(served_ms)) / 20)
-    out = {
+    out: dict[str, Any] = {
         "mcp_direct_warm_ms": _median(alone),
         "mcp_namespace_per_call_ms": _median(cells),
         "mcp_namespace_own_ms": _median(own),
