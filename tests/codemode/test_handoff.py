@@ -24,7 +24,6 @@ from nodmix.sandbox import Pending, rendezvous, spinwasm
 from nodmix.sandbox.threads import usable_cpus
 from nodmix.sessions import SessionManager
 from nodmix.tools import ToolContext, ToolResult
-from nodmix.tools.base import APPROVAL_WAITING
 
 from .support import Gate, build_harness, make_tool, text_tool, wait_until
 
@@ -94,10 +93,8 @@ async def test_a_listening_loop_takes_the_next_calls_without_being_woken(
     requests: list[bool | None] = []
     request_wait = rendezvous.SpinRendezvous.request_wait
 
-    def recorded(
-        self: rendezvous.SpinRendezvous, timeout: float, *, last: bool = True
-    ) -> bool | None:
-        requests.append(got := request_wait(self, timeout, last=last))
+    def recorded(self: rendezvous.SpinRendezvous, timeout: float) -> bool | None:
+        requests.append(got := request_wait(self, timeout))
         return got
 
     monkeypatch.setattr(rendezvous.SpinRendezvous, "request_wait", recorded)
@@ -141,88 +138,6 @@ async def test_a_call_slower_than_the_window_goes_back_through_the_event_loop(
         result = await h.exec("const r = await tools.slow({}); return r.details.late")
     assert result["status"] == "completed" and result["value"] is True
     assert worker_steps == ["boot_and_run", "deliver_and_drive"]
-
-
-def _late_waits_seen(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set once a worker waits past its window (`Handoff._wait_late` with a wait to do)."""
-    seen = threading.Event()
-    wait_late = Handoff._wait_late
-
-    def observed(self: Handoff) -> None:
-        with self._lock:
-            late = (self._asked or self._keep) and not self._closed
-        if late:
-            seen.set()
-        wait_late(self)
-
-    monkeypatch.setattr(Handoff, "_wait_late", observed)
-    return seen
-
-
-@pytest.mark.anyio
-async def test_a_call_still_running_past_the_window_is_waited_for_in_the_same_step(
-    engine: CodeModeEngine,
-    sessions: SessionManager,
-    workspace: Path,
-    worker_steps: list[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A window any call outlasts, and a late wait no loaded machine outlasts.
-    monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 0.001)
-    monkeypatch.setattr(handoff_module, "LATE_WINDOW_SECONDS", 600.0)
-    late = _late_waits_seen(monkeypatch)
-    release = anyio.Event()
-
-    async def slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        await release.wait()
-        return ToolResult.text("late", details={"late": True})
-
-    h = await build_harness(engine, sessions, workspace, extra_tools=[make_tool("slow", slow)])
-    before = rendezvous.wake_counts.late
-    async with anyio.create_task_group() as group:
-
-        async def release_once_the_worker_waits_late() -> None:
-            await wait_until(late.is_set, "the worker to wait past its window")
-            release.set()
-
-        group.start_soon(release_once_the_worker_waits_late)
-        result = await h.exec("const r = await tools.slow({}); return r.details.late")
-    assert result["status"] == "completed" and result["value"] is True
-    # No trip back to the loop and no second step: the waiting worker got the result.
-    assert worker_steps == ["boot_and_run"]
-    assert rendezvous.wake_counts.late > before
-
-
-@pytest.mark.anyio
-async def test_a_call_that_starts_waiting_for_approval_ends_a_late_wait_at_once(
-    engine: CodeModeEngine,
-    sessions: SessionManager,
-    workspace: Path,
-    worker_steps: list[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(handoff_module, "FAST_WINDOW_SECONDS", 0.001)
-    monkeypatch.setattr(handoff_module, "LATE_WINDOW_SECONDS", 600.0)
-    late = _late_waits_seen(monkeypatch)
-
-    async def needs_approval(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        await wait_until(late.is_set, "the worker to wait past its window")
-        ctx.extra[APPROVAL_WAITING](True)  # as the exec gate does while a person decides
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    h = await build_harness(
-        engine,
-        sessions,
-        workspace,
-        extra_tools=[make_tool("ask", needs_approval)],
-        code_mode_config=CodeModeConfig(enabled=True, timeout_ms=60_000),
-    )
-    # Without the loop giving the worker up, the step would wait until its 60 s budget ends.
-    with anyio.fail_after(30):
-        result = await h.exec("return (await tools.ask({})).text")
-    assert result["status"] == "waiting" and result["reason"] == "approval"
-    assert worker_steps[0] == "boot_and_run"
 
 
 @pytest.mark.anyio

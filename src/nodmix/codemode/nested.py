@@ -186,8 +186,6 @@ def _approval_flag(state: RunState, call: NestedCall) -> Callable[[bool], None]:
     def waiting(flag: bool) -> None:
         call.awaiting_approval = flag
         state.changed.set()  # a step waiting for results re-checks: it may suspend now
-        if state.handoff is not None:  # and a worker waiting past its window gives up
-            state.handoff.recheck()
 
     return waiting
 

@@ -56,18 +56,16 @@ class WakeCounts:
     """How this process's waits for the loop ended (for benchmarks and tests; a few unlocked
     counters, so two workers may rarely lose a count): `listen` (a listening loop took the
     request), `spin` (the answer came while spinning), `lock` (the waiter slept and was woken),
-    `late` (it came during a further wait past the first, `wait_more`), `timeout` (no answer
-    in time)."""
+    `timeout` (no answer in time)."""
 
-    __slots__ = ("late", "listen", "lock", "spin", "timeout")
+    __slots__ = ("listen", "lock", "spin", "timeout")
 
     def __init__(self) -> None:
-        self.listen = self.spin = self.lock = self.late = self.timeout = 0
+        self.listen = self.spin = self.lock = self.timeout = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counts by name."""
-        names = ("listen", "spin", "lock", "late", "timeout")
-        return {name: getattr(self, name) for name in names}
+        return {name: getattr(self, name) for name in ("listen", "spin", "lock", "timeout")}
 
 
 wake_counts = WakeCounts()
@@ -79,18 +77,12 @@ class Rendezvous(Protocol):
     def clear(self) -> None:
         """Forget an earlier `set` that no wait consumed (call before asking the loop)."""
 
-    def request_wait(self, timeout: float, *, last: bool = True) -> bool | None:
+    def request_wait(self, timeout: float) -> bool | None:
         """Claim a loop that listens for this worker and wait for its answer: None when no loop
-        listened (wake it another way, then `wait`), else whether the answer came in time.
-        With `last` False, no answer in time is not counted: `wait_more` follows."""
+        listened (wake it another way, then `wait`), else whether the answer came in time."""
 
-    def wait(self, timeout: float, *, last: bool = True) -> bool:
-        """Until `set` (True) or `timeout` seconds (False); `last` as for `request_wait`."""
-
-    def wait_more(self, timeout: float) -> bool:
-        """A further wait after one that was not `last`: blocks at once (no spinning) until
-        `set` (True, counted `late`) or `timeout` seconds (False, counted `timeout`); a
-        `timeout` of 0 only looks."""
+    def wait(self, timeout: float) -> bool:
+        """Until `set` (True) or `timeout` seconds (False)."""
 
     def set(self) -> None:
         """Wake the waiter (any thread)."""
@@ -114,20 +106,12 @@ class LockRendezvous:
     def clear(self) -> None:
         self._wakeup.clear()
 
-    def request_wait(self, timeout: float, *, last: bool = True) -> bool | None:
+    def request_wait(self, timeout: float) -> bool | None:
         return None
 
-    def wait(self, timeout: float, *, last: bool = True) -> bool:
+    def wait(self, timeout: float) -> bool:
         if self._wakeup.wait(timeout):
             wake_counts.lock += 1
-            return True
-        if last:
-            wake_counts.timeout += 1
-        return False
-
-    def wait_more(self, timeout: float) -> bool:
-        if self._wakeup.wait(timeout):
-            wake_counts.late += 1
             return True
         wake_counts.timeout += 1
         return False
@@ -169,7 +153,7 @@ class SpinRendezvous:
     def clear(self) -> None:
         self._old = self._module.exports().load(self._answer)
 
-    def request_wait(self, timeout: float, *, last: bool = True) -> bool | None:
+    def request_wait(self, timeout: float) -> bool | None:
         module = self._module
         spins = _worker_spin(module, timeout)
         got: int = module.exports().request_wait(
@@ -180,24 +164,12 @@ class SpinRendezvous:
         if spins:
             module.worker_spins.record(got == CHANGED_SPINNING)
         if got == UNCHANGED:
-            if last:
-                wake_counts.timeout += 1
+            wake_counts.timeout += 1
             return False
         wake_counts.listen += 1
         return True
 
-    def wait_more(self, timeout: float) -> bool:
-        exports = self._module.exports()
-        deadline = time.monotonic() + timeout
-        while exports.wait(self._answer, self._old, 0, _nanos(timeout)) == UNCHANGED:
-            timeout = deadline - time.monotonic()
-            if timeout <= 0:
-                wake_counts.timeout += 1
-                return False
-        wake_counts.late += 1
-        return True
-
-    def wait(self, timeout: float, *, last: bool = True) -> bool:
+    def wait(self, timeout: float) -> bool:
         module = self._module
         deadline = time.monotonic() + timeout
         spins = _worker_spin(module, timeout)
@@ -213,8 +185,7 @@ class SpinRendezvous:
                 return True
             timeout = deadline - time.monotonic()
             if timeout <= 0:
-                if last:
-                    wake_counts.timeout += 1
+                wake_counts.timeout += 1
                 return False
             spins = 0
 
