@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck unit plain-install bench install install-cli sandbox web node browser bubblewrap daemons terminal media clean
+.PHONY: run test lint typecheck unit plain-install bench install install-cli sandbox web node browser bubblewrap daemons postgres terminal media clean
 
 # Every optional part (`[all]`: each channel's library, numpy, trafilatura, playwright, the web
 # search clients) plus the dev tools, pinned by the lock. pip shows what it collects and
@@ -59,6 +59,10 @@ daemons:
 	scripts/ensure-mail-irc-daemons.sh
 	scripts/ensure-prosody.sh
 
+# The PostgreSQL state backend is tested against a real server: Debian's postgresql.
+postgres:
+	scripts/ensure-postgres.sh
+
 # `nodmix onboard` is tested in a real terminal: Debian's tmux.
 terminal:
 	scripts/ensure-tmux.sh
@@ -75,11 +79,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/python scripts/check_module_size.py
 	$(BIN)/python scripts/check_import_cycles.py
+	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+	$(BIN)/hadolint Dockerfile
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: install node browser bubblewrap daemons terminal media
+unit: install node browser bubblewrap daemons postgres terminal media
 	scripts/run-pytest.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # A wheel installed without extras into a fresh venv, empty cache: a code-mode turn must work.
@@ -88,7 +94,7 @@ plain-install:
 
 test: lint typecheck unit plain-install
 
-bench: install node bubblewrap media
+bench: install node bubblewrap postgres media
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

@@ -184,6 +184,13 @@ BENCHMARKS = (
         "more channels",
     ),
     Benchmark(
+        "state_replicas",
+        "Gateway replicas on PostgreSQL",
+        "benchmarks.state.bench_replicas",
+        ("--turns", "400"),
+        "replicas sharing state in PostgreSQL",
+    ),
+    Benchmark(
         "channels-teams-gchat",
         "Channels: Microsoft Teams and Google Chat through their scripted services",
         "benchmarks.channels.bench_teams_gchat",

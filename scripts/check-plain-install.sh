@@ -115,6 +115,17 @@ eval "$hint" >"$work/hint-install.log" 2>&1 || fail "the printed install command
 grep -q "✓ channel discord: configured" "$work/doctor-after.log" \
   || fail "after the printed command, doctor still misses the discord extra"
 
+echo "plain-install check: state.backend postgres on the core install fails with one install line"
+mkdir -p "$work/pg-state"
+echo '{state: {backend: "postgres", postgres: {url: "postgresql://127.0.0.1:1/nodmix"}}}' \
+  >"$work/pg-state/nodmix.json"
+if NODMIX_STATE_DIR="$work/pg-state" NODMIX_CONFIG_PATH="$work/pg-state/nodmix.json" \
+  "$nodmix" gateway --port 0 >"$work/pg.log" 2>&1; then fail "a postgres backend started without psycopg"; fi
+grep -qF "nodmix: error: state.backend: the postgres state backend needs the PostgreSQL driver" \
+  "$work/pg.log" && grep -qF "pip install 'nodmix[postgres]'" "$work/pg.log" \
+  || fail "the postgres backend without its extra did not name the install command"
+if grep -q "Traceback" "$work/pg.log"; then fail "a traceback in pg.log for the missing postgres extra"; fi
+
 echo "plain-install check: pip install '.[telegram]' into a fresh venv, a turn over the Bot API"
 "$PY" -m venv "$work/tg"
 "$work/tg/bin/python" -m pip install -q "$repo[telegram]" >"$work/tg-install.log" 2>&1 \

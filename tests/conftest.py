@@ -34,3 +34,24 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     ):
         monkeypatch.delenv(name, raising=False)
     yield state
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """One real PostgreSQL server per test worker (see `tests/support/postgres.py`)."""
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: object) -> str:
+    """A fresh, empty database on the worker's PostgreSQL server."""
+    from tests.support.postgres import PostgresServer
+
+    assert isinstance(postgres_server, PostgresServer)
+    return postgres_server.fresh_database()

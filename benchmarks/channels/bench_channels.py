@@ -11,99 +11,45 @@ fsync'ed pending file, the session lane and the runtime's turn set-up.
 
 from __future__ import annotations
 
-import json
-import statistics
 import tempfile
-import threading
-import time
-from collections import Counter
 from pathlib import Path
 
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.messages import UserMessage
-from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelReply
-from nodmix.providers.retry import RetryPolicy
+from benchmarks.channels.harness import (
+    BURST_MESSAGES,
+    BURST_SENDERS,
+    LATENCY_MESSAGES,
+    OPEN,
+    Arrivals,
+    gateway_with,
+    injection,
+    latency_cell,
+    run_channel,
+)
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.telegram_server import ScriptedBotAPI
 
-LATENCY_MESSAGES = 40
-BURST_MESSAGES = 200
-BURST_SENDERS = 50
-
 
 def main() -> None:
-    arrivals: dict[str, float] = {}
-    lock = threading.Lock()
-
-    def respond(request: ModelRequest) -> ModelReply:
-        users = [m for m in request.messages if isinstance(m, UserMessage)]
-        text = users[-1].text if users else ""
-        with lock:
-            arrivals.setdefault(text, time.perf_counter())
-        return ModelReply.text(f"re: {text}")
-
-    import os
-
+    arrivals = Arrivals()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        ScriptedModelServer(respond) as model,
+        ScriptedModelServer(arrivals.respond) as model,
         ScriptedBotAPI(max_poll_seconds=5) as api,
     ):
-        state = Path(tmp)
-        os.environ["NODMIX_STATE_DIR"] = str(state)
-        os.environ["NODMIX_CONFIG_PATH"] = str(state / "nodmix.json")
-        config = {
-            "models": {
-                "providers": {
-                    "local": {
-                        "api": "openai-completions",
-                        "baseUrl": model.base_url,
-                        "apiKey": "none",
-                        "models": [{"id": "scripted", "contextWindow": 32000}],
-                    }
-                }
-            },
-            "agents": {"defaults": {"model": {"primary": "local/scripted"}}},
-            "channels": {
-                "telegram": {
-                    "botToken": api.token,
-                    "apiBaseUrl": api.url,
-                    "pollTimeoutSeconds": 5,
-                    "allowFrom": ["*"],
-                    "dmPolicy": "open",
-                    "typing": False,
-                }
-            },
-            "session": {"dmScope": "per-peer"},
-        }
-        (state / "nodmix.json").write_text(json.dumps(config))
-        with BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1)):
-            latencies = []
-            for i in range(LATENCY_MESSAGES):
-                text = f"latency {i}"
-                injected = time.perf_counter()
-                api.inject_text(chat_id=7, sender_id=7, text=text)
-                api.wait_for(lambda t=text: f"re: {t}" in api.sent_texts(7), timeout=30)
-                latencies.append((arrivals[text] - injected) * 1000)
-            burst_start = time.perf_counter()
-            for i in range(BURST_MESSAGES):
-                sender = 1000 + i % BURST_SENDERS
-                api.inject_text(chat_id=sender, sender_id=sender, text=f"burst {i}")
-            api.wait_for(
-                lambda: sum(t.startswith("re: burst") for t in api.sent_texts()) >= BURST_MESSAGES,
-                timeout=120,
+        section = {"botToken": api.token, "apiBaseUrl": api.url, "pollTimeoutSeconds": 5}
+        with gateway_with(Path(tmp), model.base_url, {"telegram": {**section, **OPEN}}):
+
+            def to_telegram(sender: str, text: str) -> None:
+                api.inject_text(chat_id=int(sender), sender_id=int(sender), text=text)
+
+            latencies, burst_seconds, lost, doubled = run_channel(
+                "telegram", injection(to_telegram), api.sent_texts, arrivals
             )
-            burst_seconds = time.perf_counter() - burst_start
-        replies = Counter(t for t in api.sent_texts() if t.startswith("re: burst"))
-    lost = BURST_MESSAGES - len(replies)
-    doubled = sum(1 for n in replies.values() if n > 1)
     print("| measurement | result |")
     print("|---|---|")
     print(
         f"| inbound update → model request, median of {LATENCY_MESSAGES} | "
-        f"{statistics.median(latencies):.1f} ms (p90 "
-        f"{sorted(latencies)[int(len(latencies) * 0.9)]:.1f} ms) |"
+        f"{latency_cell(latencies)} |"
     )
     print(
         f"| {BURST_MESSAGES} DMs from {BURST_SENDERS} senders at once | "

@@ -19,39 +19,23 @@ importing the channel's library alone adds, so the channel's own cost is the dif
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.support.config import write_json_config
-
-from benchmarks.channels.bench_memory import measure
+from benchmarks.channels import harness
 from benchmarks.report import cpu_calibration_ms
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.messages import UserMessage
-from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelReply
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 
-LATENCY_MESSAGES = 40
-BURST_MESSAGES = 200
-BURST_SENDERS = 50
-OPEN = {"allowFrom": ["*"], "dmPolicy": "open", "typing": False}
+SENDERS_AT_ONCE = 8
 LIBRARIES = {
     "Teams": "import microsoft_agents.hosting.core.connector.client, "
     "microsoft_agents.activity, jwt",
@@ -62,73 +46,21 @@ GATEWAY_MODULES = "import nodmix.gateway.app, nodmix.runtime.core, nodmix.channe
 """Imported before the library is measured: what a gateway holds already (pydantic, anyio,
 starlette, the core's HTTP client) is not counted as the library's."""
 
-Post = Callable[[str, str], Callable[[], int]]
-"""(sender, text) -> a prepared post (signed already), returning the HTTP status."""
 
-
-def _run(
-    name: str, prepare: Post, replies: Callable[[], list[str]], arrivals: dict[str, float]
-) -> tuple[list[float], float, int, int]:
-    """Latency samples (ms), burst seconds, lost and doubled replies of one channel."""
-
-    def wait(check: Callable[[], bool]) -> None:
-        end = time.monotonic() + 120
-        while not check():
-            if time.monotonic() > end:
-                raise SystemExit(f"{name}: timed out")
-            time.sleep(0.002)
-
-    latencies = []
-    for i in range(LATENCY_MESSAGES):
-        text = f"{name} latency {i}"
-        post = prepare("7", text)
-        posted = time.perf_counter()
-        if post() != 200:
-            raise SystemExit(f"{name}: refused")
-        wait(lambda t=text: f"re: {t}" in replies())
-        latencies.append((arrivals[text] - posted) * 1000)
-    posts = [prepare(str(1000 + i % BURST_SENDERS), f"{name} burst {i}") for i in range(200)]
-    start = time.perf_counter()
-    with ThreadPoolExecutor(8) as pool:
-        statuses = list(pool.map(lambda post: post(), posts))
-    if set(statuses) != {200}:
-        raise SystemExit(f"{name}: burst statuses {Counter(statuses)}")
-    wait(lambda: sum(t.startswith(f"re: {name} burst") for t in replies()) >= BURST_MESSAGES)
-    seconds = time.perf_counter() - start
-    counted = Counter(t for t in replies() if t.startswith(f"re: {name} burst"))
-    return latencies, seconds, BURST_MESSAGES - len(counted), sum(n > 1 for n in counted.values())
-
-
-def latency_and_burst() -> dict[str, tuple[list[float], float, int, int]]:
-    arrivals: dict[str, float] = {}
-    lock = threading.Lock()
-
-    def respond(request: ModelRequest) -> ModelReply:
-        users = [m for m in request.messages if isinstance(m, UserMessage)]
-        text = users[-1].text if users else ""
-        with lock:
-            arrivals.setdefault(text, time.perf_counter())
-        return ModelReply.text(f"re: {text}")
-
+def latency_and_burst() -> dict[str, harness.RunResult]:
+    arrivals = harness.Arrivals()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        ScriptedModelServer(respond) as model,
+        ScriptedModelServer(arrivals.respond) as model,
         ScriptedTeams() as teams,
         ScriptedChat() as chat,
     ):
-        state = Path(tmp)
-        os.environ["NODMIX_STATE_DIR"] = str(state)
-        os.environ["NODMIX_CONFIG_PATH"] = str(state / "nodmix.json")
         channels = {
-            "msteams": teams.channel_config(**OPEN),
-            "googlechat": chat.channel_config(**OPEN),
+            "msteams": teams.channel_config(**harness.OPEN),
+            "googlechat": chat.channel_config(**harness.OPEN),
         }
-        write_json_config(state, model.base_url, channels=channels, session={"dmScope": "per-peer"})
-        with BackgroundGateway(
-            GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1)
-        ) as gw:
-            statuses = gw.runtime.channels.statuses
-            teams.wait_for(lambda: all(c in statuses and statuses[c].connected for c in channels))
+        with harness.gateway_with(Path(tmp), model.base_url, channels) as gw:
+            harness.wait_connected(gw, list(channels))
             teams.endpoint = gw.url + "/channels/msteams/messages"
             chat.endpoint = gw.url + "/channels/googlechat/events"
 
@@ -140,9 +72,14 @@ def latency_and_burst() -> dict[str, tuple[list[float], float, int, int]]:
                 event, token = chat.event(text, user=ChatUser(sender)), chat.sign()
                 return lambda: chat.post(event, token=token)
 
+            at_once = SENDERS_AT_ONCE
             return {
-                "Teams": _run("teams", to_teams, teams.texts, arrivals),
-                "Google Chat": _run("chat", to_chat, chat.texts, arrivals),
+                "Teams": harness.run_channel(
+                    "teams", to_teams, teams.texts, arrivals, senders=at_once
+                ),
+                "Google Chat": harness.run_channel(
+                    "chat", to_chat, chat.texts, arrivals, senders=at_once
+                ),
             }
 
 
@@ -167,16 +104,10 @@ def library_mb(statement: str) -> float:
 
 
 def memory() -> dict[str, Any]:
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        ScriptedModelServer(echo) as model,
-        ScriptedTeams() as teams,
-        ScriptedChat() as chat,
-    ):
-        root = Path(tmp)
-        base = measure(root, model.base_url, {})
-        with_teams = measure(root, model.base_url, {"msteams": teams.channel_config()})
-        with_chat = measure(root, model.base_url, {"googlechat": chat.channel_config()})
+    with harness.idle_gateways() as measure, ScriptedTeams() as teams, ScriptedChat() as chat:
+        base = measure({})
+        with_teams = measure({"msteams": teams.channel_config()})
+        with_chat = measure({"googlechat": chat.channel_config()})
     return {
         "none": base,
         "Teams": (with_teams - base, library_mb(LIBRARIES["Teams"])),
@@ -187,24 +118,7 @@ def memory() -> dict[str, Any]:
 def main() -> None:
     names = ("Teams", "Google Chat")
     calibration = cpu_calibration_ms()
-    results = latency_and_burst()
-    print("| measurement | Teams | Google Chat |")
-    print("|---|---|---|")
-    cells = []
-    for name in names:
-        latencies = sorted(results[name][0])
-        p90 = latencies[int(len(latencies) * 0.9)]
-        cells.append(f"{statistics.median(latencies):.1f} ms (p90 {p90:.1f} ms)")
-    print(
-        f"| inbound request → model request, median of {LATENCY_MESSAGES} | {' | '.join(cells)} |"
-    )
-    cells = [
-        f"all answered in {results[n][1]:.1f} s; lost {results[n][2]}, twice {results[n][3]}"
-        for n in names
-    ]
-    print(
-        f"| {BURST_MESSAGES} DMs from {BURST_SENDERS} senders (8 at once) | {' | '.join(cells)} |"
-    )
+    harness.print_runs(latency_and_burst(), inbound="request", burst=f"({SENDERS_AT_ONCE} at once)")
     mem = memory()
     print(f"| gateway VmRSS without channels | {mem['none']:.1f} MB | |")
     print(f"| + the channel, idle | {mem['Teams'][0]:+.1f} MB | {mem['Google Chat'][0]:+.1f} MB |")

@@ -18,30 +18,18 @@ VmRSS an interpreter that holds the gateway's modules gains by importing the ada
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from benchmarks.channels.bench_discord_slack import OPEN, _config, _run
-from benchmarks.channels.bench_memory import measure
+from benchmarks.channels import harness
 from benchmarks.report import cpu_calibration_ms
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.messages import UserMessage
-from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelReply
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signal_daemon import ScriptedSignalDaemon
 from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 
-LATENCY_MESSAGES = 40
-RunResult = tuple[list[float], float, int, int]
 _RSS = (
     "import sys, {module}\n"
     "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS')][0])"
@@ -52,34 +40,18 @@ def _uuid(sender: str) -> str:
     return f"00000000-0000-4000-8000-{int(sender):012d}"
 
 
-def latency_and_burst() -> dict[str, RunResult]:
-    arrivals: dict[str, float] = {}
-    lock = threading.Lock()
-
-    def respond(request: ModelRequest) -> ModelReply:
-        users = [m for m in request.messages if isinstance(m, UserMessage)]
-        text = users[-1].text if users else ""
-        with lock:
-            arrivals.setdefault(text, time.perf_counter())
-        return ModelReply.text(f"re: {text}")
-
+def latency_and_burst() -> dict[str, harness.RunResult]:
+    arrivals = harness.Arrivals()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        ScriptedModelServer(respond) as model,
+        ScriptedModelServer(arrivals.respond) as model,
         ScriptedWhatsApp() as wa,
         ScriptedSignalDaemon() as daemon,
     ):
-        state = Path(tmp)
-        os.environ["NODMIX_STATE_DIR"] = str(state)
-        os.environ["NODMIX_CONFIG_PATH"] = str(state / "nodmix.json")
-        channels = {"whatsapp": wa.config(**OPEN), "signal": daemon.config(**OPEN)}
-        _config(state, model.base_url, channels)
-        settings = GatewaySettings(port=0, token=None)
-        with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)) as gateway:
+        channels = {"whatsapp": wa.config(**harness.OPEN), "signal": daemon.config(**harness.OPEN)}
+        with harness.gateway_with(Path(tmp), model.base_url, channels) as gateway:
             wa.webhook_url = f"{gateway.url}/whatsapp"
-            status = gateway.runtime.channels.statuses
-            for name in ("whatsapp", "signal"):
-                wa.wait_for(lambda n=name: status.get(n) and status[n].connected, timeout=60)
+            harness.wait_connected(gateway, list(channels))
 
             def to_whatsapp(sender: str, text: str) -> None:
                 wa.inject_text(f"1555010{int(sender):04d}", text)
@@ -88,8 +60,12 @@ def latency_and_burst() -> dict[str, RunResult]:
                 daemon.inject_text(_uuid(sender), text)
 
             return {
-                "WhatsApp": _run("whatsapp", to_whatsapp, wa.sent_texts, arrivals),
-                "Signal": _run("signal", to_signal, daemon.sent_texts, arrivals),
+                "WhatsApp": harness.run_channel(
+                    "whatsapp", harness.injection(to_whatsapp), wa.sent_texts, arrivals
+                ),
+                "Signal": harness.run_channel(
+                    "signal", harness.injection(to_signal), daemon.sent_texts, arrivals
+                ),
             }
 
 
@@ -109,37 +85,20 @@ def library_mb(module: str) -> float:
 
 def memory() -> dict[str, float]:
     with (
-        tempfile.TemporaryDirectory() as tmp,
-        ScriptedModelServer(echo) as model,
+        harness.idle_gateways() as measure,
         ScriptedWhatsApp() as wa,
         ScriptedSignalDaemon() as daemon,
     ):
-        root = Path(tmp)
-        base = measure(root, model.base_url, {})
-        with_wa = measure(root, model.base_url, {"whatsapp": wa.config()})
-        with_signal = measure(root, model.base_url, {"signal": daemon.config()})
+        base = measure({})
+        with_wa = measure({"whatsapp": wa.config()})
+        with_signal = measure({"signal": daemon.config()})
     return {"none": base, "WhatsApp": with_wa - base, "Signal": with_signal - base}
 
 
 def main() -> None:
     calibration = cpu_calibration_ms()
-    results = latency_and_burst()
     names = ("WhatsApp", "Signal")
-    print("| measurement | WhatsApp | Signal |")
-    print("|---|---|---|")
-    cells = []
-    for name in names:
-        latencies = sorted(results[name][0])
-        p90 = latencies[int(len(latencies) * 0.9)]
-        cells.append(f"{statistics.median(latencies):.1f} ms (p90 {p90:.1f} ms)")
-    print(
-        f"| inbound message → model request, median of {LATENCY_MESSAGES} | {' | '.join(cells)} |"
-    )
-    cells = [
-        f"all answered in {results[n][1]:.1f} s; lost {results[n][2]}, twice {results[n][3]}"
-        for n in names
-    ]
-    print(f"| 200 DMs from 50 senders at once | {' | '.join(cells)} |")
+    harness.print_runs(latency_and_burst(), inbound="message")
     mem = memory()
     libraries = {
         "WhatsApp": library_mb("nodmix.channels.whatsapp.adapter"),

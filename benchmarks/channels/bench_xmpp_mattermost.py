@@ -13,55 +13,38 @@ fsync'ed pending file, the session lane and the turn's set-up.
 
 from __future__ import annotations
 
-import statistics
+import os
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.channels.prosody import Prosody, XmppPerson
 from tests.support.config import write_json_config
 
+from benchmarks.channels.harness import (
+    LATENCY_MESSAGES,
+    OPEN,
+    Arrivals,
+    background_gateway,
+    latency_cell,
+    wait_connected,
+    wait_until,
+)
 from benchmarks.report import cpu_calibration_ms
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.messages import UserMessage
-from nodmix.providers.base import ModelRequest
-from nodmix.providers.fake import ModelReply
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
 
-MESSAGES = 40
-OPEN = {"allowFrom": ["*"], "dmPolicy": "open", "typing": False}
 ANN = "ann00000000000000000000000"
 
 
-def _wait(check: Callable[[], object], what: str, deadline_s: float = 60.0) -> None:
-    end = time.monotonic() + deadline_s
-    while not check():
-        if time.monotonic() > end:
-            raise SystemExit(f"timed out: {what}")
-        time.sleep(0.002)
-
-
 def latency(root: Path) -> dict[str, list[float]]:
-    arrivals: dict[str, float] = {}
-    lock = threading.Lock()
-
-    def respond(request: ModelRequest) -> ModelReply:
-        users = [m for m in request.messages if isinstance(m, UserMessage)]
-        text = users[-1].text if users else ""
-        with lock:
-            arrivals.setdefault(text, time.perf_counter())
-        return ModelReply.text(f"re: {text}")
-
+    arrivals = Arrivals()
     prosody = Prosody(root / "prosody")
     prosody.register("nodbot", "pw")
     prosody.start()
     try:
-        with ScriptedModelServer(respond) as model, ScriptedMattermost() as mm:
+        with ScriptedModelServer(arrivals.respond) as model, ScriptedMattermost() as mm:
             mm.add_user(ANN, "ann")
             xmpp = {"jid": "nodbot@localhost", "password": "pw", "server": "127.0.0.1"}
             channels: dict[str, Any] = {
@@ -71,29 +54,23 @@ def latency(root: Path) -> dict[str, list[float]]:
             state = root / "state"
             state.mkdir()
             write_json_config(state, model.base_url, channels=channels)
-            import os
-
             os.environ["NODMIX_STATE_DIR"] = str(state)
-            gateway = BackgroundGateway(
-                GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1)
-            )
+            gateway = background_gateway()
             ann = XmppPerson(prosody, "ann")
             out: dict[str, list[float]] = {"XMPP": [], "Mattermost": []}
             with gateway:
-                statuses = gateway.runtime.channels.statuses
-                _wait(lambda: statuses["xmpp"].connected, "xmpp")
-                _wait(lambda: statuses["mattermost"].connected, "mattermost")
+                wait_connected(gateway, ["xmpp", "mattermost"])
                 dm = mm.dm_channel(ANN)
-                for i in range(MESSAGES):
+                for i in range(LATENCY_MESSAGES):
                     text = f"xmpp latency {i}"
                     start = time.perf_counter()
                     ann.say("nodbot@localhost", text)
-                    _wait(lambda t=text: f"re: {t}" in ann.texts(), "xmpp reply")
+                    wait_until(lambda t=text: f"re: {t}" in ann.texts(), "xmpp reply")
                     out["XMPP"].append((arrivals[text] - start) * 1000)
                     text = f"mattermost latency {i}"
                     start = time.perf_counter()
                     mm.inject_post(dm, ANN, text, channel_type="D")
-                    _wait(lambda t=text: f"re: {t}" in mm.texts(dm), "mattermost reply")
+                    wait_until(lambda t=text: f"re: {t}" in mm.texts(dm), "mattermost reply")
                     out["Mattermost"].append((arrivals[text] - start) * 1000)
             ann.close()
     finally:
@@ -109,12 +86,10 @@ def main() -> None:
     names = ("XMPP", "Mattermost")
     print("| measurement | XMPP (real Prosody) | Mattermost (scripted server) |")
     print("|---|---|---|")
-    cells = []
-    for name in names:
-        values = sorted(results[name])
-        p90 = values[int(len(values) * 0.9)]
-        cells.append(f"{statistics.median(values):.1f} ms (p90 {p90:.1f} ms)")
-    print(f"| inbound message → model request, median of {MESSAGES} | {' | '.join(cells)} |")
+    cells = [latency_cell(results[name]) for name in names]
+    print(
+        f"| inbound message → model request, median of {LATENCY_MESSAGES} | {' | '.join(cells)} |"
+    )
     print(f"| CPU calibration | {calibration:.0f} ms | |")
 
 

@@ -17,6 +17,7 @@ NodmixError                      base; `str(err)` is one readable line
 │   └── WorkspaceEscapeError     a path points outside the agent workspace
 ├── SessionError                 unknown session, bad session key
 ├── TranscriptError              a transcript file cannot be read
+├── StateUnavailableError        the shared state database cannot be reached (postgres backend)
 ├── SandboxError                 the code-mode sandbox runtime failed (not a guest error)
 │   └── RuntimeUnavailableError  quickjs.wasm missing, corrupt, or failed to load
 ├── MCPError                     an MCP server failed to start or answer
@@ -145,6 +146,10 @@ class SessionError(NodmixError):
 
 class TranscriptError(NodmixError):
     """A transcript file cannot be parsed (beyond a repairable torn last line)."""
+
+
+class StateUnavailableError(NodmixError):
+    """The state database (`state.backend: "postgres"`) cannot be reached or refused a write."""
 
 
 class SandboxError(NodmixError):

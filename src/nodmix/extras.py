@@ -40,6 +40,8 @@ class Part:
     only once the part is used and `require`d); None when the core imports them lazily."""
     opt_in: bool = False
     """The section turns the part on only with `enabled: true` (not by being present)."""
+    when: str | None = None
+    """The value `config_key` must have to turn the part on (a choice, not a section)."""
 
 
 def _channel(channel: str, name: str, modules: tuple[str, ...]) -> Part:
@@ -68,6 +70,15 @@ PARTS: tuple[Part, ...] = (
     _channel("mattermost", "Mattermost", ("mattermostautodriver", "aiohttp")),
     Part("embeddings", "vector memory search", "embeddings", ("numpy",), "memory.embeddings"),
     Part("web", "web_fetch's main-content extraction", "web", ("trafilatura",), None),
+    Part(
+        "postgres",
+        "the PostgreSQL state backend",
+        "postgres",
+        ("psycopg", "psycopg_pool"),
+        "state.backend",
+        "nodmix.state.postgres",
+        when="postgres",
+    ),
     Part("browser", "the browser tool", "browser", ("playwright",), "tools.browser", opt_in=True),
     Part("tavily", "web_search through Tavily", "tavily", ("tavily",), None),
     Part("linkup", "web_search through Linkup", "linkup", ("linkup",), None),
@@ -116,6 +127,8 @@ def in_use(row: Part, config: Any) -> bool:
         node = getattr(node, _attribute(name), None)
         if node is None:
             return False
+    if row.when is not None:
+        return bool(node == row.when)
     enabled = getattr(node, "enabled", None)
     return enabled is True if row.opt_in else enabled is not False
 

@@ -9,10 +9,11 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from nodmix.testing.polling import poll_until
 
 T = TypeVar("T")
 NGIRCD = "/usr/sbin/ngircd"
@@ -27,14 +28,7 @@ def free_port() -> int:
 
 def wait_until(check: Callable[[], T], *, timeout: float = 20.0, what: str = "condition") -> T:
     """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} not met within {timeout}s")
-        time.sleep(0.02)
+    return poll_until(check, timeout, lambda: f"waiting for {what}")
 
 
 class Ngircd:

@@ -26,6 +26,8 @@ from urllib.parse import quote
 import httpx2
 import yaml
 
+from nodmix.testing.polling import poll_until
+
 SERVER_NAME = "localhost"
 START_DEADLINE_S = 90.0
 DEADLINE_S = 30.0
@@ -292,11 +294,4 @@ class MatrixUser:
 
 def wait_for(check: Callable[[], T], what: str, timeout: float = DEADLINE_S) -> T:
     """Poll `check` until it returns something truthy (no fixed sleeps)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
+    return poll_until(check, timeout, lambda: f"waiting for {what}", interval=0.1)

@@ -1,8 +1,12 @@
 """A group member answering an exec approval request with `/approve`, on every channel the tests
 can drive besides Telegram (`test_shared_chats.py`): Discord and Slack through their real client
 libraries against the scripted servers, IRC against a real ngircd, Matrix against a real
-Synapse, email against a real dovecot (where every sender is a DM). The request is posted in the
-room, the member's answer is refused with one line, and the command never runs."""
+Synapse, email against a real dovecot (where every sender is a DM), Teams, Google Chat and
+WhatsApp with activities, events and webhooks signed by their scripted services and posted to
+the gateway's port, Signal and Mattermost against their scripted servers, XMPP against a real
+Prosody. The
+request is posted in the room, the member's answer is refused with one line, and the command
+never runs; then the owner's `/approve` in the same room runs it."""
 
 from __future__ import annotations
 
@@ -20,10 +24,20 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.messages import ToolResultMessage
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.discord_server import ScriptedDiscord
+from nodmix.testing.googlechat_payloads import SPACE as CHAT_SPACE
+from nodmix.testing.googlechat_payloads import ChatUser
+from nodmix.testing.googlechat_server import ScriptedChat
+from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
+from nodmix.testing.msteams_payloads import GROUP_CHAT as TEAMS_GROUP
+from nodmix.testing.msteams_payloads import TeamsUser
+from nodmix.testing.msteams_server import ScriptedTeams
+from nodmix.testing.signal_daemon import ScriptedSignalDaemon
 from nodmix.testing.slack_server import ScriptedSlack
+from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 from tests.channels.irc_daemon import IrcUser, Ngircd
 from tests.channels.mail_daemons import PASSWORD, USER, Dovecot, SmtpRecorder
+from tests.channels.prosody import MUC, Prosody, XmppPerson
 from tests.channels.support import chat_model, write_config
 from tests.channels.synapse import Synapse
 
@@ -83,6 +97,16 @@ def _attack(
 
 def _result(message: object) -> bool:
     return isinstance(message, ToolResultMessage)
+
+
+def _owner_approves(
+    say: Callable[[str], object], texts: Callable[[], list[str]], marker: Path
+) -> None:
+    """After the member was refused, the owner answers the same request in the same room."""
+    asked = [t for t in texts() if "/approve " in t]
+    request_id = re.search(r"/approve (\S+)", asked[0]).group(1)  # type: ignore[union-attr]
+    say(f"/approve {request_id}")
+    _wait(marker.exists, "the command the owner approved")
 
 
 def test_discord(isolated_state: Path, model: ScriptedModelServer) -> None:
@@ -228,3 +252,131 @@ def test_email(isolated_state: Path, model: ScriptedModelServer) -> None:
         imap.close()
     log = (isolated_state / "logs" / "nodmix.log").read_text(encoding="utf-8")
     assert f"/approve from {other} in {other} refused: not the owner" in log
+
+
+def test_msteams(isolated_state: Path, model: ScriptedModelServer) -> None:
+    command, marker = _command(isolated_state)
+    owner, member = TeamsUser("ann"), TeamsUser("eve")
+    with ScriptedTeams() as teams:
+        section = {"ownerIds": [owner.aad], "allowFrom": [owner.aad], "groups": [TEAMS_GROUP]}
+        write_config(isolated_state, model.base_url, {"msteams": teams.channel_config(**section)})
+        with _gateway() as gateway:
+            teams.endpoint = gateway.url + "/channels/msteams/messages"
+            _wait(lambda: _connected(gateway, "msteams"), "connected")
+
+            def say(user: TeamsUser) -> Callable[[str], object]:
+                return lambda text: teams.send(text, user=user, kind="groupChat", mention=True)
+
+            texts = lambda: teams.texts(TEAMS_GROUP)  # noqa: E731
+            _attack("msteams", say(member), texts, model, marker, command)
+            _owner_approves(say(owner), texts, marker)
+
+
+def test_googlechat(isolated_state: Path, model: ScriptedModelServer) -> None:
+    command, marker = _command(isolated_state)
+    owner, member = ChatUser("ann"), ChatUser("eve")
+    with ScriptedChat() as chat:
+        section = {"ownerIds": [owner.id], "allowFrom": [owner.id], "groups": [CHAT_SPACE]}
+        write_config(isolated_state, model.base_url, {"googlechat": chat.channel_config(**section)})
+        with _gateway() as gateway:
+            chat.endpoint = gateway.url + "/channels/googlechat/events"
+            _wait(lambda: _connected(gateway, "googlechat"), "connected")
+
+            def say(user: ChatUser) -> Callable[[str], object]:
+                return lambda text: chat.send(text, user=user, kind="SPACE", mention=True)
+
+            texts = lambda: chat.texts(CHAT_SPACE)  # noqa: E731
+            _attack("googlechat", say(member), texts, model, marker, command)
+            _owner_approves(say(owner), texts, marker)
+
+
+def test_whatsapp(isolated_state: Path, model: ScriptedModelServer) -> None:
+    command, marker = _command(isolated_state)
+    owner, member, group = "15550104242", "15550109999", "Y2FwaV9ncm91cDoxNTU1MDEwMDAwMDoxMjM"
+    with ScriptedWhatsApp() as wa:
+        section = wa.config(allowFrom=[owner], ownerIds=[owner], groups=[group])
+        write_config(isolated_state, model.base_url, {"whatsapp": section})
+        with _gateway() as gateway:
+            wa.webhook_url = f"{gateway.url}/whatsapp"
+
+            def say(sender: str) -> Callable[[str], object]:
+                return lambda text: wa.inject_text(sender, text, group_id=group, mention=True)
+
+            texts = lambda: wa.sent_texts(group)  # noqa: E731
+            _attack("whatsapp", say(member), texts, model, marker, command)
+            _owner_approves(say(owner), texts, marker)
+
+
+def test_signal(isolated_state: Path, model: ScriptedModelServer) -> None:
+    command, marker = _command(isolated_state)
+    owner, member = "3f2a9c4e-1b7d-4e8a-9c2f-5d6e7f8a9b0c", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+    group = "Pmpi+EfPWmsxiomLe9Nx2XF9HOE483p6iKiFj65iMwI="
+    with ScriptedSignalDaemon() as daemon:
+        section = daemon.config(allowFrom=[owner], ownerIds=[owner], groups=[group])
+        write_config(isolated_state, model.base_url, {"signal": section})
+        with _gateway() as gateway:
+            _wait(lambda: _connected(gateway, "signal"), "connected")
+
+            def say(sender: str) -> Callable[[str], object]:
+                return lambda text: daemon.inject_text(sender, text, group_id=group, mention=True)
+
+            texts = lambda: daemon.sent_texts(group)  # noqa: E731
+            _attack("signal", say(member), texts, model, marker, command)
+            _owner_approves(say(owner), texts, marker)
+
+
+def test_mattermost(isolated_state: Path, model: ScriptedModelServer) -> None:
+    command, marker = _command(isolated_state)
+    owner, member, town = ("ann" + "0" * 23, "eve" + "0" * 23, "town" + "0" * 22)
+    with ScriptedMattermost() as mm:
+        mm.add_user(owner, "ann")
+        mm.add_user(member, "eve")
+        section = {"url": mm.url, "token": mm.token, "typing": False}
+        section |= {"ownerIds": [owner], "allowFrom": [owner], "groups": [town]}
+        write_config(isolated_state, model.base_url, {"mattermost": section})
+        with _gateway() as gateway:
+            _wait(lambda: _connected(gateway, "mattermost"), "connected")
+
+            def say(sender: str) -> Callable[[str], object]:
+                return lambda text: mm.inject_post(town, sender, f"@nodbot {text}")
+
+            texts = lambda: mm.texts(town)  # noqa: E731
+            _attack("mattermost", say(member), texts, model, marker, command)
+            _owner_approves(say(owner), texts, marker)
+
+
+def test_xmpp(isolated_state: Path, model: ScriptedModelServer, tmp_path: Path) -> None:
+    command, marker = _command(isolated_state)
+    prosody = Prosody(tmp_path / "prosody")
+    prosody.register("nodbot", "bot-secret")
+    prosody.start()
+    room = f"lounge@{MUC}"
+    people: list[XmppPerson] = []
+    try:
+        section = {"jid": "nodbot@localhost", "password": "bot-secret", "server": "127.0.0.1"}
+        section |= {"port": prosody.port, "tls": "off", "rooms": [room], "typing": False}
+        section |= {"ownerIds": ["ann@localhost"], "allowFrom": ["ann@localhost"]}
+        write_config(isolated_state, model.base_url, {"xmpp": section})
+        with _gateway() as gateway:
+            _wait(lambda: _connected(gateway, "xmpp"), "connected")
+            for name in ("ann", "eve"):
+                person = XmppPerson(prosody, name)
+                people.append(person)
+                person.join(room)
+            owner, member = people
+
+            def say(person: XmppPerson) -> Callable[[str], object]:
+                return lambda text: person.say(room, f"nodbot: {text}", room=True)
+
+            texts = lambda: member.texts(f"{room}/nodbot")  # noqa: E731
+            _attack("xmpp", say(member), texts, model, marker, command)
+            _owner_approves(say(owner), texts, marker)
+    finally:
+        for person in people:
+            person.close()
+        prosody.stop()
+
+
+def _connected(gateway: BackgroundGateway, channel: str) -> bool:
+    status = gateway.runtime.channels.statuses.get(channel)
+    return status is not None and status.connected

@@ -143,7 +143,9 @@ async def test_a_wait_for_a_run_lost_or_expired_at_a_restart_says_so(
     data[-10] ^= 0xFF
     path.write_bytes(bytes(data))
     store = FileRunStore(runs, clock=lambda: 10.0**10)  # long after the runs' TTL
-    assert list(runs.iterdir()) == []  # both removed when the store started
+    assert [p.name for p in runs.iterdir()] == ["damaged"]  # the damaged one kept aside
+    (kept,) = (runs / "damaged").glob(f"*-{damaged}.run")
+    assert kept.read_bytes() == bytes(data)
     async with CodeModeEngine(store).running() as after:
         h2 = await _harness(after, sessions, workspace, Gate(), run_id="run_after")
         lost = await h2.wait(damaged)

@@ -14,6 +14,7 @@ import pytest
 
 from nodmix.catalog import RunCatalog
 from nodmix.codemode.run_files import FileRunStore, open_run_store
+from nodmix.codemode.run_io import DAMAGED_KEEP
 from nodmix.codemode.run_records import FORMAT_VERSION, MAGIC, RunFileError, decode
 from nodmix.codemode.runs import RunScope, RunState, RunStore, RunStoreFull
 from nodmix.codemode.settings import resolve_settings
@@ -66,7 +67,7 @@ def test_a_parked_run_is_written_to_a_private_file_that_a_new_store_loads(tmp_pa
     assert reopened.get("cm_unknown") is None
 
 
-def test_a_torn_or_damaged_file_is_skipped_with_a_warning_and_the_rest_load(
+def test_a_torn_or_damaged_file_is_moved_aside_with_one_warning_and_the_rest_load(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runs = tmp_path / "runs"
@@ -83,14 +84,40 @@ def test_a_torn_or_damaged_file_is_skipped_with_a_warning_and_the_rest_load(
 
     with caplog.at_level(logging.WARNING, logger="nodmix.codemode"):
         reopened = FileRunStore(runs)
-    assert len(reopened) == 1 and reopened.get(good) is not None
-    assert reopened.get(torn) is None and reopened.get(flipped) is None
-    assert f"{torn}.run: truncated run file" in caplog.text
-    assert f"{flipped}.run: run file checksum mismatch" in caplog.text
-    assert sorted(p.name for p in runs.iterdir()) == [f"{good}.run"]
+        assert len(reopened) == 1 and reopened.get(good) is not None
+        assert reopened.get(torn) is None and reopened.get(flipped) is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings  # one per damaged file, none when it is waited on
+    torn_line, flipped_line = sorted(warnings, key=lambda line: torn not in line)
+    assert f"{runs}/{torn}.run cannot be read (truncated run file)" in torn_line
+    assert f"moved to {runs}/damaged/" in torn_line and f"-{torn}.run:" in torn_line
+    assert "run the program again" in torn_line and "delete it" in torn_line
+    assert f"{flipped}.run cannot be read (run file checksum mismatch)" in flipped_line
+    assert sorted(p.name for p in runs.iterdir()) == [f"{good}.run", "damaged"]
+    (kept_torn,) = (runs / "damaged").glob(f"*-{torn}.run")
+    (kept_flipped,) = (runs / "damaged").glob(f"*-{flipped}.run")
+    assert kept_torn.read_bytes() == data[: len(data) // 2]
+    assert kept_flipped.read_bytes() == bytes(damaged)
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="nodmix.codemode"):
+        FileRunStore(runs)  # the next start does not trip over them again
+    assert caplog.records == []
 
 
-def test_a_file_damaged_after_startup_is_skipped_when_waited_on(
+def test_damaged_files_of_the_same_run_are_all_kept_up_to_a_bound(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    FileRunStore(runs)
+    for number in range(DAMAGED_KEEP + 3):
+        (runs / "cm_same.run").write_bytes(b"damaged %d" % number)
+        FileRunStore(runs)
+    kept = sorted((runs / "damaged").iterdir())
+    assert len(kept) == DAMAGED_KEEP
+    contents = {p.read_bytes() for p in kept}
+    assert b"damaged %d" % (DAMAGED_KEEP + 2) in contents and b"damaged 0" not in contents
+
+
+def test_a_file_damaged_after_startup_is_moved_aside_when_waited_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runs = tmp_path / "runs"
@@ -100,8 +127,10 @@ def test_a_file_damaged_after_startup_is_skipped_when_waited_on(
     with caplog.at_level(logging.WARNING, logger="nodmix.codemode"):
         assert reopened.get(run_id) is None
     reopened.flush()
-    assert "skipping code-mode run file" in caplog.text
+    assert len(caplog.records) == 1 and "cannot be read (truncated run file)" in caplog.text
     assert not (runs / f"{run_id}.run").exists() and len(reopened) == 0
+    (kept,) = (runs / "damaged").glob(f"*-{run_id}.run")
+    assert kept.read_bytes() == b"NDMXRUN\x00garbage"
 
 
 def test_expired_runs_are_removed_at_startup_and_by_the_sweep(tmp_path: Path) -> None:

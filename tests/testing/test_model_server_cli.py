@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import selectors
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -132,3 +134,53 @@ def test_a_negative_event_seconds_is_refused_in_one_line() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().endswith("error: --event-seconds must be 0 or more")
+
+
+def _vanish(base_url: str, path: str, head: bytes, sent: bytes, *, length: int) -> None:
+    """A client that sends `sent` of a `length`-byte body and is killed (a TCP reset)."""
+    port = int(base_url.split(":")[-1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: x\r\n".encode()
+            + head
+            + f"Content-Length: {length}\r\n\r\n".encode()
+            + sent
+        )
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def _read_then_vanish(base_url: str, body: bytes) -> None:
+    """A streaming client killed after the first bytes of the reply."""
+    port = int(base_url.split(":")[-1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        assert sock.recv(100).startswith(b"HTTP/1.1 200")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def test_clients_killed_mid_request_leave_no_traceback() -> None:
+    chat_body = b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}'
+    form = b"multipart/form-data; boundary=b"
+    with running("--script", "echo", "--event-seconds", "0.2") as (proc, base_url):
+        json_head = b"content-type: application/json\r\n"
+        _vanish(base_url, "/v1/chat/completions", json_head, chat_body[:20], length=10_000)
+        _vanish(base_url, "/v1/messages", json_head, chat_body[:20], length=10_000)
+        _vanish(base_url, "/v1/embeddings", json_head, b'{"inp', length=10_000)
+        _vanish(
+            base_url,
+            "/v1/audio/transcriptions",
+            b"content-type: " + form + b"\r\n",
+            b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nRIFF',
+            length=100_000,
+        )
+        _read_then_vanish(base_url, chat_body)
+        assert chat(base_url, "still there") == "still there"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=DEADLINE) == 0
+        assert proc.stderr is not None
+        errors = proc.stderr.read()
+    assert "Traceback" not in errors and "Exception" not in errors, errors

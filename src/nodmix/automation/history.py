@@ -19,6 +19,7 @@ import msgspec
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.automation.owners import ProcessMarks
 from nodmix.automation.store import automation_dir
+from nodmix.state.binding import provided
 
 RunStatus = Literal["running", "ok", "error", "timeout", "skipped", "interrupted"]
 DEFAULT_RUNS_KEPT = 50
@@ -59,10 +60,20 @@ class RunRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
         return out
 
 
+class SlotTaken(Exception):
+    """Another replica already started a run for this scheduled time (shared state only)."""
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a reply, on one line."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def open_run_history(state_dir: Path, *, kept: int = DEFAULT_RUNS_KEPT) -> RunHistory:
+    """The run history of the state backend serving `state_dir` (files by default)."""
+    found = provided(state_dir, "automation.history", kept)
+    return found if isinstance(found, RunHistory) else RunHistory(state_dir, kept=kept)
 
 
 class RunHistory:

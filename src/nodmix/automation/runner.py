@@ -18,9 +18,7 @@ security layer can tell them apart from a person's message.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,9 +26,8 @@ from typing import Protocol
 
 import anyio
 
-from nodmix.assets.files import ensure_private_dir
 from nodmix.automation.clock import Clock
-from nodmix.automation.history import RunHistory, RunRecord, excerpt
+from nodmix.automation.history import RunHistory, RunRecord, SlotTaken, excerpt
 from nodmix.automation.jobs import Job, creator_origin, parse_target, session_target
 from nodmix.automation.store import JobStore
 from nodmix.channels.types import OutboundMessage
@@ -149,12 +146,8 @@ class JobRunner:
         if job_id in self.running:
             yield False
             return
-        locks = ensure_private_dir(self._dir / "locks")
-        fd = os.open(locks / f"{job_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with self.store.exclusive(job_id) as mine:
+            if not mine:
                 yield False
                 return
             self.running.add(job_id)
@@ -162,8 +155,6 @@ class JobRunner:
                 yield True
             finally:
                 self.running.discard(job_id)
-        finally:
-            os.close(fd)
 
     async def run_job(
         self,
@@ -205,7 +196,11 @@ class JobRunner:
                     slot=slot,
                     owner=self.history.owners.token,
                 )
-                await anyio.to_thread.run_sync(self.history.record, record)
+                try:
+                    await anyio.to_thread.run_sync(self.history.record, record)
+                except SlotTaken:
+                    log.info("job %s: another replica fired this time already", job.id)
+                    return None
                 if started is not None:
                     started.set()
                 async with self._slots:
@@ -242,22 +237,19 @@ class JobRunner:
         return record
 
     async def _deliver(self, job: Job, plan: RunPlan, record: RunRecord, reply: str) -> None:
-        marker = self._dir / "failed" / job.id
         if record.status == "skipped":
             return
         if record.status == "ok":
-            with contextlib.suppress(FileNotFoundError):
-                marker.unlink()
+            self.store.set_failure_reported(job.id, False)
             if not reply.strip() or (plan.quiet is not None and plan.quiet(reply)):
                 return
             record.delivered = await self._send(job, reply)
             return
-        if marker.exists():
+        if self.store.failure_reported(job.id):
             return  # reported already; the next success clears it
         text = f"Job {job.name!r} failed: {record.error}"
         if await self._send(job, text) or job.deliver is None:
-            ensure_private_dir(marker.parent)
-            marker.touch()
+            self.store.set_failure_reported(job.id, True)
 
     async def _send(self, job: Job, text: str) -> bool:
         key = session_target(job.deliver)

@@ -4,14 +4,14 @@ webhooks share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from nodmix.automation.history import DEFAULT_RUNS_KEPT, RunHistory
-from nodmix.automation.store import JobStore
+from nodmix.automation.history import DEFAULT_RUNS_KEPT, open_run_history
+from nodmix.automation.store import open_job_store
 from nodmix.automation.tool import OutboundRules
 from nodmix.config.schema import NodmixConfig
 
@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # the loops run only in the gateway: `agent --local` need not
     from nodmix.automation.runner import JobRunner, RunLimits, SessionPoster, TurnStarter
     from nodmix.automation.scheduler import Scheduler
     from nodmix.channels.types import OutboundMessage
+
+
+Singleton = Callable[[str, Callable[[], Awaitable[None]]], Coroutine[Any, Any, None]]
+"""Runs a loop on one replica of a deployment at a time (`state.coordination`)."""
 
 
 class Channels(OutboundRules, Protocol):
@@ -58,8 +62,8 @@ class Automation:
         self.channels = channels
         self.inbox = inbox
         """Where replies to `session:<key>` targets are appended."""
-        self.store = JobStore(state_dir)
-        self.history = RunHistory(
+        self.store = open_job_store(state_dir)
+        self.history = open_run_history(
             state_dir, kept=config().automation.runs_kept or DEFAULT_RUNS_KEPT
         )
         self.runner: JobRunner | None = None
@@ -88,8 +92,13 @@ class Automation:
         default_agent: Callable[[], str],
         workspace: Callable[[str], Path],
         clock: Clock | None = None,
+        singleton: Singleton | None = None,
     ) -> None:
-        """Run the scheduler and the heartbeat until cancelled (the gateway's lifespan)."""
+        """Run the scheduler and the heartbeat until cancelled (the gateway's lifespan).
+
+        With several gateway replicas `singleton(name, body)` runs each on one replica at a
+        time (`cron`, `heartbeat`); alone, they just run.
+        """
         from nodmix.automation.heartbeat import Heartbeat
         from nodmix.automation.scheduler import Scheduler
 
@@ -108,8 +117,12 @@ class Automation:
         self.runner, self.scheduler = runner, scheduler
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(scheduler.run)
-                group.start_soon(heartbeat.run)
+                if singleton is None:
+                    group.start_soon(scheduler.run)
+                    group.start_soon(heartbeat.run)
+                else:
+                    group.start_soon(singleton, "cron", scheduler.run)
+                    group.start_soon(singleton, "heartbeat", heartbeat.run)
         finally:
             self.runner = self.scheduler = None
             with anyio.CancelScope(shield=True):

@@ -21,6 +21,7 @@ import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.automation.jobs import Job, JobError
+from nodmix.state.binding import provided
 
 T = TypeVar("T")
 LOCK_TIMEOUT_SECONDS = 10.0
@@ -165,6 +166,38 @@ class JobStore:
 
         return self.update(change)
 
+    # ---- runs of one job at a time, failures reported -----------------------------------
+
+    @contextlib.contextmanager
+    def exclusive(self, job_id: str) -> Iterator[bool]:
+        """Hold the job's run lock (`automation/locks/<jobId>.lock`) if free; yields whether
+        it is held (a `nodmix cron run` and the gateway exclude each other)."""
+        locks = ensure_private_dir(self.dir / "locks")
+        fd = os.open(locks / f"{job_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+    def failure_reported(self, job_id: str) -> bool:
+        """Whether the job's last failure was reported (a marker under `failed/`)."""
+        return (self.dir / "failed" / job_id).exists()
+
+    def set_failure_reported(self, job_id: str, reported: bool) -> None:
+        """Remember (or forget, after a success) that a failure was reported."""
+        marker = self.dir / "failed" / job_id
+        if reported:
+            ensure_private_dir(marker.parent)
+            marker.touch()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
+
     # ---- scheduler state ----------------------------------------------------------------
 
     def load_state(self) -> dict[str, JobState]:
@@ -182,6 +215,12 @@ class JobStore:
         """Replace the state file with encoded state (`encode_state`)."""
         ensure_private_dir(self.dir)
         atomic_write(self.state_path, data)
+
+
+def open_job_store(state_dir: Path) -> JobStore:
+    """The job store of the state backend serving `state_dir` (files by default)."""
+    found = provided(state_dir, "automation.jobs")
+    return found if isinstance(found, JobStore) else JobStore(state_dir)
 
 
 def encode_state(states: dict[str, JobState]) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from nodmix.channels.pairing import PairingStore
+from nodmix.channels.pairing import open_pairing_store
 from nodmix.channels.registry import enabled_channels, rules_for
 from nodmix.channels.targets import deliver_refusal
 from nodmix.origin import TurnOrigin
@@ -44,7 +44,7 @@ set it (which may always get its results)."""
 def _targets(inputs: AuditInputs) -> Iterator[Target]:
     """Every channel delivery target of the config and the jobs."""
     from nodmix.automation.jobs import creator_origin
-    from nodmix.automation.store import JobStore
+    from nodmix.automation.store import open_job_store
 
     for name, mapping in inputs.config.hooks.mappings.items():
         if mapping.deliver:
@@ -53,7 +53,7 @@ def _targets(inputs: AuditInputs) -> Iterator[Target]:
     if beat is not None and beat.deliver:
         yield "agents.defaults.heartbeat.deliver", beat.deliver, False, None
     try:
-        jobs = JobStore(inputs.state_dir).load()
+        jobs = open_job_store(inputs.state_dir).load()
     except Exception:  # an unreadable jobs file is `nodmix doctor`'s to report
         jobs = []
     for job in jobs:
@@ -66,7 +66,7 @@ def check_deliver_targets(inputs: AuditInputs) -> list[Finding]:
     """Delivery targets the channel's rules refuse (or that `--force` let past them)."""
     from nodmix.automation.jobs import JobError, parse_target, session_target
 
-    pairing = PairingStore(inputs.state_dir)
+    pairing = open_pairing_store(inputs.state_dir)
     found: list[Finding] = []
     for where, target, forced, origin in _targets(inputs):
         if session_target(target) is not None:

@@ -25,30 +25,41 @@ class ChatAddresses:
     def __init__(self, delivery: DeliveryLog, field: str = "chats") -> None:
         self._delivery = delivery
         self._field = field
-        stored = delivery.position().get(field, {})
-        self._chats: dict[str, dict[str, Any]] = (
+        self._chats = self._stored()
+
+    def _stored(self) -> dict[str, dict[str, Any]]:
+        stored = self._delivery.position().get(self._field, {})
+        return (
             {str(k): v for k, v in stored.items() if isinstance(v, dict)}
             if isinstance(stored, dict)
             else {}
         )
 
     def get(self, chat_key: str) -> dict[str, Any] | None:
-        """The address recorded for `chat_key`."""
-        return self._chats.get(chat_key)
+        """The address recorded for `chat_key` (read again when this process has not seen
+        it: with the postgres state backend, another replica may have learned it)."""
+        found = self._chats.get(chat_key)
+        if found is None:
+            self._chats = self._stored()
+            found = self._chats.get(chat_key)
+        return found
 
     def all(self) -> list[dict[str, Any]]:
         """Every recorded address."""
+        self._chats = self._stored()
         return list(self._chats.values())
 
     def remember(self, chat_key: str, address: dict[str, Any]) -> None:
-        """Record (durably) where `chat_key`'s chat is; a no-op when nothing changed."""
+        """Record (durably) where `chat_key`'s chat is; a no-op when nothing changed. The
+        stored record is read first, so what other replicas recorded is kept."""
         if self._chats.get(chat_key) == address:
             self._chats[chat_key] = self._chats.pop(chat_key)  # most recently seen last
             return
+        position = self._delivery.position()
+        self._chats = self._stored()
         self._chats.pop(chat_key, None)
         self._chats[chat_key] = address
         while len(self._chats) > MAX_CHATS:
             del self._chats[next(iter(self._chats))]
-        position = self._delivery.position()
         position[self._field] = self._chats
         self._delivery.save_position(position)

@@ -22,12 +22,23 @@ import msgspec
 
 from nodmix.channels.files import channels_dir, read_json, write_json
 from nodmix.channels.types import InboundMessage
+from nodmix.state.binding import provided
 
 ANSWERED_KEPT = 2000
 
 
+def open_delivery_log(state_dir: Path, channel: str) -> DeliveryLog:
+    """The delivery state of the backend serving `state_dir` (files by default)."""
+    found = provided(state_dir, "channels.delivery", channel)
+    return found if isinstance(found, DeliveryLog) else DeliveryLog(state_dir, channel)
+
+
 class DeliveryLog:
     """Position, pending messages and answered keys of one channel."""
+
+    shared = False
+    """Whether other processes change this state too (gateway replicas on the postgres
+    backend): a store that caches the position reads it again before trusting a miss."""
 
     def __init__(self, state_dir: Path, channel: str) -> None:
         self.root = channels_dir(state_dir) / channel

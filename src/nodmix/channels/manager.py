@@ -15,9 +15,10 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,10 +27,10 @@ from nodmix.channels.access import decide, is_owner
 from nodmix.channels.base import ChannelAdapter, WebhookReceiver
 from nodmix.channels.chunking import split_text
 from nodmix.channels.commands import COMMANDS, CommandCall, parse_command
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import DeliveryLog, open_delivery_log
 from nodmix.channels.inbox import save_message
 from nodmix.channels.newcomers import Newcomers
-from nodmix.channels.pairing import PairingStore
+from nodmix.channels.pairing import open_pairing_store
 from nodmix.channels.registry import create_adapter, enabled_channels, rules_for, webhook_paths
 from nodmix.channels.routing import route_agent, session_key
 from nodmix.channels.runner import ReplyHook, RunHandle, TurnRunner
@@ -41,6 +42,9 @@ from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin, memory_scope
 
 log = logging.getLogger("nodmix.channels")
+
+Singleton = Callable[[str, Callable[[], Awaitable[None]]], Coroutine[Any, Any, None]]
+"""Runs `body()` on one replica of a deployment at a time (`state.coordination`)."""
 
 MAX_QUEUED_PER_SESSION = 20
 TYPING_EVERY_SECONDS = 4.0
@@ -68,7 +72,7 @@ class ChannelManager:
         self._config = config
         self._env = env
         self.state_dir = state_dir
-        self.pairing = PairingStore(state_dir)
+        self.pairing = open_pairing_store(state_dir)
         self.adapters: dict[str, ChannelAdapter] = {}
         self.statuses: dict[str, ChannelStatus] = {}
         self._delivery: dict[str, DeliveryLog] = {}
@@ -83,6 +87,9 @@ class ChannelManager:
         """The owner's latest DM chat per channel (approval requests of other chats go
         there too)."""
         self.voice: ReplyHook | None = None  # spoken replies (`channels/voice.py`), if wired
+        self.singleton: Singleton | None = None
+        """With several gateway replicas: runs each polling or socket channel on one replica
+        at a time (`state.coordination`); channels in webhook mode run on every replica."""
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -107,10 +114,14 @@ class ChannelManager:
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
+                hooked = set(self.webhook_paths().values())
                 for channel in channels:
                     self.statuses[channel] = ChannelStatus(channel=channel)
-                    self._delivery[channel] = DeliveryLog(self.state_dir, channel)
-                    group.start_soon(self._run_channel, channel)
+                    self._delivery[channel] = open_delivery_log(self.state_dir, channel)
+                    if self.singleton is None or channel in hooked:
+                        group.start_soon(self._run_channel, channel)
+                    else:
+                        group.start_soon(self.singleton, f"channel:{channel}", self._held(channel))
                 group.start_soon(self._mirror_status)
         finally:
             self._group = None
@@ -132,6 +143,18 @@ class ChannelManager:
         for msg in self._delivery[channel].pending():  # accepted before a restart
             self._enqueue(msg)
         await adapter.run(self.receive, status)
+
+    def _held(self, channel: str) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            try:
+                await self._run_channel(channel)
+            finally:  # another replica may take it over: a fresh adapter next time
+                adapter = self.adapters.pop(channel, None)
+                if adapter is not None:
+                    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                        await adapter.aclose()
+
+        return run
 
     def webhook_paths(self) -> dict[str, str]:
         """`{path: channel}` the gateway serves for channels in webhook mode."""

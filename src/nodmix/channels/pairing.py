@@ -19,6 +19,7 @@ Bounded, so that a few accounts cannot lock everyone else out:
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ import msgspec
 from nodmix.channels.files import channels_dir, locked, read_json, write_json
 from nodmix.errors import NodmixError
 from nodmix.invocation import nodmix_command
+from nodmix.state.binding import provided
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -99,6 +101,12 @@ def new_code() -> str:
     return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
 
 
+def open_pairing_store(state_dir: Path) -> PairingStore:
+    """The pairing state of the backend serving `state_dir` (files by default)."""
+    found = provided(state_dir, "channels.pairing")
+    return found if isinstance(found, PairingStore) else PairingStore(state_dir)
+
+
 class PairingStore:
     """The pairing files of every channel under a state dir."""
 
@@ -127,8 +135,11 @@ class PairingStore:
                 state = PairingState()
             cached = (stamp, state)
             self._cache[channel] = cached
+        return self._current(cached[1])
+
+    def _current(self, state: PairingState) -> PairingState:
+        """`state` without expired codes and issue-log entries past the window (a copy)."""
         now = self._clock()
-        state = cached[1]
         live = [p for p in state.pending if now - p.created_at < CODE_TTL_SECONDS]
         recent = [i for i in state.issued if now - i.at < ISSUED_WINDOW_SECONDS][-MAX_ISSUED:]
         return PairingState(pending=live, approved=list(state.approved), issued=recent)
@@ -136,6 +147,10 @@ class PairingStore:
     def _save(self, channel: str, state: PairingState) -> None:
         write_json(self.path(channel), msgspec.to_builtins(state))
         self._cache.pop(channel, None)
+
+    def _locked(self, channel: str) -> contextlib.AbstractContextManager[None]:
+        """Exclusive use of the channel's pairing state for a read-modify-write."""
+        return locked(self.path(channel))
 
     def is_approved(self, channel: str, sender_id: str) -> bool:
         """Whether the owner approved `sender_id` on `channel`."""
@@ -147,7 +162,7 @@ class PairingStore:
         """The sender's pending request: `(request, created_now)`; `(None, False)` when the
         sender or the channel is over its rate limit. A full channel drops its oldest request
         to make room."""
-        with locked(self.path(channel)):
+        with self._locked(channel):
             state = self.load(channel)
             for pending in state.pending:
                 if pending.sender_id == sender_id:
@@ -200,7 +215,7 @@ class PairingStore:
             PairingError: no live request has that code.
         """
         wanted = code.strip().upper()
-        with locked(self.path(channel)):
+        with self._locked(channel):
             state = self.load(channel)
             found = next((p for p in state.pending if p.code == wanted), None)
             if found is None:
@@ -228,7 +243,7 @@ class PairingStore:
         Raises:
             PairingError: the sender is not approved on that channel.
         """
-        with locked(self.path(channel)):
+        with self._locked(channel):
             state = self.load(channel)
             if not any(a.sender_id == sender_id for a in state.approved):
                 raise PairingError(f"sender {sender_id} is not approved on {channel}")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from nodmix.channels.access import AccessRules, invite_allowed, resolve_rules
 from nodmix.channels.base import ChannelAdapter
-from nodmix.channels.pairing import PairingStore
+from nodmix.channels.pairing import open_pairing_store
 from nodmix.config.channel_base import ChannelDefaults
 from nodmix.config.schema import NodmixConfig
 from nodmix.errors import ConfigError
@@ -101,7 +101,7 @@ def _invite_check(
 ) -> Callable[[str, str, bool], bool]:
     """Whether to follow an invitation, by the channel's access rules and approved senders."""
     rules = rules_for(config, channel)
-    pairing = PairingStore(state_dir)
+    pairing = open_pairing_store(state_dir)
 
     def check(sender_id: str, room_id: str, direct: bool) -> bool:
         return invite_allowed(

@@ -21,6 +21,15 @@ FIRST_DELAY_SECONDS = 0.5
 MAX_DELAY_SECONDS = 10.0
 
 
+def status_delay(code: int, retry_after: str = "") -> float | None:
+    """The wait before retrying a call the platform answered with HTTP `code`: a 429's
+    `Retry-After` seconds (else 1 s), none for a 5xx (the backoff decides), None (final) for
+    anything else."""
+    if code == 429:
+        return float(retry_after) if retry_after.isdigit() else 1.0
+    return 0.0 if code >= 500 else None
+
+
 async def with_retries(
     call: Callable[[], Awaitable[T]],
     *,

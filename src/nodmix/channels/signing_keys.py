@@ -8,6 +8,9 @@ a token names a key id it does not hold, since platforms rotate keys, at most on
 endpoint. One fetch runs at a time; requests arriving meanwhile wait for it. While the key
 endpoint cannot be reached, `KeysUnavailable` says so (the channel answers 503 and the
 platform retries); the next request after it recovers fetches again.
+
+`bearer_token` and `SigningKeys.signer` read a request's token and the RS256 key its header
+names, refusing with the channel's own error; the channel then verifies the claims.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ MIN_REFETCH_SECONDS = 60.0
 FAILED_RETRY_SECONDS = 5.0
 """After a failed fetch, requests are refused this long before the next attempt."""
 MAX_DOCUMENT_BYTES = 1 << 20
+MAX_TOKEN_CHARS = 16 * 1024
+"""A longer token in `Authorization` is refused unread."""
 _MAX_AGE = re.compile(r"max-age=(\d+)")
 
 
@@ -74,6 +79,25 @@ class SigningKeys(Generic[K]):
                 await self._fetch()
             return self._keys.get(kid)
 
+    async def signer(self, header: object, refused: type[Exception], whose: str) -> tuple[str, K]:
+        """The id and the key that an RS256 token's (unverified) `header` names.
+
+        Raises:
+            refused: the token is not RS256, names no key, or a key not among these (the
+                message says it is not `whose`).
+            KeysUnavailable: the keys are needed and cannot be fetched.
+        """
+        if not isinstance(header, dict) or header.get("alg") != "RS256":
+            alg = header.get("alg") if isinstance(header, dict) else None
+            raise refused(f"token algorithm {alg!r} is not RS256")
+        kid = header.get("kid")
+        if not isinstance(kid, str) or not kid:
+            raise refused("the token names no signing key")
+        key = await self.key(kid)
+        if key is None:
+            raise refused(f"the token's signing key is not {whose}")
+        return kid, key
+
     async def _fetch(self) -> None:
         url = self.url
         try:
@@ -92,6 +116,21 @@ class SigningKeys(Generic[K]):
         self._keys, self._fetched_at = keys, now
         self._expires = now + max(MIN_TTL_SECONDS, ttl)
         self.last_error = None
+
+
+def bearer_token(authorization: str | None, refused: type[Exception]) -> str:
+    """The token of an `Authorization: Bearer <token>` header.
+
+    Raises:
+        refused: no bearer token, or one longer than `MAX_TOKEN_CHARS`.
+    """
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise refused("no bearer token")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise refused("the token is too long")
+    return token
 
 
 async def fetch_json(url: str) -> tuple[Any, float]:

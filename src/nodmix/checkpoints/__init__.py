@@ -7,6 +7,7 @@ from nodmix.checkpoints.store import (
     CheckpointInfo,
     CheckpointStore,
     FileCheckpointStore,
+    open_checkpoint_store,
 )
 
 __all__ = [
@@ -14,5 +15,6 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointStore",
     "FileCheckpointStore",
+    "open_checkpoint_store",
     "take_checkpoint",
 ]

@@ -8,6 +8,7 @@ import os
 import time
 
 from nodmix.checkpoints.store import CheckpointInfo, CheckpointStore, new_checkpoint_id
+from nodmix.errors import NodmixError
 from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.session import Session
 
@@ -36,9 +37,8 @@ def take_checkpoint(
         )
         return None
     try:
-        with transcript.path.open("rb") as handle:
-            data = handle.read(size)
-    except OSError as exc:
+        data = transcript.complete_bytes()
+    except (OSError, NodmixError) as exc:
         log.warning("no checkpoint of %s: cannot read its transcript: %s", session.key, exc)
         return None
     entries = transcript.entries

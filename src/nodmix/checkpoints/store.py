@@ -31,6 +31,7 @@ import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.errors import SessionError
+from nodmix.state.binding import provided
 
 log = logging.getLogger("nodmix.checkpoints")
 
@@ -104,6 +105,12 @@ def new_checkpoint_id(now: float | None = None) -> str:
     """`YYYYmmdd-HHMMSS-xxxx` (UTC): sortable by time, unique by its random tail."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
     return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def open_checkpoint_store(state_dir: Path) -> CheckpointStore:
+    """The checkpoint store of the state backend serving `state_dir` (files by default)."""
+    shared: CheckpointStore | None = provided(state_dir, "checkpoints")
+    return shared if shared is not None else FileCheckpointStore(state_dir)
 
 
 class FileCheckpointStore:

@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _allowlist() -> Allowlist:
     from nodmix.config.paths import state_dir
-    from nodmix.security.allowlist import Allowlist
+    from nodmix.security.allowlist import open_allowlist
 
-    return Allowlist(state_dir())
+    return open_allowlist(state_dir())
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -104,10 +104,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _store() -> JobStore:
-    from nodmix.automation.store import JobStore
+    from nodmix.automation.store import open_job_store
     from nodmix.config import paths
 
-    return JobStore(paths.state_dir(dict(os.environ)))
+    return open_job_store(paths.state_dir(dict(os.environ)))
 
 
 def _check_target(target: str | None, *, force: bool = False) -> bool:
@@ -118,7 +118,7 @@ def _check_target(target: str | None, *, force: bool = False) -> bool:
     if not target:
         return False
     from nodmix.automation.jobs import JobError, parse_target
-    from nodmix.channels.pairing import PairingStore
+    from nodmix.channels.pairing import open_pairing_store
     from nodmix.channels.registry import enabled_channels
     from nodmix.channels.targets import deliver_refusal
     from nodmix.config import paths
@@ -129,7 +129,7 @@ def _check_target(target: str | None, *, force: bool = False) -> bool:
     channel, to = parse_target(target)
     env = dict(os.environ)
     config = load_config(env=env).config
-    refused = deliver_refusal(config, PairingStore(paths.state_dir(env)), channel, to)
+    refused = deliver_refusal(config, open_pairing_store(paths.state_dir(env)), channel, to)
     if refused is None:
         return False
     if not force or channel not in enabled_channels(config):
@@ -192,10 +192,10 @@ def _add(args: argparse.Namespace) -> int:
 def _last_run(job_id: str, state: JobState | None) -> tuple[float | None, str | None]:
     """When the job last ran and how that run stands now: from its run history (a run whose
     process died reads as `interrupted`), else from the scheduler's state."""
-    from nodmix.automation.history import RunHistory
+    from nodmix.automation.history import open_run_history
     from nodmix.config import paths
 
-    runs = RunHistory(paths.state_dir(dict(os.environ))).runs(job_id)
+    runs = open_run_history(paths.state_dir(dict(os.environ))).runs(job_id)
     if runs:
         last = max(runs, key=lambda r: r.started_at)
         return last.started_at, last.status
@@ -325,12 +325,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from nodmix.automation.history import RunHistory
+    from nodmix.automation.history import open_run_history
     from nodmix.automation.jobs import JobError
     from nodmix.config import paths
 
     store = _store()
-    history = RunHistory(paths.state_dir(dict(os.environ)))
+    history = open_run_history(paths.state_dir(dict(os.environ)))
     try:
         job_id = store.get(args.id).id
     except JobError:

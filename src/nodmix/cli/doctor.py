@@ -56,6 +56,13 @@ def _run(args: argparse.Namespace) -> int:
         from nodmix.cli.doctor_web import web_findings
 
         checks.extend(Check(*f) for f in web_findings(loaded.config))
+        from nodmix.cli.doctor_media import media_findings
+
+        checks.extend(Check(*f) for f in media_findings(loaded.config, offline=args.offline))
+    from nodmix.cli.doctor_media import damaged_run_findings
+    from nodmix.config import paths
+
+    checks.extend(Check(*f) for f in damaged_run_findings(paths.state_dir()))
     if args.json:
         print_json([dataclasses.asdict(c) for c in checks])
     else:

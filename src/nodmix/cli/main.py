@@ -14,6 +14,8 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from nodmix import __version__
 from nodmix.cli import collector
@@ -42,6 +44,7 @@ COMMAND_MODULES = (
     "cron",
     "logs",
     "status",
+    "state",
     "models",
     "onboard",
     "completion",
@@ -104,6 +107,12 @@ def _fail(exc: BaseException, verbose: bool) -> int:
     return 1
 
 
+def _resolve_state(state_dir: Path) -> Any:
+    from nodmix.state.backend import cli_resolver  # only when a command opens a store
+
+    return cli_resolver(state_dir)
+
+
 def _main(arguments: list[str], command: str | None, *, collector_paused: bool) -> int:
     parser = build_parser(command if command in COMMAND_MODULES else None)
     args = parser.parse_args(arguments)
@@ -112,6 +121,9 @@ def _main(arguments: list[str], command: str | None, *, collector_paused: bool) 
     if handler is None:
         parser.print_help()
         return 2
+    from nodmix.state import binding
+
+    binding.set_resolver(_resolve_state)  # stores a command opens follow `state.backend`
     verbose = bool(getattr(args, "verbose", False))
     debug = any(k.startswith("NODMIX_DEBUG_") and v not in ("", "0") for k, v in os.environ.items())
     if verbose or debug:

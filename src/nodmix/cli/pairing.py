@@ -38,13 +38,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _store() -> tuple[object, list[str]]:
-    from nodmix.channels.pairing import PairingStore
+    from nodmix.channels.pairing import open_pairing_store
     from nodmix.channels.registry import enabled_channels
     from nodmix.config import paths
     from nodmix.config.loader import load_config
 
     env = dict(os.environ)
-    store = PairingStore(paths.state_dir(env))
+    store = open_pairing_store(paths.state_dir(env))
     configured = enabled_channels(load_config(env=env).config)
     return store, sorted(set(configured) | set(store.channels()))
 

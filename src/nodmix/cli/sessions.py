@@ -89,10 +89,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _load(args: argparse.Namespace) -> tuple[Located, Transcript]:
     from nodmix.sessions.locate import locate
-    from nodmix.sessions.transcript import Transcript
 
-    found = locate(manager(), target_of(args))
-    return found, Transcript.load(found.path, read_only=True)
+    sessions = manager()
+    found = locate(sessions, target_of(args))
+    return found, sessions.backend.read(found.agent_id, found.path)
 
 
 def _summary_json(row: SessionSummary) -> dict[str, Any]:
@@ -220,7 +220,6 @@ def _tail(args: argparse.Namespace) -> int:
 
 
 def _follow(found: Located, transcript: Transcript, renderer: EntryRenderer) -> None:
-    from nodmix.sessions.transcript import Transcript
 
     sessions = manager()
     while True:
@@ -232,8 +231,8 @@ def _follow(found: Located, transcript: Transcript, renderer: EntryRenderer) -> 
         current = sessions.store(found.agent_id).get(found.key)
         if current is not None and current.session_id != transcript.session_id:
             # The session was reset or continued in a successor transcript: follow that one.
-            transcript = Transcript.load(
-                transcript.path.with_name(current.session_file), read_only=True
+            transcript = sessions.backend.read(
+                found.agent_id, transcript.path.with_name(current.session_file)
             )
             print(f"-- now following {transcript.path.name}", flush=True)
             for new in transcript.entries:

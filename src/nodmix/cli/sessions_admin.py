@@ -50,7 +50,6 @@ def register(
 def list_all(args: argparse.Namespace) -> int:
     """`sessions list --all`: every transcript of the agent(s), with its status."""
     from nodmix.sessions.locate import all_transcripts
-    from nodmix.sessions.transcript import count_messages
     from nodmix.subagents.describe import SessionLineage
 
     sessions = manager()
@@ -60,10 +59,7 @@ def list_all(args: argparse.Namespace) -> int:
     for agent in agents:
         for found in all_transcripts(sessions, agent):
             entry = found.entry
-            try:
-                modified = int(found.path.stat().st_mtime * 1000)
-            except FileNotFoundError:  # moved meanwhile
-                continue
+            modified = found.modified_ms or 0
             place = lineage.describe(found.key, entry)
             rows.append(
                 {
@@ -77,7 +73,7 @@ def list_all(args: argparse.Namespace) -> int:
                     "title": entry.label if entry else None,
                     "updatedAt": entry.updated_at if entry else modified,
                     "totalTokens": entry.total_tokens if entry else None,
-                    "messages": count_messages(found.path),
+                    "messages": sessions.backend.messages_in(agent, found.path),
                     "file": str(found.path),
                 }
             )
@@ -146,10 +142,17 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _repair_store(args: argparse.Namespace) -> int:
     from nodmix.sessions.rebuild import repair_store
+    from nodmix.sessions.store import SessionStore
 
     sessions = manager(read_only=False)
     agent = args.agent or sessions.default_agent_id
-    report = repair_store(sessions.store(agent), agent)
+    store = sessions.store(agent)
+    if not isinstance(store, SessionStore):
+        raise SessionError(
+            f"the {sessions.backend.kind} state backend keeps the session index in the database,"
+            " changed in transactions: there is no store file to repair"
+        )
+    report = repair_store(store, agent)
     if report.quarantined is not None:
         print(f"moved the corrupt session store to {report.quarantined}")
     if report.kept and report.quarantined is not None:

@@ -81,12 +81,12 @@ def _why(info: CheckpointInfo) -> str:
 def _list(args: argparse.Namespace) -> int:
     import msgspec
 
-    from nodmix.checkpoints import FileCheckpointStore
+    from nodmix.checkpoints import open_checkpoint_store
 
     sessions = _manager(read_only=True)
     found = _located(sessions, args)
     assert found.key is not None
-    infos = FileCheckpointStore(sessions.state_dir).list_checkpoints(found.agent_id, found.key)
+    infos = open_checkpoint_store(sessions.state_dir).list_checkpoints(found.agent_id, found.key)
     if args.json:
         print_json([msgspec.to_builtins(i) for i in infos])
         return 0
@@ -113,14 +113,14 @@ def _restore(args: argparse.Namespace) -> int:
 async def _restore_held(args: argparse.Namespace) -> int:
     import msgspec
 
-    from nodmix.checkpoints import FileCheckpointStore
+    from nodmix.checkpoints import open_checkpoint_store
     from nodmix.checkpoints.restore import restore_checkpoint
 
     sessions = _manager(read_only=False)
     try:
         found = _located(sessions, args)
         assert found.key is not None
-        store = FileCheckpointStore(sessions.state_dir)
+        store = open_checkpoint_store(sessions.state_dir)
         async with sessions.hold_turn(found.key, timeout=RESTORE_WAIT_SECONDS):
             done = restore_checkpoint(sessions, store, found.key, args.checkpoint)
     finally:

@@ -94,6 +94,13 @@ def render(report: dict[str, Any]) -> str:
     lines.append(f"code mode: {code['runtime']} {code['version']} {state}; on for {users}")
     sessions = report["sessions"]
     lines.append("sessions:  " + ", ".join(f"{k}: {v}" for k, v in sessions.items()))
+    from nodmix.cli.state import render as render_state
+
+    backend = report.get("state") or {}
+    if backend.get("error"):
+        lines.append(f"state:     {backend.get('backend')}: {backend['error']}")
+    elif backend.get("backend") == "postgres":
+        lines.extend(render_state(backend))
     errors = report["lastErrors"]
     lines.append("last errors:" + ("" if errors else " none"))
     lines.extend(f"  {e.get('ts')} {e.get('logger')}: {e.get('msg')}" for e in errors)

@@ -142,6 +142,8 @@ def sessions_status(state_dir: Path, loaded: LoadedConfig) -> dict[str, int]:
     from nodmix.sessions.store import SessionStore
 
     counts: dict[str, int] = {}
+    if loaded.config.state.backend == "postgres":
+        return counts  # counted from the database by `state_status`
     for agent_id in agent_ids(loaded.config):
         store = SessionStore.for_agent(state_dir, agent_id, durable=False)
         try:
@@ -181,5 +183,23 @@ def gather(
         "mcpServers": mcp_status(loaded),
         "codeMode": code_mode_status(loaded),
         "sessions": sessions_status(state_dir, loaded),
+        "state": state_status(state_dir, loaded, env),
         "lastErrors": last_errors(state_dir),
     }
+
+
+def state_status(state_dir: Path, loaded: LoadedConfig, env: Mapping[str, str]) -> dict[str, Any]:
+    """The state backend; for PostgreSQL its replicas and who runs which singleton."""
+    from nodmix.errors import NodmixError
+    from nodmix.state.backend import open_state
+
+    try:
+        backend = open_state(loaded.config, env, state_dir, file=str(loaded.path))
+    except NodmixError as exc:
+        return {"backend": loaded.config.state.backend or "files", "error": str(exc)}
+    try:
+        return backend.describe()
+    except NodmixError as exc:
+        return {"backend": backend.kind, "error": str(exc)}
+    finally:
+        backend.close()

@@ -18,8 +18,10 @@ file, so the next `wait` continues the program again from the state the model wa
 (tool calls the lost step had made are made again).
 
 After a restart runs are loaded lazily, on the first `wait` for their id. Startup removes
-expired files and leftover temp files, skips (and removes) damaged ones with a warning, and
-evicts the oldest runs beyond the caps; a `wait` for one of those is told it expired, or that it
+expired files and leftover temp files, moves damaged ones (or anything else under a run's
+name) aside to `damaged/` with one warning naming both paths (they cannot be resumed, and are
+kept to be looked at: the newest `DAMAGED_KEEP`), and evicts the oldest runs beyond the caps;
+a `wait` for one of those is told it expired, or that it
 was lost in the restart (`lost_in_restart`). The store is bounded by a run count (shared with
 the memory store) and by bytes on disk; past either cap a new suspension fails with a clear
 error. Completed, failed, aborted and expired runs are deleted from disk.
@@ -41,7 +43,13 @@ import anyio
 import sniffio
 
 from nodmix.assets.files import ensure_private_dir
-from nodmix.codemode.run_io import TEMP_SUFFIX, read_run_file, write_atomically
+from nodmix.codemode.run_io import (
+    RUN_SUFFIX,
+    TEMP_SUFFIX,
+    read_run_file,
+    set_aside,
+    write_atomically,
+)
 from nodmix.codemode.run_records import RunFileError, RunRecord, decode, detached_run, encode
 from nodmix.codemode.run_records import record_of as capture
 from nodmix.codemode.runs import (
@@ -54,12 +62,13 @@ from nodmix.codemode.runs import (
     SuspendedRunStore,
 )
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP
+from nodmix.state.binding import provided
 
 __all__ = ["FileRunStore", "open_run_store", "read_run_file", "write_atomically"]
 
 log = logging.getLogger("nodmix.codemode")
 
-SUFFIX: Final = ".run"
+SUFFIX: Final = RUN_SUFFIX
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """Bytes of run files on disk before new suspensions are refused."""
 FLUSH_TIMEOUT_S: Final = 10.0
@@ -158,8 +167,8 @@ class FileRunStore(RunStore):
         try:
             record, snapshot = decode(read_run_file(path, self.max_bytes))
         except (OSError, RunFileError) as exc:
-            log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
-            self._remove_file(run_id)
+            self._forget(run_id)
+            set_aside(path, exc)
             self.mark_ended(run_id, info.scope, "lost")
             return None
         run = detached_run(record, snapshot, self._clock())
@@ -276,16 +285,20 @@ class FileRunStore(RunStore):
     def _remove_file(self, run_id: str, *, now: bool = False) -> None:
         """Forget the run's file: no queued write may commit it any more, and it is deleted
         (`now`, or on the writer thread: a slow disk never holds up the event loop)."""
+        self._forget(run_id)
+        if now:
+            self._unlink(self._path(run_id))
+        else:
+            self._submit(self._unlink, self._path(run_id))
+
+    def _forget(self, run_id: str) -> None:
+        """No queued write may commit the run's file any more."""
         with self._lock:
             self._live.discard(run_id)
             self._written.discard(run_id)
             self._generation.pop(run_id, None)
             self._sizes.pop(run_id, None)
             self._failed.pop(run_id, None)
-        if now:
-            self._unlink(self._path(run_id))
-        else:
-            self._submit(self._unlink, self._path(run_id))
 
     @staticmethod
     def _unlink(path: Path) -> None:
@@ -321,8 +334,7 @@ class FileRunStore(RunStore):
                 if f"{record.id}{SUFFIX}" != path.name:
                     raise RunFileError("file name does not match the run id")
             except (OSError, RunFileError) as exc:
-                log.warning("skipping code-mode run file %s: %s (removed)", path, exc)
-                self._unlink(path)  # logs what it cannot remove (a planted directory)
+                set_aside(path, exc)
                 self.mark_ended(path.name.removesuffix(SUFFIX), UNKNOWN_SCOPE, "lost")
                 continue
             if record.expires_at <= now:
@@ -374,7 +386,11 @@ async def _finished(future: Future[None]) -> None:
 
 
 def open_run_store(kind: str, state_dir: Path) -> SuspendedRunStore:
-    """The store `tools.codeMode.runStore` selects: `file` (default) or `memory`."""
+    """The store `tools.codeMode.runStore` selects: `file` (default) or `memory`; with a
+    shared state backend, `file` means that backend's store."""
     if kind == "memory":
         return RunStore()
+    shared: SuspendedRunStore | None = provided(state_dir, "codemode.runs")
+    if shared is not None:
+        return shared
     return FileRunStore(state_dir / "codemode" / "runs")

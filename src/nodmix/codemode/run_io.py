@@ -1,19 +1,25 @@
-"""Reading and writing one run file: refusing anything but a small regular file, and replacing
-a file atomically (temp file, fsync, rename) so a crash leaves the old file or none."""
+"""Reading and writing one run file: refusing anything but a small regular file, replacing a
+file atomically (temp file, fsync, rename) so a crash leaves the old file or none, and moving
+a file that cannot be read aside (`damaged/`, the newest `DAMAGED_KEEP` kept)."""
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 from nodmix.codemode.run_records import RunFileError
 
+log = logging.getLogger("nodmix.codemode")
+
 TEMP_SUFFIX: Final = ".tmp"
+RUN_SUFFIX: Final = ".run"
 
 
 def read_run_file(path: Path, limit: int) -> bytes:
@@ -78,3 +84,59 @@ def write_atomically(
         temp.unlink(missing_ok=True)
         raise
     return True
+
+
+DAMAGED_FOLDER: Final = "damaged"
+DAMAGED_KEEP: Final = 32
+"""Damaged run files kept aside; the oldest beyond this are deleted (they cannot be resumed)."""
+
+
+def move_aside(path: Path) -> Path:
+    """Move a run file that cannot be read to `damaged/<time ns>-<name>` beside it (0700);
+    the new path. Beyond `DAMAGED_KEEP` files there, the oldest are deleted.
+
+    Raises:
+        OSError: it could not be moved.
+    """
+    folder = path.parent / DAMAGED_FOLDER
+    folder.mkdir(mode=0o700, exist_ok=True)
+    stamp = time.time_ns()
+    target = folder / f"{stamp:020d}-{path.name}"
+    while target.exists() or target.is_symlink():
+        stamp += 1
+        target = folder / f"{stamp:020d}-{path.name}"
+    os.replace(path, target)
+    kept = sorted(folder.iterdir(), reverse=True)  # newest first: the names start with the time
+    for old in kept[DAMAGED_KEEP:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass  # a planted folder stays; the next move tries again
+    return target
+
+
+def set_aside(path: Path, problem: Exception) -> None:
+    """Move a run file that cannot be read out of the store's way, saying so once."""
+    reason = problem.strerror if isinstance(problem, OSError) and problem.strerror else problem
+    run_id = path.name.removesuffix(RUN_SUFFIX)
+    try:
+        kept = move_aside(path)
+    except OSError as exc:
+        log.warning(
+            "code-mode run file %s cannot be read (%s) and could not be moved aside (%s): "
+            "run %s cannot be resumed; remove the file by hand",
+            path,
+            reason,
+            exc.strerror or exc,
+            run_id,
+        )
+        return
+    log.warning(
+        "code-mode run file %s cannot be read (%s): run %s cannot be resumed (a wait for it "
+        "says it was lost; run the program again). The file was moved to %s: keep it to "
+        "look into, or delete it.",
+        path,
+        reason,
+        run_id,
+        kept,
+    )

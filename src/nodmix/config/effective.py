@@ -33,6 +33,7 @@ SECRET_FIELDS = frozenset({"apikey", "token", "password", "secret", "authorizati
 (`botToken`, `accessToken`, `x-api-key`, `apiKey`; not the count `maxTokens`)."""
 REDACTED = "***"
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_URL_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]+:)[^@]*@")
 
 
 class Marked(msgspec.Struct, frozen=True):
@@ -80,6 +81,8 @@ def redact(value: Any, *, field: str = "") -> Any:
         return [redact(v, field=field) for v in value]
     if _is_secret(field) and isinstance(value, str) and value:
         return value if _ENV_REF.match(value) else REDACTED
+    if isinstance(value, str) and "://" in value and "@" in value:
+        return _URL_PASSWORD.sub(r"\1" + REDACTED + "@", value)  # a database URL's password
     return value
 
 

@@ -14,6 +14,7 @@ from nodmix.config.automation_schema import AutomationConfig, HeartbeatConfig, H
 from nodmix.config.channel_schema import BindingConfig, ChannelsConfig, SessionConfig
 from nodmix.config.media_schema import MediaConfig, MessagesConfig, ToolsMediaConfig
 from nodmix.config.section import Section
+from nodmix.config.state_schema import StateConfig
 from nodmix.config.subagents_schema import SubagentsConfig
 from nodmix.config.web_schema import BrowserToolConfig, WebToolsConfig
 
@@ -469,6 +470,10 @@ class GatewayConfig(Section, frozen=True):
     """How long an idle keep-alive connection stays open between requests. 5 s."""
     max_connections: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Open connections (HTTP and WebSocket) at most; more are refused with 503. 1000."""
+    max_concurrent_uploads: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """`POST /media/upload` bodies received at once; one more gets 503. 8."""
+    max_uploads_per_client: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Uploads received at once from one client address; one more gets 429. 4."""
 
 
 class NodmixConfig(Section, frozen=True):
@@ -487,4 +492,5 @@ class NodmixConfig(Section, frozen=True):
     skills: SkillsConfig = SkillsConfig()
     automation: AutomationConfig = AutomationConfig()
     hooks: HooksConfig = HooksConfig()
+    state: StateConfig = StateConfig()
     messages: MessagesConfig = MessagesConfig()

@@ -34,6 +34,7 @@ from nodmix.gateway.limits import BodyLimitMiddleware
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.state import Gateway, api_route, gateway_of, gateway_of_app
 from nodmix.gateway.subagents import serve_subagents
+from nodmix.gateway.upload_slots import UploadSlotsMiddleware
 from nodmix.runtime import Runtime
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -92,6 +93,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         media_file,
         upload,
         upload_limit,
+        upload_slots,
     )
     from nodmix.gateway.metrics_api import metrics
     from nodmix.gateway.models_api import list_models, retrieve_model
@@ -110,7 +112,7 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
         async with gateway.serving(
             lambda: runtime.channels.run(GatewayTurns(gateway)),
             lambda: serve_automation(gateway),
-            lambda: serve_subagents(runtime.subagents, lambda: gateway.approvals.connections),
+            lambda: serve_subagents(runtime.subagents, lambda: (gateway,)),  # every replica
         ):
             yield
 
@@ -143,6 +145,9 @@ def create_app(runtime: Runtime, settings: GatewaySettings) -> Starlette:
                 hook_token=lambda: hook_token(gateway),
                 channel_paths=frozenset(route.path for route in webhooks),
                 channel_get_paths=verification_paths(webhooks),
+            ),
+            Middleware(
+                UploadSlotsMiddleware, path=UPLOAD_PATH, limits=lambda: upload_slots(gateway)
             ),
             Middleware(
                 BodyLimitMiddleware,

@@ -3,6 +3,7 @@ answer from the web page (the frames are described in `approvals.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -19,17 +20,18 @@ class EventTarget(Protocol):
 
 
 class ApprovalFanout:
-    """The open WebSocket connections, told about every approval request and answer."""
+    """The open WebSocket connections, told about every approval request and answer (of
+    every replica: `publish` is `Gateway.event`, which hands the event to each replica's
+    connections)."""
 
-    def __init__(self, broker: ApprovalBroker) -> None:
+    def __init__(self, broker: ApprovalBroker, publish: Callable[[str, Any], None]) -> None:
         self.broker = broker
         self.connections: set[EventTarget] = set()
+        self._publish = publish
 
     def __call__(self, event: RunEvent) -> None:
-        """A broker listener: forward the event to every connection."""
-        payload = event_json(event)
-        for conn in list(self.connections):
-            conn.event("approval", payload)
+        """A broker listener: publish the event to every replica's connections."""
+        self._publish("approval", event_json(event))
 
     def start(self) -> None:
         """Start listening to the broker."""

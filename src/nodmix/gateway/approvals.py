@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from nodmix.gateway.approvals_shared import APPROVAL_ANSWER, asked_elsewhere, merged_pending
 from nodmix.gateway.errors import APIError, bad_request
 from nodmix.security.approvals import ANSWERS
 from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle
@@ -31,7 +32,8 @@ async def approvals_list(conn: Connection, req_id: str | int, params: dict[str, 
     if key is not None and not isinstance(key, str):
         raise bad_request("params.sessionKey must be a string", param="sessionKey")
     broker = conn.gateway.runtime.security.broker
-    return {"requests": [r.to_json() for r in broker.pending(session_key=key)]}
+    local = [r.to_json() for r in broker.pending(session_key=key)]
+    return {"requests": merged_pending(local, conn.gateway.shared_approvals, key)}
 
 
 async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -44,6 +46,13 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
         raise bad_request(f"params.decision must be one of {', '.join(ANSWERS)}", param="decision")
     broker = conn.gateway.runtime.security.broker
     req = broker.get(request_id)
+    shared = conn.gateway.shared_approvals
+    if req is None and shared is not None and asked_elsewhere(shared, request_id):
+        # Asked by a turn on another replica: that replica answers it (if it is still asked).
+        conn.gateway.runtime.state.coordination.publish(
+            APPROVAL_ANSWER, {"id": request_id, "decision": decision}
+        )
+        return {"id": request_id, "decision": decision, "forwarded": True}
     if req is None or not broker.resolve(request_id, decision, by="websocket"):
         raise APIError(
             status=404,

@@ -86,6 +86,7 @@ async def serve_automation(gateway: Gateway) -> None:
             default_agent=lambda: runtime.agent(None).id,
             workspace=lambda agent_id: runtime.agent(agent_id).workspace,
             clock=gateway.settings.automation_clock,
+            singleton=runtime.state.coordination.run_singleton,
         )
     finally:
         if isinstance(inbox, SessionInbox) and listen in inbox.listeners:
@@ -108,5 +109,4 @@ class SessionFanout:
             "source": {"kind": "cron", "jobId": post.job_id, "jobName": post.job_name},
             "entry": entry_to_builtins(post.entry),
         }
-        for conn in list(self._gateway.approvals.connections):
-            conn.event("session", payload)
+        self._gateway.event("session", payload)

@@ -23,6 +23,7 @@ from nodmix.errors import (
     ProviderUnreachableError,
     RateLimitedError,
     SessionError,
+    StateUnavailableError,
     resource_exhaustion,
 )
 from nodmix.invocation import command
@@ -116,6 +117,8 @@ def classify(exc: BaseException) -> APIError:
         return APIError(
             status=400, message=message, code="context_length_exceeded", param="messages"
         )
+    if isinstance(exc, StateUnavailableError):  # the shared database: retry later
+        return APIError(status=503, message=message, kind="api_error", code="state_unavailable")
     if isinstance(exc, SessionError):
         return APIError(status=400, message=message, code="bad_session")
     if isinstance(exc, ConfigError):

@@ -108,9 +108,9 @@ def _token(
         return configured.strip()
     if record is None:
         return None  # the state dir's own token goes to its own gateway only
-    from nodmix.gateway.token import FileTokenStore
+    from nodmix.gateway.token import open_token_store
 
-    return FileTokenStore(state_dir).load()
+    return open_token_store(state_dir).load()
 
 
 def probe(target: GatewayTarget, *, timeout: float = PROBE_TIMEOUT) -> Probe:

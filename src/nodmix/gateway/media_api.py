@@ -5,7 +5,8 @@ The page uploads a pasted, dropped or picked image (or a recording) as the raw r
 the agent's `inbox/` (named by content), checks it (a corrupt or unsupported image is a 400
 at once) and answers `{path, kind, name, size, mimeType}`. The `agent` WebSocket method then
 takes `attachments: [{path, kind, name}]` with the message. Uploads are capped by
-`channels.defaults.maxAttachmentBytes`, not the smaller JSON body limit.
+`channels.defaults.maxAttachmentBytes`, not the smaller JSON body limit, and in number by
+`gateway.maxConcurrentUploads` / `maxUploadsPerClient` (`upload_slots`).
 
 `GET /media/file?agentId=<id>&path=<workspace path>` serves an image or audio file of the
 workspace back (history shows the pictures it holds), only when its content is an image or
@@ -26,6 +27,10 @@ from nodmix.errors import WorkspaceEscapeError
 from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.gateway.media_parts import checked
 from nodmix.gateway.state import Gateway, gateway_of
+from nodmix.gateway.upload_slots import (
+    DEFAULT_MAX_CONCURRENT_UPLOADS,
+    DEFAULT_MAX_UPLOADS_PER_CLIENT,
+)
 from nodmix.media.files import InboundFile, read_media, safe_name, save_unique
 from nodmix.media.sniff import HEAD_BYTES, audio_type, image_type, sniff
 
@@ -36,6 +41,15 @@ UPLOAD_LIMIT_KEY = "channels.defaults.maxAttachmentBytes"
 def upload_limit(gateway: Gateway) -> int:
     """The upload cap of the gateway's current config."""
     return max_attachment_bytes(gateway.runtime.config, "defaults")
+
+
+def upload_slots(gateway: Gateway) -> tuple[int, int]:
+    """Uploads received at once: `(gateway-wide, per client)` (see `upload_slots`)."""
+    section = gateway.runtime.config.gateway
+    return (
+        section.max_concurrent_uploads or DEFAULT_MAX_CONCURRENT_UPLOADS,
+        section.max_uploads_per_client or DEFAULT_MAX_UPLOADS_PER_CLIENT,
+    )
 
 
 async def upload(request: Request) -> Response:

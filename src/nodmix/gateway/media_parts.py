@@ -28,6 +28,7 @@ from nodmix.media.ingest import check_bytes
 from nodmix.messages import Message
 
 if TYPE_CHECKING:
+    from nodmix.gateway.media_writes import MediaWrites
     from nodmix.gateway.state import Gateway
 
 _SUFFIXES = {
@@ -107,10 +108,16 @@ def audio_part(part: dict[str, Any], where: str) -> InlineMedia:
 
 
 async def save_media(
-    gateway: Gateway, agent: AgentProfile, media: Sequence[InlineMedia]
+    gateway: Gateway,
+    agent: AgentProfile,
+    media: Sequence[InlineMedia],
+    writes: MediaWrites | None = None,
+    *,
+    history: bool = False,
 ) -> list[InboundFile]:
     """Save each item under the agent's `inbox/` (at most `maxAttachmentBytes` each) and
-    check it.
+    check it; `writes` learns which files the request created (the `history`'s or the
+    prompt's) and uses, so a refusal can remove them again.
 
     Raises:
         APIError: 400 for an item over the cap, or one that is not a usable image or audio.
@@ -131,9 +138,13 @@ async def save_media(
             suffix = "." + item.mime_type.rpartition("/")[2].replace("mpeg", "mp3")
         kind = "image" if item.kind == "image" else "audio"
         await checked(item.data, InboundFile(path="", kind=kind), item.where)
+        created: list[str] = []
         path = await anyio.to_thread.run_sync(
-            save_unique, agent.workspace, item.data, f"api-{item.kind}", suffix
+            save_unique, agent.workspace, item.data, f"api-{item.kind}", suffix, created
         )
+        if writes is not None:
+            writes.use(path)
+            (writes.created_history if history else writes.created_prompt).extend(created)
         files.append(InboundFile(path=path, kind=kind, mime_type=item.mime_type))
     return files
 
@@ -151,7 +162,10 @@ async def checked(data: bytes, file: InboundFile, where: str) -> None:
 
 
 async def seeded_history(
-    gateway: Gateway, agent: AgentProfile, history: Sequence[Message | UserParts]
+    gateway: Gateway,
+    agent: AgentProfile,
+    history: Sequence[Message | UserParts],
+    writes: MediaWrites | None = None,
 ) -> list[Message]:
     """Earlier messages of a client's history, their images saved and referenced (audio in
     them is named, not transcribed)."""
@@ -160,7 +174,7 @@ async def seeded_history(
         if not isinstance(item, UserParts):
             out.append(item)
             continue
-        files = await save_media(gateway, agent, item.media)
+        files = await save_media(gateway, agent, item.media, writes, history=True)
         out.append(
             await gateway.runtime.media.user_message(
                 item.text,

@@ -29,6 +29,7 @@ from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choic
 from nodmix.gateway.errors import APIError, bad_request, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
 from nodmix.gateway.media_parts import save_media, seeded_history
+from nodmix.gateway.media_writes import MediaWrites, refuse_oversized, removed_if_refused
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_mapping import (
     SYSTEM_NOTE_TYPE,
@@ -82,38 +83,43 @@ async def chat_completions(request: Request) -> Response:
     key = gateway.session_key(agent, named or fresh_session_name())
     prompt = prompt_parts(chat)
     note, parts = seed(chat) if results is None else (None, [])
-    files = await save_media(gateway, agent, prompt.media) if results is None else []
-    history = await seeded_history(gateway, agent, parts)
-    client = ClientTurn(tools=tools, tool_choice=choice, results=results)
+    if results is None:
+        refuse_oversized(gateway.runtime, agent, model, prompt.text)
+    writes = MediaWrites(agent.workspace, gateway.inbox_claims)
+    async with removed_if_refused(writes):
+        files = await save_media(gateway, agent, prompt.media, writes) if results is None else []
+        history = await seeded_history(gateway, agent, parts, writes)
+        client = ClientTurn(tools=tools, tool_choice=choice, results=results)
 
-    async def seed_session() -> None:
-        await gateway.seed_session(
-            agent, key, note=note, history=history, note_type=SYSTEM_NOTE_TYPE
-        )
+        async def seed_session() -> None:
+            writes.history_recorded = await gateway.seed_session(
+                agent, key, note=note, history=history, note_type=SYSTEM_NOTE_TYPE
+            )
 
-    def start(emit: EventSink) -> ActiveRun:
-        return gateway.start_turn(
-            prompt.text,
-            files=files,
-            agent=agent,
-            session_key=key,
-            emit=emit,
-            origin="http",
-            model=model,
-            seed=seed_session if note or history else None,
-            disable_tools=disable_tools,
-            after=None if named else lambda: gateway.stateless.created(agent.id),
-            client=client,
-        )
+        def start(emit: EventSink) -> ActiveRun:
+            return gateway.start_turn(
+                prompt.text,
+                files=files,
+                agent=agent,
+                session_key=key,
+                emit=emit,
+                origin="http",
+                model=model,
+                seed=seed_session if note or history else None,
+                disable_tools=disable_tools,
+                after=None if named else lambda: gateway.stateless.created(agent.id),
+                client=client,
+            )
 
-    def handed_out(calls: Sequence[ToolCallBlock]) -> None:
-        for call in calls:
-            gateway.client_calls.remember(call.id, key)
+        def handed_out(calls: Sequence[ToolCallBlock]) -> None:
+            for call in calls:
+                gateway.client_calls.remember(call.id, key)
 
-    headers = {SESSION_HEADER: key}
-    if chat.stream:
-        return await _stream(chat, start, headers, handed_out)
-    reply, stop, usage, calls = summary(await run_to_end(request, start))
+        headers = {SESSION_HEADER: key}
+        if chat.stream:
+            return await _stream(chat, start, headers, handed_out)
+        outcome = await run_to_end(request, start)
+    reply, stop, usage, calls = summary(outcome)  # a model error: the prompt was recorded
     handed_out(calls)
     body = Completion(chat.model).body(reply, finish_reason(stop), usage, calls)
     return JSONResponse(body, headers=headers)

@@ -28,6 +28,7 @@ from nodmix.gateway.client_tools import arguments_json, client_tools, tool_choic
 from nodmix.gateway.errors import APIError, classify
 from nodmix.gateway.http_runs import StartTurn, run_to_end, start_text_stream
 from nodmix.gateway.media_parts import save_media, seeded_history
+from nodmix.gateway.media_writes import MediaWrites, refuse_oversized, removed_if_refused
 from nodmix.gateway.models_api import resolve_model
 from nodmix.gateway.openai_api import (
     SESSION_HEADER,
@@ -68,39 +69,44 @@ async def create_response(request: Request) -> Response:
     key = gateway.session_key(agent, named or fresh_session_name())
     client = ClientTurn(tools=tools, tool_choice=choice, results=turn.results)
     response = ResponseObject(body)
-    files = await save_media(gateway, agent, turn.media)
-    history = await seeded_history(gateway, agent, turn.history)
+    if turn.results is None:
+        refuse_oversized(gateway.runtime, agent, model, turn.prompt)
+    writes = MediaWrites(agent.workspace, gateway.inbox_claims)
+    async with removed_if_refused(writes):
+        files = await save_media(gateway, agent, turn.media, writes)
+        history = await seeded_history(gateway, agent, turn.history, writes)
 
-    async def seed_session() -> None:
-        await gateway.seed_session(
-            agent, key, note=turn.note, history=history, note_type=SYSTEM_NOTE_TYPE
-        )
+        async def seed_session() -> None:
+            writes.history_recorded = await gateway.seed_session(
+                agent, key, note=turn.note, history=history, note_type=SYSTEM_NOTE_TYPE
+            )
 
-    def start(emit: EventSink) -> ActiveRun:
-        return gateway.start_turn(
-            turn.prompt,
-            files=files,
-            agent=agent,
-            session_key=key,
-            emit=emit,
-            origin="http",
-            model=model,
-            seed=seed_session if turn.note or turn.history else None,
-            disable_tools=disable_tools,
-            after=None if named else lambda: gateway.stateless.created(agent.id),
-            client=client,
-        )
+        def start(emit: EventSink) -> ActiveRun:
+            return gateway.start_turn(
+                turn.prompt,
+                files=files,
+                agent=agent,
+                session_key=key,
+                emit=emit,
+                origin="http",
+                model=model,
+                seed=seed_session if turn.note or turn.history else None,
+                disable_tools=disable_tools,
+                after=None if named else lambda: gateway.stateless.created(agent.id),
+                client=client,
+            )
 
-    def finished(calls: Sequence[ToolCallBlock]) -> None:
-        for call in calls:
-            gateway.client_calls.remember(call.id, key)
-        if body.store:
-            gateway.responses.remember(response.id, key)
+        def finished(calls: Sequence[ToolCallBlock]) -> None:
+            for call in calls:
+                gateway.client_calls.remember(call.id, key)
+            if body.store:
+                gateway.responses.remember(response.id, key)
 
-    headers = {SESSION_HEADER: key}
-    if body.stream:
-        return await _stream(response, start, headers, finished)
-    reply, stop, usage, calls = summary(await run_to_end(request, start))
+        headers = {SESSION_HEADER: key}
+        if body.stream:
+            return await _stream(response, start, headers, finished)
+        outcome = await run_to_end(request, start)
+    reply, stop, usage, calls = summary(outcome)  # a model error: the prompt was recorded
     finished(calls)
     out = response.body(
         status="completed", output=response.output(reply, calls), usage=usage, stop_reason=stop

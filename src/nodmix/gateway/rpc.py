@@ -29,7 +29,6 @@ from nodmix.sessions import SessionSummary, parse_session_key
 from nodmix.sessions.entries import entry_to_builtins
 from nodmix.sessions.keys import is_stateless_key, session_kind
 from nodmix.sessions.locate import Located
-from nodmix.sessions.transcript import Transcript
 
 if TYPE_CHECKING:
     from nodmix.gateway.ws import Connection, Method
@@ -232,7 +231,7 @@ async def _history_by_id(conn: Connection, params: dict[str, Any], limit: int) -
     found = _located(conn, params)
     try:
         transcript = await anyio.to_thread.run_sync(
-            lambda: Transcript.load(found.path, read_only=True)
+            lambda: conn.gateway.runtime.sessions.backend.read(found.agent_id, found.path)
         )
     except (OSError, NodmixError) as exc:
         raise not_found(f"cannot read session {found.session_id}: {exc}") from None

@@ -17,7 +17,6 @@ from nodmix.gateway.errors import APIError, bad_request, not_found
 from nodmix.sessions.admin import delete_session, rename_session
 from nodmix.sessions.locate import Located, all_transcripts, locate
 from nodmix.sessions.manager import SessionManager
-from nodmix.sessions.transcript import count_messages
 
 if TYPE_CHECKING:
     from nodmix.gateway.ws import Connection
@@ -44,18 +43,14 @@ def other_rows(manager: SessionManager, agent_id: str | None) -> list[dict[str, 
         for found in all_transcripts(manager, agent):
             if found.status == "current":
                 continue
-            try:
-                modified = int(found.path.stat().st_mtime * 1000)
-            except FileNotFoundError:  # moved meanwhile
-                continue
             rows.append(
                 {
                     "key": found.key,
                     "agentId": found.agent_id,
                     "sessionId": found.session_id,
                     "status": found.status,
-                    "updatedAt": modified,
-                    "messageCount": count_messages(found.path),
+                    "updatedAt": found.modified_ms or 0,
+                    "messageCount": manager.backend.messages_in(agent, found.path),
                 }
             )
     rows.sort(key=lambda r: (-r["updatedAt"], r["sessionId"]))

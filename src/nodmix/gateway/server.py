@@ -162,14 +162,14 @@ async def run_gateway(
     Raises:
         NodmixError: the socket cannot be bound, or the runtime cannot start.
     """
-    from nodmix.config.paths import ensure_state_dir, state_dir
     from nodmix.gateway.settings import with_token
 
-    settings = with_token(settings, ensure_state_dir(state_dir(env)))
     sock = bind_socket(settings.host, settings.port)
     try:
-        bound = replace(settings, port=sock.getsockname()[1])
         async with Runtime.open(loaded, env=env, retry=retry) as runtime:
+            # After the runtime bound the state backend: replicas on PostgreSQL share the
+            # token a gateway makes itself (`gateway.token.open_token_store`).
+            bound = with_token(replace(settings, port=sock.getsockname()[1]), runtime.state_dir)
             app = create_app(runtime, bound)
             config = uvicorn_config(app, bound)
             server = uvicorn.Server(config)
@@ -177,6 +177,9 @@ async def run_gateway(
             # docstring on signals. `serve()` would create the lifespan; do it here instead.
             server.lifespan = config.lifespan_class(config)
             await server.startup(sockets=[sock])
+            # What other replicas' operators can reach: a wildcard bind names this host.
+            host = socket.gethostname() if bound.host in ("0.0.0.0", "::", "") else bound.host
+            runtime.state.coordination.url = f"http://{host}:{bound.port}"
 
             async def follow_stop_requests() -> None:
                 await stop.graceful.wait()
@@ -277,11 +280,11 @@ def banner(settings: GatewaySettings, runtime: Runtime, *, show_token: bool = Tr
 def _auth_line(settings: GatewaySettings, state_dir: Path) -> str:
     if settings.token is None:
         return 'none (gateway.auth.mode "none": any local process is the owner; loopback only)'
-    from nodmix.gateway.token import FileTokenStore
+    from nodmix.gateway.token import open_token_store
 
-    store = FileTokenStore(state_dir)
+    store = open_token_store(state_dir)
     if store.load() == settings.token:
-        source = f"kept in {store.path}"
+        source = f"kept in {store.where}"
     else:
         source = "gateway.auth.token / NODMIX_GATEWAY_TOKEN / --token"
     return f"bearer token required ({source}; the CLI here finds it)"

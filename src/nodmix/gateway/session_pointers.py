@@ -24,12 +24,22 @@ from pathlib import Path
 from typing import Final
 
 from nodmix.assets.files import atomic_write
+from nodmix.state.binding import provided
 
 log = logging.getLogger("nodmix.gateway")
 
 DEFAULT_CAP: Final = 10_000
 RESPONSES_FILE: Final = "responses.jsonl"
 CLIENT_CALLS_FILE: Final = "client_calls.jsonl"
+
+
+def open_session_pointers(state_dir: Path, file_name: str) -> SessionPointers:
+    """The map of the backend serving `state_dir` (`<state>/gateway/<file>` by default; with
+    replicas, shared, so any replica continues a response another one stored)."""
+    found = provided(state_dir, "gateway.pointers", file_name)
+    if isinstance(found, SessionPointers):
+        return found
+    return SessionPointers(state_dir / "gateway", file_name)
 
 
 class SessionPointers:

@@ -167,6 +167,6 @@ def with_token(settings: GatewaySettings, state_dir: Path) -> GatewaySettings:
         return replace(settings, token=None)
     if settings.token:
         return settings
-    from nodmix.gateway.token import FileTokenStore
+    from nodmix.gateway.token import open_token_store
 
-    return replace(settings, token=FileTokenStore(state_dir).load_or_create())
+    return replace(settings, token=open_token_store(state_dir).load_or_create())

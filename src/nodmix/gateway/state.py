@@ -20,10 +20,21 @@ from nodmix import __version__
 from nodmix.agents import AgentProfile
 from nodmix.events import EventSink
 from nodmix.gateway.approval_fanout import ApprovalFanout
+from nodmix.gateway.approvals_shared import (
+    APPROVAL_ANSWER,
+    ApprovalRecorder,
+    answer_forwarded,
+    open_shared_approvals,
+)
 from nodmix.gateway.errors import classify, not_found
+from nodmix.gateway.media_writes import InboxClaims
 from nodmix.gateway.reload import ConfigWatcher
 from nodmix.gateway.runs import ActiveRun, RunTracker
-from nodmix.gateway.session_pointers import CLIENT_CALLS_FILE, RESPONSES_FILE, SessionPointers
+from nodmix.gateway.session_pointers import (
+    CLIENT_CALLS_FILE,
+    RESPONSES_FILE,
+    open_session_pointers,
+)
 from nodmix.gateway.settings import GatewaySettings
 from nodmix.gateway.stateless import StatelessSessions
 from nodmix.origin import TurnOrigin
@@ -46,13 +57,15 @@ class Gateway:
         self.runtime = runtime
         self.settings = settings
         self.runs = RunTracker()
-        self.approvals = ApprovalFanout(runtime.security.broker)
+        self.inbox_claims = InboxClaims()
+        self.approvals = ApprovalFanout(runtime.security.broker, self.event)
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
+        self.shared_approvals = open_shared_approvals(runtime.state_dir)
+        """Requests of every replica (postgres backend; `gateway/approvals_shared.py`)."""
         self.stateless = StatelessSessions(runtime, self._start_background)
-        pointers = runtime.state_dir / "gateway"
-        self.client_calls = SessionPointers(pointers, CLIENT_CALLS_FILE)
+        self.client_calls = open_session_pointers(runtime.state_dir, CLIENT_CALLS_FILE)
         """Sessions of the client tool calls handed out (for stateless continuations)."""
-        self.responses = SessionPointers(pointers, RESPONSES_FILE)
+        self.responses = open_session_pointers(runtime.state_dir, RESPONSES_FILE)
         """Sessions of stored Responses API responses (`previous_response_id`)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.watcher = ConfigWatcher(
@@ -72,8 +85,16 @@ class Gateway:
         channels, automation) beside them; drain turns on exit."""
         async with anyio.create_task_group() as group:
             self._group = group
+            broker = self.runtime.security.broker
+            if self.shared_approvals is not None:
+                recorder = ApprovalRecorder(self.shared_approvals)
+                recorder.attach(broker)
+                group.start_soon(recorder.detach_on_exit, broker)
             self.approvals.start()
             group.start_soon(self.approvals.stop_on_exit)
+            coordination = self.runtime.state.coordination
+            stop_listening = coordination.listen(self._deliver)
+            group.start_soon(coordination.serve)
             if self.settings.watch_config:
                 group.start_soon(self.watcher.watch)
             for service in services:
@@ -84,7 +105,20 @@ class Gateway:
                 finally:
                     self.runtime.retire()  # turns cancelled by the shutdown keep their runs
             self._group = None
+            stop_listening()
             group.cancel_scope.cancel()
+
+    def event(self, name: str, payload: Any) -> None:
+        """Tell every WebSocket client, of this replica and of the others (with the
+        postgres state backend), about `name` (`session`, `approval`)."""
+        self.runtime.state.coordination.publish(f"ws.{name}", payload)
+
+    def _deliver(self, topic: str, payload: dict[str, Any]) -> None:
+        if topic.startswith("ws."):
+            for conn in list(self.approvals.connections):
+                conn.event(topic[3:], payload)
+        elif topic == APPROVAL_ANSWER:
+            answer_forwarded(self.runtime.security.broker, payload)
 
     def busy_sessions(self) -> set[str]:
         """Sessions with a turn running: a run of the gateway's, or a subagent's."""
@@ -177,16 +211,18 @@ class Gateway:
         note: str | None,
         history: list[Any],
         note_type: str,
-    ) -> None:
-        """Record a client's earlier conversation, but only into a session with no messages."""
+    ) -> bool:
+        """Record a client's earlier conversation, but only into a session with no messages;
+        whether it was recorded."""
         async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
             session = self.runtime.open_session(agent, session_key)
             if any(_is_conversation(entry) for entry in session.entries):
-                return
+                return False
             if note:
                 session.transcript.append_custom_message(note_type, note, display=False)
             for message in history:
                 session.append_message(message)
+            return True
 
     # ---- health -------------------------------------------------------------------------------
 

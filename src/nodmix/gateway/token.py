@@ -7,6 +7,10 @@ its first start. Everything on the same machine that can read the state dir (the
 banner's page link) finds it there, so a fresh install, and a state dir whose gateway ran
 without a token before, need no configuration.
 
+With the postgres state backend the made token is a database document instead
+(`open_token_store`), so every replica accepts the same one and the CLI on any machine with
+the config finds it.
+
 This module is light (no Starlette, no uvicorn): the CLI imports it to find the token.
 """
 
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from nodmix.assets.files import ensure_private_dir
+from nodmix.state.binding import provided
 
 TOKEN_BYTES = 32
 """Entropy of a generated token (`secrets.token_urlsafe(32)`: 43 characters)."""
@@ -31,13 +36,25 @@ _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "-_.~+/=")
 class TokenStore(Protocol):
     """Where a gateway keeps the token it made itself."""
 
+    @property
+    def where(self) -> str:
+        """Where the token is, for people (a path, or the state database)."""
+        ...
+
     def load(self) -> str | None:
         """The stored token, or None when there is none (or it is unusable)."""
         ...
 
-    def load_or_create(self) -> str:
-        """The stored token, made now if there is none."""
+    def load_or_create(self, token: str | None = None) -> str:
+        """The stored token, made now if there is none (`token`: the one to store then, as
+        `nodmix state migrate` carries a token over)."""
         ...
+
+
+def open_token_store(state_dir: Path) -> TokenStore:
+    """The token store of the backend serving `state_dir` (the file by default)."""
+    found = provided(state_dir, "gateway.token")
+    return found if found is not None else FileTokenStore(state_dir)
 
 
 def token_file(state_dir: Path) -> Path:
@@ -61,6 +78,11 @@ class FileTokenStore:
     def __init__(self, state_dir: Path) -> None:
         self.path = token_file(state_dir)
 
+    @property
+    def where(self) -> str:
+        """The token file's path."""
+        return str(self.path)
+
     def load(self) -> str | None:
         """The token in the file; a file others can read is made private first."""
         try:
@@ -81,14 +103,15 @@ class FileTokenStore:
             return None
         return token if usable(token) else None
 
-    def load_or_create(self) -> str:
-        """The token in the file, or a new one written there. Two gateways starting at once
-        agree on one token: the file is created by a hard link, which never replaces it."""
+    def load_or_create(self, token: str | None = None) -> str:
+        """The token in the file, or a new one (`token`, when given) written there. Two
+        gateways starting at once agree on one token: the file is created by a hard link,
+        which never replaces it."""
         found = self.load()
         if found is not None:
             return found
         folder = ensure_private_dir(self.path.parent)
-        token = new_token()
+        token = token if token is not None and usable(token) else new_token()
         tmp = folder / f".token.{os.getpid()}.{secrets.token_hex(4)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:

@@ -90,10 +90,13 @@ def save_bytes(workspace: Path, data: bytes, name: str, folder: str = INBOX) -> 
     return f"{PurePath(folder).as_posix()}/{final}"
 
 
-def save_unique(workspace: Path, data: bytes, prefix: str, suffix: str) -> str:
+def save_unique(
+    workspace: Path, data: bytes, prefix: str, suffix: str, created: list[str] | None = None
+) -> str:
     """Save `data` as `inbox/<prefix>-<content hash><suffix>`, or reuse the file already
     saved under that name (a client that sends its whole history again each time stores
-    each image once); the relative path.
+    each image once); the relative path. A file this call wrote (not one it reused) is
+    appended to `created`, so a refused request can remove what it added (`remove_saved`).
 
     Raises:
         WorkspaceEscapeError: `inbox` (or a folder above it) is a symlink.
@@ -105,15 +108,34 @@ def save_unique(workspace: Path, data: bytes, prefix: str, suffix: str) -> str:
     ending = f".{safe_name(suffix.lstrip('.'), limit=12)}" if suffix.strip(".") else ""
     name = f"{safe_name(prefix, limit=40)}-{digest}{ending}"
     try:
-        return save_bytes(workspace, data, name)
+        path = save_bytes(workspace, data, name)
     except FileExistsError:
         try:
             existing: bytes | None = read_media(workspace, f"{INBOX}/{name}", len(data))[0]
         except OSError:
             existing = None
-        if existing != data:  # not what was saved under this hash: keep both
-            return save_bytes(workspace, data, inbox_name(name, "dup"))
-        return f"{INBOX}/{name}"
+        if existing == data:
+            return f"{INBOX}/{name}"
+        path = save_bytes(workspace, data, inbox_name(name, "dup"))  # keep both
+    if created is not None:
+        created.append(path)
+    return path
+
+
+def remove_saved(workspace: Path, path: str) -> None:
+    """Delete `path` (workspace-relative, as `save_bytes` answered it) without following a
+    symlink on the way; a file already gone is fine.
+
+    Raises:
+        WorkspaceEscapeError: a folder on the way is a symlink.
+        OSError: it cannot be deleted.
+    """
+    rel = PurePath(path)
+    with open_folder(workspace, rel.parent) as folder:
+        try:
+            os.unlink(rel.name, dir_fd=folder)
+        except FileNotFoundError:
+            pass
 
 
 def inbox_path(workspace: Path, text: str) -> str:

@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 from nodmix.agents import AgentProfile, agent_ids, resolve_agent
 from nodmix.automation.tool import CronTools
 from nodmix.channels.tool import MessageTools
-from nodmix.checkpoints.store import FileCheckpointStore
+from nodmix.checkpoints.store import open_checkpoint_store
 from nodmix.compaction.service import CompactionService, SessionCompaction, flush_runner
 from nodmix.config import LoadedConfig, load_config
 from nodmix.config import paths as config_paths
@@ -57,6 +57,7 @@ from nodmix.runtime.web import open_web_tools
 from nodmix.sessions import Session, SessionManager, resolve_session_key
 from nodmix.sessions.files import private_dirs
 from nodmix.skills import SkillBook
+from nodmix.state.backend import FileState, StateBackend, open_state
 from nodmix.subagents.wiring import open_subagents
 from nodmix.tools import core_tools
 from nodmix.tools.core.background import stop_background_jobs
@@ -117,7 +118,7 @@ class Runtime:
             agent_for_key=lambda key: self.agent(resolve_session_key(key).agent_id),
             model_refs=self.model_refs,
             flush=lambda: flush_runner(router, self.executor, core_tools(self.config.tools)),
-            checkpoints=FileCheckpointStore(state_dir),
+            checkpoints=open_checkpoint_store(state_dir),
         )
         self.services: dict[str, Any] = {COMPACT_SERVICE: self.compaction.compact_with_runtime}
         self._context_engines = ContextEngines(
@@ -145,6 +146,8 @@ class Runtime:
         )
         self._media: MediaService | None = None
         self.subagents = open_subagents(self, state_dir, background, self.tool_sources)
+        self.state: StateBackend = FileState(state_dir)
+        """Files, or the database replicas share (`state.backend`); set by `open`."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -171,9 +174,17 @@ class Runtime:
         )
         async with contextlib.AsyncExitStack() as stack:
             stack.enter_context(open_log_file(state_dir))
+            state = open_state(
+                loaded.config,
+                env,
+                state_dir,
+                file=str(loaded.path),
+                role="agent" if one_conversation else "gateway",
+            )
+            stack.callback(state.close)
             router = ProviderRouter(loaded.config.models, env)
             stack.push_async_callback(router.aclose)
-            sessions = SessionManager(state_dir)
+            sessions = SessionManager(state_dir, backend=state.sessions())
             stack.callback(sessions.close)
             stack.callback(stop_background_jobs)  # `exec` with `background: true`
             background = await stack.enter_async_context(anyio.create_task_group())
@@ -202,6 +213,7 @@ class Runtime:
                 tool_sources=sources,
                 retry=retry,
             )
+            runtime.state = state
             open_web_tools(runtime, stack)  # web_search and browser, when configured
             runtime.services["mcp"] = holder.manager if holder is not None else None
             runtime.services["memory"] = memory
@@ -248,6 +260,8 @@ class Runtime:
                 security=self.security,
                 media=self.media,
             )
+            if self.state.kind != "files":  # one replica polls each bot
+                self._channels.singleton = self.state.coordination.run_singleton
         return self._channels
 
     @property

@@ -9,11 +9,16 @@ session's tokens within about a second, not only after the gateway stops.
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 from anyio.abc import TaskGroup
 
+from nodmix.errors import NodmixError
 from nodmix.sessions import SessionManager
 from nodmix.sessions.session import USAGE_WRITE_INTERVAL
+
+log = logging.getLogger("nodmix.sessions")
 
 
 class UsageFlusher:
@@ -23,10 +28,11 @@ class UsageFlusher:
         self._sessions = sessions
         self._group = group
         self._scheduled = False
+        self._failing = False
 
     def after_turn(self) -> None:
         """A turn recorded its usage: write what is due, and schedule the rest."""
-        self._sessions.flush_due()
+        self._flush()
         if not self._scheduled and self._sessions.usage_waiting:
             self._scheduled = True
             self._group.start_soon(self._write_later)
@@ -35,6 +41,18 @@ class UsageFlusher:
         try:
             while self._sessions.usage_waiting:
                 await anyio.sleep(USAGE_WRITE_INTERVAL)
-                self._sessions.flush_due()
+                self._flush()
         finally:
             self._scheduled = False
+
+    def _flush(self) -> None:
+        """Write what is due; counters the store cannot take now (a state database outage)
+        stay pending for the next try, and the gateway keeps serving."""
+        try:
+            self._sessions.flush_due()
+        except NodmixError as exc:
+            if not self._failing:
+                log.warning("usage counters not written yet: %s", exc)
+            self._failing = True
+        else:
+            self._failing = False

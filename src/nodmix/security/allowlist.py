@@ -29,6 +29,7 @@ from typing import Any
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.errors import ConfigError
 from nodmix.security.commands import ParsedCommand
+from nodmix.state.binding import provided
 
 ALL_AGENTS = "*"
 FILE_NAME = "exec-allowlist.json"
@@ -155,6 +156,12 @@ def covers(index: PatternIndex, parsed: ParsedCommand, agent_id: str) -> bool:
     return all(index.match(part, agent_id) for part in parsed.parts)
 
 
+def open_allowlist(state_dir: Path) -> Allowlist:
+    """The exec allowlist of the backend serving `state_dir` (files by default)."""
+    found = provided(state_dir, "security.allowlist")
+    return found if isinstance(found, Allowlist) else Allowlist(state_dir)
+
+
 class Allowlist:
     """The persisted patterns; safe to share between the event loop and worker threads."""
 
@@ -198,14 +205,25 @@ class Allowlist:
         self.reload()
         return True
 
-    def _load(self) -> tuple[Pattern, ...]:
-        self._stamp = self._file_stamp()
+    def _raw(self) -> Any:
+        """The stored document (None when there is none)."""
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            return json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return ()
+            return None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{self.path}: cannot read the exec allowlist ({exc})") from None
+
+    def _write(self, data: dict[str, Any]) -> None:
+        """Replace the stored document."""
+        ensure_private_dir(self.path.parent)
+        atomic_write(self.path, (json.dumps(data, indent=2) + "\n").encode())
+
+    def _load(self) -> tuple[Pattern, ...]:
+        self._stamp = self._file_stamp()
+        raw = self._raw()
+        if raw is None:
+            return ()
         entries = raw.get("patterns") if isinstance(raw, dict) else None
         if not isinstance(entries, list):
             raise ConfigError(f'{self.path}: expected {{"patterns": [...]}}')
@@ -230,9 +248,7 @@ class Allowlist:
             self._index = PatternIndex(self._load())
 
     def _save(self, patterns: tuple[Pattern, ...]) -> None:
-        ensure_private_dir(self.path.parent)
-        data = {"version": 1, "patterns": [p.to_json() for p in patterns]}
-        atomic_write(self.path, (json.dumps(data, indent=2) + "\n").encode())
+        self._write({"version": 1, "patterns": [p.to_json() for p in patterns]})
         self._index = PatternIndex(patterns)
         self._stamp = self._file_stamp()
 

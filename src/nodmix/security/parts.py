@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
-from nodmix.security.allowlist import Allowlist
+from nodmix.security.allowlist import Allowlist, open_allowlist
 from nodmix.security.approvals import ApprovalBroker
 from nodmix.security.exec_policy import ExecRules, resolve_rules
 from nodmix.security.gate import ExecGate
@@ -85,7 +85,7 @@ def open_security(
     rules_for = cached_rules(config)
 
     broker = ApprovalBroker()
-    allowlist = Allowlist(state_dir)
+    allowlist = open_allowlist(state_dir)
     turns = turns if turns is not None else TurnRegistry()
     gate = ExecGate(rules_for=rules_for, allowlist=allowlist, broker=broker, turns=turns)
     return SecurityParts(broker=broker, allowlist=allowlist, turns=turns, gate=gate)

@@ -11,12 +11,9 @@ from pathlib import Path
 
 import msgspec
 
-from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
-from nodmix.sessions.files import TRASH_DIR, move_into
 from nodmix.sessions.locate import Located
 from nodmix.sessions.manager import SessionManager
-from nodmix.sessions.scan import read_header
 from nodmix.sessions.store_entry import SessionEntry
 
 MAX_TITLE_LENGTH = 200
@@ -49,16 +46,19 @@ def rename_session(manager: SessionManager, found: Located, title: str) -> Sessi
     return updated
 
 
-def _chain(path: Path) -> list[Path]:
+def _chain(manager: SessionManager, agent_id: str, path: Path) -> list[Path]:
     """`path` and the earlier transcripts of its compaction chain that are still live."""
+    stored = manager.backend.transcripts(agent_id)
+    live = {t.path.name: t for t in stored if not t.folder}
+    own = next((t for t in stored if t.path == path), None)
     chain = [path]
-    header = read_header(path)
+    header = own.header if own is not None else None
     while header is not None and header.parent_session:
-        earlier = path.parent / header.parent_session
-        if earlier in chain or not earlier.is_file():
+        earlier = live.get(header.parent_session)
+        if earlier is None or earlier.path in chain:
             break
-        chain.append(earlier)
-        header = read_header(earlier)
+        chain.append(earlier.path)
+        header = earlier.header
     return chain
 
 
@@ -75,8 +75,7 @@ def delete_session(manager: SessionManager, found: Located) -> list[Path]:
         gone = manager.archive(found.agent_id, [found.key])
         if found.key not in gone:
             raise SessionError(f"session {found.key} is running a turn; try again when it ends")
-        files = _chain(gone[found.key])
+        files = _chain(manager, found.agent_id, gone[found.key])
     elif found.status in ("replaced", "unindexed"):
-        files = _chain(found.path)
-    trash = sessions_dir(manager.state_dir, found.agent_id) / TRASH_DIR
-    return [moved for path in files if (moved := move_into(path, trash)) is not None]
+        files = _chain(manager, found.agent_id, found.path)
+    return manager.backend.trash(found.agent_id, files)

@@ -200,12 +200,16 @@ def count_messages(path: Path) -> int:
     end = data.rfind(b"\n") + 1
     if start <= 0 or end <= start:
         return 0
-    body = memoryview(data)[start:end]
+    return count_message_lines(memoryview(data)[start:end])
+
+
+def count_message_lines(body: bytes | memoryview) -> int:
+    """Top-level message entries among complete entry lines (no header)."""
     try:
         kinds = _KIND_DECODER.decode_lines(body)
     except (msgspec.DecodeError, msgspec.ValidationError):
         kinds = []
-        for line in data[start:end].split(b"\n"):
+        for line in bytes(body).split(b"\n"):
             try:
                 if line.strip():
                     kinds.append(_KIND_DECODER.decode(line))

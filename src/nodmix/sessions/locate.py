@@ -15,10 +15,11 @@ import msgspec
 
 from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
-from nodmix.sessions.files import ARCHIVE_DIR, TRASH_DIR
+from nodmix.sessions.backend import StoredTranscript
+from nodmix.sessions.files import ARCHIVE_DIR
 from nodmix.sessions.keys import is_agent_id
 from nodmix.sessions.manager import SessionManager
-from nodmix.sessions.scan import read_header, transcript_files
+from nodmix.sessions.scan import read_header
 from nodmix.sessions.store_entry import SessionEntry
 
 Status = Literal["current", "replaced", "continued", "unindexed", "archived", "deleted"]
@@ -40,13 +41,21 @@ class Located(msgspec.Struct, frozen=True, kw_only=True):
     """The key it belongs to (from the index, else from its header), if known."""
     entry: SessionEntry | None = None
     """The store entry, for a current session."""
+    modified_ms: int | None = None
+    """When the transcript last changed (ms since the epoch), where it was listed."""
 
 
 def _agents(manager: SessionManager) -> list[str]:
+    """Agents with a folder (files) or with sessions in the backend (a database)."""
     root = manager.state_dir / "agents"
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if is_agent_id(p.name) and p.is_dir())
+    folders = (
+        {p.name for p in root.iterdir() if is_agent_id(p.name) and p.is_dir()}
+        if root.is_dir()
+        else set()
+    )
+    if manager.backend.kind != "files":
+        folders.update(manager.agent_ids())
+    return sorted(folders)
 
 
 def _folder_status(folder: str) -> Status:
@@ -59,13 +68,14 @@ def all_transcripts(manager: SessionManager, agent_id: str) -> list[Located]:
     Raises:
         SessionError: the session store is corrupt.
     """
-    folder = sessions_dir(manager.state_dir, agent_id)
     index = manager.store(agent_id).load()
     current = {e.session_file: (k, e) for k, e in index.items()}
     found: list[Located] = []
-    headers = {p.name: read_header(p) for p in transcript_files(folder)}
-    continued = {h.parent_session for h in headers.values() if h is not None}
-    for name, header in headers.items():
+    stored = manager.backend.transcripts(agent_id)
+    live = [t for t in stored if not t.folder]
+    continued = {t.header.parent_session for t in live if t.header is not None}
+    for t in live:
+        name, header = t.path.name, t.header
         session_id = header.id if header is not None else Path(name).stem
         if name in current:
             key, entry = current[name]
@@ -73,10 +83,11 @@ def all_transcripts(manager: SessionManager, agent_id: str) -> list[Located]:
                 Located(
                     agent_id=agent_id,
                     session_id=session_id,
-                    path=folder / name,
+                    path=t.path,
                     status="current",
                     key=key,
                     entry=entry,
+                    modified_ms=t.modified_ms,
                 )
             )
             continue
@@ -88,24 +99,26 @@ def all_transcripts(manager: SessionManager, agent_id: str) -> list[Located]:
             Located(
                 agent_id=agent_id,
                 session_id=session_id,
-                path=folder / name,
+                path=t.path,
                 status=status,
                 key=own_key,
+                modified_ms=t.modified_ms,
             )
         )
-    for sub in (ARCHIVE_DIR, TRASH_DIR):
-        for path in transcript_files(folder / sub):
-            header = read_header(path)
-            found.append(
-                Located(
-                    agent_id=agent_id,
-                    session_id=header.id if header is not None else path.stem.split(".")[0],
-                    path=path,
-                    status=_folder_status(sub),
-                    key=header.session_key if header is not None else None,
-                )
-            )
+    found.extend(_put_away(agent_id, t) for t in stored if t.folder)
     return found
+
+
+def _put_away(agent_id: str, t: StoredTranscript) -> Located:
+    header = t.header if t.header is not None else read_header(t.path)
+    return Located(
+        agent_id=agent_id,
+        session_id=header.id if header is not None else t.path.stem.split(".")[0],
+        path=t.path,
+        status=_folder_status(t.folder),
+        key=header.session_key if header is not None else None,
+        modified_ms=t.modified_ms,
+    )
 
 
 def _by_key(manager: SessionManager, text: str) -> Located | None:
@@ -128,36 +141,23 @@ def _by_id(manager: SessionManager, text: str) -> Located | None:
     """The transcript whose session id is `text` or starts with it (unambiguously)."""
     if len(text) < MIN_ID_PREFIX or "/" in text or ":" in text:
         return None
-    matches: list[tuple[str, Path, str]] = []
+    matches: list[tuple[str, StoredTranscript]] = []
     for agent in _agents(manager):
-        folder = sessions_dir(manager.state_dir, agent)
-        for sub in ("", ARCHIVE_DIR, TRASH_DIR):
-            matches.extend(
-                (agent, path, sub)
-                for path in transcript_files(folder / sub if sub else folder)
-                if path.name.startswith(text)
-            )
-    exact = [m for m in matches if m[1].name.split(".")[0] == text]
+        matches.extend((agent, t) for t in manager.backend.transcripts(agent, prefix=text))
+    exact = [m for m in matches if m[1].path.name.split(".")[0] == text]
     matches = exact or matches
-    ids = sorted({m[1].name.split(".")[0] for m in matches})
+    ids = sorted({m[1].path.name.split(".")[0] for m in matches})
     if len(ids) > 1:
         shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise SessionError(f"session id prefix {text!r} is ambiguous: {shown}")
     if not matches:
         return None
-    agent, path, sub = matches[0]
-    if not sub:  # a live transcript: the index says whether it is current
+    agent, stored = matches[0]
+    if not stored.folder:  # a live transcript: the index says whether it is current
         for row in all_transcripts(manager, agent):
-            if row.path == path:
+            if row.path == stored.path:
                 return row
-    header = read_header(path)
-    return Located(
-        agent_id=agent,
-        session_id=header.id if header is not None else path.name.split(".")[0],
-        path=path,
-        status=_folder_status(sub),
-        key=header.session_key if header is not None else None,
-    )
+    return _put_away(agent, stored)
 
 
 def locate(manager: SessionManager, text: str) -> Located:

@@ -33,35 +33,21 @@ from nodmix.config.paths import DEFAULT_AGENT_ID, default_workspace, sessions_di
 from nodmix.crashpoints import crash_point
 from nodmix.errors import SessionError
 from nodmix.messages import now_ms
+from nodmix.sessions.backend import EntryMaker, FileSessions, SessionBackend
 from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import Entry, MessageEntry
+from nodmix.sessions.index import SessionIndex
 from nodmix.sessions.keys import (
     SessionKey,
-    is_agent_id,
     parse_session_key,
     resolve_session_key,
     validate_agent_id,
 )
-from nodmix.sessions.opening import EntryMaker, SessionOpener
 from nodmix.sessions.pending import PendingUsage
 from nodmix.sessions.session import Session, SessionSummary
-from nodmix.sessions.store import (
-    STORE_FILE_NAME,
-    SessionEntry,
-    SessionStore,
-    StoreData,
-    new_session_entry,
-)
-from nodmix.sessions.transcript import (
-    count_messages,
-)
-from nodmix.sessions.turn_lock import (
-    TurnLocks,
-    Waiting,
-    hold_file_lock,
-    lock_path,
-    remove_lock_file,
-)
+from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
+from nodmix.sessions.turn_lock import TurnLocks, Waiting
+from nodmix.state.binding import provided
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +74,7 @@ class SessionManager:
         durable: bool = True,
         max_cached: int = DEFAULT_MAX_CACHED,
         max_open_files: int | None = None,
+        backend: SessionBackend | None = None,
     ) -> None:
         """Manage the sessions under `state_dir`.
 
@@ -99,6 +86,7 @@ class SessionManager:
             durable: Fsync session-store updates.
             max_cached: How many open sessions to keep in memory.
             max_open_files: How many transcript append descriptors to keep open.
+            backend: Where sessions are stored (files under `state_dir` by default).
         """
         self.state_dir = state_dir
         self.default_agent_id = validate_agent_id(default_agent_id)
@@ -106,7 +94,10 @@ class SessionManager:
         self.read_only = read_only
         self.durable = durable
         self.max_cached = max(1, max_cached)
-        self._stores: dict[str, SessionStore] = {}
+        if backend is None:  # the backend bound to this state dir (a CLI command), else files
+            backend = provided(state_dir, "sessions") or FileSessions(state_dir)
+        self.backend: SessionBackend = backend
+        self._stores: dict[str, SessionIndex] = {}
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._pending = PendingUsage(self.store)
         self._locks = TurnLocks()
@@ -114,8 +105,8 @@ class SessionManager:
             DescriptorPool() if max_open_files is None else DescriptorPool(max_open_files)
         )
         """The append descriptors of every transcript this manager opens."""
-        self._files = SessionOpener(
-            state_dir, workspace=self.workspace, read_only=read_only, descriptors=self.descriptors
+        self._files = self.backend.opening(
+            workspace=self.workspace, read_only=read_only, descriptors=self.descriptors
         )
 
     # ---- lookup -------------------------------------------------------------------------------
@@ -128,29 +119,18 @@ class SessionManager:
         """
         return resolve_session_key(session_key, default_agent_id=self.default_agent_id)
 
-    def store(self, agent_id: str) -> SessionStore:
+    def store(self, agent_id: str) -> SessionIndex:
         """The session store of one agent."""
         store = self._stores.get(agent_id)
         if store is None:
             validate_agent_id(agent_id)
-            store = SessionStore.for_agent(self.state_dir, agent_id, durable=self.durable)
+            store = self.backend.index(agent_id, durable=self.durable)
             self._stores[agent_id] = store
         return store
 
     def agent_ids(self) -> list[str]:
         """Agents that have a session store, sorted (stray directories are skipped)."""
-        root = self.state_dir / "agents"
-        if not root.is_dir():
-            return []
-        return sorted(
-            p.name
-            for p in root.iterdir()
-            if is_agent_id(p.name)
-            and any(
-                (p / "sessions" / name).is_file()
-                for name in (STORE_FILE_NAME, f"{STORE_FILE_NAME}.journal")
-            )
-        )
+        return self.backend.agent_ids()
 
     def turn_lock(self, session_key: str | SessionKey) -> anyio.Lock:
         """The lock that serialises turns of one session in this process.
@@ -178,10 +158,11 @@ class SessionManager:
             SessionError: the key is malformed, or another process held the session too long.
         """
         key = self.resolve_key(session_key)
-        async with self._locks.get(str(key)):
-            path = lock_path(sessions_dir(self.state_dir, key.agent_id), str(key))
-            async with hold_file_lock(path, str(key), timeout=timeout, on_wait=on_wait):
-                yield
+        async with (
+            self._locks.get(str(key)),
+            self.backend.hold(key, timeout=timeout, on_wait=on_wait),
+        ):
+            yield
 
     # ---- opening ------------------------------------------------------------------------------
 
@@ -319,14 +300,13 @@ class SessionManager:
 
         gone = self.store(agent_id).update(drop, sync=False)
         files: dict[str, Path] = {}
-        directory = sessions_dir(self.state_dir, agent_id)
         for key, entry in gone.items():
             cached = self._cache.pop(key, None)
             if cached is not None:
                 self._pending.forget(cached)
                 cached.transcript.close()
-            remove_lock_file(lock_path(directory, key))  # left alone if another process holds it
             files[key] = self._transcript_path(parse_session_key(key), entry.session_file)
+        self.backend.archived(agent_id, gone)  # lock files go (unless another process holds one)
         return files
 
     # ---- listing ------------------------------------------------------------------------------
@@ -372,7 +352,7 @@ class SessionManager:
                 for e in cached.transcript.entries
                 if isinstance(e, MessageEntry) and e.parent_tool_call_id is None
             )
-        return count_messages(path)
+        return self.backend.message_count(parse_session_key(key), entry, path)
 
     # ---- internals ----------------------------------------------------------------------------
 

@@ -18,9 +18,10 @@ from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
 from nodmix.sessions.descriptors import DescriptorPool
 from nodmix.sessions.entries import Entry
+from nodmix.sessions.index import SessionIndex
 from nodmix.sessions.keys import SessionKey
 from nodmix.sessions.session import Session
-from nodmix.sessions.store import SessionEntry, SessionStore, StoreData, new_session_entry
+from nodmix.sessions.store import SessionEntry, StoreData, new_session_entry
 from nodmix.sessions.successors import missing_seed, restore_seed
 from nodmix.sessions.transcript import Transcript, transcript_file_name
 
@@ -80,7 +81,7 @@ class SessionOpener:
             durable=bool(seed),
         )
 
-    def create(self, key: SessionKey, store: SessionStore, workspace: Path | None) -> Session:
+    def create(self, key: SessionKey, store: SessionIndex, workspace: Path | None) -> Session:
         """A new session under `key` (or the one another process created meanwhile)."""
         cwd = workspace or self.workspace
 
@@ -104,7 +105,7 @@ class SessionOpener:
     def load(
         self,
         key: SessionKey,
-        store: SessionStore,
+        store: SessionIndex,
         entry: SessionEntry,
         *,
         create: bool,
@@ -133,7 +134,7 @@ class SessionOpener:
     def swap(
         self,
         key: SessionKey,
-        store: SessionStore,
+        store: SessionIndex,
         make_entry: EntryMaker,
         *,
         workspace: Path | None,

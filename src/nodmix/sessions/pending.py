@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nodmix.sessions.index import SessionIndex
 from nodmix.sessions.session import Session
-from nodmix.sessions.store import SessionStore, StoreData
+from nodmix.sessions.store_entry import StoreData
 
 
 class PendingUsage:
     """Sessions whose usage counters wait to be written (tracked by identity)."""
 
-    def __init__(self, store: Callable[[str], SessionStore]) -> None:
+    def __init__(self, store: Callable[[str], SessionIndex]) -> None:
         """`store(agent_id)` is the agent's session store."""
         self._store = store
         self._sessions: dict[int, Session] = {}

@@ -11,9 +11,10 @@ import msgspec
 
 from nodmix.messages import Message, Usage, now_ms
 from nodmix.sessions.entries import Entry, MessageEntry
+from nodmix.sessions.index import SessionIndex
 from nodmix.sessions.keys import SessionKey
 from nodmix.sessions.replay import messages_for_model
-from nodmix.sessions.store import SessionEntry, SessionStore, StoreData
+from nodmix.sessions.store_entry import SessionEntry, StoreData
 from nodmix.sessions.transcript import Transcript
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class Session:
         session_key: SessionKey,
         entry: SessionEntry,
         transcript: Transcript,
-        store: SessionStore,
+        store: SessionIndex,
     ) -> None:
         """Bind the parts together; use `SessionManager.open` to get one."""
         self.session_key = session_key

@@ -223,6 +223,11 @@ class Transcript(TranscriptReader):
         self.append(entry)
         return entry
 
+    def complete_bytes(self) -> bytes:
+        """The transcript as this object last read it: header and complete lines."""
+        with self.path.open("rb") as handle:
+            return handle.read(self._size)
+
     def sync(self) -> None:
         """Flush appended entries to stable storage (`fsync`)."""
         if not self.read_only:

@@ -25,6 +25,7 @@ from typing import Protocol
 import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
+from nodmix.state.binding import provided
 from nodmix.subagents.records import RUN_PREFIX, SubagentRun
 
 log = logging.getLogger("nodmix.subagents")
@@ -202,6 +203,8 @@ class FileSubagentStore:
             return None
 
 
-def open_subagent_store(state_dir: Path) -> FileSubagentStore:
-    """The store under the state directory (the directory is created on the first write)."""
-    return FileSubagentStore(state_dir / "subagents" / "runs")
+def open_subagent_store(state_dir: Path) -> SubagentStore:
+    """The store of the backend serving `state_dir`: files under it by default (the
+    directory is created on the first write)."""
+    shared: SubagentStore | None = provided(state_dir, "subagents.runs")
+    return shared if shared is not None else FileSubagentStore(state_dir / "subagents" / "runs")

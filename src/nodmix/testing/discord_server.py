@@ -35,6 +35,7 @@ from nodmix.testing import discord_payloads as p
 from nodmix.testing.discord_gateway import GatewayHub
 from nodmix.testing.discord_rest import ROUTES
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.polling import poll_until
 
 T = TypeVar("T")
 MESSAGE_CONTENT_INTENT = 1 << 15
@@ -269,15 +270,10 @@ class ScriptedDiscord(ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                recent = ", ".join(c.route for c in self.calls[-15:])
-                raise TimeoutError(f"condition not met within {timeout}s; calls: {recent}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        return "calls: " + ", ".join(c.route for c in self.calls[-15:])
 
     # ---- gateway --------------------------------------------------------------------------
 

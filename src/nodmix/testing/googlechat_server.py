@@ -21,25 +21,19 @@ Tests post events to the gateway as Chat does, with a signed bearer token::
 
 from __future__ import annotations
 
-import itertools
-import secrets
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx2
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from nodmix.testing.bot_platform import ScriptedBotPlatform, token_claims
 from nodmix.testing.googlechat_payloads import ChatUser, SpaceKind, message_event
-from nodmix.testing.http_thread import ThreadedServer
 from nodmix.testing.signing import Outage, RsaKey
 
-T = TypeVar("T")
 CHAT_ISSUER = "chat@system.gserviceaccount.com"
 TEXT_LIMIT = 4096
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
@@ -64,8 +58,9 @@ class Posted:
     edits: int = 0
 
 
-class ScriptedChat(ThreadedServer):
-    """Google Chat for one app. Thread-safe for test code."""
+class ScriptedChat(ScriptedBotPlatform):
+    """Google Chat for one app (`endpoint`: where events are posted). Thread-safe for test
+    code."""
 
     def __init__(self, *, project_number: str = "123456789012", app_name: str = "Nodmix") -> None:
         super().__init__()
@@ -74,38 +69,8 @@ class ScriptedChat(ThreadedServer):
         self.signer = RsaKey("chat-key-1")
         self.account_key = RsaKey("sa-key-1")
         self.certs_endpoint = Outage()
-        self.token_endpoint = Outage()
-        self.endpoint: str | None = None
-        """Where events are posted (the gateway's endpoint)."""
         self.posted: list[Posted] = []
-        self.refused_calls: list[tuple[str, int]] = []
-        self.files: dict[str, bytes] = {}
-        self.downloads: list[str] = []
-        self.tokens: set[str] = set()
-        self._fail: list[int] = []
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._client: httpx2.Client | None = None
         self._signers: dict[RsaKey, Any] = {}
-
-    def _poster(self) -> httpx2.Client:
-        """One HTTP client for posting (kept alive, as the platform keeps its connections)."""
-        with self._lock:
-            if self._client is None:
-                self._client = httpx2.Client()
-            return self._client
-
-    def stop(self) -> None:
-        """Stop serving and close the posting client."""
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
-        super().stop()
-
-    @property
-    def url(self) -> str:
-        """The server's root URL."""
-        return f"http://{self.host}:{self.port}"
 
     def service_account(self) -> dict[str, Any]:
         """The app's service-account key file."""
@@ -137,14 +102,8 @@ class ScriptedChat(ThreadedServer):
         """A token as Chat signs it for a project-number audience (`claims` override or, set
         to None, drop)."""
         now = int(time.time())
-        body: dict[str, Any] = {
-            "iss": CHAT_ISSUER,
-            "aud": self.project_number,
-            "iat": now - 5,
-            "exp": now + 3600,
-        }
-        body.update(claims)
-        body = {k: v for k, v in body.items() if v is not None}
+        base = {"iss": CHAT_ISSUER, "aud": self.project_number, "iat": now - 5, "exp": now + 3600}
+        body = token_claims(base, claims)
         signing = key or self.signer
         token: bytes = google_jwt().encode(self._signer(signing), body)
         return token.decode()
@@ -157,15 +116,6 @@ class ScriptedChat(ThreadedServer):
             if key not in self._signers:
                 self._signers[key] = crypt.RSASigner.from_string(key.private_pem, key.kid)
             return self._signers[key]
-
-    def post(self, event: dict[str, Any], *, token: str | None = "", timeout: float = 30.0) -> int:
-        """POST `event` to `endpoint` (with a valid token unless `token` is given; None: no
-        `Authorization` header); the HTTP status."""
-        if self.endpoint is None:
-            raise RuntimeError("set ScriptedChat.endpoint to the gateway's endpoint")
-        headers = {} if token is None else {"Authorization": f"Bearer {token or self.sign()}"}
-        response = self._poster().post(self.endpoint, json=event, headers=headers, timeout=timeout)
-        return response.status_code
 
     def event(
         self,
@@ -199,18 +149,6 @@ class ScriptedChat(ThreadedServer):
 
     # ---- what the app did -------------------------------------------------------------------
 
-    def revoke_tokens(self) -> set[str]:
-        """Forget every token handed out (as when a secret is rotated or a token expires
-        early): Chat API calls with them answer 401. The revoked tokens."""
-        with self._lock:
-            revoked, self.tokens = self.tokens, set()
-        return revoked
-
-    def fail_next(self, count: int, status: int = 503) -> None:
-        """The next `count` Chat API calls answer `status`."""
-        with self._lock:
-            self._fail += [status] * count
-
     def messages(self, space: str | None = None) -> list[Posted]:
         """Messages the app created (in one space)."""
         with self._lock:
@@ -220,16 +158,8 @@ class ScriptedChat(ThreadedServer):
         """Their texts, as last patched."""
         return [p.text for p in self.messages(space)]
 
-    def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
-        """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"not met within {timeout}s; posted: {self.posted[-5:]}")
-            time.sleep(0.02)
+    def _recent(self) -> str:
+        return f"posted: {self.posted[-5:]}"
 
     # ---- HTTP -------------------------------------------------------------------------------
 
@@ -268,20 +198,13 @@ class ScriptedChat(ThreadedServer):
             )
         if "https://www.googleapis.com/auth/chat.bot" not in str(claims.get("scope", "")):
             return JSONResponse({"error": "invalid_scope"}, status_code=400)
-        token = "ya29." + secrets.token_urlsafe(24)
-        with self._lock:
-            self.tokens.add(token)
+        token = self._issue_token("ya29.")
         return JSONResponse({"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
 
     def _refusal(self, request: Request, text: str = "") -> Response | None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        with self._lock:
-            known = scheme == "Bearer" and token in self.tokens
-            failing = self._fail.pop(0) if self._fail else None
-        code = 401 if not known else failing or (400 if len(text) > TEXT_LIMIT else None)
+        code = self._refused_code(request, 400 if len(text) > TEXT_LIMIT else None)
         if code is None:
             return None
-        self.refused_calls.append((request.url.path, code))
         status = {401: "UNAUTHENTICATED", 400: "INVALID_ARGUMENT"}.get(code, "UNAVAILABLE")
         return JSONResponse({"error": {"code": code, "status": status}}, status_code=code)
 
@@ -319,9 +242,6 @@ class ScriptedChat(ThreadedServer):
     async def _media(self, request: Request) -> Response:
         if self._refusal(request) is not None:
             return JSONResponse({"error": {"code": 401}}, status_code=401)
-        resource = request.path_params["resource"]
-        data = self.files.get(resource)
-        if data is None or request.query_params.get("alt") != "media":
+        if request.query_params.get("alt") != "media":
             return Response(status_code=404)
-        self.downloads.append(resource)
-        return Response(data, media_type="application/octet-stream")
+        return self._serve_file(request.path_params["resource"])

@@ -1,8 +1,13 @@
 """A Starlette app served by uvicorn on 127.0.0.1 from a background thread (for test servers
-that sync test code drives). Subclasses provide `build_app()`."""
+that sync test code drives). Subclasses provide `build_app()`.
+
+A client that goes away while its request body is still arriving (a killed process, a
+cancelled test) is logged at debug level, not as uvicorn's "Exception in ASGI application"
+traceback: for a scripted server that is ordinary, not a failure."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import sys
 import threading
@@ -15,6 +20,23 @@ import anyio
 import anyio.from_thread
 import uvicorn
 from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
+
+log = logging.getLogger("nodmix.testing")
+
+
+class QuietDisconnects:
+    """ASGI wrapper: a request whose client hung up mid-body ends quietly (debug log)."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except ClientDisconnect:
+            log.debug("client went away during %s %s", scope.get("method"), scope.get("path"))
 
 
 async def start_uvicorn(
@@ -35,7 +57,12 @@ async def start_uvicorn(
         sock.listen(128)
         sock.setblocking(False)
         config = uvicorn.Config(
-            app, lifespan="off", log_level="warning", access_log=False, http="h11", ws=ws
+            QuietDisconnects(app),
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            ws=ws,
         )
         config.load()
         server = uvicorn.Server(config)

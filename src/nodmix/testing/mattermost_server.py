@@ -38,6 +38,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing.http_thread import ThreadedServer
 from nodmix.testing.mattermost_posts import file_info, member_channels, posts_since
+from nodmix.testing.polling import poll_until
 
 T = TypeVar("T")
 TEAM = "team0nodmix000000000000000"
@@ -146,14 +147,10 @@ class ScriptedMattermost(ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout}s; posts: {self.posts}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        return f"posts: {self.posts}"
 
     # ---- internals ------------------------------------------------------------------------
 

@@ -21,25 +21,19 @@ Tests post activities to the gateway as Teams does, signed like the Bot Connecto
 
 from __future__ import annotations
 
-import itertools
-import secrets
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx2
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.bot_platform import ScriptedBotPlatform, token_claims
 from nodmix.testing.msteams_payloads import ConversationKind, TeamsUser, message_activity
 from nodmix.testing.signing import Outage, RsaKey
 
-T = TypeVar("T")
 ISSUER = "https://api.botframework.com"
 MAX_ACTIVITY_BYTES = 28 * 1024
 
@@ -56,8 +50,9 @@ class Sent:
     edits: int = 0
 
 
-class ScriptedTeams(ThreadedServer):
-    """Teams for one bot. Thread-safe for test code."""
+class ScriptedTeams(ScriptedBotPlatform):
+    """Teams for one bot (`endpoint`: where activities are posted, the gateway's messaging
+    endpoint). Thread-safe for test code."""
 
     def __init__(
         self,
@@ -73,39 +68,9 @@ class ScriptedTeams(ThreadedServer):
         self.key = RsaKey("bf-key-1")
         self.endorsements = ["msteams"]
         self.keys_endpoint = Outage()
-        self.token_endpoint = Outage()
-        self.endpoint: str | None = None
-        """Where activities are posted (the gateway's messaging endpoint)."""
         self.sent: list[Sent] = []
-        self.refused_calls: list[tuple[str, int]] = []
-        self.files: dict[str, bytes] = {}
-        self.downloads: list[str] = []
-        self.tokens: set[str] = set()
-        self._fail: list[int] = []
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._client: httpx2.Client | None = None
-
-    def _poster(self) -> httpx2.Client:
-        """One HTTP client for posting (kept alive, as the platform keeps its connections)."""
-        with self._lock:
-            if self._client is None:
-                self._client = httpx2.Client()
-            return self._client
-
-    def stop(self) -> None:
-        """Stop serving and close the posting client."""
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
-        super().stop()
 
     # ---- addresses --------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        """The server's root URL."""
-        return f"http://{self.host}:{self.port}"
 
     @property
     def service_url(self) -> str:
@@ -134,31 +99,10 @@ class ScriptedTeams(ThreadedServer):
         import jwt  # PyJWT: the Teams extra
 
         now = int(time.time())
-        body: dict[str, Any] = {
-            "iss": ISSUER,
-            "aud": self.app_id,
-            "serviceurl": self.service_url,
-            "nbf": now - 5,
-            "iat": now - 5,
-            "exp": now + 3600,
-        }
-        body.update(claims)
-        body = {k: v for k, v in body.items() if v is not None}
+        base = {"iss": ISSUER, "aud": self.app_id, "serviceurl": self.service_url}
+        body = token_claims({**base, "nbf": now - 5, "iat": now - 5, "exp": now + 3600}, claims)
         signing = key or self.key
         return jwt.encode(body, signing.private, algorithm=alg, headers={"kid": signing.kid})
-
-    def post(
-        self, activity: dict[str, Any], *, token: str | None = "", timeout: float = 30.0
-    ) -> int:
-        """POST `activity` to `endpoint` (with a valid token unless `token` is given; None:
-        no `Authorization` header); the HTTP status."""
-        if self.endpoint is None:
-            raise RuntimeError("set ScriptedTeams.endpoint to the gateway's messaging endpoint")
-        headers = {} if token is None else {"Authorization": f"Bearer {token or self.sign()}"}
-        response = self._poster().post(
-            self.endpoint, json=activity, headers=headers, timeout=timeout
-        )
-        return response.status_code
 
     def activity(
         self,
@@ -195,18 +139,6 @@ class ScriptedTeams(ThreadedServer):
 
     # ---- what the bot did -------------------------------------------------------------------
 
-    def revoke_tokens(self) -> set[str]:
-        """Forget every token handed out (as when a secret is rotated or a token expires
-        early): Bot Connector calls with them answer 401. The revoked tokens."""
-        with self._lock:
-            revoked, self.tokens = self.tokens, set()
-        return revoked
-
-    def fail_next(self, count: int, status: int = 503) -> None:
-        """The next `count` Bot Connector calls answer `status`."""
-        with self._lock:
-            self._fail += [status] * count
-
     def messages(self, conversation: str | None = None) -> list[Sent]:
         """Messages the bot sent (to one conversation, thread included in its id)."""
         with self._lock:
@@ -227,16 +159,8 @@ class ScriptedTeams(ThreadedServer):
                 1 for s in self.sent if s.type == "typing" and s.conversation == conversation
             )
 
-    def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
-        """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout}s; sent: {self.sent[-5:]}")
-            time.sleep(0.02)
+    def _recent(self) -> str:
+        return f"sent: {self.sent[-5:]}"
 
     # ---- HTTP -------------------------------------------------------------------------------
 
@@ -292,20 +216,13 @@ class ScriptedTeams(ThreadedServer):
                 {"error": "invalid_client", "error_description": "AADSTS7000215: Invalid secret"},
                 status_code=401,
             )
-        token = secrets.token_urlsafe(24)
-        with self._lock:
-            self.tokens.add(token)
+        token = self._issue_token()
         return JSONResponse({"token_type": "Bearer", "expires_in": 3599, "access_token": token})
 
     def _refusal(self, request: Request, body: bytes) -> Response | None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        with self._lock:
-            known = scheme == "Bearer" and token in self.tokens
-            failing = self._fail.pop(0) if self._fail else None
-        code = 401 if not known else failing or (413 if len(body) > MAX_ACTIVITY_BYTES else None)
+        code = self._refused_code(request, 413 if len(body) > MAX_ACTIVITY_BYTES else None)
         if code is None:
             return None
-        self.refused_calls.append((request.url.path, code))
         reason = {401: "Unauthorized", 413: "MessageSizeTooBig"}.get(code, "ServiceError")
         return JSONResponse({"error": {"code": reason, "message": reason}}, status_code=code)
 
@@ -352,10 +269,3 @@ class ScriptedTeams(ThreadedServer):
 
     async def _file(self, request: Request) -> Response:
         return self._serve_file(request.path_params["file"])
-
-    def _serve_file(self, name: str) -> Response:
-        data = self.files.get(name)
-        if data is None:
-            return Response(status_code=404)
-        self.downloads.append(name)
-        return Response(data, media_type="application/octet-stream")

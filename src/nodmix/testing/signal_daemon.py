@@ -22,7 +22,6 @@ import contextlib
 import itertools
 import json
 import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -39,6 +38,7 @@ from starlette.routing import Route
 
 from nodmix.testing import signal_payloads as payloads
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.polling import poll_until
 
 T = TypeVar("T")
 KEPT_EVENTS = 1000
@@ -171,16 +171,11 @@ class ScriptedSignalDaemon(ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 15.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                with self._lock:
-                    recent = [name for name, _ in self.calls[-10:]]
-                raise TimeoutError(f"condition not met within {timeout}s; calls: {recent}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        with self._lock:
+            return f"calls: {[name for name, _ in self.calls[-10:]]}"
 
     # ---- events ---------------------------------------------------------------------------
 

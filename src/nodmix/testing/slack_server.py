@@ -30,6 +30,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.polling import poll_until
 from nodmix.testing.slack_payloads import (
     TEAM,
     auth_test,
@@ -231,15 +232,10 @@ class ScriptedSlack(ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 20.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                recent = ", ".join(c.method for c in self.calls[-15:])
-                raise TimeoutError(f"condition not met within {timeout}s; calls: {recent}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        return "calls: " + ", ".join(c.method for c in self.calls[-15:])
 
     # ---- Socket Mode ----------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.polling import poll_until
 from nodmix.testing.telegram_files import BotFiles
 from nodmix.testing.telegram_payloads import bot_user, text_message
 from nodmix.testing.telegram_webhook import WebhookPoster
@@ -61,6 +62,8 @@ class BotCall:
     method: str
     params: dict[str, Any]
     at: float = field(default_factory=time.time)
+    peer: str | None = None
+    """The client's `host:port` (which process called, with its sockets)."""
 
 
 @dataclass
@@ -196,14 +199,10 @@ class ScriptedBotAPI(BotFiles, ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 15.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout}s; calls: {self._summary()}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        return f"calls: {self._summary()}"
 
     def _summary(self) -> str:
         with self._lock:
@@ -267,7 +266,8 @@ class ScriptedBotAPI(BotFiles, ThreadedServer):
         method = request.path_params["method"]
         params = await self._params(request)
         with self._lock:
-            self.calls.append(BotCall(method, params))
+            peer = f"{request.client.host}:{request.client.port}" if request.client else None
+            self.calls.append(BotCall(method, params, peer=peer))
             failures = self._failures.get(method)
             failure = failures.pop(0) if failures else None
         if failure is not None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -35,6 +34,7 @@ from starlette.routing import Route
 from nodmix.channels.whatsapp.signature import sign
 from nodmix.testing import whatsapp_payloads as payloads
 from nodmix.testing.http_thread import ThreadedServer
+from nodmix.testing.polling import poll_until
 
 T = TypeVar("T")
 REDELIVER_SECONDS = 0.2
@@ -209,16 +209,11 @@ class ScriptedWhatsApp(ThreadedServer):
 
     def wait_for(self, check: Callable[[], T], *, timeout: float = 15.0) -> T:
         """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                with self._lock:
-                    recent = [f"{c.method} {c.path}" for c in self.calls[-10:]]
-                raise TimeoutError(f"condition not met within {timeout}s; calls: {recent}")
-            time.sleep(0.02)
+        return poll_until(check, timeout, self._recent)
+
+    def _recent(self) -> str:
+        with self._lock:
+            return f"calls: {[f'{c.method} {c.path}' for c in self.calls[-10:]]}"
 
     # ---- internals ------------------------------------------------------------------------
 

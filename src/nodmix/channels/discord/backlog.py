@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import discord
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 
 log = logging.getLogger("nodmix.channels.discord")
 
@@ -31,7 +31,7 @@ class Backlog:
     """Last handled message per Discord channel, persisted."""
 
     def __init__(self, state_dir: Path, channel: str) -> None:
-        self._log = DeliveryLog(state_dir, channel)
+        self._log = open_delivery_log(state_dir, channel)
         stored = self._log.position().get("last", {})
         self._last: dict[int, int] = {}
         if isinstance(stored, dict):

@@ -28,7 +28,7 @@ import anyio
 
 from nodmix.channels.attachments import check_declared
 from nodmix.channels.base import InboundSink
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.email.authentication import check_sender
 from nodmix.channels.email.compose import compose
 from nodmix.channels.email.mapping import (
@@ -68,7 +68,7 @@ class EmailAdapter:
     def __init__(self, settings: EmailSettings, state_dir: Path) -> None:
         self.settings = settings
         self.channel_id = settings.channel
-        self._position = DeliveryLog(state_dir, settings.channel)
+        self._position = open_delivery_log(state_dir, settings.channel)
         self._spool = self._position.root / "spool"
         self._threads = ThreadBook(self._position.root / "threads.json")
         self._replies = ReplyLimit(settings.reply_limit, settings.reply_window_seconds)

@@ -25,7 +25,7 @@ from google.auth import exceptions as google_errors
 
 from nodmix.channels.base import InboundSink
 from nodmix.channels.conversations import ChatAddresses
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.googlechat.api import (
     DEFAULT_API,
     ChatApi,
@@ -42,10 +42,10 @@ from nodmix.channels.googlechat.mapping import (
     to_chat_text,
     to_inbound,
 )
-from nodmix.channels.retry import with_retries
-from nodmix.channels.signing_keys import KeysUnavailable
+from nodmix.channels.retry import status_delay, with_retries
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
+from nodmix.channels.webhook_bot import WebhookBot
 from nodmix.config.channel_schema import GoogleChatConfig
 from nodmix.config.channel_teams_chat import endpoint_path
 from nodmix.config.loader import resolve_secret
@@ -99,13 +99,18 @@ def googlechat_settings(section: GoogleChatConfig, env: Mapping[str, str]) -> Go
     )
 
 
+BOT = WebhookBot(
+    platform="Google Chat",
+    request_refused=RequestRefused,
+    token_errors=(TokenRefused, google_errors.GoogleAuthError),
+    token_refused=lambda exc: isinstance(exc, TokenRefused),
+    log=log,
+)
+
+
 def _transient(exc: Exception) -> float | None:
     if isinstance(exc, httpx2.HTTPStatusError):
-        code = exc.response.status_code
-        if code == 429:
-            after = exc.response.headers.get("retry-after", "")
-            return float(after) if after.isdigit() else 1.0
-        return 0.0 if code >= 500 else None
+        return status_delay(exc.response.status_code, exc.response.headers.get("retry-after", ""))
     if isinstance(exc, httpx2.TransportError | google_errors.TransportError | TimeoutError):
         return 0.0
     return None
@@ -121,7 +126,7 @@ class GoogleChatAdapter:
         self.channel_id = settings.channel
         self.auth = ChatRequestAuth(settings.audience, settings.certs_url)
         self.api = ChatApi(load_credentials(settings.key), settings.api_base_url)
-        self._spaces = ChatAddresses(DeliveryLog(state_dir, settings.channel))
+        self._spaces = ChatAddresses(open_delivery_log(state_dir, settings.channel))
         self._inbound: tuple[InboundSink, ChannelStatus] | None = None
         self._status: ChannelStatus | None = None
 
@@ -136,18 +141,7 @@ class GoogleChatAdapter:
         backoff while the token endpoint is down, so a bad key shows at start)."""
         self._status = status
         status.account = self.api.account
-        backoff = 1.0
-        while True:
-            try:
-                await self.api.token()
-                break
-            except (TokenRefused, google_errors.GoogleAuthError) as exc:
-                kind = "token refused" if isinstance(exc, TokenRefused) else "token"
-                status.error(f"{kind}: {exc}")
-                log.warning("googlechat %s: %s (retrying in %gs)", kind, exc, backoff)
-            await anyio.sleep(backoff)
-            backoff = min(backoff * 2, 60.0)
-        status.connected = True
+        await BOT.first_token(self.api.token, status)
         log.info("googlechat ready: %s at %s", self.api.account, self.settings.path)
         self._inbound = (sink, status)
         try:
@@ -163,20 +157,9 @@ class GoogleChatAdapter:
         if inbound is None:
             return 503
         sink, status = inbound
-        try:
-            await self.auth.check(headers.get("authorization"))
-        except RequestRefused as exc:
-            status.count("refuse", "invalid Google Chat token")
-            log.warning("googlechat: refused a request: %s", exc)
-            return 401
-        except KeysUnavailable as exc:
-            status.connected = False
-            status.error(str(exc))
-            log.warning("googlechat: %s", exc)
-            return 503
-        if not status.connected:
-            status.connected = True
-            log.info("googlechat: signing keys reachable again")
+        claims = await BOT.admit(self.auth.check, headers, status)
+        if isinstance(claims, int):
+            return claims
         try:
             event = read_event(json.loads(await body()))
         except ValueError:
@@ -189,11 +172,7 @@ class GoogleChatAdapter:
             return 200
         if is_direct(event.space):
             self._spaces.remember(msg.chat_id, {"space": str(event.space.get("name"))})
-        try:
-            await sink(msg)
-        except Exception as exc:  # one bad message must not stop the channel
-            status.error(f"handling message {msg.key}: {exc}")
-            log.exception("googlechat: handling message %s failed", msg.key)
+        await BOT.hand_on(msg, sink, status)
         return 200
 
     # ---- outbound -------------------------------------------------------------------------

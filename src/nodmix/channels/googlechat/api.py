@@ -20,6 +20,7 @@ from google.auth.transport.requests import Request as RequestsTransport
 from google.oauth2 import service_account
 
 from nodmix.channels.attachments import check_declared, write_capped
+from nodmix.channels.webhook_bot import with_token
 
 SCOPE = "https://www.googleapis.com/auth/chat.bot"
 DEFAULT_API = "https://chat.googleapis.com"
@@ -91,17 +92,22 @@ class ChatApi:
             return str(self.credentials.token)
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        for renewed in (False, True):
-            headers = {"Authorization": f"Bearer {await self.token()}"}
+        async def attempt(token: str) -> httpx2.Response:
+            headers = {"Authorization": f"Bearer {token}"}
             response = await self._client.request(
                 method, f"{self.base_url}/v1/{path}", headers=headers, **kwargs
             )
-            if response.status_code != 401 or renewed:
-                break
-            self.credentials.token = None  # revoked or expired early: renewed once, at once
-        response.raise_for_status()
+            response.raise_for_status()
+            return response
+
+        response = await with_token(  # a token revoked or expired early: renewed once, at once
+            attempt, token=self.token, forget=self._forget_token, refused=_unauthorized
+        )
         body = response.json() if response.content else {}
         return body if isinstance(body, dict) else {}
+
+    def _forget_token(self) -> None:
+        self.credentials.token = None
 
     async def create_message(self, space: str, text: str, thread: str | None) -> str:
         """`spaces.messages.create` (in the thread, else a new one); the message's name."""
@@ -133,6 +139,10 @@ class ChatApi:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.aclose()
+
+
+def _unauthorized(exc: Exception) -> bool:
+    return isinstance(exc, httpx2.HTTPStatusError) and exc.response.status_code == 401
 
 
 def read_key_file(path: str | None, inline: str | None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 from google.auth import exceptions as google_errors
 from google.auth import jwt as google_jwt
 
-from nodmix.channels.signing_keys import SigningKeys
+from nodmix.channels.signing_keys import SigningKeys, bearer_token
 
 CHAT_ISSUER = "chat@system.gserviceaccount.com"
 ID_TOKEN_ISSUERS = ("accounts.google.com", "https://accounts.google.com")
@@ -30,7 +30,6 @@ PROJECT_CERTS_URL = (
 )
 ID_TOKEN_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
 CLOCK_SKEW_SECONDS = 60
-MAX_TOKEN_CHARS = 16 * 1024
 
 
 class TokenRefused(Exception):
@@ -77,20 +76,12 @@ class ChatRequestAuth:
             TokenRefused: no valid token for this app.
             KeysUnavailable: the certificates cannot be fetched (answer 503: retried later).
         """
-        token = _bearer(authorization)
+        token = bearer_token(authorization, TokenRefused)
         try:
             header = google_jwt.decode_header(token)
         except (ValueError, google_errors.GoogleAuthError) as exc:
             raise TokenRefused(f"malformed token: {exc}") from None
-        if not isinstance(header, dict) or header.get("alg") != "RS256":
-            alg = header.get("alg") if isinstance(header, dict) else None
-            raise TokenRefused(f"token algorithm {alg!r} is not RS256")
-        kid = header.get("kid")
-        if not isinstance(kid, str) or not kid:
-            raise TokenRefused("the token names no signing key")
-        cert = await self.keys.key(kid)
-        if cert is None:
-            raise TokenRefused("the token's signing key is not Google Chat's")
+        kid, cert = await self.keys.signer(header, TokenRefused, "Google Chat's")
         try:
             claims: dict[str, Any] = google_jwt.decode(
                 token,
@@ -113,13 +104,3 @@ class ChatRequestAuth:
             raise TokenRefused(f"ID token issued by {issuer!r}, not Google")
         if claims.get("email") != CHAT_ISSUER or claims.get("email_verified") is not True:
             raise TokenRefused("the ID token is not Google Chat's")
-
-
-def _bearer(authorization: str | None) -> str:
-    scheme, _, token = (authorization or "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise TokenRefused("no bearer token")
-    if len(token) > MAX_TOKEN_CHARS:
-        raise TokenRefused("the token is too long")
-    return token

@@ -36,7 +36,7 @@ from nio.responses import (
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.matrix.credentials import (
     MatrixSettings,
     StoredLogin,
@@ -117,7 +117,7 @@ class MatrixAdapter:
                 request_timeout=REQUEST_TIMEOUT_S, max_timeouts=1, max_limit_exceeded=3
             ),
         )
-        self._position = DeliveryLog(state_dir, settings.channel)
+        self._position = open_delivery_log(state_dir, settings.channel)
         self._direct = DirectRooms(self.client, groups)
         self._ready = False
         self._me = Me(settings.user_id)

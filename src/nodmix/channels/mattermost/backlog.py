@@ -12,6 +12,11 @@ none older than `MAX_AGE_SECONDS`; on the very first start nothing is read back.
 marked only after the channel layer took it, and the layer's delivery log skips a post it
 has answered or queued already (by post id), so a post that arrives both live and from the
 history, or again after a restart, is answered once.
+
+The marks live in the channel's delivery position (`open_delivery_log`): with the postgres
+state backend every replica shares them, and the replica that takes the socket over after
+another one (`state.coordination`) reads them again before catching up, so it starts where
+the previous holder stopped.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 
 log = logging.getLogger("nodmix.channels.mattermost")
 
@@ -45,15 +50,25 @@ class Backlog:
     known up time, persisted in `position.json`."""
 
     def __init__(self, state_dir: Path, channel: str) -> None:
-        self._log = DeliveryLog(state_dir, channel)
+        self._log = open_delivery_log(state_dir, channel)
+        self._last: dict[str, int] = {}
+        self._alive: int | None = None
+        self._saved_alive = 0.0
+        self.reload()
+
+    def reload(self) -> None:
+        """Take in the stored marks (the newer of stored and known, per channel): another
+        replica may have held the socket since this one last read them."""
         stored = self._log.position()
         last = stored.get("last", {})
-        self._last: dict[str, int] = {
-            str(k): int(v) for k, v in (last.items() if isinstance(last, dict) else ()) if _int(v)
-        }
+        for key, value in last.items() if isinstance(last, dict) else ():
+            if _int(value) and int(value) > self._last.get(str(key), 0):
+                self._last[str(key)] = int(value)
+        while len(self._last) > MAX_CHANNELS:
+            del self._last[min(self._last, key=self._last.__getitem__)]
         alive: Any = stored.get("alive")
-        self._alive: int | None = int(alive) if _int(alive) else None
-        self._saved_alive = 0.0
+        if _int(alive) and int(alive) > (self._alive or 0):
+            self._alive = int(alive)
 
     def mark(self, channel_id: str, create_at: int) -> None:
         """The post was handled: reading back starts after it."""
@@ -97,6 +112,7 @@ class Backlog:
     async def missed(self, api: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """`(channel type, post)` made after the marks (in a channel with none: after the last
         up time), oldest first per channel; nothing on the first start."""
+        self.reload()
         if self._alive is None and not self._last:
             return
         try:

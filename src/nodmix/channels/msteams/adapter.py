@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.conversations import ChatAddresses
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.msteams.auth import DEFAULT_METADATA_URL, BotFrameworkAuth, TokenRefused
 from nodmix.channels.msteams.mapping import (
     TEXT_LIMIT,
@@ -42,10 +42,10 @@ from nodmix.channels.msteams.mapping import (
     where,
 )
 from nodmix.channels.msteams.token import BotToken, TokenError, token_url
-from nodmix.channels.retry import with_retries
-from nodmix.channels.signing_keys import KeysUnavailable
+from nodmix.channels.retry import status_delay, with_retries
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
+from nodmix.channels.webhook_bot import WebhookBot, with_token
 from nodmix.config.channel_schema import MsTeamsConfig
 from nodmix.config.channel_teams_chat import endpoint_path
 from nodmix.config.loader import resolve_secret
@@ -114,17 +114,28 @@ class ConnectorError(Exception):
         self.retry_after = retry_after
 
 
+BOT = WebhookBot(
+    platform="Bot Framework",
+    request_refused=TokenRefused,
+    token_errors=(TokenError,),
+    token_refused=lambda exc: isinstance(exc, TokenError) and exc.refused,
+    log=log,
+)
+
+
 def _transient(exc: Exception) -> float | None:
     """The wait before retrying `exc`, or None when retrying cannot help."""
     if isinstance(exc, ConnectorError):
-        if exc.status == 429:
-            return float(exc.retry_after) if exc.retry_after.isdigit() else 1.0
-        return 0.0 if exc.status >= 500 else None
+        return status_delay(exc.status, exc.retry_after)
     if isinstance(exc, TokenError):
         return None if exc.refused else 0.0
     if isinstance(exc, aiohttp.ClientError | TimeoutError | OSError):
         return 0.0
     return None
+
+
+def _unauthorized(exc: Exception) -> bool:
+    return isinstance(exc, ConnectorError) and exc.status == 401
 
 
 class MsTeamsAdapter:
@@ -137,7 +148,7 @@ class MsTeamsAdapter:
         self.channel_id = settings.channel
         self.auth = BotFrameworkAuth(settings.app_id, settings.metadata_url)
         self.token = BotToken(settings.token_url, settings.app_id, settings.app_password)
-        self._chats = ChatAddresses(DeliveryLog(state_dir, settings.channel))
+        self._chats = ChatAddresses(open_delivery_log(state_dir, settings.channel))
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._closing: list[aiohttp.ClientSession] = []
         self._inbound: tuple[InboundSink, ChannelStatus] | None = None
@@ -156,17 +167,7 @@ class MsTeamsAdapter:
         backoff while the endpoint is down) so wrong credentials show at start."""
         self._status = status
         status.account = f"app {self.settings.app_id}"
-        backoff = 1.0
-        while True:
-            try:
-                await self.token.get()
-                break
-            except TokenError as exc:
-                status.error(f"{'token refused' if exc.refused else 'token'}: {exc}")
-                log.warning("msteams: %s (retrying in %gs)", exc, backoff)
-            await anyio.sleep(backoff)
-            backoff = min(backoff * 2, 60.0)
-        status.connected = True
+        await BOT.first_token(self.token.get, status)
         log.info("msteams ready: app %s at %s", self.settings.app_id, self.settings.path)
         self._inbound = (sink, status)
         try:
@@ -184,20 +185,9 @@ class MsTeamsAdapter:
         if inbound is None:
             return 503
         sink, status = inbound
-        try:
-            grant = await self.auth.check(headers.get("authorization"))
-        except TokenRefused as exc:
-            status.count("refuse", "invalid Bot Framework token")
-            log.warning("msteams: refused a request: %s", exc)
-            return 401
-        except KeysUnavailable as exc:
-            status.connected = False
-            status.error(str(exc))
-            log.warning("msteams: %s", exc)
-            return 503
-        if not status.connected:
-            status.connected = True
-            log.info("msteams: signing keys reachable again")
+        grant = await BOT.admit(self.auth.check, headers, status)
+        if isinstance(grant, int):
+            return grant
         try:
             activity = Activity.model_validate(json.loads(await body()))
         except (ValueError, ValidationError) as exc:
@@ -223,11 +213,7 @@ class MsTeamsAdapter:
             place.chat_id,
             {"conversation": place.conversation_id, "serviceUrl": str(activity.service_url)},
         )
-        try:
-            await sink(msg)
-        except Exception as exc:  # one bad message must not stop the channel
-            status.error(f"handling message {msg.key}: {exc}")
-            log.exception("msteams: handling message %s failed", msg.key)
+        await BOT.hand_on(msg, sink, status)
 
     # ---- outbound -------------------------------------------------------------------------
 
@@ -256,18 +242,18 @@ class MsTeamsAdapter:
         early) is renewed and the call made once more."""
         while self._closing:
             await self._closing.pop().close()
-        for renewed in (False, True):
-            token = await self.token.get()
+
+        async def attempt(token: str) -> Any:
             client = ConnectorClient(service_url, token, session=self._session(service_url))
             try:
                 return await op(client)
             except aiohttp.ClientResponseError as exc:
-                if exc.status == 401 and not renewed:
-                    self.token.forget()
-                    continue
                 after = str(exc.headers.get("Retry-After", "")) if exc.headers else ""
                 raise ConnectorError(exc.status, after) from None
-        raise AssertionError("unreachable")
+
+        return await with_token(
+            attempt, token=self.token.get, forget=self.token.forget, refused=_unauthorized
+        )
 
     async def _call(self, service_url: str, what: str, op: Callable[[ConnectorClient], Any]) -> Any:
         return await with_retries(

@@ -21,12 +21,11 @@ from typing import Any
 
 import jwt
 
-from nodmix.channels.signing_keys import SigningKeys
+from nodmix.channels.signing_keys import SigningKeys, bearer_token
 
 ISSUER = "https://api.botframework.com"
 DEFAULT_METADATA_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration"
 CLOCK_SKEW_SECONDS = 300
-MAX_TOKEN_CHARS = 16 * 1024
 
 
 class TokenRefused(Exception):
@@ -90,19 +89,12 @@ class BotFrameworkAuth:
             TokenRefused: the header does not carry a valid token for this bot.
             KeysUnavailable: the signing keys cannot be fetched (answer 503: retried later).
         """
-        token = _bearer(authorization)
+        token = bearer_token(authorization, TokenRefused)
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as exc:
             raise TokenRefused(f"malformed token: {exc}") from None
-        if header.get("alg") != "RS256":
-            raise TokenRefused(f"token algorithm {header.get('alg')!r} is not RS256")
-        kid = header.get("kid")
-        if not isinstance(kid, str) or not kid:
-            raise TokenRefused("the token names no signing key")
-        key = await self.keys.key(kid)
-        if key is None:
-            raise TokenRefused("the token's signing key is not a Bot Framework key")
+        _, key = await self.keys.signer(header, TokenRefused, "a Bot Framework key")
         try:
             claims = jwt.decode(
                 token,
@@ -119,16 +111,6 @@ class BotFrameworkAuth:
         if not isinstance(service_url, str) or not service_url:
             raise TokenRefused("the token names no serviceUrl")
         return TokenGrant(service_url, key.endorsements)
-
-
-def _bearer(authorization: str | None) -> str:
-    scheme, _, token = (authorization or "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise TokenRefused("no bearer token")
-    if len(token) > MAX_TOKEN_CHARS:
-        raise TokenRefused("the token is too long")
-    return token
 
 
 def _same_url(a: str, b: str) -> bool:

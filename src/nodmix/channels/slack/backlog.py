@@ -18,7 +18,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 
 log = logging.getLogger("nodmix.channels.slack")
 
@@ -32,7 +32,7 @@ class Backlog:
     """Last handled message per Slack conversation (`C1`) or thread (`C1/1700000000.0001`)."""
 
     def __init__(self, state_dir: Path, channel: str) -> None:
-        self._log = DeliveryLog(state_dir, channel)
+        self._log = open_delivery_log(state_dir, channel)
         stored = self._log.position().get("last", {})
         self._last: dict[str, str] = (
             {str(k): str(v) for k, v in stored.items()} if isinstance(stored, dict) else {}

@@ -26,7 +26,7 @@ import httpx
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.telegram.mapping import TEXT_LIMIT, to_inbound
 from nodmix.channels.telegram.webhook import HandledUpdates, WebhookSettings, secret_matches
@@ -134,7 +134,7 @@ class TelegramAdapter:
                 httpx_kwargs=shared,
             ),
         )
-        self._position = DeliveryLog(state_dir, settings.channel)
+        self._position = open_delivery_log(state_dir, settings.channel)
         self._handled = HandledUpdates(self._position)
         self._ready = False
         self._inbound: tuple[InboundSink, ChannelStatus] | None = None

@@ -22,7 +22,7 @@ from pywa_async.client import WhatsApp
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
-from nodmix.channels.delivery import DeliveryLog
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import Attachment, OutboundMessage
 from nodmix.channels.whatsapp import graph
@@ -72,7 +72,7 @@ class WhatsAppAdapter:
             api_base_url=settings.api_base_url,
             api_version=settings.api_version,
         )
-        self.store = store or FileWhatsAppStore(DeliveryLog(state_dir, settings.channel))
+        self.store = store or FileWhatsAppStore(open_delivery_log(state_dir, settings.channel))
         self._latest: OrderedDict[str, tuple[str, bool, float]] = OrderedDict()
         """chat → (its newest inbound message id, marked read, last typing indicator)."""
         self._webhook = WebhookHandler(

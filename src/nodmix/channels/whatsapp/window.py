@@ -12,7 +12,11 @@ A message older than the window is never handled: it could not be answered anywa
 bounds how long ids must be kept.
 
 `WhatsAppStore` is the seam; `FileWhatsAppStore` keeps both in the channel's delivery position
-(`<state>/channels/whatsapp/position.json`, written atomically), as Telegram keeps its offset.
+(`open_delivery_log`: `<state>/channels/whatsapp/position.json`, written atomically, or the
+database with the postgres state backend), as Telegram keeps its offset. The webhook runs on
+every replica, so on a shared position a miss (an id not handled here, a chat whose user
+wrote to another replica) is read again before it is trusted, and a write keeps what other
+replicas recorded.
 """
 
 from __future__ import annotations
@@ -79,11 +83,26 @@ class FileWhatsAppStore:
     def __init__(self, delivery: DeliveryLog, *, clock: Callable[[], float] = time.time) -> None:
         self._delivery = delivery
         self._clock = clock
-        position = delivery.position()
-        self._handled = _times(position.get("handled"))
-        self._inbound = _times(position.get("lastInbound"))
+        self._handled: dict[str, float] = {}
+        self._inbound: dict[str, float] = {}
+        self._reload()
+
+    def _reload(self) -> None:
+        """Take in the stored entries (the newer time of stored and known, per key)."""
+        position = self._delivery.position()
+        for mine, stored in (
+            (self._handled, _times(position.get("handled"))),
+            (self._inbound, _times(position.get("lastInbound"))),
+        ):
+            for key, at in stored.items():
+                if at > mine.get(key, 0.0):
+                    mine[key] = at
 
     def handled(self, message_id: str) -> bool:
+        if message_id in self._handled:
+            return True
+        if self._delivery.shared:
+            self._reload()
         return message_id in self._handled
 
     def opened(self, chat_id: str, sent_at: float) -> None:
@@ -92,6 +111,8 @@ class FileWhatsAppStore:
             self._inbound[chat_id] = sent_at
 
     def remember(self, message_id: str, sent_at: float) -> None:
+        if self._delivery.shared:
+            self._reload()
         now = self._clock()
         self._handled[message_id] = min(sent_at, now + FUTURE_SLACK_SECONDS)
         self._handled = _recent(self._handled, now, MAX_HANDLED)
@@ -100,6 +121,9 @@ class FileWhatsAppStore:
 
     def last_inbound(self, chat_id: str) -> float | None:
         last = self._inbound.get(chat_id)
+        if self._delivery.shared and (last is None or stale(last, now=self._clock())):
+            self._reload()
+            last = self._inbound.get(chat_id)
         if last is None or stale(last, now=self._clock()):
             return None
         return last

@@ -7,6 +7,7 @@
 import { el } from "./render.js";
 
 const ACCEPT = "image/png,image/jpeg,image/gif,image/webp,audio/*";
+const UPLOAD_ATTEMPTS = 10;
 
 function authHeaders(token) {
   return token ? { Authorization: `Bearer ${token}` } : {};
@@ -85,11 +86,7 @@ export class Attachments {
     const query = new URLSearchParams({ agentId: this.agentId(), name });
     if (kind) query.set("kind", kind);
     try {
-      const response = await fetch(`/media/upload?${query}`, {
-        method: "POST",
-        headers: { "Content-Type": file.type || "application/octet-stream", ...authHeaders(this.token()) },
-        body: file,
-      });
+      const response = await this.send(query, file);
       if (!response.ok) throw new Error(await failure(response));
       item.uploaded = await response.json();
       item.state = "ready";
@@ -100,6 +97,22 @@ export class Attachments {
     }
     this.render();
     return item;
+  }
+
+  /** POST the file; while the gateway is receiving too many uploads (429/503 with
+   * Retry-After: gateway.maxUploadsPerClient / maxConcurrentUploads), wait and try again. */
+  async send(query, file) {
+    for (let attempt = 1; ; attempt += 1) {
+      const response = await fetch(`/media/upload?${query}`, {
+        method: "POST",
+        headers: { "Content-Type": file.type || "application/octet-stream", ...authHeaders(this.token()) },
+        body: file,
+      });
+      const busy = response.status === 429 || response.status === 503;
+      if (!busy || attempt >= UPLOAD_ATTEMPTS || !response.headers.has("Retry-After")) return response;
+      const seconds = Number(response.headers.get("Retry-After")) || 1;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(seconds, 10) * 1000));
+    }
   }
 
   remove(item) {

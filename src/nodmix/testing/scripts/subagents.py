@@ -35,6 +35,7 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply, ModelStall, ReplyToolCall
 from nodmix.testing.scripts.code_mode import _answer as code_mode_answer
 from nodmix.testing.scripts.echo import last_user_text
+from nodmix.testing.scripts.tool_then_answer import trailing_results
 
 _SENDER = re.compile(r"^\[[^\]\n]{1,64}\] (?!\[)")
 
@@ -43,15 +44,6 @@ const results = await Promise.all(
   topics.map((t) => tools.sessions_spawn({ task: t, label: t, wait: true })),
 );
 return results.map((r) => `${r.details.label}=${r.details.status}:${r.details.reply ?? ''}`);"""
-
-
-def _trailing_results(request: ModelRequest) -> list[ToolResultMessage]:
-    results: list[ToolResultMessage] = []
-    for message in reversed(request.messages):
-        if not isinstance(message, ToolResultMessage):
-            break
-        results.append(message)
-    return results[::-1]
 
 
 def _line(result: ToolResultMessage) -> str:
@@ -102,7 +94,7 @@ def _use(request: ModelRequest, words: list[str]) -> ModelReply:
 
 async def respond(request: ModelRequest) -> ModelReply | ModelStall:
     """Delegate, or do a task (see the module docstring)."""
-    results = _trailing_results(request)
+    results = trailing_results(request)
     offered = {tool.name for tool in request.tools}
     if results:
         if "exec" in offered and results[-1].tool_name in ("exec", "wait"):

@@ -76,7 +76,8 @@ def _arguments(tool: ToolSpec, target: str) -> dict[str, str]:
     return {}
 
 
-def _trailing_results(request: ModelRequest) -> list[ToolResultMessage]:
+def trailing_results(request: ModelRequest) -> list[ToolResultMessage]:
+    """The tool results that end the request (those answering the model's last calls)."""
     results: list[ToolResultMessage] = []
     for message in reversed(request.messages):
         if not isinstance(message, ToolResultMessage):
@@ -87,7 +88,7 @@ def _trailing_results(request: ModelRequest) -> list[ToolResultMessage]:
 
 def respond(request: ModelRequest) -> ModelReply:
     """Call a read/list tool once, then answer with its result; otherwise echo."""
-    results = _trailing_results(request)
+    results = trailing_results(request)
     if results:
         return ModelReply.text("\n".join(r.text for r in results) or "(the tool returned nothing)")
     if request.messages and isinstance(request.messages[-1], AssistantMessage):

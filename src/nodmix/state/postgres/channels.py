@@ -1,0 +1,166 @@
+"""Channel state in PostgreSQL: delivery (resume positions, messages accepted but not answered,
+answered keys) and pairing, shared by every replica.
+
+A message is accepted with one statement that inserts it as pending unless its key was
+answered already (or is pending): whichever replica receives a redelivery, it is answered
+once. The replica that takes over a channel's poller runs the messages the previous holder
+accepted and did not answer. Pairing state is a document per channel, changed under an
+advisory lock, so `nodmix pairing approve` on any machine is seen by every replica.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from nodmix.channels.delivery import ANSWERED_KEPT, DeliveryLog
+from nodmix.channels.pairing import PairingState, PairingStore
+from nodmix.channels.types import InboundMessage
+from nodmix.state.postgres import documents
+from nodmix.state.postgres.locks import AdvisoryLocks, lock_key
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from nodmix.state.postgres.database import Database
+
+POSITIONS = "channel.position"
+PAIRING = "channel.pairing"
+PRUNE_EVERY = 200
+
+
+class PgDeliveryLog(DeliveryLog):
+    """`DeliveryLog` on rows (see the module docs)."""
+
+    shared = True
+
+    def __init__(self, db: Database, state_dir: Path, channel: str) -> None:
+        # The file log reads its answered keys on construction; this one asks the database.
+        self.root = state_dir / "channels" / channel
+        self.pending_dir = self.root / "pending"
+        self.db = db
+        self.channel = channel
+        self._done = 0
+
+    def position(self) -> dict[str, Any]:
+        """The saved resume point (empty when there is none)."""
+        found = documents.read(self.db, POSITIONS, self.channel)
+        if not found or not found[0]:
+            return {}
+        data = json.loads(found[0])
+        return data if isinstance(data, dict) else {}
+
+    def save_position(self, position: dict[str, Any]) -> None:
+        """Persist the resume point."""
+        documents.write(self.db, POSITIONS, self.channel, json.dumps(position).encode())
+
+    def seen(self, msg: InboundMessage) -> bool:
+        """Answered already, or waiting to be."""
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM nodmix_channel_answered WHERE channel = %s AND key = %s"
+                " UNION ALL SELECT 1 FROM nodmix_channel_pending WHERE channel = %s AND key = %s",
+                (self.channel, msg.key, self.channel, msg.key),
+            ).fetchone()
+            return row is not None
+
+        return self.db.run(work)
+
+    def accept(self, msg: InboundMessage) -> bool:
+        """Record `msg` as pending (durably); False when it is a duplicate."""
+        body = json.dumps(msgspec.to_builtins(msg, enc_hook=str)).encode()
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            row = conn.execute(
+                "INSERT INTO nodmix_channel_pending (channel, key, received_at, message)"
+                " SELECT %s, %s, %s, %s WHERE NOT EXISTS (SELECT 1 FROM nodmix_channel_answered"
+                " WHERE channel = %s AND key = %s) ON CONFLICT (channel, key) DO NOTHING"
+                " RETURNING 1",
+                (self.channel, msg.key, time.time(), body, self.channel, msg.key),
+            ).fetchone()
+            return row is not None
+
+        return self.db.run(work, durable=True)
+
+    def done(self, msg: InboundMessage) -> None:
+        """`msg` is answered: remember its key and drop it from pending."""
+        self._done += 1
+        prune = self._done % PRUNE_EVERY == 0
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(
+                "INSERT INTO nodmix_channel_answered (channel, key) VALUES (%s, %s)"
+                " ON CONFLICT (channel, key) DO NOTHING",
+                (self.channel, msg.key),
+            )
+            conn.execute(
+                "DELETE FROM nodmix_channel_pending WHERE channel = %s AND key = %s",
+                (self.channel, msg.key),
+            )
+            if prune:
+                conn.execute(
+                    "DELETE FROM nodmix_channel_answered WHERE channel = %s AND key IN ("
+                    " SELECT key FROM nodmix_channel_answered WHERE channel = %s"
+                    " ORDER BY answered_at DESC OFFSET %s)",
+                    (self.channel, self.channel, ANSWERED_KEPT),
+                )
+
+        self.db.run(work)
+
+    def pending(self) -> list[InboundMessage]:
+        """Messages accepted but not answered (oldest first), by any replica."""
+
+        def work(conn: psycopg.Connection[Any]) -> list[bytes]:
+            rows = conn.execute(
+                "SELECT message FROM nodmix_channel_pending WHERE channel = %s"
+                " ORDER BY received_at",
+                (self.channel,),
+            ).fetchall()
+            return [bytes(r[0]) for r in rows]
+
+        out = []
+        for raw in self.db.run(work):
+            with contextlib.suppress(msgspec.ValidationError, ValueError):
+                out.append(msgspec.convert(json.loads(raw), InboundMessage))
+        return out
+
+
+class PgPairingStore(PairingStore):
+    """Pairing documents, one per channel, changed under an advisory lock."""
+
+    def __init__(self, db: Database, locks: AdvisoryLocks, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.db = db
+        self.locks = locks
+
+    def load(self, channel: str) -> PairingState:
+        """The channel's state, expired codes and old issue-log entries dropped."""
+        found = documents.read(self.db, PAIRING, channel)
+        if not found or not found[0]:
+            return PairingState()
+        try:
+            state = msgspec.json.decode(found[0], type=PairingState)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return PairingState()
+        return self._current(state)
+
+    def _save(self, channel: str, state: PairingState) -> None:
+        documents.write(self.db, PAIRING, channel, msgspec.json.encode(state))
+
+    @contextlib.contextmanager
+    def _locked(self, channel: str) -> Iterator[None]:
+        with self.locks.waiting(
+            lock_key("pairing", channel), timeout=10.0, what=f"pairing state of {channel}"
+        ):
+            yield
+
+    def channels(self) -> list[str]:
+        """Channels that have pairing state."""
+        return documents.names(self.db, PAIRING)

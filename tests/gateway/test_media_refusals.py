@@ -1,0 +1,140 @@
+"""A request the gateway refuses leaves nothing in the agent's `inbox/`: images of a message too
+long for the model's window, or next to an unusable one, are removed again; an image an
+earlier, accepted request saved stays. Driven with the official `openai` client against a real
+gateway (uvicorn) and the scripted model server."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from nodmix.testing.model_server import ScriptedModelServer
+from tests.gateway.support import TOKEN, socket_gateway
+from tests.media.samples import photo
+from tests.support.config import scripted_config
+
+pytestmark = pytest.mark.integration
+
+TOO_BIG = "word " * 40_000  # ~50,000 tokens; the configured model holds 32,000
+WITH_TOOLS_TOO_BIG = "word " * 24_800  # ~31,000 tokens: fits alone, not with the tools
+
+
+def _data_url(data: bytes) -> str:
+    return f"data:image/jpeg;base64,{base64.b64encode(data).decode()}"
+
+
+def _picture(width: int) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": _data_url(photo(width, 300))}}
+
+
+@pytest.fixture
+def client(isolated_state: Path, model_server: ScriptedModelServer) -> Iterator[openai.OpenAI]:
+    config = scripted_config(model_server.base_url)
+    config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
+    (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
+    with socket_gateway() as gateway:
+        yield openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60)
+
+
+def _inbox(state: Path) -> list[str]:
+    inbox = state / "workspace" / "inbox"
+    return sorted(p.name for p in inbox.iterdir()) if inbox.exists() else []
+
+
+@pytest.mark.parametrize("text", [TOO_BIG, WITH_TOOLS_TOO_BIG], ids=["text", "with-tools"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_completion_too_long_for_the_window_leaves_no_image_behind(
+    client: openai.OpenAI,
+    model_server: ScriptedModelServer,
+    isolated_state: Path,
+    stream: bool,
+    text: str,
+) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="nodmix",
+            stream=stream,
+            messages=[
+                {"role": "user", "content": [{"type": "text", "text": text}, _picture(400)]},
+            ],
+        )
+    assert "context window" in str(refused.value)
+    assert model_server.requests == []
+    assert _inbox(isolated_state) == []
+
+
+def _history_and(text: str) -> list[Any]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "old"}, _picture(350)]},
+        {"role": "assistant", "content": "an old picture"},
+        {"role": "user", "content": [{"type": "text", "text": text}, _picture(400)]},
+    ]
+
+
+def test_a_prompt_too_long_by_itself_is_refused_before_any_history_is_seeded(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+) -> None:
+    with pytest.raises(openai.BadRequestError, match="context window"):
+        client.chat.completions.create(model="nodmix", user="album", messages=_history_and(TOO_BIG))
+    assert _inbox(isolated_state) == []
+    sessions = isolated_state / "agents" / "main" / "sessions"
+    assert not list(sessions.glob("*.jsonl")), "no session was seeded"
+
+
+def test_a_refusal_after_seeding_keeps_only_the_images_the_recorded_history_names(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+) -> None:
+    with pytest.raises(openai.BadRequestError, match="context window"):
+        client.chat.completions.create(
+            model="nodmix", user="album", messages=_history_and(WITH_TOOLS_TOO_BIG)
+        )
+    (kept,) = _inbox(isolated_state)
+    transcripts = (isolated_state / "agents" / "main" / "sessions").glob("*.jsonl")
+    assert any(f"inbox/{kept}" in path.read_text() for path in transcripts)
+
+
+def test_a_response_too_long_for_the_window_leaves_no_image_behind(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+) -> None:
+    image = {"type": "input_image", "image_url": _data_url(photo(420, 300)), "detail": "auto"}
+    for text in (TOO_BIG, WITH_TOOLS_TOO_BIG):
+        content = [{"type": "input_text", "text": text}, image]
+        with pytest.raises(openai.BadRequestError, match="context window"):
+            client.responses.create(model="nodmix", input=[{"role": "user", "content": content}])
+        assert _inbox(isolated_state) == []
+
+
+def test_an_unusable_image_after_a_good_one_leaves_neither_behind(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+) -> None:
+    corrupt = {"type": "image_url", "image_url": {"url": _data_url(b"\xff\xd8\xff junk" * 20)}}
+    with pytest.raises(openai.BadRequestError, match="could not be used"):
+        client.chat.completions.create(
+            model="nodmix",
+            messages=[{"role": "user", "content": [_picture(450), corrupt]}],
+        )
+    assert _inbox(isolated_state) == []
+
+
+def test_a_refusal_keeps_the_image_an_earlier_accepted_request_saved(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+) -> None:
+    picture = _picture(500)
+    client.chat.completions.create(
+        model="nodmix",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}, picture]}],
+    )
+    saved = _inbox(isolated_state)
+    assert len(saved) == 1
+    with pytest.raises(openai.BadRequestError, match="context window"):
+        client.chat.completions.create(
+            model="nodmix",
+            messages=[{"role": "user", "content": [{"type": "text", "text": TOO_BIG}, picture]}],
+        )
+    assert _inbox(isolated_state) == saved

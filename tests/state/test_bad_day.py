@@ -1,0 +1,126 @@
+"""A bad day for replicas on a real PostgreSQL: the database restarted under load, and the
+database gone for 20 seconds (a network partition) while two gateways keep serving."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from nodmix.testing.model_server import ScriptedModelServer
+from tests.state.replicas import chat, conversation, database_view, replica_state, replicas
+from tests.state.test_replicas import counting
+from tests.support.postgres import PostgresServer, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def _load(
+    gateways: list, stop: threading.Event, ok: dict[str, list[str]], failed: list[str]
+) -> None:
+    i = 0
+    while not stop.is_set():
+        session = f"s{i % 4}"
+        text = f"t{i}"
+        try:
+            chat(gateways[i % len(gateways)], text, session, timeout=30)
+            ok.setdefault(session, []).append(text)
+        except httpx2.HTTPError as exc:
+            failed.append(f"{text}: {exc}")
+        i += 1
+
+
+def test_a_database_restart_under_load_loses_no_acknowledged_turn(
+    tmp_path: Path, postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    ok: dict[str, list[str]] = {}
+    failed: list[str] = []
+    stop = threading.Event()
+    with ScriptedModelServer(counting) as model:
+        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
+        with replicas(states) as gateways:
+            worker = threading.Thread(target=_load, args=(gateways, stop, ok, failed))
+            worker.start()
+            try:
+                wait_for(lambda: sum(map(len, ok.values())) >= 20, what="turns before")
+                postgres_server.restart("fast")
+                before = sum(map(len, ok.values()))
+                wait_for(lambda: sum(map(len, ok.values())) >= before + 20, what="turns after")
+            finally:
+                stop.set()
+                worker.join(60)
+            assert chat(gateways[0], "after", "s0").startswith("after -> seen")
+    assert len(failed) < 20, failed  # only turns caught by the restart itself fail
+    with database_view(postgres_url, tmp_path / "view") as view:
+        for session, texts in ok.items():
+            said = [t for role, t in conversation(view, f"agent:main:{session}") if role == "user"]
+            missing = [t for t in texts if t not in said]
+            assert not missing, f"{session}: acknowledged turns lost: {missing}"
+
+
+def test_twenty_seconds_without_the_database_fail_turns_fast_and_recover_alone(
+    tmp_path: Path, postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    with ScriptedModelServer(counting) as model:
+        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
+        with replicas(states) as (a, b):
+            assert chat(a, "before", "p") == "before -> seen 1"
+            postgres_server.stop("immediate")
+            try:
+                gone = time.monotonic()
+                started = time.monotonic()
+                response = httpx2.get(f"{a.url}/health", timeout=5)
+                assert response.status_code == 200 and time.monotonic() - started < 2
+                started = time.monotonic()
+                with pytest.raises(httpx2.HTTPStatusError) as failure:
+                    chat(b, "during", "p", timeout=30)
+                assert time.monotonic() - started < 10
+                assert failure.value.response.status_code == 503
+                assert "state database" in failure.value.response.text
+                while time.monotonic() - gone < 20:  # the partition lasts 20 s
+                    assert httpx2.get(f"{b.url}/health", timeout=5).status_code == 200
+                    time.sleep(1)
+            finally:
+                postgres_server.start()
+            wait_for(lambda: _answers(a, "again"), timeout=30, what="replica a back")
+            wait_for(lambda: _answers(b, "again b"), timeout=30, what="replica b back")
+            wait_for(
+                lambda: _holders(postgres_url) >= {"cron", "heartbeat"},
+                timeout=30,
+                what="singletons taken again",
+            )
+    with database_view(postgres_url, tmp_path / "view") as view:
+        said = [t for role, t in conversation(view, "agent:main:p") if role == "user"]
+    assert said[0] == "before" and "again" in said and "again b" in said
+
+
+def _answers(gateway: object, text: str) -> bool:
+    try:
+        return chat(gateway, text, "p", timeout=10).startswith(text)  # type: ignore[arg-type]
+    except httpx2.HTTPError:
+        return False
+
+
+def _holders(db_url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT name FROM nodmix_leases WHERE expires_at > now()").fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def test_replicas_with_different_configs_still_run_each_singleton_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(counting) as model:
+        short = replica_state(tmp_path, "short", model.base_url, postgres_url)
+        long = replica_state(
+            tmp_path, "long", model.base_url, postgres_url, state={"postgres": {"leaseSeconds": 30}}
+        )
+        with replicas([short, long]) as (a, b):
+            assert chat(b, "hi", "mixed") == "hi -> seen 1"
+            assert chat(a, "again", "mixed") == "again -> seen 2"
+            wait_for(lambda: _holders(postgres_url) >= {"cron", "heartbeat"}, what="holders")
