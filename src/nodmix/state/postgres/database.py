@@ -59,6 +59,7 @@ class Database:
         from psycopg_pool import ConnectionPool
 
         assert settings.url is not None
+        _quiet_pool_log()
         self.settings = settings
         self.where = redacted_url(settings.url)
         timeout = settings.connect_timeout
@@ -76,7 +77,9 @@ class Database:
         except psycopg.ProgrammingError as exc:
             from nodmix.errors import ConfigError
 
-            raise ConfigError(f"not a valid libpq URL: {exc}", key="state.postgres.url") from None
+            raise ConfigError(
+                f"not a valid libpq URL: {exc}", file=settings.file, key="state.postgres.url"
+            ) from None
         self._operational = (psycopg.OperationalError, psycopg.InterfaceError)
         self.pool = ConnectionPool(
             self.conninfo,
@@ -108,8 +111,10 @@ class Database:
         except PoolTimeout:
             reason = self._probe()
             self.pool.close(timeout=0)
+            named = f" in {self.settings.file}" if self.settings.file else ""
             raise StateUnavailableError(
-                f"cannot reach the state database {self.where}: {reason}"
+                f"cannot reach the state database {self.where} "
+                f"(state.postgres.url{named}): {reason}"
             ) from None
 
     def _probe(self) -> str:
@@ -197,6 +202,15 @@ class Database:
     def healthy(self) -> bool:
         """False for a moment after a failure."""
         return self._down_until <= time.monotonic()
+
+
+def _quiet_pool_log() -> None:
+    """The pool logs each failed reconnect as a multi-line warning (on a CLI without logging
+    set up, straight to stderr, several times before our one-line error); `_mark_down` and
+    `open` already say why the database is unavailable, once. Left alone when configured."""
+    pool_log = logging.getLogger("psycopg.pool")
+    if pool_log.level == logging.NOTSET:
+        pool_log.setLevel(logging.ERROR)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
