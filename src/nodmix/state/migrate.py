@@ -8,11 +8,14 @@ parked code-mode runs and the token a gateway made itself. What stays: memory in
 belong to a workspace; give the replicas a shared workspace volume), logs, caches and
 per-replica status files.
 
-Copying is idempotent: an index key or record already at the target is left alone (a key the
-target holds with a different entry is reported as a conflict, never overwritten), and a
-transcript only gets the lines it lacks. A migration stopped halfway (a crash, Ctrl-C, a
-database restart) is finished by running it again; `check` then compares every copied
-transcript byte for byte and every index entry.
+Copying is idempotent: an index key or record already at the target is left alone, except
+that the same session further along at the source replaces its stale copy (the way back to the
+directory a deployment came from); a key the target holds for another session is reported as a
+conflict, never overwritten. A transcript only gets the lines it lacks, and only when the
+target's lines are the start of the source's: one that went on differently on both sides is a
+conflict, left as it is (splicing two histories would break its chain). A migration stopped
+halfway (a crash, Ctrl-C, a database restart) is finished by running it again; a check then
+compares every copied transcript byte for byte and every index entry, in both directions.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class Report:
     counts: dict[str, int] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    diverged: set[str] = field(default_factory=set)
+    """Transcript files whose histories differ at the source and the target (left alone)."""
 
     def add(self, what: str, n: int = 1) -> None:
         if n:
@@ -98,8 +103,24 @@ def _merge(source: StoreData, report: Report, where: str) -> Callable[[StoreData
             if current is None:
                 data[key] = entry
                 report.add("index entries")
-            elif current != entry:
+            elif current == entry:
+                continue
+            elif (
+                current.session_id == entry.session_id
+                and entry.updated_at > current.updated_at
+                and entry.session_file not in report.diverged
+            ):
+                # The same session, further along at the source (the round trip files ->
+                # postgres -> files): its newer counters and times replace the stale copy.
+                data[key] = entry
+                report.add("index entries updated")
+            elif (
+                current.session_id != entry.session_id
+                or entry.updated_at == current.updated_at
+                or entry.session_file in report.diverged
+            ):
                 report.conflicts.append(f"{where}: {key} differs at the target (kept as it is)")
+            # else: the same session, further along at the target: it stays as it is.
 
     return merge
 
@@ -120,6 +141,11 @@ def to_postgres(state_dir: Path, pg: PostgresState) -> Report:
                 header, lines = _split(path.read_bytes())
                 if not header:
                     report.problems.append(f"{path}: no session header (not copied)")
+                    continue
+                stored = transfer.stored_lines(pg.db, agent, path.name)
+                if stored is not None and not _continues(stored, header, lines):
+                    report.conflicts.append(_diverged(path))
+                    report.diverged.add(path.name)
                     continue
                 added = transfer.put_transcript(pg.db, agent, path, header, lines, status)
                 report.add("transcript lines", added)
@@ -250,6 +276,8 @@ def check(state_dir: Path, pg: PostgresState, report: Report) -> None:
             for path in transcript_files(folder / sub if sub else folder):
                 header, lines = _split(path.read_bytes())
                 stored = transfer.stored_lines(pg.db, agent, path.name)
+                if path.name in report.diverged:
+                    continue
                 if stored is None:
                     report.problems.append(f"{path}: missing in the database")
                 elif _digest(*stored) != _digest(header, lines) and _digest(
@@ -276,6 +304,10 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
         private_dirs(folder)
         path = folder / name
         have = _split(path.read_bytes())[1] if path.exists() else None
+        if have is not None and not _continues((header, have), header, lines):
+            report.conflicts.append(_diverged(path))
+            report.diverged.add(name)
+            continue
         if have is None:
             tmp = path.with_name(f".{name}.migrate.tmp")
             tmp.write_bytes(header + b"".join(lines))
@@ -307,7 +339,39 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
     _runs_back(state_dir, pg, report)
     agents = pg.sessions().agent_ids()
     _checkpoints(pg.provide("checkpoints"), FileCheckpointStore(state_dir), agents, report)
+    check_files(state_dir, pg, report)
     return report
+
+
+def check_files(state_dir: Path, pg: PostgresState, report: Report) -> None:
+    """Compare every stored transcript and index entry with the state dir it was copied to."""
+    from nodmix.state.postgres import transfer
+
+    for agent, name, status, header, lines in transfer.transcripts(pg.db):
+        path = sessions_dir(state_dir, agent) / STATUS_DIRS.get(status, "") / name
+        if not path.exists():
+            report.problems.append(f"{path}: missing in the state directory")
+        elif name not in report.diverged and not _continues(
+            (header, lines), *_split(path.read_bytes())
+        ):
+            report.problems.append(f"{path}: differs from the database copy")
+    for agent in pg.sessions().agent_ids():
+        have = SessionStore.for_agent(state_dir, agent).load()
+        for key in pg.sessions().index(agent, durable=True).load():
+            if key not in have:
+                report.problems.append(f"{agent}: index entry {key} missing in the state dir")
+
+
+def _continues(older: tuple[bytes, list[bytes]], header: bytes, lines: list[bytes]) -> bool:
+    """Whether `header` + `lines` is `older` with lines added at the end (or the same)."""
+    return older[0] == header and lines[: len(older[1])] == older[1]
+
+
+def _diverged(path: Path) -> str:
+    return (
+        f"{path.name}: the transcript went on differently at the source and the target "
+        "(kept as it is at the target; the two histories cannot be merged)"
+    )
 
 
 def _token(source: TokenStore, target: TokenStore, report: Report) -> None:
@@ -399,11 +463,15 @@ def render(report: Report) -> str:
     lines += [f"  {what}: {n}" for what, n in sorted(report.counts.items())] or ["  nothing new"]
     lines += [f"  conflict: {c}" for c in report.conflicts]
     lines += [f"  PROBLEM: {p}" for p in report.problems]
-    lines.append(
-        "checked: every copied transcript and index entry matches"
-        if not report.problems
-        else "check FAILED"
-    )
+    if report.problems:
+        lines.append("check FAILED")
+    elif report.conflicts:
+        lines.append(
+            f"checked: everything else matches; {len(report.conflicts)} conflict(s) above were "
+            "left as they are at the target"
+        )
+    else:
+        lines.append("checked: every copied transcript and index entry matches")
     return "\n".join(lines)
 
 
