@@ -71,6 +71,7 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         shown = run_nodmix(replica, "sessions", "show", "alpha")
         assert shown.returncode == 0, shown.stderr
         assert "a2" in shown.stdout and "a2 -> seen 3" in shown.stdout
+        assert "\nfile    in the state database\n" in shown.stdout  # no path to a file not there
         jobs = json.loads(run_nodmix(replica, "cron", "list", "--json").stdout)["jobs"]
         assert [j["name"] for j in jobs] == ["nightly"]
         pairs = run_nodmix(replica, "pairing", "list", "telegram", "--json")
