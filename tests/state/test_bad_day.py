@@ -3,6 +3,7 @@ database gone for 20 seconds (a network partition) while two gateways keep servi
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import httpx2
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
+from tests.gateway.support import GatewayProcess
 from tests.state.replicas import chat, conversation, database_view, replica_state, replicas
 from tests.state.test_replicas import counting
 from tests.support.postgres import PostgresServer, wait_for
@@ -79,10 +81,14 @@ def test_twenty_seconds_without_the_database_fail_turns_fast_and_recover_alone(
                     chat(b, "during", "p", timeout=30)
                 assert time.monotonic() - started < 10
                 assert failure.value.response.status_code == 503
-                assert "state database" in failure.value.response.text
+                message = failure.value.response.json()["error"]["message"]
+                assert "state database" in message and "\n" not in message  # one line
+                spent = _cpu_seconds(a) + _cpu_seconds(b)
                 while time.monotonic() - gone < 20:  # the partition lasts 20 s
                     assert httpx2.get(f"{b.url}/health", timeout=5).status_code == 200
                     time.sleep(1)
+                # Waiting for the database is not a busy loop (idle, the pair uses ~0.1 s).
+                assert _cpu_seconds(a) + _cpu_seconds(b) - spent < 8
             finally:
                 postgres_server.start()
             wait_for(lambda: _answers(a, "again"), timeout=30, what="replica a back")
@@ -95,6 +101,13 @@ def test_twenty_seconds_without_the_database_fail_turns_fast_and_recover_alone(
     with database_view(postgres_url, tmp_path / "view") as view:
         said = [t for role, t in conversation(view, "agent:main:p") if role == "user"]
     assert said[0] == "before" and "again" in said and "again b" in said
+
+
+def _cpu_seconds(gateway: GatewayProcess) -> float:
+    """User and system CPU time the gateway process has used so far."""
+    assert gateway.proc is not None
+    fields = Path(f"/proc/{gateway.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _answers(gateway: object, text: str) -> bool:

@@ -124,7 +124,7 @@ class Database:
         try:
             psycopg.connect(self.conninfo).close()
         except psycopg.Error as exc:
-            return _first_line(exc)
+            return first_line(exc)
         return f"no connection within {self.settings.connect_timeout:g}s"
 
     def close(self) -> None:
@@ -156,7 +156,7 @@ class Database:
             self._mark_down("no connection available (the database does not answer)")
             raise StateUnavailableError(self._down_reason) from None
         except self._operational as exc:
-            self._mark_down(_first_line(exc))
+            self._mark_down(first_line(exc))
             with contextlib.suppress(Exception):
                 self.pool.check()  # a restart killed the others too: replace them now
             raise StaleConnection(self._down_reason) from None
@@ -218,6 +218,6 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
