@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx2
+import psycopg
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
@@ -137,3 +138,50 @@ def test_replicas_with_different_configs_still_run_each_singleton_once(
             assert chat(b, "hi", "mixed") == "hi -> seen 1"
             assert chat(a, "again", "mixed") == "again -> seen 2"
             wait_for(lambda: _holders(postgres_url) >= {"cron", "heartbeat"}, what="holders")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="statements of a turn run on the event loop: a database that answers slowly (a lock "
+    "held by another client) freezes the whole gateway until it answers",
+)
+def test_a_slow_database_delays_its_turns_but_never_freezes_the_gateway(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(counting) as model:
+        state = replica_state(tmp_path, "r1", model.base_url, postgres_url)
+        with replicas([state]) as (gateway,):
+            assert chat(gateway, "before", "slow") == "before -> seen 1"
+            release = threading.Event()
+            locked = threading.Event()
+
+            def hold_locks() -> None:  # a VACUUM FULL, a migration, an analytics query
+                with psycopg.connect(postgres_url) as conn, conn.transaction():
+                    conn.execute("LOCK TABLE nodmix_session_index, nodmix_transcript_entries")
+                    locked.set()
+                    release.wait(20)
+
+            holder = threading.Thread(target=hold_locks, daemon=True)
+            holder.start()
+            turn = threading.Thread(target=lambda: chat(gateway, "during", "slow"), daemon=True)
+            try:
+                assert locked.wait(10)
+                turn.start()
+                wait_for(lambda: _waiting_on_a_lock(postgres_url), what="the turn's statement")
+                started = time.monotonic()
+                assert httpx2.get(f"{gateway.url}/health", timeout=30).status_code == 200
+                assert time.monotonic() - started < 3
+            finally:
+                release.set()
+                holder.join(10)
+                turn.join(60)
+
+
+def _waiting_on_a_lock(db_url: str) -> bool:
+    """Whether a Nodmix connection waits on a lock now."""
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name LIKE 'nodmix%%' AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return bool(row and row[0])
