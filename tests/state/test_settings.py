@@ -60,6 +60,12 @@ def test_an_unset_variable_inside_the_url_names_the_file_and_key() -> None:
     )
 
 
+@pytest.mark.parametrize("url", ["postgresql://n:${PW:-x}@db/n", "postgresql://n:${PW@db/n"])
+def test_a_reference_form_that_is_not_expanded_is_refused_not_sent(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"is not a variable reference Nodmix expands"):
+        state_settings(_config(url), {"PW": "pw"})
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

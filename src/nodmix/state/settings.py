@@ -90,7 +90,16 @@ def _expanded(raw: str, env: Mapping[str, str], file: str | None) -> str:
             )
         return found
 
-    return _REFERENCE.sub(value, raw)
+    expanded = _REFERENCE.sub(value, raw)
+    left = re.search(r"\$\{[^}]*\}?", _REFERENCE.sub("", raw))
+    if left:
+        raise ConfigError(
+            f"{left.group(0)} is not a variable reference Nodmix expands (only ${{NAME}}, "
+            "without defaults); percent-encode a literal $ as %24",
+            file=file,
+            key="state.postgres.url",
+        )
+    return expanded
 
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
