@@ -173,6 +173,7 @@ def gather(
 ) -> dict[str, Any]:
     """The whole status report."""
     env = dict(os.environ if env is None else env)
+    state = state_status(state_dir, loaded, env)
     return {
         "version": __version__,
         "config": {"path": str(loaded.path), "exists": loaded.exists},
@@ -183,9 +184,9 @@ def gather(
         "mcpServers": mcp_status(loaded),
         "codeMode": code_mode_status(loaded),
         "sessions": sessions_status(state_dir, loaded),
-        "state": state_status(state_dir, loaded, env),
+        "state": state,
         "lastErrors": last_errors(state_dir),
-    } | _database_sessions(state_dir, loaded, env)
+    } | ({} if state.get("error") else _database_sessions(state_dir, loaded, env))
 
 
 def _database_sessions(
