@@ -8,6 +8,7 @@ import json
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -125,3 +126,27 @@ def test_a_password_in_the_query_stays_out_of_status_and_logs(
     status = run_nodmix(isolated_state, "status")
     logs = "".join(p.read_text() for p in (isolated_state / "logs").glob("*") if p.is_file())
     assert "s3cret-pw" not in shown.stdout + status.stdout + status.stderr + logs
+
+
+@pytest.mark.integration
+def test_the_server_drops_a_silent_replica_and_its_locks_within_seconds(
+    isolated_state: Path, postgres_url: str
+) -> None:
+    # A partitioned replica's advisory locks (a session's turn, a cron job's run) live as long
+    # as its server process thinks it is there: two hours of silence by default.
+    from nodmix.state.postgres.backend import PostgresState
+    from tests.state.conftest import pg_settings
+
+    url = f"{postgres_url}?options=-c%20work_mem%3D8MB"  # an operator's own options stay
+    backend = PostgresState.open(pg_settings(url), isolated_state, role="test")
+    try:
+
+        def show(conn: Any) -> list[str]:
+            names = ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")
+            return [
+                str(conn.execute(f"SHOW {name}").fetchone()[0]) for name in (*names, "work_mem")
+            ]
+
+        assert backend.db.query(show) == ["5", "2", "3", "8MB"]
+    finally:
+        backend.close()
