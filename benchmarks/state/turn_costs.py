@@ -1,0 +1,148 @@
+"""What one turn costs a gateway's event loop on PostgreSQL, in process: statements per turn
+(on the event loop's thread and on others) and the time the event loop was blocked.
+
+A probe task yields to the loop in a tight cycle while a turn runs; every gap between two of
+its wake-ups longer than `GAP_S` is time some synchronous code held the loop (a round trip to
+the database on the loop shows as such a gap; awaiting a thread does not). Used by
+`bench_replicas`; alone:
+
+    python -m benchmarks.state.turn_costs
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+GAP_S = 0.00005
+"""Probe gaps longer than this count as blocked (the probe's own cycle is ~10 us)."""
+
+
+@contextmanager
+def counting_statements() -> Iterator[Counter[str]]:
+    """Count psycopg statements (`loop` = on the thread that entered, `other` = elsewhere);
+    a pipeline counts one per statement (its round trips are fewer)."""
+    import psycopg
+
+    counts: Counter[str] = Counter()
+    home = threading.get_ident()
+    patched: list[tuple[Any, str, Any]] = []
+
+    def wrap(owner: Any, name: str) -> None:
+        original = getattr(owner, name)
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            counts["loop" if threading.get_ident() == home else "other"] += 1
+            return original(self, *args, **kwargs)
+
+        patched.append((owner, name, original))
+        setattr(owner, name, counted)
+
+    wrap(psycopg.Cursor, "execute")
+    wrap(psycopg.Cursor, "executemany")
+    try:
+        yield counts
+    finally:
+        for owner, name, original in patched:
+            setattr(owner, name, original)
+
+
+async def blocked_while(work: Callable[[], Any]) -> tuple[float, Any]:
+    """Run `await work()` beside a probe; the loop's blocked time (ms) and its result."""
+    gaps: list[float] = []
+    done = False
+
+    async def probe() -> None:
+        last = time.perf_counter()
+        while not done:
+            await anyio.sleep(0)
+            now = time.perf_counter()
+            if now - last > GAP_S:
+                gaps.append(now - last)
+            last = now
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(probe)
+        await anyio.sleep(0)
+        try:
+            result = await work()
+        finally:
+            done = True
+    return sum(gaps) * 1000, result
+
+
+def measure(db_url: str, root: Path, turns: int = 200) -> dict[str, float]:
+    """Median loop-blocked ms and statements per turn (loop / other) of a two-append turn."""
+    from nodmix.messages import AssistantMessage, TextBlock, Usage, user_message
+    from nodmix.sessions.manager import SessionManager
+    from nodmix.state.postgres.backend import PostgresState
+    from nodmix.state.settings import StateSettings
+
+    pg = PostgresState.open(StateSettings(backend="postgres", url=db_url), root, role="probe")
+    manager = SessionManager(root, backend=pg.sessions())
+
+    async def turn(key: str) -> None:
+        async with manager.hold_turn(key, timeout=10):
+            session = manager.open(key)
+            session.append_message(user_message("hello"))
+            await anyio.sleep(0)  # the model's reply arrives later
+            session.append_message(AssistantMessage(content=(TextBlock(text="hi"),)))
+            session.update_usage(Usage(input=3, output=2))
+            manager.flush_due()
+
+    async def run() -> dict[str, float]:
+        blocked: list[float] = []
+        loop_counts: list[int] = []
+        other_counts: list[int] = []
+        wall: list[float] = []
+        for i in range(turns + 20):
+            with counting_statements() as counts:
+                started = time.perf_counter()
+                ms, _ = await blocked_while(functools.partial(turn, f"p{i % 8}"))
+                took = (time.perf_counter() - started) * 1000
+            if i >= 20:
+                blocked.append(ms)
+                wall.append(took)
+                loop_counts.append(counts["loop"])
+                other_counts.append(counts["other"])
+        return {
+            "loop_blocked_ms": round(statistics.median(blocked), 3),
+            "turn_ms": round(statistics.median(wall), 3),
+            "statements_on_loop": statistics.median(loop_counts),
+            "statements_elsewhere": statistics.median(other_counts),
+        }
+
+    try:
+        return anyio.run(run)
+    finally:
+        manager.close()
+        pg.close()
+
+
+def main() -> None:
+    import tempfile
+
+    from tests.support.postgres import PostgresServer
+
+    from benchmarks.report import cpu_calibration_ms
+
+    print(f"CPU calibration {cpu_calibration_ms():.0f} ms")
+    server = PostgresServer(fast=False).start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="nodmix-probe-") as tmp:
+            print(measure(server.fresh_database(), Path(tmp)))
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()
