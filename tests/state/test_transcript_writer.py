@@ -5,6 +5,7 @@ number another writer took is chained after its rows as a direct append would be
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -86,8 +87,9 @@ def _poll(check: Callable[[], bool], seconds: float) -> bool:
     return check()
 
 
+@pytest.mark.parametrize("fails", [False, True], ids=["replied", "failed"])
 def test_a_turns_appends_are_stored_before_its_lock_goes(
-    process: Process, postgres_url: str
+    process: Process, postgres_url: str, fails: bool
 ) -> None:
     manager = process()
     manager.open("work").append_message(user("before"))
@@ -96,10 +98,13 @@ def test_a_turns_appends_are_stored_before_its_lock_goes(
     seen_after_hold: list[int] = []
 
     async def turn() -> None:
-        async with manager.hold_turn("work", timeout=10):
-            session = manager.open("work")
-            session.append_message(user("question"))
-            session.append_message(assistant("answer"))
+        with contextlib.suppress(RuntimeError):
+            async with manager.hold_turn("work", timeout=10):
+                session = manager.open("work")
+                session.append_message(user("question"))
+                session.append_message(assistant("answer"))
+                if fails:
+                    raise RuntimeError("the model failed after the turn appended")
         seen_after_hold.append(_stored(postgres_url))
 
     with psycopg.connect(postgres_url) as blocker:
