@@ -80,15 +80,19 @@ async def blocked_while(work: Callable[[], Any]) -> tuple[float, Any]:
     return sum(gaps) * 1000, result
 
 
-def measure(db_url: str, root: Path, turns: int = 200) -> dict[str, float]:
-    """Median loop-blocked ms and statements per turn (loop / other) of a two-append turn."""
+def measure(db_url: str | None, root: Path, turns: int = 200) -> dict[str, float]:
+    """Median loop-blocked ms and statements per turn (loop / other) of a two-append turn,
+    on PostgreSQL at `db_url` or (None) on files."""
     from nodmix.messages import AssistantMessage, TextBlock, Usage, user_message
     from nodmix.sessions.manager import SessionManager
     from nodmix.state.postgres.backend import PostgresState
     from nodmix.state.settings import StateSettings
 
-    pg = PostgresState.open(StateSettings(backend="postgres", url=db_url), root, role="probe")
-    manager = SessionManager(root, backend=pg.sessions())
+    pg = None
+    if db_url is not None:
+        settings = StateSettings(backend="postgres", url=db_url)
+        pg = PostgresState.open(settings, root, role="probe")
+    manager = SessionManager(root, backend=pg.sessions() if pg is not None else None)
 
     async def turn(key: str) -> None:
         async with manager.hold_turn(key, timeout=10):
@@ -125,7 +129,8 @@ def measure(db_url: str, root: Path, turns: int = 200) -> dict[str, float]:
         return anyio.run(run)
     finally:
         manager.close()
-        pg.close()
+        if pg is not None:
+            pg.close()
 
 
 def main() -> None:
@@ -139,7 +144,8 @@ def main() -> None:
     server = PostgresServer(fast=False).start()
     try:
         with tempfile.TemporaryDirectory(prefix="nodmix-probe-") as tmp:
-            print(measure(server.fresh_database(), Path(tmp)))
+            print("files", measure(None, Path(tmp) / "files"))
+            print("postgres", measure(server.fresh_database(), Path(tmp) / "pg"))
     finally:
         server.close()
 
