@@ -14,11 +14,13 @@ import anyio
 import psycopg
 import pytest
 
-from nodmix.errors import TranscriptError
+from nodmix.errors import StateUnavailableError, TranscriptError
 from nodmix.sessions.entries import MessageEntry
 from nodmix.sessions.manager import SessionManager
 from nodmix.state.postgres.backend import PostgresState
 from nodmix.state.postgres.locks import lock_key
+from nodmix.state.postgres.transcripts import PgTranscript, is_message
+from nodmix.state.postgres.writer import Row, TranscriptWriter, Turn
 from tests.sessions.sessions_builders import assistant, user
 from tests.state.conftest import pg_settings
 
@@ -182,3 +184,34 @@ def test_a_number_another_writer_took_is_chained_after_its_rows(process: Process
     fresh = process()
     assert _texts(fresh, "work") == ["one", "two", "three", "four"]
     assert _linear(fresh, "work")
+
+
+def test_a_full_queue_makes_the_appender_wait_then_fail(
+    process: Process, postgres_url: str, tmp_path: Path
+) -> None:
+    manager = process()
+    session = manager.open("work")
+    transcript = session.transcript
+    assert isinstance(transcript, PgTranscript)
+    backend = PostgresState.open(pg_settings(postgres_url), tmp_path, role="test")
+    writer = TranscriptWriter(backend.db, bound=2, submit_timeout=0.3)
+    turn = Turn()
+    entries = [session.append_message(user(f"m{i}")) for i in range(4)]  # direct: seq 1-4
+    rows = [Row(transcript, 10 + i, b"{}\n", is_message(e), e) for i, e in enumerate(entries)]
+    try:
+        with psycopg.connect(postgres_url) as blocker:
+            blocker.execute("LOCK TABLE nodmix_transcript_entries IN EXCLUSIVE MODE")
+            writer.submit(rows[0], turn)  # the thread takes it and waits on the lock
+            assert _poll(lambda: _insert_waiting(postgres_url), 30.0)
+            writer.submit(rows[1], turn)
+            writer.submit(rows[2], turn)  # the queue is full now
+            started = time.monotonic()
+            with pytest.raises(StateUnavailableError, match="2 wait to be written"):
+                writer.submit(rows[3], turn)
+            assert time.monotonic() - started >= 0.3  # it waited for room first
+            blocker.commit()
+        writer.wait(turn.last)
+        assert turn.last == 3
+    finally:
+        writer.close()
+        backend.close()

@@ -201,6 +201,11 @@ class Database:
             with self.connection() as conn:
                 return work(conn)
 
+    def retry_now(self) -> None:
+        """After a `StaleConnection`, let the next call try a fresh connection at once (the
+        pool checked the others) instead of failing for `DOWN_SECONDS`."""
+        self._down_until = 0.0
+
     def _mark_down(self, reason: str) -> None:
         with self._lock:
             self._last_failure = time.monotonic()

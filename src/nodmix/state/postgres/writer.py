@@ -95,22 +95,28 @@ def turn_scope() -> Any:
 class TranscriptWriter:
     """The writer thread of one process (see the module docs)."""
 
-    def __init__(self, db: Database, *, bound: int = QUEUE_BOUND) -> None:
+    def __init__(
+        self, db: Database, *, bound: int = QUEUE_BOUND, submit_timeout: float = SUBMIT_TIMEOUT_S
+    ) -> None:
         self._db = db
+        self._submit_timeout = submit_timeout
         self._queue: queue.Queue[Row | None] = queue.Queue(maxsize=bound)
         self._submit = threading.Lock()
         self._done = threading.Condition()
         self._issued = 0
         self._written = 0
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def submit(self, row: Row, turn: Turn) -> None:
         """Queue `row` (in order); waits while the queue is full.
 
         Raises:
-            StateUnavailableError: the queue stayed full for `SUBMIT_TIMEOUT_S`.
+            StateUnavailableError: the queue stayed full for `submit_timeout` seconds.
         """
         with self._submit:
+            if self._closed:
+                raise StateUnavailableError(f"the state database {self._db.where} was closed")
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="nodmix-transcript-writer", daemon=True
@@ -118,7 +124,7 @@ class TranscriptWriter:
                 self._thread.start()
             row.ticket = self._issued + 1
             try:
-                self._queue.put(row, timeout=SUBMIT_TIMEOUT_S)
+                self._queue.put(row, timeout=self._submit_timeout)
             except queue.Full:
                 raise StateUnavailableError(
                     f"the state database {self._db.where} takes no appends: "
@@ -160,6 +166,7 @@ class TranscriptWriter:
     def close(self) -> None:
         """Write what is queued and stop the thread."""
         with self._submit:
+            self._closed = True
             thread = self._thread
         if thread is not None:
             with contextlib.suppress(queue.Full):
@@ -225,6 +232,7 @@ class TranscriptWriter:
             with self._db.connection() as conn:
                 conn.execute(_SQL, _params(row))
         except StaleConnection:  # a restarted server: once more on a fresh connection
+            self._db.retry_now()
             with self._db.connection() as conn:
                 conn.execute(_SQL, _params(row))
 
