@@ -36,8 +36,6 @@ from nodmix.state.settings import StateSettings, redacted_url
 if TYPE_CHECKING:
     import psycopg
 
-    from nodmix.state.postgres.writer import TranscriptWriter
-
 log = logging.getLogger("nodmix.state")
 
 T = TypeVar("T")
@@ -96,17 +94,8 @@ class Database:
         self._last_failure = float("-inf")
         self._lock = threading.Lock()
         self.closed = False
-        self._writer: TranscriptWriter | None = None
-
-    @property
-    def writer(self) -> TranscriptWriter:
-        """This process's transcript writer (`writer.TranscriptWriter`), started on first use."""
-        with self._lock:
-            if self._writer is None:
-                from nodmix.state.postgres.writer import TranscriptWriter
-
-                self._writer = TranscriptWriter(self)
-            return self._writer
+        self.closing: list[Callable[[], None]] = []
+        """Called (in order) when the pool closes, before its connections go (the writer)."""
 
     def open(self) -> None:
         """Connect (waiting at most `connect_timeout`).
@@ -139,8 +128,8 @@ class Database:
         """Close every connection."""
         if not self.closed:
             self.closed = True
-            if self._writer is not None:
-                self._writer.close()
+            for done in self.closing:
+                done()
             self.pool.close(timeout=2.0)
 
     @contextlib.contextmanager

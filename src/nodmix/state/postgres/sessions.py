@@ -39,7 +39,7 @@ from nodmix.sessions.turn_lock import Waiting
 from nodmix.state.postgres.catalogue import PgCatalogue
 from nodmix.state.postgres.locks import AdvisoryLocks, lock_key
 from nodmix.state.postgres.transcripts import PgTranscript
-from nodmix.state.postgres.writer import Turn, turn_scope
+from nodmix.state.postgres.writer import Turn, turn_scope, writer_for
 
 if TYPE_CHECKING:
     import psycopg
@@ -392,14 +392,14 @@ class PgSessions(PgCatalogue):
 
     def _finish(self, turn: Turn) -> None:
         """The end of a turn: its rows written, then made durable (a WAL flush)."""
-        self.db.writer.drain(turn)
+        writer_for(self.db).drain(turn)
         self.flush()
 
     def _drain_quietly(self, turn: Turn) -> None:
         """A failed turn's rows are written before the lock goes (their errors logged: the
         turn's own error is what the caller sees)."""
         try:
-            self.db.writer.drain(turn)
+            writer_for(self.db).drain(turn)
         except Exception:  # the turn failed already; this is its epilogue
             log.warning("appends of a failed turn could not all be written", exc_info=True)
 

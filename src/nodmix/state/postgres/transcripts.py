@@ -30,7 +30,7 @@ from nodmix.sessions.entries import (
 from nodmix.sessions.files import report_skipped
 from nodmix.sessions.jsonl import SkippedLine, encode_header, encode_line, parse_body, parse_header
 from nodmix.sessions.transcript import Transcript, _Link
-from nodmix.state.postgres.writer import Row, current_turn
+from nodmix.state.postgres.writer import Row, current_turn, writer_for
 
 if TYPE_CHECKING:
     import psycopg
@@ -233,7 +233,7 @@ class PgTranscript(Transcript):
             return self._append_now(entry)
         line = encode_line(self.path, entry)
         row = Row(self, self._seq + 1, line, is_message(entry), entry)
-        self._db.writer.submit(row, turn)
+        writer_for(self._db).submit(row, turn)
         self._seq = row.seq
         self._size += len(line)
         self._entries.append(entry)
@@ -265,8 +265,8 @@ class PgTranscript(Transcript):
         """
         import psycopg
 
-        if self._queued and not self._db.writer.written(self._queued):
-            self._db.writer.wait(self._queued)
+        if self._queued and not writer_for(self._db).written(self._queued):
+            writer_for(self._db).wait(self._queued)
         if self._failure is None:
             return
         exc, rows = self._failure, self._unwritten

@@ -23,15 +23,15 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nodmix.errors import StateUnavailableError
+from nodmix.state.postgres.database import Database, StaleConnection
 
 if TYPE_CHECKING:
     from nodmix.sessions.entries import Entry
-    from nodmix.state.postgres.database import Database
-    from nodmix.state.postgres.transcripts import PgTranscript
 
 log = logging.getLogger("nodmix.state")
 
@@ -48,11 +48,30 @@ _SQL = (
 )
 
 
+class Appendable(Protocol):
+    """What the writer needs of a transcript (`transcripts.PgTranscript`)."""
+
+    @property
+    def tid(self) -> int:
+        """The transcript's row id."""
+        ...
+
+    def queued_up_to(self, ticket: int) -> None:
+        """The writer took a row of this transcript with `ticket`."""
+
+    def failed(self, row: Row, exc: BaseException | None) -> bool:
+        """`row` failed with `exc`; or (None) whether an earlier row failed."""
+        ...
+
+    def settle(self) -> None:
+        """Wait for the transcript's rows; hand back or raise what failed."""
+
+
 @dataclass(eq=False)
 class Row:
     """One queued append."""
 
-    transcript: PgTranscript
+    transcript: Appendable
     seq: int
     line: bytes
     message: bool
@@ -65,7 +84,7 @@ class Turn:
     """The appends of one turn: its last ticket and the transcripts it wrote to."""
 
     last: int = 0
-    transcripts: set[PgTranscript] = field(default_factory=set)
+    transcripts: set[Appendable] = field(default_factory=set)
     closed: bool = False
 
 
@@ -226,8 +245,6 @@ class TranscriptWriter:
                 row.transcript.failed(row, exc)
 
     def _insert(self, row: Row) -> None:
-        from nodmix.state.postgres.database import StaleConnection
-
         try:
             with self._db.connection() as conn:
                 conn.execute(_SQL, _params(row))
@@ -235,6 +252,20 @@ class TranscriptWriter:
             self._db.retry_now()
             with self._db.connection() as conn:
                 conn.execute(_SQL, _params(row))
+
+
+_writers: weakref.WeakKeyDictionary[Database, TranscriptWriter] = weakref.WeakKeyDictionary()
+_writers_lock = threading.Lock()
+
+
+def writer_for(db: Database) -> TranscriptWriter:
+    """The writer of `db`'s process, started on first use and closed with the pool."""
+    with _writers_lock:
+        found = _writers.get(db)
+        if found is None:
+            found = _writers[db] = TranscriptWriter(db)
+            db.closing.append(found.close)
+        return found
 
 
 def _params(row: Row) -> tuple[int, int, bytes, bool]:
