@@ -271,10 +271,10 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"| storage work of one turn, {backend} ({steps}), median | {total:g} ms ({shown}) |")
     for backend, costs in report["loop_per_turn"].items():
         print(
-            f"| event loop blocked by one turn's storage work, {backend}, median "
-            f"| {costs['loop_blocked_ms']:g} ms ({costs['statements_on_loop']:g} statements on "
-            f"the loop, {costs['statements_elsewhere']:g} in threads; "
-            f"turn {costs['turn_ms']:g} ms) |"
+            f"| event loop per turn, {backend}: waiting on the database / blocked at all, median "
+            f"| {costs.get('loop_db_wait_ms', 0):g} / {costs['loop_blocked_ms']:g} ms "
+            f"({costs['statements_on_loop']:g} statements on the loop, "
+            f"{costs['statements_elsewhere']:g} in threads; turn {costs['turn_ms']:g} ms) |"
         )
     for lease, seconds in report["failover_s"].items():
         print(f"| singleton failover after `kill -9`, leaseSeconds {lease} | {seconds} s |")

@@ -1,5 +1,6 @@
 """What one turn costs a gateway's event loop on PostgreSQL, in process: statements per turn
-(on the event loop's thread and on others) and the time the event loop was blocked.
+(on the event loop's thread and on others), the time the event loop waited on the database
+(statements run on its thread) and the time it was blocked at all.
 
 A probe task yields to the loop in a tight cycle while a turn runs; every gap between two of
 its wake-ups longer than `GAP_S` is time some synchronous code held the loop (a round trip to
@@ -34,6 +35,7 @@ def counting_statements() -> Iterator[Counter[str]]:
     import psycopg
 
     counts: Counter[str] = Counter()
+    """Statements (`loop`, `other`) and microseconds the loop's thread spent in them."""
     home = threading.get_ident()
     patched: list[tuple[Any, str, Any]] = []
 
@@ -41,8 +43,15 @@ def counting_statements() -> Iterator[Counter[str]]:
         original = getattr(owner, name)
 
         def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            counts["loop" if threading.get_ident() == home else "other"] += 1
-            return original(self, *args, **kwargs)
+            if threading.get_ident() != home:
+                counts["other"] += 1
+                return original(self, *args, **kwargs)
+            counts["loop"] += 1
+            started = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                counts["loop_us"] += round((time.perf_counter() - started) * 1e6)
 
         patched.append((owner, name, original))
         setattr(owner, name, counted)
@@ -105,6 +114,7 @@ def measure(db_url: str | None, root: Path, turns: int = 200) -> dict[str, float
 
     async def run() -> dict[str, float]:
         blocked: list[float] = []
+        waited: list[float] = []
         loop_counts: list[int] = []
         other_counts: list[int] = []
         wall: list[float] = []
@@ -115,11 +125,13 @@ def measure(db_url: str | None, root: Path, turns: int = 200) -> dict[str, float
                 took = (time.perf_counter() - started) * 1000
             if i >= 20:
                 blocked.append(ms)
+                waited.append(counts["loop_us"] / 1000)
                 wall.append(took)
                 loop_counts.append(counts["loop"])
                 other_counts.append(counts["other"])
         return {
             "loop_blocked_ms": round(statistics.median(blocked), 3),
+            "loop_db_wait_ms": round(statistics.median(waited), 3),
             "turn_ms": round(statistics.median(wall), 3),
             "statements_on_loop": statistics.median(loop_counts),
             "statements_elsewhere": statistics.median(other_counts),
