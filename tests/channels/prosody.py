@@ -46,13 +46,21 @@ class Prosody:
     the accounts."""
 
     def __init__(
-        self, workdir: Path, *, upload: bool = False, tls: tuple[Path, Path] | None = None
+        self,
+        workdir: Path,
+        *,
+        upload: bool = False,
+        tls: tuple[Path, Path] | None = None,
+        component: tuple[str, str] | None = None,
     ) -> None:
-        """`tls`: (certificate, key) offered with STARTTLS (then required for logging in)."""
+        """`tls`: (certificate, key) offered with STARTTLS (then required for logging in);
+        `component`: (domain, secret) of an external component (XEP-0114) that may connect
+        on `component_port`, as another server's service would be reached."""
         assert shutil.which(PROSODY), "prosody is missing: run scripts/ensure-prosody.sh"
         self.workdir = workdir
         self.port = free_port()
         self.http_port = free_port()
+        self.component_port = free_port()
         self.config = workdir / "prosody.cfg.lua"
         (workdir / "data").mkdir(parents=True, exist_ok=True)
         (workdir / "certs").mkdir(exist_ok=True)
@@ -79,10 +87,17 @@ class Prosody:
             f"c2s_require_encryption = {'true' if tls else 'false'}\n"
             + 'authentication = "internal_hashed"\n'
             f'log = {{ warn = "{workdir}/prosody.log" }}\n'
+            f"component_ports = {{ {self.component_port} }}\n"
+            'component_interfaces = { "127.0.0.1" }\n'
             f'VirtualHost "{DOMAIN}"\n'
             f'Component "{MUC}" "muc"\n'
             "  restrict_room_creation = false\n"
             "  muc_room_locking = false\n"
+            + (
+                f'Component "{component[0]}"\n  component_secret = "{component[1]}"\n'
+                if component
+                else ""
+            )
             + (
                 f'Component "{UPLOAD}" "http_file_share"\n'
                 f'  http_external_url = "http://127.0.0.1:{self.http_port}/"\n'
@@ -140,12 +155,20 @@ class XmppPerson:
     (bodies, and which earlier message a correction replaces)."""
 
     def __init__(
-        self, server: Prosody, user: str, password: str = "pw", *, ca_file: Path | None = None
+        self,
+        server: Prosody,
+        user: str,
+        password: str = "pw",
+        *,
+        ca_file: Path | None = None,
+        resource: str | None = None,
     ) -> None:
-        """`ca_file`: log in over STARTTLS, trusting this certificate."""
+        """`ca_file`: log in over STARTTLS, trusting this certificate; `resource`: bind this
+        resource (the client's own choice, as any client may make it)."""
         import slixmpp
 
         self.jid = server.register(user, password)
+        full = f"{self.jid}/{resource}" if resource else self.jid
         self.nick = user
         self.received: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -155,7 +178,7 @@ class XmppPerson:
 
         async def make() -> Any:
             client = slixmpp.ClientXMPP(
-                self.jid,
+                full,
                 password,
                 plugin_config={"feature_mechanisms": {"unencrypted_scram": True}},
             )

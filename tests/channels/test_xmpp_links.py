@@ -8,10 +8,12 @@ import re
 import anyio
 import pytest
 
-from nodmix.channels.xmpp.files import LinkRefused, check_link, link_attachment
+from nodmix.channels.links import LinkRefused, check_link
+from nodmix.channels.xmpp.files import link_attachment
 from nodmix.channels.xmpp.mapping import chat_inbound
 
-OWN = ("example.org", "10.0.0.5")
+OWN = frozenset({("https", "upload.example.org", 443), ("http", "10.0.0.5", 5280)})
+"""The origins of the own server's upload service (as its slots name them)."""
 
 
 def test_a_shared_link_is_the_attachment_and_not_the_text() -> None:
@@ -34,8 +36,8 @@ def test_a_shared_link_is_the_attachment_and_not_the_text() -> None:
 @pytest.mark.parametrize(
     "url",
     [
-        "https://upload.example.org/f/a.png",  # a subdomain of the JID's domain
-        "http://10.0.0.5:5280/f/a.png",  # channels.xmpp.server
+        "https://upload.example.org/f/a.png",  # the upload service
+        "http://10.0.0.5:5280/f/a.png",  # the upload service, on a private address
         "https://93.184.215.14/a.png",  # a public address
     ],
 )
@@ -49,6 +51,8 @@ def test_links_to_the_own_server_or_public_hosts_are_fetched(url: str) -> None:
         ("http://127.0.0.1:8080/admin", "private address"),
         ("http://169.254.169.254/latest/meta-data", "private address"),
         ("http://[::1]/x", "private address"),
+        ("http://10.0.0.5:22/x", "private address"),  # the server's host, another port
+        ("https://10.0.0.5:5280/x", "private address"),  # the upload port, another scheme
         ("file:///etc/passwd", "not an http(s) link"),
         ("ftp://example.org/a", "not an http(s) link"),
     ],

@@ -9,7 +9,7 @@ whatever the platform declared.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -84,10 +84,18 @@ async def write_capped(chunks: AsyncIterable[bytes], target: Path, limit: int) -
 
 
 async def fetch_capped(
-    url: str, target: Path, limit: int, *, headers: Mapping[str, str] | None = None
+    url: str,
+    target: Path,
+    limit: int,
+    *,
+    headers: Mapping[str, str] | None = None,
+    check: Callable[[str], Awaitable[None]] | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> Path:
     """GET `url` into `target`: the declared length checked first, the stream counted, the
-    whole download bounded in time.
+    whole download bounded in time. `check` is awaited with the URL of every request made,
+    redirects included, before it is sent (it raises to refuse one); `transport` replaces
+    httpx's own (one that connects only to checked addresses, say).
 
     Raises:
         AttachmentTooLarge: larger than `limit` (nothing is left on disk).
@@ -95,9 +103,17 @@ async def fetch_capped(
         TimeoutError: it took longer than `DOWNLOAD_SECONDS`.
     """
     timeout = httpx2.Timeout(IDLE_SECONDS, connect=10.0)
+
+    async def checked(request: httpx2.Request) -> None:
+        if check is not None:
+            await check(str(request.url))
+
+    hooks = {"request": [checked]}
     with anyio.fail_after(DOWNLOAD_SECONDS):
         async with (
-            httpx2.AsyncClient(timeout=timeout, follow_redirects=True) as client,
+            httpx2.AsyncClient(
+                timeout=timeout, follow_redirects=True, event_hooks=hooks, transport=transport
+            ) as client,
             client.stream("GET", url, headers=dict(headers or {})) as response,
         ):
             response.raise_for_status()

@@ -102,6 +102,9 @@ class DeliveryLog:
             except msgspec.ValidationError:
                 path.unlink(missing_ok=True)
                 continue
+            if msg.key in self._answered_set:  # answered, then stopped before this went
+                path.unlink(missing_ok=True)
+                continue
             found.append((float(raw.get("receivedAt", 0)), int(raw.get("seq", 0)), msg))
         found.sort(key=lambda item: (item[0], item[1]))
         return [msg for _, _, msg in found]

@@ -49,6 +49,8 @@ Singleton = Callable[[str, Callable[[], Awaitable[None]]], Coroutine[Any, Any, N
 MAX_QUEUED_PER_SESSION = 20
 TYPING_EVERY_SECONDS = 4.0
 STATUS_EVERY_SECONDS = 1.0
+RESTART_BACKOFF_SECONDS = 60.0
+"""Longest wait before a channel whose adapter failed is started again."""
 
 
 @dataclass(slots=True)
@@ -142,7 +144,18 @@ class ChannelManager:
             return
         for msg in self._delivery[channel].pending():  # accepted before a restart
             self._enqueue(msg)
-        await adapter.run(self.receive, status)
+        backoff = 1.0
+        while True:  # a defect in one adapter must not stop the others (nor the gateway)
+            try:
+                await adapter.run(self.receive, status)
+                return
+            except Exception as exc:
+                status.connected = False
+                status.error(f"stopped by an error, restarting in {backoff:g}s: {exc}")
+                self._status_dirty = True
+                log.exception("channel %s stopped by an error; restarting", channel)
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, RESTART_BACKOFF_SECONDS)
 
     def _held(self, channel: str) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
@@ -200,7 +213,10 @@ class ChannelManager:
         config = self._config()
         decision = decide(rules_for(config, msg.channel), self.pairing, msg)
         if decision.verdict == "pair":
-            await self._newcomers.answer(msg, status, self._send_safely)
+            if self._group is None:  # outside the gateway's run (tests of the layer)
+                await self._newcomers.answer(msg, status, self._send_safely)
+            else:  # never wait for the platform here: an adapter's intake is waiting on us
+                self._group.start_soon(self._newcomers.answer, msg, status, self._send_safely)
             return
         if decision.verdict != "allow":
             status.count(decision.verdict, decision.reason)
@@ -327,9 +343,11 @@ class ChannelManager:
                 typing_group.cancel_scope.cancel()
         if stream is None or not await stream.complete(reply, failed=failed):
             await self._reply(msg, reply)
+        # Recorded before the spoken reply (seconds of synthesis): a crash in between must
+        # not send the written reply again after a restart.
+        self._delivery[msg.channel].done(msg)
         if self.voice is not None and not failed:
             await self.voice.after_reply(msg, reply)
-        self._delivery[msg.channel].done(msg)
         self.statuses[msg.channel].answered += 1
         self._status_dirty = True
 

@@ -22,6 +22,7 @@ client sees a server restart; posts injected meanwhile are stored (the client's 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -77,6 +78,12 @@ class ScriptedMattermost(ThreadedServer):
         self.connections = 0
         self.refused_tokens = 0
         self.down = False
+        self.stall: str | None = None
+        """`"upgrade"`: WebSocket requests get no answer at all; `"hello"`: they are accepted
+        and then sent nothing (a server or a proxy that hangs); `"flap"`: each is closed
+        right after its hello (a connection that keeps dropping)."""
+        self.connected_at: list[float] = []
+        """When each socket got its hello (`time.monotonic()`)."""
         self._sockets: list[WebSocket] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -211,6 +218,9 @@ class ScriptedMattermost(ThreadedServer):
         if self.down:
             await ws.close(code=1013)
             return
+        if self.stall in ("upgrade", "hello"):
+            await self._stalled(ws)
+            return
         await ws.accept()
         epoch = self._epoch
         authed = ws.headers.get("authorization", "") == f"Bearer {self.token}"
@@ -225,8 +235,11 @@ class ScriptedMattermost(ThreadedServer):
         async def hello() -> None:
             with self._lock:
                 self.connections += 1
+                self.connected_at.append(time.monotonic())
                 self._outboxes.append(outbox)  # events from now on reach this socket
             await send({"event": "hello", "data": {"server_version": "10.11.0"}, "seq": 0})
+            if self.stall == "flap":
+                await ws.close(code=1001)
 
         async def pump() -> None:
             await self._pump(ws, send, outbox, epoch)
@@ -251,6 +264,17 @@ class ScriptedMattermost(ThreadedServer):
                     if outbox in self._outboxes:
                         self._outboxes.remove(outbox)
                 group.cancel_scope.cancel()
+
+    async def _stalled(self, ws: WebSocket) -> None:
+        """Say nothing (after the upgrade, with `stall == "hello"`) until the client gives up
+        (or the server stops)."""
+        if self.stall == "hello":
+            await ws.accept()
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            while True:
+                message = await ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
 
     async def _pump(
         self,

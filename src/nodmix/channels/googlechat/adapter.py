@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
 
 log = logging.getLogger("nodmix.channels.googlechat")
+
+_SPACE_NAME = re.compile(r"spaces/[A-Za-z0-9_-]{1,200}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +181,17 @@ class GoogleChatAdapter:
     # ---- outbound -------------------------------------------------------------------------
 
     def _space(self, chat_id: str) -> str:
+        """The space a chat id names (a DM: the one remembered for the person).
+
+        Raises:
+            ValueError: a `spaces/...` id that is not a bare space name (it becomes part of
+                the request's URL: `spaces/X/messages#@example.org` passes an allowFrom
+                pattern and would post to space X).
+            LookupError: no DM space is known for the person yet.
+        """
         if chat_id.startswith("spaces/"):
+            if not _SPACE_NAME.fullmatch(chat_id):
+                raise ValueError(f"{chat_id[:80]!r} is not a Chat space like spaces/AAAA1234")
             return chat_id
         found = self._spaces.get(chat_id)
         if found is None:

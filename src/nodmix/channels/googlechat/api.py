@@ -10,6 +10,7 @@ network) from a final one.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ DEFAULT_API = "https://chat.googleapis.com"
 REQUEST_TIMEOUT_SECONDS = 30.0
 TOKEN_TIMEOUT_SECONDS = 15.0
 DOWNLOAD_SECONDS = 300.0
+_RESOURCE = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_\-./=+]{0,1999}")
 
 
 class _Transport(RequestsTransport):
@@ -124,7 +126,14 @@ class ChatApi:
         await self._request("PATCH", name, json={"text": text}, params={"updateMask": "text"})
 
     async def download(self, resource: str, target: Path, max_bytes: int) -> Path:
-        """`media.download` of an attachment, streamed under the cap."""
+        """`media.download` of an attachment, streamed under the cap.
+
+        Raises:
+            ValueError: `resource` is not an attachment's resource name (it goes into the URL
+                the app's token is sent to, so `..` and the like could reach other endpoints).
+        """
+        if not _RESOURCE.fullmatch(resource) or ".." in resource.split("/"):
+            raise ValueError(f"not a Chat attachment resource: {resource[:80]!r}")
         headers = {"Authorization": f"Bearer {await self.token()}"}
         url = f"{self.base_url}/v1/media/{resource}"
         with anyio.fail_after(DOWNLOAD_SECONDS):

@@ -47,10 +47,10 @@ def read_event(event: Any) -> ChatEvent | None:
         payload = chat.get("messagePayload") or chat.get("addedToSpacePayload") or {}
         if not isinstance(payload, dict):
             return None
-        message = payload.get("message") or {}
-        space = payload.get("space") or message.get("space") or {}
+        message = _dict(payload.get("message"))
+        space = _dict(payload.get("space") or message.get("space"))
         kind = "MESSAGE" if "messagePayload" in chat else "ADDED_TO_SPACE"
-        return ChatEvent(kind, _dict(message), _dict(space))
+        return ChatEvent(kind, message, space)
     message = _dict(event.get("message"))
     space = _dict(event.get("space") or message.get("space"))
     return ChatEvent(str(event.get("type") or ""), message, space)
@@ -96,7 +96,7 @@ def to_inbound(event: ChatEvent, *, channel: str) -> InboundMessage | None:
 def _mentions_app(message: dict[str, Any]) -> bool:
     if message.get("slashCommand"):
         return True
-    for note in message.get("annotations") or []:
+    for note in _list(message.get("annotations")):
         if not isinstance(note, dict) or note.get("type") not in ("USER_MENTION", "SLASH_COMMAND"):
             continue
         if note.get("type") == "SLASH_COMMAND":
@@ -109,7 +109,7 @@ def _mentions_app(message: dict[str, Any]) -> bool:
 
 def _attachments(message: dict[str, Any]) -> tuple[Attachment, ...]:
     found = []
-    for item in message.get("attachment") or message.get("attachments") or []:
+    for item in _list(message.get("attachment") or message.get("attachments")):
         if not isinstance(item, dict):
             continue
         ref = _dict(item.get("attachmentDataRef")).get("resourceName")
@@ -139,3 +139,7 @@ def to_chat_text(markdown: str) -> str:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

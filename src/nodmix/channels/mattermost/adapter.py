@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +48,8 @@ REQUEST_TIMEOUT_SECONDS = 30
 CONNECT_TIMEOUT_SECONDS = 30.0
 HEARTBEAT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 60.0
+STABLE_SECONDS = 30.0
+"""A connection up this long resets the backoff (one that keeps dropping sooner backs off)."""
 KEPT = 1000
 SEEN_KEPT = 2000
 
@@ -153,8 +157,10 @@ class MattermostAdapter:
             try:
                 me = await self._who_am_i()
                 status.account = f"@{me.get('username')} on {self.settings.host}"
+                started = time.monotonic()
                 await self._socket(sink, status)
-                backoff = 1.0
+                if time.monotonic() - started >= STABLE_SECONDS:
+                    backoff = 1.0  # it was up a while: a fresh drop, not a flapping server
                 status.error("disconnected")
                 log.warning("mattermost: the connection closed, reconnecting")
             except (OSError, TimeoutError, aiohttp.ClientError, MattermostError) as exc:
@@ -167,29 +173,49 @@ class MattermostAdapter:
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     async def _socket(self, sink: InboundSink, status: ChannelStatus) -> None:
-        """One WebSocket connection: authenticate, then hand on posts until it closes."""
+        """One WebSocket connection: authenticate, then hand on posts until it closes.
+
+        Raises:
+            TimeoutError: the upgrade, or the server's `hello` after it, did not come within
+                `CONNECT_TIMEOUT_SECONDS` (a server or proxy that takes the connection and
+                hangs would otherwise hold the channel forever, neither up nor retrying).
+        """
         s = self.settings
         url = f"{'wss' if s.scheme == 'https' else 'ws'}://{s.host}:{s.port}/api/v4/websocket"
         headers = {"Authorization": f"Bearer {s.token}"}
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_SECONDS)
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as session,
-            session.ws_connect(
-                url,
-                headers=headers,
-                heartbeat=HEARTBEAT_SECONDS,
-                ssl=self._tls if self._tls is not None and s.scheme == "https" else True,
-            ) as ws,
-        ):
-            challenge = {"seq": 1, "action": "authentication_challenge", "data": {"token": s.token}}
-            await ws.send_str(json.dumps(challenge))
-            try:
-                await self._receive(ws, sink, status)
-            finally:
-                self._backlog.save()
+        deadline = anyio.current_time() + CONNECT_TIMEOUT_SECONDS
+        with anyio.CancelScope(deadline=deadline) as greeting:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.ws_connect(
+                    url,
+                    headers=headers,
+                    heartbeat=HEARTBEAT_SECONDS,
+                    ssl=self._tls if self._tls is not None and s.scheme == "https" else True,
+                ) as ws,
+            ):
+                challenge = {
+                    "seq": 1,
+                    "action": "authentication_challenge",
+                    "data": {"token": s.token},
+                }
+                await ws.send_str(json.dumps(challenge))
+                try:
+                    await self._receive(ws, sink, status, greeting)
+                finally:
+                    self._backlog.save()
+        if greeting.cancelled_caught:
+            raise TimeoutError(
+                f"the WebSocket was not up (no hello) within {CONNECT_TIMEOUT_SECONDS:g} s"
+            )
 
     async def _receive(
-        self, ws: aiohttp.ClientWebSocketResponse, sink: InboundSink, status: ChannelStatus
+        self,
+        ws: aiohttp.ClientWebSocketResponse,
+        sink: InboundSink,
+        status: ChannelStatus,
+        greeting: anyio.CancelScope,
     ) -> None:
         async for frame in ws:
             if frame.type != aiohttp.WSMsgType.TEXT:
@@ -203,13 +229,14 @@ class MattermostAdapter:
             if event.get("seq_reply") == 1 and event.get("status") == "FAIL":
                 raise TokenRefused("the server refused the token on the WebSocket")
             if event.get("event") == "hello":
+                greeting.deadline = math.inf  # up: from now on the heartbeat watches it
                 status.connected = True
                 log.info("mattermost connected as %s", status.account)
                 await self._catch_up(sink, status)
                 self._backlog.alive(force=True)
                 continue
-            self._backlog.alive()
             await self._handle(event, sink, status)
+            self._backlog.alive()  # after: a post whose handling failed is read back
 
     async def _catch_up(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Hand on the posts made while the socket was down, oldest first per channel."""

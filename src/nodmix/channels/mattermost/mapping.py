@@ -60,19 +60,20 @@ def posted_inbound(
     does not handle (the bot's own, other bots', system messages, edits)."""
     if event.get("event") != "posted":
         return None
-    data = event.get("data") or {}
-    post = _json(data.get("post"), {})
-    if not isinstance(post, dict):
-        return None
+    data = _object(event.get("data"))
+    post = _object(_json(data.get("post"), {}))
     user, post_id, where = post.get("user_id"), post.get("id"), post.get("channel_id")
-    if not user or not post_id or not where or user == bot_id or post.get("type"):
+    if not all(isinstance(v, str) and v for v in (user, post_id, where)):
+        return None  # not a post (a malformed event is skipped, never fatal)
+    if user == bot_id or post.get("type"):
         return None
-    props = post.get("props") or {}
+    props = _object(post.get("props"))
     if str(props.get("from_bot", "")).lower() == "true" or props.get("from_webhook"):
         return None
     kind = str(data.get("channel_type") or "")
     direct = kind == "D"
-    text = str(post.get("message") or "")
+    message = post.get("message")
+    text = message if isinstance(message, str) else ""
     mentioned_ids = _json(data.get("mentions"), [])
     mentioned = (
         direct
@@ -81,6 +82,9 @@ def posted_inbound(
     )
     if mentions_name(text, bot_username):  # also in DMs: `@bot /status` is a chat command
         text = strip_name(text, bot_username)
+    files = _files(post)
+    if not text.strip() and not files:
+        return None  # nothing to answer (a post whose files could not be read)
     root = post.get("root_id") or None
     sender_name = str(data.get("sender_name") or "").lstrip("@")
     message = InboundMessage(
@@ -92,7 +96,7 @@ def posted_inbound(
         sender_name=sender_name,
         text=text.strip(),
         thread_id=str(root) if root and not direct else None,
-        attachments=_files(post),
+        attachments=files,
         mentioned=bool(mentioned),
         reply_to=str(root) if root else None,
     )
@@ -100,20 +104,25 @@ def posted_inbound(
     return Posted(message, str(where), created if type(created) is int and created > 0 else 0)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _files(post: dict[str, Any]) -> tuple[Attachment, ...]:
-    infos = (post.get("metadata") or {}).get("files") or []
+    infos = _object(post.get("metadata")).get("files")
     found = []
-    for info in infos:
-        if not isinstance(info, dict) or not info.get("id"):
-            continue
+    for info in infos if isinstance(infos, list) else []:
+        file_id = info.get("id") if isinstance(info, dict) else None
+        if not isinstance(file_id, str) or not (file_id.isascii() and file_id.isalnum()):
+            continue  # ids are 26 letters and digits: nothing else goes into the file URL
         mime = str(info.get("mime_type") or "")
         kind = {"image": "photo", "audio": "audio"}.get(mime.partition("/")[0], "document")
         size = info.get("size")
         found.append(
             Attachment(
                 kind=kind,
-                ref=str(info["id"]),
-                name=info.get("name"),
+                ref=file_id,
+                name=info["name"] if isinstance(info.get("name"), str) else None,
                 size=size if type(size) is int and size >= 0 else None,
                 mime_type=mime or None,
             )

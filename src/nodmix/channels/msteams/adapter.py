@@ -33,6 +33,7 @@ from nodmix.channels.attachments import fetch_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.conversations import ChatAddresses
 from nodmix.channels.delivery import open_delivery_log
+from nodmix.channels.links import Origin, fetch_link, origin_of
 from nodmix.channels.msteams.auth import DEFAULT_METADATA_URL, BotFrameworkAuth, TokenRefused
 from nodmix.channels.msteams.mapping import (
     TEXT_LIMIT,
@@ -318,22 +319,28 @@ class MsTeamsAdapter:
         )
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
-        """A file's pre-authorised download URL, or an inline image from the Bot Connector
-        (with the bot's token, only on the host of a service URL Teams used)."""
+        """A file's pre-authorised download URL (public, or on a Bot Connector a chat came
+        from), or an inline image from the Bot Connector (with the bot's token, only on the
+        host of a service URL Teams used)."""
         kind, _, url = ref.partition(":")
-        headers: dict[str, str] = {}
         if kind == "inline":
             if not self._known_service_host(url):
                 raise PermissionError("an inline attachment outside the Bot Connector")
-            headers["Authorization"] = f"Bearer {await self.token.get()}"
-        elif kind != "file":
+            headers = {"Authorization": f"Bearer {await self.token.get()}"}
+            return await fetch_capped(url, target, max_bytes, headers=headers)
+        if kind != "file":
             raise ValueError(f"not a Teams attachment reference: {ref[:40]}")
-        return await fetch_capped(url, target, max_bytes, headers=headers)
+        known = self._service_origins()
+        return await fetch_link(url, target, max_bytes=max_bytes, known=known)
 
     def _known_service_host(self, url: str) -> bool:
         host = urlsplit(url).netloc.lower()
         known = {urlsplit(str(a.get("serviceUrl", ""))).netloc.lower() for a in self._chats.all()}
         return bool(host) and host in known
+
+    def _service_origins(self) -> frozenset[Origin]:
+        found = {origin_of(str(a.get("serviceUrl", ""))) for a in self._chats.all()}
+        return frozenset(o for o in found if o is not None)
 
     async def aclose(self) -> None:
         """Close the HTTP sessions."""

@@ -24,6 +24,7 @@ import msgspec
 
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
+from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.signal.mapping import TEXT_LIMIT, Me, to_inbound
 from nodmix.channels.signal.rpc import (
     DaemonUnavailable,
@@ -39,6 +40,8 @@ from nodmix.channels.types import Attachment, OutboundMessage
 log = logging.getLogger("nodmix.channels.signal")
 
 MAX_BACKOFF_SECONDS = 60.0
+STABLE_SECONDS = 30.0
+"""A stream up this long resets the backoff (one that keeps dropping sooner backs off)."""
 TYPING_EVERY_SECONDS = 10.0
 MAX_EDITS = 10
 TRACKED = 500
@@ -86,6 +89,7 @@ class SignalAdapter:
         self.channel_id = settings.channel
         self.rpc = transport or make_transport(settings)
         self.me = Me(number=settings.account)
+        self._position = open_delivery_log(state_dir, settings.channel)
         self._typing: OrderedDict[str, float] = OrderedDict()
         self._edits: OrderedDict[str, int] = OrderedDict()
         self._latest: OrderedDict[str, tuple[str, str]] = OrderedDict()
@@ -134,20 +138,27 @@ class SignalAdapter:
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Read the event stream until cancelled, reconnecting with backoff."""
+        if isinstance(self.rpc, HttpTransport):  # resume where the last holder stopped
+            saved = self._position.position().get("lastEventId")  # (another replica, maybe)
+            self.rpc.last_event_id = saved if isinstance(saved, str) else ""
         backoff = 1.0
         while True:
+            up: float | None = None
             try:
                 async with self.rpc.listen() as events:
                     await self._connected(status)
-                    backoff = 1.0
+                    up = time.monotonic()
                     async for params in events:
                         status.last_event_at = time.time()
-                        await self._hand_on(params, sink, status)
+                        if await self._hand_on(params, sink, status):
+                            self._handed_on()
                 raise DaemonUnavailable("the daemon ended the event stream")
             except (DaemonUnavailable, RpcError, NotLinked) as exc:
                 status.connected = False
                 status.error(f"signal-cli at {self.settings.where}: {exc}")
                 log.warning("signal: %s (reconnecting in %gs)", exc, backoff)
+            if up is not None and time.monotonic() - up >= STABLE_SECONDS:
+                backoff = 1.0  # it was up a while: a fresh drop, not a flapping daemon
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
@@ -159,33 +170,43 @@ class SignalAdapter:
             status.account = self.settings.account
             log.info("signal connected: %s at %s", version, self.settings.where)
 
-    async def _hand_on(self, params: dict[str, Any], sink: InboundSink, status: Any) -> None:
+    async def _hand_on(self, params: dict[str, Any], sink: InboundSink, status: Any) -> bool:
+        """Hand on the message a notification carries; whether there was one (receipts,
+        typing notices and the like are not kept track of)."""
         account = params.get("account")
         if isinstance(account, str) and account not in (self.settings.account, self.me.uuid):
-            return  # another account of a multi-account daemon
+            return False  # another account of a multi-account daemon
         if isinstance(params.get("exception"), dict) and params.get("envelope") is None:
             status.count("ignore", "message signal-cli could not decrypt")
-            return
+            return False
         try:
             msg = to_inbound(params, channel=self.channel_id, me=self.me)
         except msgspec.ValidationError as exc:
             status.count("ignore", "malformed message from signal-cli")
             log.warning("signal: skipped a malformed message: %s", exc)
-            return
+            return False
         if msg is None:
-            return
+            return False
         self._arrived(msg.chat_id, msg.sender_id, msg.message_id)
         try:
             await sink(msg)
         except Exception as exc:  # one bad message must not stop the channel
             status.error(f"handling message {msg.key}: {exc}")
             log.exception("signal: handling message %s failed", msg.key)
+        return True
+
+    def _handed_on(self) -> None:
+        """Keep the event stream's position once a message was taken (durably, by the channel
+        layer), so a restarted gateway resumes after it rather than from now."""
+        if isinstance(self.rpc, HttpTransport) and self.rpc.last_event_id:
+            self._position.save_position({"lastEventId": self.rpc.last_event_id})
 
     # ---- outbound -------------------------------------------------------------------------
 
     def _to(self, chat_id: str) -> dict[str, Any]:
-        """`recipient` for a person (an ACI or a number), `groupId` for a group."""
-        if chat_id.startswith("+") or _is_uuid(chat_id):
+        """`recipient` for a person (an ACI or a number), `groupId` for a group (base64,
+        which may start with `+` too, so only `+` and digits are a number)."""
+        if _is_number(chat_id) or _is_uuid(chat_id):
             return {"recipient": [chat_id]}
         return {"groupId": chat_id}
 
@@ -302,6 +323,16 @@ async def _data_uri(attachment: Attachment) -> str:
         mime = "audio/ogg"
     safe = "".join(c for c in name if c.isalnum() or c in "._-") or "file"
     return f"data:{mime};filename={safe};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _is_number(value: str) -> bool:
+    """An E.164 number (`+` and 7 to 15 digits)."""
+    return (
+        value.startswith("+")
+        and value[1:].isascii()
+        and value[1:].isdigit()
+        and (7 <= len(value) - 1 <= 15)
+    )
 
 
 def _is_uuid(value: str) -> bool:

@@ -120,7 +120,9 @@ class HttpTransport:
         self._limit = max_message_bytes
         self._ids = itertools.count(1)
         self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=CONNECT_SECONDS))
-        self._last_event_id = ""
+        self.last_event_id = ""
+        """The id of the last event read (the stream resumes after it; the adapter keeps it
+        across restarts)."""
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         body = request(next(self._ids), method, params)
@@ -148,7 +150,7 @@ class HttpTransport:
     async def listen(self) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         timeout = httpx2.Timeout(STREAM_IDLE_SECONDS, connect=CONNECT_SECONDS)
         # After a drop, the daemon first sends what arrived since the last event seen.
-        resume = {"Last-Event-ID": self._last_event_id} if self._last_event_id else None
+        resume = {"Last-Event-ID": self.last_event_id} if self.last_event_id else None
         try:
             async with self._client.sse(
                 f"{self.base_url}/api/v1/events",
@@ -165,7 +167,7 @@ class HttpTransport:
     async def _events(self, source: httpx2.EventSource) -> AsyncIterator[dict[str, Any]]:
         async for event in source:
             if event.id:
-                self._last_event_id = event.id
+                self.last_event_id = event.id
             if event.event != "receive" or not event.data:
                 continue
             try:

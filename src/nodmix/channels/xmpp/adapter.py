@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +27,11 @@ import slixmpp
 from slixmpp.plugins.xep_0363 import FileTooBig, FileUploadError, UploadServiceNotFound
 
 from nodmix.channels.base import InboundSink
+from nodmix.channels.links import Origin
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import OutboundMessage
 from nodmix.channels.xmpp.client import CertificateRefused, Event, LoginRefused, XmppClient
-from nodmix.channels.xmpp.files import download_link, upload
+from nodmix.channels.xmpp.files import download_link, upload, upload_origins
 from nodmix.channels.xmpp.mapping import bare
 from nodmix.config.channel_xmpp_mm import XmppConfig
 from nodmix.config.loader import resolve_secret
@@ -43,6 +45,8 @@ DEFAULT_TEXT_LIMIT = 10000
 CONNECT_TIMEOUT_SECONDS = 30.0
 SEND_TIMEOUT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 60.0
+STABLE_SECONDS = 30.0
+"""A session up this long resets the backoff (one that keeps dropping sooner backs off)."""
 QUEUE_LIMIT = 1000
 
 
@@ -122,6 +126,8 @@ class XmppAdapter:
         self._client: XmppClient | None = None
         self._online = asyncio.Event()
         self._running = False
+        self._uploads: tuple[XmppClient, frozenset[Origin]] | None = None
+        """The session the upload service's origins were learned on, and those origins."""
 
     async def _connect(self, events: asyncio.Queue[Event], *, join: bool = True) -> XmppClient:
         s = self.settings
@@ -201,7 +207,7 @@ class XmppAdapter:
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
-            backoff = 1.0
+            up = time.monotonic()
             self._client = client
             self._online.set()
             status.connected = True
@@ -219,8 +225,11 @@ class XmppAdapter:
                 with anyio.CancelScope(shield=True):
                     await _disconnect(client)
             status.error("disconnected")
-            log.warning("xmpp: disconnected, reconnecting")
+            if time.monotonic() - up >= STABLE_SECONDS:
+                backoff = 1.0  # it was up a while: a fresh drop, not a flapping server
+            log.warning("xmpp: disconnected, reconnecting in %gs", backoff)
             await anyio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     async def _pump(
         self, events: asyncio.Queue[Event], sink: InboundSink, status: ChannelStatus
@@ -248,7 +257,15 @@ class XmppAdapter:
 
     async def send(self, message: OutboundMessage) -> list[str]:
         """A `chat` message (or `groupchat` to a joined room); outside the gateway, on a
-        session of its own."""
+        session of its own.
+
+        Raises:
+            ValueError: the chat id is not a bare JID (a resource would be dropped, and what a
+                delivery check allowed is then not where the message goes).
+        """
+        chat = message.chat_id
+        if "/" in chat or chat != chat.strip() or "@" not in chat:
+            raise ValueError(f"{chat[:100]!r} is not a bare JID like ann@example.org")
         if not self._running:
             own = await self._connect(asyncio.Queue(QUEUE_LIMIT), join=False)
             try:
@@ -317,11 +334,18 @@ class XmppAdapter:
         stanza.send()
 
     async def download(self, ref: str, target: Path, *, max_bytes: int) -> Path:
-        """Fetch a shared link under the cap (only the account's own server may be a private
-        address)."""
-        s = self.settings
-        own = (s.jid.partition("@")[2].lower(), (s.server or "").lower())
-        return await download_link(ref, target, max_bytes=max_bytes, own_hosts=own)
+        """Fetch a shared link under the cap (a private address only when it is the own
+        server's upload service; see `files.py`)."""
+        return await download_link(ref, target, max_bytes=max_bytes, own=await self._own())
+
+    async def _own(self) -> frozenset[Origin]:
+        """The own upload service's origins, asked for once per session."""
+        client = self._client
+        if client is None:
+            return frozenset()
+        if self._uploads is None or self._uploads[0] is not client:
+            self._uploads = (client, await upload_origins(client))
+        return self._uploads[1]
 
     async def aclose(self) -> None:
         """Leave the server."""

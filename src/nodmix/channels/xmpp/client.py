@@ -176,7 +176,9 @@ class XmppClient(slixmpp.ClientXMPP):
             return
         nick = str(msg["mucnick"])
         muc: Any = self.plugin["xep_0045"]
-        real = muc.get_jid_property(slixmpp.JID(room), nick, "jid") if nick else None
+        real = None
+        if nick and self._own_service(room):  # another server's room may name anyone
+            real = muc.get_jid_property(slixmpp.JID(room), nick, "jid")
         inbound = room_inbound(
             channel=self.channel,
             room=room,
@@ -189,6 +191,12 @@ class XmppClient(slixmpp.ClientXMPP):
         )
         if inbound is not None:
             self._put(("message", inbound))
+
+    def _own_service(self, room: str) -> bool:
+        """Whether `room` is hosted by the account's own server (its domain or a subdomain):
+        only that service's word on an occupant's real JID is taken."""
+        domain, own = room.partition("@")[2].lower(), str(self.boundjid.domain).lower()
+        return bool(own) and (domain == own or domain.endswith("." + own))
 
     async def corrects(self, chat_id: str) -> bool:
         """Whether the chat's last device says it shows XEP-0308 corrections (a room: yes,

@@ -7,34 +7,36 @@ an attachment of the message; the channel layer downloads it (after the sender i
 under `maxAttachmentBytes`) and hands it to the media package like any channel's file.
 
 The link is the sender's choice, so a download goes only to `http(s)` URLs, and to a
-loopback, private or link-local address only when the link's host is the account's own
-server (its JID domain, a subdomain of it, or `channels.xmpp.server`): an allowed sender
-cannot make the bot fetch from other services of the gateway's network.
+loopback, private or link-local address only when it is the account's own server's upload
+service: the same scheme, host and port as the slots that service hands out (the bot asks it
+for one slot, never used, the first time such a link arrives). Any other port of the server's
+host is refused too: the server often runs beside the gateway, on 127.0.0.1, with other
+services. Every redirect is checked the same way before it is followed, so a harmless-looking
+link cannot send the bot on to them either.
 """
 
 from __future__ import annotations
 
 import io
-import ipaddress
+import logging
 import mimetypes
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio
 
-from nodmix.channels.attachments import fetch_capped
+from nodmix.channels.links import Origin, fetch_link, origin_of
 from nodmix.channels.types import Attachment
+
+log = logging.getLogger("nodmix.channels.xmpp")
 
 OOB = "jabber:x:oob"
 MAX_LINKS = 10
 """Out-of-band links read per message."""
 UPLOAD_SECONDS = 300.0
-
-
-class LinkRefused(ValueError):
-    """A link the bot does not fetch (not http(s), or a private address of another host)."""
+SLOT_SECONDS = 10.0
+"""Finding the upload service and asking it for a slot, at most."""
 
 
 def oob_urls(stanza: Any) -> tuple[str, ...]:
@@ -57,34 +59,30 @@ def link_attachment(url: str) -> Attachment:
     return Attachment(kind=kind, ref=url, name=name, mime_type=mime)
 
 
-def _private(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    return not ip.is_global
+async def download_link(url: str, target: Path, *, max_bytes: int, own: frozenset[Origin]) -> Path:
+    """Fetch a shared link under the cap, checking it and every redirect (`own`: the origins
+    of the own server's upload service, which may be a private address)."""
+    return await fetch_link(url, target, max_bytes=max_bytes, known=own)
 
 
-async def check_link(url: str, own_hosts: tuple[str, ...]) -> None:
-    """Raises:
-    LinkRefused: not `http(s)`, or a host other than the account's own server that resolves
-        to a loopback, private or link-local address."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.scheme not in ("http", "https") or not host:
-        raise LinkRefused(f"not an http(s) link: {url[:100]}")
-    if any(host == own or host.endswith("." + own) for own in own_hosts if own):
-        return
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    with anyio.fail_after(10):
-        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    if any(_private(str(info[4][0])) for info in infos):
-        raise LinkRefused(f"{host} is a private address and not this account's server")
-
-
-async def download_link(
-    url: str, target: Path, *, max_bytes: int, own_hosts: tuple[str, ...]
-) -> Path:
-    """Fetch a shared link under the cap (see `check_link`)."""
-    await check_link(url, own_hosts)
-    return await fetch_capped(url, target, max_bytes)
+async def upload_origins(client: Any) -> frozenset[Origin]:
+    """Where the own server's upload service serves files: the origin of a slot it hands out
+    (asked for one byte, never uploaded); none when it has no such service or does not
+    answer in time."""
+    plugin = client.plugin["xep_0363"]
+    try:
+        with anyio.fail_after(SLOT_SECONDS):
+            info = await plugin.find_upload_service(timeout=SLOT_SECONDS)
+            if info is None:
+                return frozenset()
+            slot = await plugin.request_slot(
+                info["from"], "nodmix-probe.txt", 1, timeout=SLOT_SECONDS
+            )
+    except Exception as exc:  # an error answer, a timeout: no upload service to trust
+        log.info("xmpp: no upload service found (%s)", exc)
+        return frozenset()
+    found = {origin_of(str(slot["http_upload_slot"][part]["url"])) for part in ("get", "put")}
+    return frozenset(o for o in found if o is not None)
 
 
 async def upload(client: Any, name: str, data: bytes, mime: str | None) -> str:

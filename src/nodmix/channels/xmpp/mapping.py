@@ -3,9 +3,14 @@
 A direct chat is keyed by the sender's bare JID (`ann@example.org`, lower case): its resource
 (the device) changes from message to message and says nothing about who is writing. A MUC
 room is keyed by the room's bare JID. In a room, the sender is the occupant's real bare JID
-when the room shows it (a non-anonymous room, or a room where the bot is a moderator);
+when the room shows it (a non-anonymous room, or a room where the bot is a moderator) and
+the room is on the account's own server (`client.py`: another server's room may name anyone);
 otherwise `room@conference.example.org/nick`, which anyone can take once the nick is free,
 so such a sender never matches `allowFrom` or `ownerIds` entries written as bare JIDs.
+
+`allowFrom` patterns (`*@example.org`) are matched against the bare JID only: a resource
+and a room nick are whatever the sender's client chose (`eve@evil.example/x@example.org`),
+so they are never part of what a pattern sees.
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ def chat_inbound(
         message_id=message_id(stanza_id),
         sender_id=who,
         sender_name=local,
-        sender_mask=sender,
+        sender_mask=who,
         text=text,
         attachments=tuple(link_attachment(link) for link in links),
         mentioned=True,
@@ -111,7 +116,7 @@ def room_inbound(
         message_id=message_id(stanza_id),
         sender_id=sender,
         sender_name=nick,
-        sender_mask=f"{room}/{nick}",
+        sender_mask=bare(real_jid) if real_jid else None,
         text=text,
         attachments=tuple(link_attachment(link) for link in links),
         mentioned=mentioned,
