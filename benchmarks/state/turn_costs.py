@@ -2,9 +2,10 @@
 (on the event loop's thread and on others), the time the event loop waited on the database
 (statements run on its thread) and the time it was blocked at all.
 
-A probe task yields to the loop in a tight cycle while a turn runs; every gap between two of
-its wake-ups longer than `GAP_S` is time some synchronous code held the loop (a round trip to
-the database on the loop shows as such a gap; awaiting a thread does not). Used by
+A loop-lag probe sleeps in short periods while a turn runs; how late it wakes is time some
+synchronous code held the loop (a round trip to the database on the loop shows as such a delay;
+awaiting a thread does not; on a loaded machine the process being descheduled shows too, which
+the database wait, timed around each statement on the loop's thread, does not). Used by
 `bench_replicas`; alone:
 
     python -m benchmarks.state.turn_costs
@@ -24,8 +25,9 @@ from typing import Any
 
 import anyio
 
-GAP_S = 0.00005
-"""Probe gaps longer than this count as blocked (the probe's own cycle is ~10 us)."""
+PERIOD_S = 0.0005
+SLACK_S = 0.0002
+"""A probe waking this much later than asked counts the delay as blocked."""
 
 
 @contextmanager
@@ -66,18 +68,22 @@ def counting_statements() -> Iterator[Counter[str]]:
 
 
 async def blocked_while(work: Callable[[], Any]) -> tuple[float, Any]:
-    """Run `await work()` beside a probe; the loop's blocked time (ms) and its result."""
-    gaps: list[float] = []
+    """Run `await work()` beside a loop-lag probe; the loop's blocked time (ms), its result.
+
+    The probe sleeps `PERIOD_S` and counts how late it wakes beyond `SLACK_S` (a sleeping
+    probe, unlike a spinning one, leaves the GIL to worker threads as an idle gateway would).
+    A block is counted from the probe's deadline, so up to `PERIOD_S` of each goes unseen.
+    """
+    late: list[float] = []
     done = False
 
     async def probe() -> None:
-        last = time.perf_counter()
         while not done:
-            await anyio.sleep(0)
-            now = time.perf_counter()
-            if now - last > GAP_S:
-                gaps.append(now - last)
-            last = now
+            started = time.perf_counter()
+            await anyio.sleep(PERIOD_S)
+            over = time.perf_counter() - started - PERIOD_S
+            if over > SLACK_S:
+                late.append(over)
 
     async with anyio.create_task_group() as group:
         group.start_soon(probe)
@@ -86,7 +92,7 @@ async def blocked_while(work: Callable[[], Any]) -> tuple[float, Any]:
             result = await work()
         finally:
             done = True
-    return sum(gaps) * 1000, result
+    return sum(late) * 1000, result
 
 
 def measure(db_url: str | None, root: Path, turns: int = 200) -> dict[str, float]:
