@@ -378,30 +378,31 @@ class PgSessions(PgCatalogue):
             poll = min(poll * 2, MAX_POLL_S)
         try:
             with turn_scope() as turn:
-                try:
-                    yield
-                except BaseException:
-                    turn.closed = True
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(self._drain_quietly, turn)
-                    raise
-            await anyio.to_thread.run_sync(self._finish, turn)
-        finally:
+                yield
+        except BaseException:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.locks.unlock, lock)
+                await anyio.to_thread.run_sync(self._abandon, turn, lock)
+            raise
+        await anyio.to_thread.run_sync(self._finish, turn, lock)
 
-    def _finish(self, turn: Turn) -> None:
-        """The end of a turn: its rows written, then made durable (a WAL flush)."""
-        writer_for(self.db).drain(turn)
-        self.flush()
+    def _finish(self, turn: Turn, lock: int) -> None:
+        """The end of a turn, in one worker thread: its rows written, made durable (a WAL
+        flush), then the lock released."""
+        try:
+            writer_for(self.db).drain(turn)
+            self.flush()
+        finally:
+            self.locks.unlock(lock)
 
-    def _drain_quietly(self, turn: Turn) -> None:
+    def _abandon(self, turn: Turn, lock: int) -> None:
         """A failed turn's rows are written before the lock goes (their errors logged: the
         turn's own error is what the caller sees)."""
         try:
             writer_for(self.db).drain(turn)
         except Exception:  # the turn failed already; this is its epilogue
             log.warning("appends of a failed turn could not all be written", exc_info=True)
+        finally:
+            self.locks.unlock(lock)
 
     def flush(self) -> None:
         """Wait until every commit of this process so far is durable (a WAL flush)."""
