@@ -107,6 +107,8 @@ class Database:
         self._last_failure = float("-inf")
         self._lock = threading.Lock()
         self.closed = False
+        self.closing: list[Callable[[], None]] = []
+        """Called (in order) when the pool closes, before its connections go (the writer)."""
 
     def open(self) -> None:
         """Connect (waiting at most `connect_timeout`).
@@ -141,6 +143,8 @@ class Database:
         """Close every connection."""
         if not self.closed:
             self.closed = True
+            for done in self.closing:
+                done()
             self.pool.close(timeout=2.0)
 
     @contextlib.contextmanager
@@ -200,6 +204,11 @@ class Database:
             self._down_until = 0.0
             with self.connection() as conn:
                 return work(conn)
+
+    def retry_now(self) -> None:
+        """After a `StaleConnection`, let the next call try a fresh connection at once (the
+        pool checked the others) instead of failing for `DOWN_SECONDS`."""
+        self._down_until = 0.0
 
     def _mark_down(self, reason: str) -> None:
         with self._lock:
