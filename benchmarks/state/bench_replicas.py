@@ -35,6 +35,7 @@ from tests.support.postgres import PostgresServer
 
 from benchmarks.gateway.bench_gateway import model_server
 from benchmarks.report import cpu_calibration_ms, quantile, write_results
+from benchmarks.state import turn_costs
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "state_replicas.json"
@@ -214,6 +215,10 @@ def main() -> None:
         stack.callback(server.close)
 
         report["storage_turn_ms"] = _storage_turns(root, server.fresh_database(), 300)
+        report["loop_per_turn"] = {
+            "files": turn_costs.measure(None, root / "probe-files"),
+            "postgres": turn_costs.measure(server.fresh_database(), root / "probe-pg"),
+        }
         files = _state(root, "files", model_url, None, 15)
         with _gateways([files]) as (gateway,):
             report["sequential_files_ms"] = round(_sequential(gateway.url, args.sequential), 2)
@@ -264,6 +269,13 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         *parts, total = values
         shown = " / ".join(f"{v:g}" for v in parts)
         print(f"| storage work of one turn, {backend} ({steps}), median | {total:g} ms ({shown}) |")
+    for backend, costs in report["loop_per_turn"].items():
+        print(
+            f"| event loop per turn, {backend}: waiting on the database / blocked at all, median "
+            f"| {costs.get('loop_db_wait_ms', 0):g} / {costs['loop_blocked_ms']:g} ms "
+            f"({costs['statements_on_loop']:g} statements on the loop, "
+            f"{costs['statements_elsewhere']:g} in threads; turn {costs['turn_ms']:g} ms) |"
+        )
     for lease, seconds in report["failover_s"].items():
         print(f"| singleton failover after `kill -9`, leaseSeconds {lease} | {seconds} s |")
 

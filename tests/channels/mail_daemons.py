@@ -5,9 +5,11 @@ agent sends."""
 
 from __future__ import annotations
 
+import datetime
 import email
 import email.policy
 import imaplib
+import ipaddress
 import os
 import pwd
 import shutil
@@ -20,6 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.channels.irc_daemon import free_port, wait_until
 
@@ -31,12 +37,21 @@ PASSWORD = "mailbox-secret"
 class Dovecot:
     """One IMAP mailbox (`USER`) served on 127.0.0.1:`port`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: bool = False) -> None:
+        """With `tls`, also IMAP over TLS on `tls_port`, with a certificate for 127.0.0.1
+        that `ca_file` (a self-signed one) vouches for."""
         assert os.path.exists(DOVECOT), "dovecot is missing: run scripts/ensure-mail-irc-daemons.sh"
         # Not under pytest's tmp_path: dovecot's unprivileged processes must reach it.
         self.root = Path(tempfile.mkdtemp(prefix="nodmix-dovecot-"))
         self.root.chmod(0o755)
         self.port = free_port()
+        self.tls_port = free_port() if tls else 0
+        self.ca_file = self.root / "cert.pem"
+        ssl_lines = "ssl = no"
+        if tls:
+            key = self.root / "key.pem"
+            _self_signed(self.ca_file, key)
+            ssl_lines = f"ssl = yes\nssl_cert = <{self.ca_file}\nssl_key = <{key}"
         home = self.root / "home"
         home.mkdir()
         if os.getuid() == 0:
@@ -56,7 +71,7 @@ state_dir = {self.root}/state
 instance_name = nodmix-test-{self.port}
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+{ssl_lines}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 log_path = {self.root}/dovecot.log
@@ -79,7 +94,9 @@ service imap-login {{
     port = {self.port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {self.tls_port}
+    ssl = yes
   }}
 }}
 service anvil {{
@@ -157,6 +174,37 @@ service stats {{
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _self_signed(cert: Path, key: Path) -> None:
+    """A key and a self-signed certificate for 127.0.0.1, as PEM files."""
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    issued = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(private, hashes.SHA256())
+    )
+    cert.write_bytes(issued.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key.chmod(0o644)  # dovecot's master reads it, whichever user it runs as
 
 
 def _signal_group(group: int, sig: signal.Signals) -> None:

@@ -166,6 +166,30 @@ async def test_parallel_calls_settling_at_different_times_all_arrive(
     assert result["telemetry"]["callCount"] == 4
 
 
+@pytest.mark.anyio
+async def test_results_that_settle_together_reach_the_program_in_the_order_of_its_calls(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    gate = Gate()
+    h = await build_harness(engine, sessions, workspace, extra_tools=[gate.tool])
+    async with anyio.create_task_group() as group:
+
+        async def release_together() -> None:
+            await wait_until(lambda: len(gate.started) == 4, "all four gated calls")
+            gate.release.set()  # they finish in the order they started, in one scheduler pass
+
+        group.start_soon(release_together)
+        code = """
+        const seen = [];
+        const record = n => tools.slow({ tag: n }).then(() => seen.push(n));
+        await Promise.all(['1', '2', '3', '4'].map(record));
+        return seen"""
+        result = await h.exec(code)
+    assert result["value"] == ["1", "2", "3", "4"]
+    lines = [e.result.text for e in h.finished()]
+    assert lines == [f"released {n}" for n in (1, 2, 3, 4)]
+
+
 # ---- the rendezvous itself ---------------------------------------------------------------
 
 

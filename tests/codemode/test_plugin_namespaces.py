@@ -18,6 +18,7 @@ from nodmix.config.schema import PluginEntry, PluginsConfig, ToolsConfig
 from nodmix.errors import PluginError
 from nodmix.hooks import ToolCallInfo
 from nodmix.plugins import PluginRegistry, load_plugins
+from nodmix.sandbox.prelude import MAX_VALUE_DEPTH, TOO_DEEP
 from nodmix.sessions import SessionManager
 
 from .support import (
@@ -292,6 +293,45 @@ async def test_nested_objects_and_shared_references_serialize_correctly(
     }
     assert value["odd"] == {"nan": None, "obj": "opaque", "tuple": [1, 2]}
     assert value["args"] == {"key": "k1"} and value["frozen"] is True
+
+
+@pytest.mark.anyio
+async def test_namespace_arguments_reach_the_host_as_their_json_whatever_they_are(
+    engine: CodeModeEngine, sessions: SessionManager, workspace: Path
+) -> None:
+    scope = {"get": namespace_tool("box_get", lambda a: {"all": a})}
+    h = await build_harness(
+        engine,
+        sessions,
+        workspace,
+        extra_tools=BOX_TOOLS,
+        namespaces=[("boxes", _registration(scope))],
+    )
+    value = await h.value(
+        "const cyc = {}; cyc.self = cyc;"
+        "const r = await Box.get(undefined, () => 1, cyc, new Error('boom'), 'text',"
+        "  { n: 1, u: undefined, s: 'é\\u2028' }, 10n, [undefined, NaN], null);"
+        "return r.args.all"
+    )
+    assert value == [
+        None,
+        "() => 1",
+        "[object Object]",
+        {},
+        "text",
+        {"n": 1, "s": "é\u2028"},
+        "10",
+        [None, None],
+        None,
+    ]
+    # Values leaving the program nest at most MAX_VALUE_DEPTH levels, the request's own two
+    # levels included: an argument that fits alone but not inside the request is refused.
+    for depth, thrown in ((MAX_VALUE_DEPTH - 3, False), (MAX_VALUE_DEPTH - 1, True)):
+        code = (
+            f"let d = 0; for (let i = 0; i < {depth}; i++) d = [d];"
+            "try { await Box.get(d); return 'sent' } catch (e) { return e.name + ': ' + e.message }"
+        )
+        assert await h.value(code) == (f"RangeError: {TOO_DEEP}" if thrown else "sent")
 
 
 @pytest.mark.anyio

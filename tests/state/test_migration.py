@@ -71,6 +71,7 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         shown = run_nodmix(replica, "sessions", "show", "alpha")
         assert shown.returncode == 0, shown.stderr
         assert "a2" in shown.stdout and "a2 -> seen 3" in shown.stdout
+        assert "\nfile    in the state database\n" in shown.stdout  # no path to a file not there
         jobs = json.loads(run_nodmix(replica, "cron", "list", "--json").stdout)["jobs"]
         assert [j["name"] for j in jobs] == ["nightly"]
         pairs = run_nodmix(replica, "pairing", "list", "telegram", "--json")
@@ -91,3 +92,44 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         assert FileTokenStore(back).load() == FileTokenStore(isolated_state).load()
         with GatewayProcess(back) as gateway:
             assert chat(gateway, "a4", "alpha") == "a4 -> seen 5"
+
+
+def test_a_round_trip_back_to_the_original_dir_updates_it_and_never_splices_histories(
+    tmp_path: Path, isolated_state: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(counting) as model:
+        _populate(isolated_state, model.base_url)
+        to_pg = run_nodmix(
+            isolated_state, "state", "migrate", "--to", "postgres", "--url", postgres_url
+        )
+        assert to_pg.returncode == 0, to_pg.stderr
+        replica = replica_state(tmp_path, "r1", model.base_url, postgres_url)
+        with replicas([replica]) as (gateway,):
+            assert chat(gateway, "a3", "alpha") == "a3 -> seen 4"
+            assert chat(gateway, "pg only", "beta") == "pg only -> seen 2"
+        with GatewayProcess(isolated_state) as old:  # someone kept using the file state too
+            assert chat(old, "files only", "beta") == "files only -> seen 2"
+
+        back = ("state", "migrate", "--to", "files", "--url", postgres_url, "--json")
+        report = json.loads(run_nodmix(isolated_state, *back).stdout)
+        assert report["ok"], report
+        assert report["copied"]["index entries updated"] == 1  # alpha, further along in the db
+        assert [c for c in report["conflicts"] if "alpha" in c] == []
+        assert any("went on differently" in c for c in report["conflicts"])
+        listed = json.loads(run_nodmix(isolated_state, "sessions", "list", "--json").stdout)
+        counts = {row["key"]: row["messages"] for row in listed}
+        assert counts == {"agent:main:alpha": 8, "agent:main:beta": 4}
+        with GatewayProcess(isolated_state) as gateway:
+            assert chat(gateway, "a4", "alpha") == "a4 -> seen 5"
+            assert chat(gateway, "b2", "beta") == "b2 -> seen 3"  # its own history, unspliced
+        shown = run_nodmix(isolated_state, "sessions", "show", "beta").stdout
+        assert "files only" in shown and "pg only" not in shown
+
+        again = run_nodmix(
+            isolated_state, "state", "migrate", "--to", "postgres", "--url", postgres_url
+        )
+        assert again.returncode == 0, again.stderr
+        assert "went on differently" in again.stdout and "conflict(s) above" in again.stdout
+        with database_view(postgres_url, tmp_path / "view") as view:
+            texts = [t for _, t in conversation(view, "agent:main:beta")]  # still linear
+        assert "pg only" in texts and "files only" not in texts and "b2" not in texts

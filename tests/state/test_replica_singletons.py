@@ -21,7 +21,7 @@ from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.gateway.support import GatewayProcess, run_nodmix
-from tests.state.replicas import replica_state, replicas
+from tests.state.replicas import chat, replica_state, replicas
 from tests.support.postgres import wait_for
 
 pytestmark = pytest.mark.integration
@@ -186,6 +186,8 @@ def test_status_shows_the_backend_its_replicas_and_who_holds_each_singleton(
     with ScriptedModelServer(echo) as model:
         states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
         with replicas(states) as gateways:
+            chat(gateways[0], "hello", "one")
+            chat(gateways[1], "hello", "two")
             wait_for(
                 lambda: _holder(postgres_url, "cron") and _holder(postgres_url, "heartbeat"),
                 what="the singletons taken",
@@ -193,6 +195,7 @@ def test_status_shows_the_backend_its_replicas_and_who_holds_each_singleton(
             done = run_nodmix(states[1], "status", "--json", "--no-probe")
             assert done.returncode == 0, done.stderr
             state = json.loads(done.stdout)["state"]
+            assert json.loads(done.stdout)["sessions"] == {"main": 2}  # from the database
             text = run_nodmix(states[1], "status", "--no-probe")
             assert text.returncode == 0, text.stderr
     assert state["backend"] == "postgres" and "password" not in json.dumps(state)
@@ -204,6 +207,7 @@ def test_status_shows_the_backend_its_replicas_and_who_holds_each_singleton(
     replica_ids = {r["id"] for r in state["replicas"]}
     assert {held["cron"]["holder"], held["heartbeat"]["holder"]} <= replica_ids
     assert "state:     postgres" in text.stdout
+    assert "sessions:  main: 2" in text.stdout
     assert f"  cron: {held['cron']['holder']} (held" in text.stdout
 
 
@@ -252,3 +256,52 @@ def test_one_mattermost_bot_is_connected_by_one_replica_and_its_successor_reads_
             assert _holder(postgres_url, "channel:mattermost") not in (None, holder)
             assert mm.connections == 2
     assert mm.texts(dm) == ["echo one", "echo two"]
+
+
+def test_a_paused_poller_resumed_after_losing_its_lease_never_polls_beside_its_successor(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ScriptedModelServer(echo) as model, ScriptedBotAPI() as api:
+        telegram = {
+            "botToken": api.token,
+            "apiBaseUrl": api.url,
+            "pollTimeoutSeconds": 1,
+            "allowFrom": ["42"],
+        }
+        states = [
+            replica_state(
+                tmp_path,
+                f"r{i}",
+                model.base_url,
+                postgres_url,
+                channels={"telegram": telegram},
+                state={"postgres": {"leaseSeconds": 4}},
+            )
+            for i in (1, 2)
+        ]
+        port = int(api.url.rsplit(":", 1)[1].split("/")[0])
+        with replicas(states) as gateways:
+            api.inject_text(chat_id=42, sender_id=42, text="one")
+            api.wait_for(lambda: "echo one" in api.sent_texts(42), timeout=30)
+            holder = _holder(postgres_url, "channel:telegram")
+            assert holder is not None
+            paused = _process_of(holder, gateways)
+            other = next(g for g in gateways if g is not paused)
+            assert paused.proc is not None and other.proc is not None
+            paused.proc.send_signal(signal.SIGSTOP)  # a frozen VM, a long GC pause
+            try:
+                wait_for(
+                    lambda: _holder(postgres_url, "channel:telegram") not in (None, holder),
+                    timeout=30,
+                )
+                api.inject_text(chat_id=42, sender_id=42, text="two")
+                api.wait_for(lambda: "echo two" in api.sent_texts(42), timeout=30)
+            finally:
+                paused.proc.send_signal(signal.SIGCONT)
+            polls = _pollers(api, gateways, port, seconds=4.0)
+            assert set(polls) == {other.proc.pid}, polls
+            api.inject_text(chat_id=42, sender_id=42, text="three")
+            api.wait_for(lambda: "echo three" in api.sent_texts(42), timeout=30)
+            assert paused.proc.poll() is None  # it lives on as a replica without the bot
+        for text in ("one", "two", "three"):
+            assert api.sent_texts(42).count(f"echo {text}") == 1

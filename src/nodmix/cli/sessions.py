@@ -168,7 +168,9 @@ def _show(args: argparse.Namespace) -> int:
     title = f"  title {found.entry.label}" if found.entry and found.entry.label else ""
     status = "" if found.status == "current" else f"  ({found.status})"
     print(f"session {found.key or '-'}  id {transcript.session_id}{status}{title}")
-    print(f"file    {transcript.path}")
+    # On the postgres backend the path only names the transcript: its lines are rows.
+    stored = transcript.path if transcript.path.exists() else "in the state database"
+    print(f"file    {stored}")
     print(f"cwd     {header.cwd}  created {header.timestamp}")
     place = _lineage(found)
     if place["parent"]:

@@ -76,7 +76,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from nodmix.config import paths
     from nodmix.errors import NodmixError
     from nodmix.gateway.presence import read_presence
-    from nodmix.state import migrate
+    from nodmix.state import migrate, migrate_check
     from nodmix.state.postgres.backend import PostgresState
 
     state_dir = paths.state_dir()
@@ -102,9 +102,9 @@ def _migrate(args: argparse.Namespace) -> int:
     finally:
         pg.close()
     if args.json:
-        print(migrate.dump(report))
+        print(migrate_check.dump(report))
     else:
-        print(migrate.render(report))
+        print(migrate_check.render(report))
     return 0 if not report.problems else 1
 
 

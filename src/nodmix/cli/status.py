@@ -93,10 +93,11 @@ def render(report: dict[str, Any]) -> str:
     users = ", ".join(code["enabledFor"]) or "no agent"
     lines.append(f"code mode: {code['runtime']} {code['version']} {state}; on for {users}")
     sessions = report["sessions"]
-    lines.append("sessions:  " + ", ".join(f"{k}: {v}" for k, v in sessions.items()))
+    backend = report.get("state") or {}
+    counted = ", ".join(f"{k}: {v}" for k, v in sessions.items())
+    lines.append("sessions:  " + (counted or ("unknown" if backend.get("error") else "none")))
     from nodmix.cli.state import render as render_state
 
-    backend = report.get("state") or {}
     if backend.get("error"):
         lines.append(f"state:     {backend.get('backend')}: {backend['error']}")
     elif backend.get("backend") == "postgres":

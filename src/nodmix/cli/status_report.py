@@ -143,7 +143,7 @@ def sessions_status(state_dir: Path, loaded: LoadedConfig) -> dict[str, int]:
 
     counts: dict[str, int] = {}
     if loaded.config.state.backend == "postgres":
-        return counts  # counted from the database by `state_status`
+        return counts  # counted from the database by `_database_sessions`
     for agent_id in agent_ids(loaded.config):
         store = SessionStore.for_agent(state_dir, agent_id, durable=False)
         try:
@@ -173,6 +173,7 @@ def gather(
 ) -> dict[str, Any]:
     """The whole status report."""
     env = dict(os.environ if env is None else env)
+    state = state_status(state_dir, loaded, env)
     return {
         "version": __version__,
         "config": {"path": str(loaded.path), "exists": loaded.exists},
@@ -183,9 +184,36 @@ def gather(
         "mcpServers": mcp_status(loaded),
         "codeMode": code_mode_status(loaded),
         "sessions": sessions_status(state_dir, loaded),
-        "state": state_status(state_dir, loaded, env),
+        "state": state,
         "lastErrors": last_errors(state_dir),
-    }
+    } | ({} if state.get("error") else _database_sessions(state_dir, loaded, env))
+
+
+def _database_sessions(
+    state_dir: Path, loaded: LoadedConfig, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """`{"sessions": counts}` read from the state database (postgres backend), else nothing."""
+    if loaded.config.state.backend != "postgres":
+        return {}
+    from nodmix.agents import agent_ids
+    from nodmix.errors import NodmixError
+    from nodmix.state.backend import open_state
+
+    try:
+        backend = open_state(loaded.config, env, state_dir, file=str(loaded.path))
+    except NodmixError:
+        return {}  # the state line says why
+    try:
+        sessions = backend.sessions()
+        counts = {}
+        for agent_id in agent_ids(loaded.config):
+            try:
+                counts[agent_id] = len(sessions.index(agent_id, durable=False).load())
+            except NodmixError:
+                counts[agent_id] = -1
+        return {"sessions": counts}
+    finally:
+        backend.close()
 
 
 def state_status(state_dir: Path, loaded: LoadedConfig, env: Mapping[str, str]) -> dict[str, Any]:

@@ -97,6 +97,21 @@ function (cap) {
     }
     return requestJson('call', '{"ref":' + plainStringify(id) + ',"input":' + json + '}');
   };
+  // A namespace function's request: `request('ns', { path, args })` with each argument passed
+  // through `safe`, serializing each argument once (by string concatenation: guest code may
+  // have replaced `Array.prototype` methods). The checks are `callTool`'s: only arguments this
+  // long can nest deeply enough to need the whole payload checked.
+  const nsRequest = function (path, args) {
+    let json = '[';
+    for (let i = 0; i < args.length; i++) json += (i === 0 ? '' : ',') + safeJson(args[i]);
+    json += ']';
+    if (json.length >= """
+    + str(2 * MAX_VALUE_DEPTH)
+    + r""") {
+      return request('ns', { path: path, args: parse(json) });
+    }
+    return requestJson('ns', '{"path":' + plainStringify(path) + ',"args":' + json + '}');
+  };
   const tools = create(null);
   tools.search = function (query, options) {
     const limit = options !== null && typeof options === 'object' && options.limit !== undefined
@@ -127,8 +142,8 @@ function (cap) {
 
   // Plugin and MCP namespaces: their builder is loaded only by runs that have some.
   const namespaces = boot.mcp || keys(boot.namespaces).length > 0
-    ? call('source', 'namespaces')({ namespaces: boot.namespaces, mcp: boot.mcp, safe: safe,
-      request: request, frozenCopy: frozenCopy, resolved: resolved, rejected: rejected })
+    ? call('source', 'namespaces')({ namespaces: boot.namespaces, mcp: boot.mcp,
+      nsRequest: nsRequest, frozenCopy: frozenCopy, resolved: resolved, rejected: rejected })
     : create(null);
 
   const g = globalThis;

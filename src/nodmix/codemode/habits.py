@@ -63,7 +63,7 @@ WEB_SCRIPTS: Final = {name: _script(f"{name}.js") for name in ("web_clone", "web
 a program that reads `URL` carries none of the others."""
 
 NAMESPACES_SCRIPT: Final = _script("namespaces.js")
-"""A function expression `({namespaces, mcp, safe, request, frozenCopy, resolved, rejected})`
+"""A function expression `({namespaces, mcp, nsRequest, frozenCopy, resolved, rejected})`
 returning the plugin namespaces and `MCP`; the setup fetches it (`call('source',
 'namespaces')`) only in runs that have some."""
 

@@ -8,19 +8,20 @@ parked code-mode runs and the token a gateway made itself. What stays: memory in
 belong to a workspace; give the replicas a shared workspace volume), logs, caches and
 per-replica status files.
 
-Copying is idempotent: an index key or record already at the target is left alone (a key the
-target holds with a different entry is reported as a conflict, never overwritten), and a
-transcript only gets the lines it lacks. A migration stopped halfway (a crash, Ctrl-C, a
-database restart) is finished by running it again; `check` then compares every copied
-transcript byte for byte and every index entry.
+Copying is idempotent: an index key or record already at the target is left alone, except
+that the same session further along at the source replaces its stale copy (the way back to the
+directory a deployment came from); a key the target holds for another session is reported as a
+conflict, never overwritten. A transcript only gets the lines it lacks, and only when the
+target's lines are the start of the source's: one that went on differently on both sides is a
+conflict, left as it is (splicing two histories would break its chain). A migration stopped
+halfway (a crash, Ctrl-C, a database restart) is finished by running it again; a check then
+compares every copied transcript byte for byte and every index entry, in both directions
+(`migrate_check`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,59 +37,24 @@ from nodmix.config.paths import sessions_dir
 from nodmix.crashpoints import crash_point
 from nodmix.gateway.token import FileTokenStore, TokenStore
 from nodmix.security.allowlist import Allowlist
-from nodmix.sessions.files import ARCHIVE_DIR, TRASH_DIR, private_dirs
-from nodmix.sessions.keys import is_agent_id
+from nodmix.sessions.files import private_dirs
 from nodmix.sessions.scan import transcript_files
 from nodmix.sessions.store import STORE_FILE_NAME, SessionStore
 from nodmix.sessions.store_entry import StoreData
+from nodmix.state.migrate_check import (
+    STATUS_DIRS,
+    Report,
+    agent_dirs,
+    check,
+    check_files,
+    continues,
+    diverged_note,
+    split_transcript,
+)
 from nodmix.subagents.store import FileSubagentStore
 
 if TYPE_CHECKING:
     from nodmix.state.postgres.backend import PostgresState
-
-STATUS_DIRS = {"live": "", "archived": ARCHIVE_DIR, "deleted": TRASH_DIR}
-
-
-@dataclass
-class Report:
-    """What a migration copied and found."""
-
-    direction: str
-    counts: dict[str, int] = field(default_factory=dict)
-    conflicts: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    def add(self, what: str, n: int = 1) -> None:
-        if n:
-            self.counts[what] = self.counts.get(what, 0) + n
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "direction": self.direction,
-            "copied": dict(sorted(self.counts.items())),
-            "conflicts": self.conflicts,
-            "problems": self.problems,
-            "ok": not self.problems,
-        }
-
-
-def _split(data: bytes) -> tuple[bytes, list[bytes]]:
-    """A transcript file's header line and its complete entry lines (a torn tail left out)."""
-    first = data.find(b"\n") + 1
-    end = data.rfind(b"\n") + 1
-    body = data[first:end]
-    return data[:first], [line + b"\n" for line in body.split(b"\n")[:-1]] if body else []
-
-
-def _digest(header: bytes, lines: list[bytes]) -> str:
-    return hashlib.sha256(header + b"".join(lines)).hexdigest()
-
-
-def _agents(state_dir: Path) -> list[str]:
-    root = state_dir / "agents"
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if is_agent_id(p.name) and p.is_dir())
 
 
 def _merge(source: StoreData, report: Report, where: str) -> Callable[[StoreData], None]:
@@ -98,8 +64,24 @@ def _merge(source: StoreData, report: Report, where: str) -> Callable[[StoreData
             if current is None:
                 data[key] = entry
                 report.add("index entries")
-            elif current != entry:
+            elif current == entry:
+                continue
+            elif (
+                current.session_id == entry.session_id
+                and entry.updated_at > current.updated_at
+                and entry.session_file not in report.diverged
+            ):
+                # The same session, further along at the source (the round trip files ->
+                # postgres -> files): its newer counters and times replace the stale copy.
+                data[key] = entry
+                report.add("index entries updated")
+            elif (
+                current.session_id != entry.session_id
+                or entry.updated_at == current.updated_at
+                or entry.session_file in report.diverged
+            ):
                 report.conflicts.append(f"{where}: {key} differs at the target (kept as it is)")
+            # else: the same session, further along at the target: it stays as it is.
 
     return merge
 
@@ -113,13 +95,18 @@ def to_postgres(state_dir: Path, pg: PostgresState) -> Report:
 
     report = Report("files -> postgres")
     backend = pg.sessions()
-    for agent in _agents(state_dir):
+    for agent in agent_dirs(state_dir):
         folder = sessions_dir(state_dir, agent)
         for status, sub in STATUS_DIRS.items():
             for path in transcript_files(folder / sub if sub else folder):
-                header, lines = _split(path.read_bytes())
+                header, lines = split_transcript(path.read_bytes())
                 if not header:
                     report.problems.append(f"{path}: no session header (not copied)")
+                    continue
+                stored = transfer.stored_lines(pg.db, agent, path.name)
+                if stored is not None and not continues(stored, header, lines):
+                    report.conflicts.append(diverged_note(path))
+                    report.diverged.add(path.name)
                     continue
                 added = transfer.put_transcript(pg.db, agent, path, header, lines, status)
                 report.add("transcript lines", added)
@@ -142,7 +129,7 @@ def to_postgres(state_dir: Path, pg: PostgresState) -> Report:
             report.add("subagent runs")
     _runs_to(state_dir, pg, report)
     _checkpoints(
-        FileCheckpointStore(state_dir), pg.provide("checkpoints"), _agents(state_dir), report
+        FileCheckpointStore(state_dir), pg.provide("checkpoints"), agent_dirs(state_dir), report
     )
     check(state_dir, pg, report)
     return report
@@ -239,30 +226,6 @@ def _runs_to(state_dir: Path, pg: PostgresState, report: Report) -> None:
         report.add("parked code-mode runs", int(added))
 
 
-def check(state_dir: Path, pg: PostgresState, report: Report) -> None:
-    """Compare every transcript and index entry of the state dir with the database."""
-    from nodmix.state.postgres import transfer
-
-    backend = pg.sessions()
-    for agent in _agents(state_dir):
-        folder = sessions_dir(state_dir, agent)
-        for sub in STATUS_DIRS.values():
-            for path in transcript_files(folder / sub if sub else folder):
-                header, lines = _split(path.read_bytes())
-                stored = transfer.stored_lines(pg.db, agent, path.name)
-                if stored is None:
-                    report.problems.append(f"{path}: missing in the database")
-                elif _digest(*stored) != _digest(header, lines) and _digest(
-                    stored[0], stored[1][: len(lines)]
-                ) != _digest(header, lines):
-                    report.problems.append(f"{path}: differs from the database copy")
-        if (folder / STORE_FILE_NAME).exists() or (folder / f"{STORE_FILE_NAME}.journal").exists():
-            target = backend.index(agent, durable=True).load()
-            for key in SessionStore.for_agent(state_dir, agent).load():
-                if key not in target:
-                    report.problems.append(f"{agent}: index entry {key} missing in the database")
-
-
 # ---- database -> files ----------------------------------------------------------------------
 
 
@@ -275,7 +238,11 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
         folder = sessions_dir(state_dir, agent) / STATUS_DIRS.get(status, "")
         private_dirs(folder)
         path = folder / name
-        have = _split(path.read_bytes())[1] if path.exists() else None
+        have = split_transcript(path.read_bytes())[1] if path.exists() else None
+        if have is not None and not continues((header, have), header, lines):
+            report.conflicts.append(diverged_note(path))
+            report.diverged.add(name)
+            continue
         if have is None:
             tmp = path.with_name(f".{name}.migrate.tmp")
             tmp.write_bytes(header + b"".join(lines))
@@ -307,6 +274,7 @@ def to_files(state_dir: Path, pg: PostgresState) -> Report:
     _runs_back(state_dir, pg, report)
     agents = pg.sessions().agent_ids()
     _checkpoints(pg.provide("checkpoints"), FileCheckpointStore(state_dir), agents, report)
+    check_files(state_dir, pg, report)
     return report
 
 
@@ -391,21 +359,3 @@ def _runs_back(state_dir: Path, pg: PostgresState, report: Report) -> None:
         if not path.exists():
             atomic_write(path, data)
             report.add("parked code-mode runs")
-
-
-def render(report: Report) -> str:
-    """The report as the terminal shows it."""
-    lines = [f"state migrate: {report.direction}"]
-    lines += [f"  {what}: {n}" for what, n in sorted(report.counts.items())] or ["  nothing new"]
-    lines += [f"  conflict: {c}" for c in report.conflicts]
-    lines += [f"  PROBLEM: {p}" for p in report.problems]
-    lines.append(
-        "checked: every copied transcript and index entry matches"
-        if not report.problems
-        else "check FAILED"
-    )
-    return "\n".join(lines)
-
-
-def dump(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2)

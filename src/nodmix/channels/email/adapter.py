@@ -31,6 +31,7 @@ from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.email.authentication import check_sender
 from nodmix.channels.email.compose import compose
+from nodmix.channels.email.connection import ImapConnection
 from nodmix.channels.email.mapping import (
     message_id,
     parse,
@@ -78,10 +79,10 @@ class EmailAdapter:
     async def _open(self) -> _Box:
         s = self.settings
         lost = asyncio.Event()
-        kind = aioimaplib.IMAP4_SSL if s.imap_tls else aioimaplib.IMAP4
-        imap = kind(
-            host=s.imap_host,
-            port=s.imap_port,
+        imap = ImapConnection(
+            s.imap_host,
+            s.imap_port,
+            tls=s.imap_tls,
             timeout=TIMEOUT_SECONDS,
             conn_lost_cb=lambda exc: lost.set(),
         )
@@ -152,13 +153,15 @@ class EmailAdapter:
             saved = {"uidValidity": validity, "lastUid": 0}
         last = int(saved.get("lastUid", 0))
         while True:
+            # The search sees the mailbox as the server last took it in; mail that came
+            # later shows only as an announcement, which a later IDLE does not repeat. So
+            # idle only when the search found nothing and nothing was announced since it
+            # began (after mail was handled, look again anyway).
+            box.imap.announced.clear()
             newest = await self._fetch_new(box, validity, last, since, sink, status)
             since, found, last = None, newest != last, newest
-            if not found:
+            if not found and not box.imap.announced.is_set():
                 await self._wait_for_mail(box)
-            # After mail was handled, look again before idling: the server announces mail
-            # that arrives during a command in that command's response, where the IMAP
-            # library drops it, and an IDLE started later does not announce it again.
 
     async def _fetch_new(
         self,
@@ -333,7 +336,7 @@ class EmailAdapter:
 class _Box:
     """An open IMAP connection with the mailbox selected."""
 
-    imap: Any
+    imap: ImapConnection
     lost: asyncio.Event
     validity: int = 0
     next_uid: int = 1
@@ -373,10 +376,13 @@ async def _unless_lost(lost: asyncio.Event, step: Awaitable[_T]) -> _T:
 
 
 async def _logout(box: _Box) -> None:
-    if box.lost.is_set():  # nobody left to say goodbye to
-        return
     try:
-        with anyio.fail_after(5):
-            await _unless_lost(box.lost, box.imap.logout())
+        if not box.lost.is_set():  # else nobody is left to say goodbye to
+            with anyio.fail_after(5):
+                await _unless_lost(box.lost, box.imap.logout())
     except Exception as exc:
         log.debug("email: logout failed: %s", exc)
+    finally:  # the socket closes now, not when the server's EOF is read (maybe never)
+        transport = box.imap.protocol.transport
+        if transport is not None:
+            transport.close()

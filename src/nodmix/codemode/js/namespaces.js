@@ -4,7 +4,7 @@
 // see guest.py.
 function (cap) {
   'use strict';
-  const request = cap.request, safe = cap.safe, frozenCopy = cap.frozenCopy;
+  const nsRequest = cap.nsRequest, frozenCopy = cap.frozenCopy;
   const resolved = cap.resolved, rejected = cap.rejected;
   const S = String, E = Error, freeze = Object.freeze, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray;
@@ -12,11 +12,7 @@ function (cap) {
     if (node === null || typeof node !== 'object') return node;
     if (node.$fn !== undefined) {
       const fnPath = node.$fn;
-      const fn = function () {
-        const args = [];
-        for (let i = 0; i < arguments.length; i++) args.push(safe(arguments[i]));
-        return request('ns', { path: fnPath, args: args });
-      };
+      const fn = function () { return nsRequest(fnPath, arguments); };
       return freeze(fn);
     }
     if (isArray(node)) return freeze(node.map(function (v) { return makeNamespace(v, path); }));

@@ -43,6 +43,10 @@ DOWN_SECONDS = 1.0
 """After a failed connection, calls fail at once for this long (the pool reconnects)."""
 RECENT_FAILURE_SECONDS = 30.0
 STATEMENT_TIMEOUT_MS = 30_000
+SERVER_KEEPALIVES = (
+    "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3"
+)
+"""Probes from the server: a silent peer is dropped, its locks freed, within about 11 s."""
 
 
 class StaleConnection(StateUnavailableError):
@@ -55,18 +59,25 @@ class Database:
     def __init__(self, settings: StateSettings, *, application_name: str = "nodmix") -> None:
         require_driver()
         import psycopg
-        from psycopg.conninfo import make_conninfo
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
         from psycopg_pool import ConnectionPool
 
         assert settings.url is not None
+        _quiet_pool_log()
         self.settings = settings
         self.where = redacted_url(settings.url)
         timeout = settings.connect_timeout
         try:
+            given = conninfo_to_dict(settings.url).get("options") or ""
             self.conninfo = make_conninfo(
                 settings.url,
                 connect_timeout=max(1, round(timeout)),
                 application_name=application_name,
+                # The server's side of the same keep-alives (the URL's own options win): a
+                # replica cut off without a goodbye (a network partition, a host powered off)
+                # holds its session and job locks until its server process notices it is
+                # gone, after two hours of silence by default.
+                options=f"{SERVER_KEEPALIVES} {given}".strip(),
                 keepalives=1,
                 keepalives_idle=5,
                 keepalives_interval=2,
@@ -76,7 +87,9 @@ class Database:
         except psycopg.ProgrammingError as exc:
             from nodmix.errors import ConfigError
 
-            raise ConfigError(f"not a valid libpq URL: {exc}", key="state.postgres.url") from None
+            raise ConfigError(
+                f"not a valid libpq URL: {exc}", file=settings.file, key="state.postgres.url"
+            ) from None
         self._operational = (psycopg.OperationalError, psycopg.InterfaceError)
         self.pool = ConnectionPool(
             self.conninfo,
@@ -94,6 +107,8 @@ class Database:
         self._last_failure = float("-inf")
         self._lock = threading.Lock()
         self.closed = False
+        self.closing: list[Callable[[], None]] = []
+        """Called (in order) when the pool closes, before its connections go (the writer)."""
 
     def open(self) -> None:
         """Connect (waiting at most `connect_timeout`).
@@ -108,8 +123,10 @@ class Database:
         except PoolTimeout:
             reason = self._probe()
             self.pool.close(timeout=0)
+            named = f" in {self.settings.file}" if self.settings.file else ""
             raise StateUnavailableError(
-                f"cannot reach the state database {self.where}: {reason}"
+                f"cannot reach the state database {self.where} "
+                f"(state.postgres.url{named}): {reason}"
             ) from None
 
     def _probe(self) -> str:
@@ -119,13 +136,15 @@ class Database:
         try:
             psycopg.connect(self.conninfo).close()
         except psycopg.Error as exc:
-            return _first_line(exc)
+            return first_line(exc)
         return f"no connection within {self.settings.connect_timeout:g}s"
 
     def close(self) -> None:
         """Close every connection."""
         if not self.closed:
             self.closed = True
+            for done in self.closing:
+                done()
             self.pool.close(timeout=2.0)
 
     @contextlib.contextmanager
@@ -151,7 +170,7 @@ class Database:
             self._mark_down("no connection available (the database does not answer)")
             raise StateUnavailableError(self._down_reason) from None
         except self._operational as exc:
-            self._mark_down(_first_line(exc))
+            self._mark_down(first_line(exc))
             with contextlib.suppress(Exception):
                 self.pool.check()  # a restart killed the others too: replace them now
             raise StaleConnection(self._down_reason) from None
@@ -186,6 +205,11 @@ class Database:
             with self.connection() as conn:
                 return work(conn)
 
+    def retry_now(self) -> None:
+        """After a `StaleConnection`, let the next call try a fresh connection at once (the
+        pool checked the others) instead of failing for `DOWN_SECONDS`."""
+        self._down_until = 0.0
+
     def _mark_down(self, reason: str) -> None:
         with self._lock:
             self._last_failure = time.monotonic()
@@ -199,11 +223,20 @@ class Database:
         return self._down_until <= time.monotonic()
 
 
+def _quiet_pool_log() -> None:
+    """The pool logs each failed reconnect as a multi-line warning (on a CLI without logging
+    set up, straight to stderr, several times before our one-line error); `_mark_down` and
+    `open` already say why the database is unavailable, once. Left alone when configured."""
+    pool_log = logging.getLogger("psycopg.pool")
+    if pool_log.level == logging.NOTSET:
+        pool_log.setLevel(logging.ERROR)
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET synchronous_commit = off")
     conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]

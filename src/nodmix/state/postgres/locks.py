@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from nodmix.errors import StateUnavailableError
+from nodmix.state.postgres.database import first_line
 
 if TYPE_CHECKING:
     import psycopg
@@ -107,7 +108,7 @@ class AdvisoryLocks:
                 self._broken(exc)
                 if attempt:
                     raise StateUnavailableError(
-                        f"the state database {self._where} is unavailable: {exc}"
+                        f"the state database {self._where} is unavailable: {first_line(exc)}"
                     ) from None
         return None  # pragma: no cover
 
@@ -120,7 +121,7 @@ class AdvisoryLocks:
             conn = self._connect()
         except psycopg.Error as exc:
             raise StateUnavailableError(
-                f"the state database {self._where} is unavailable: {str(exc).strip()}"
+                f"the state database {self._where} is unavailable: {first_line(exc)}"
             ) from None
         self._conn = conn
         self._retake(conn)

@@ -15,6 +15,7 @@ Turns are serialised per session by an advisory lock (`locks.AdvisoryLocks`).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -38,6 +39,7 @@ from nodmix.sessions.turn_lock import Waiting
 from nodmix.state.postgres.catalogue import PgCatalogue
 from nodmix.state.postgres.locks import AdvisoryLocks, lock_key
 from nodmix.state.postgres.transcripts import PgTranscript
+from nodmix.state.postgres.writer import Turn, turn_scope, writer_for
 
 if TYPE_CHECKING:
     import psycopg
@@ -47,6 +49,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("nodmix.state")
 
 T = TypeVar("T")
+FIRST_POLL_S = 0.005
+MAX_POLL_S = 0.1
+"""A turn waiting for a session another replica holds polls with a growing interval."""
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder(SessionEntry)
 
@@ -345,25 +350,59 @@ class PgSessions(PgCatalogue):
     async def hold(
         self, key: SessionKey, *, timeout: float, on_wait: Waiting | None
     ) -> AsyncIterator[None]:
-        """The session's advisory lock, held by this replica for the turn. When the turn
-        ends, one synchronous commit makes everything it appended durable before the lock
-        goes and the reply is returned (appends commit asynchronously: one WAL flush a turn,
-        not one per entry)."""
+        """The session's advisory lock, held by this replica for the turn.
 
-        def busy() -> Exception:
-            return SessionError(
-                f"session {key} is busy: another turn (on another replica) held it for {timeout:g}s"
-            )
-
-        def told() -> None:
-            if on_wait is not None:
+        No round trip of the turn runs on the event loop: the lock is taken and released
+        from a worker thread, and the turn's appends go to this process's writer thread
+        (`writer`). When the turn ends, the writer's rows of the turn are waited for (a row
+        it could not write raises here, as a direct append would), then one synchronous
+        commit makes them durable, and only then does the lock go and the reply return
+        (appends commit asynchronously: one WAL flush a turn, not one per entry). A turn
+        that fails still waits for its queued rows before the lock goes.
+        """
+        lock = lock_key("session", str(key))
+        deadline = time.monotonic() + timeout
+        poll = FIRST_POLL_S
+        told = False
+        while not await anyio.to_thread.run_sync(self.locks.try_lock, lock):
+            now = time.monotonic()
+            if now >= deadline:
+                raise SessionError(
+                    f"session {key} is busy: another turn (on another replica) held it for "
+                    f"{timeout:g}s"
+                )
+            if not told and on_wait is not None:
                 on_wait(str(key), None)
+                told = True
+            await anyio.sleep(min(poll, deadline - now))
+            poll = min(poll * 2, MAX_POLL_S)
+        try:
+            with turn_scope() as turn:
+                yield
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._abandon, turn, lock)
+            raise
+        await anyio.to_thread.run_sync(self._finish, turn, lock)
 
-        async with self.locks.hold(
-            lock_key("session", str(key)), timeout=timeout, busy=busy, on_wait=told
-        ):
-            yield
-            await anyio.to_thread.run_sync(self.flush)  # a WAL flush: not on the event loop
+    def _finish(self, turn: Turn, lock: int) -> None:
+        """The end of a turn, in one worker thread: its rows written, made durable (a WAL
+        flush), then the lock released."""
+        try:
+            writer_for(self.db).drain(turn)
+            self.flush()
+        finally:
+            self.locks.unlock(lock)
+
+    def _abandon(self, turn: Turn, lock: int) -> None:
+        """A failed turn's rows are written before the lock goes (their errors logged: the
+        turn's own error is what the caller sees)."""
+        try:
+            writer_for(self.db).drain(turn)
+        except Exception:  # the turn failed already; this is its epilogue
+            log.warning("appends of a failed turn could not all be written", exc_info=True)
+        finally:
+            self.locks.unlock(lock)
 
     def flush(self) -> None:
         """Wait until every commit of this process so far is durable (a WAL flush)."""

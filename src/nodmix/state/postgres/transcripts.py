@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
 
-from nodmix.errors import TranscriptError
+from nodmix.errors import StateUnavailableError, TranscriptError
 from nodmix.sessions.entries import (
     Entry,
     MessageEntry,
@@ -30,6 +30,7 @@ from nodmix.sessions.entries import (
 from nodmix.sessions.files import report_skipped
 from nodmix.sessions.jsonl import SkippedLine, encode_header, encode_line, parse_body, parse_header
 from nodmix.sessions.transcript import Transcript, _Link
+from nodmix.state.postgres.writer import Row, current_turn, writer_for
 
 if TYPE_CHECKING:
     import psycopg
@@ -44,7 +45,7 @@ MAX_RELINKS = 20
 class PgTranscript(Transcript):
     """A transcript whose entries are rows (see the module docs)."""
 
-    __slots__ = ("_db", "_seq", "_tid")
+    __slots__ = ("_db", "_failure", "_queued", "_seq", "_tid", "_unwritten")
 
     def __init__(
         self,
@@ -65,7 +66,17 @@ class PgTranscript(Transcript):
         self._db = db
         self._tid = tid
         self._seq = seq
-        """The number of the last row read or written."""
+        """The number of the last row read or written (or queued to be written)."""
+        self._queued = 0
+        """The writer's ticket of this transcript's last queued row."""
+        self._failure: BaseException | None = None
+        self._unwritten: list[Row] = []
+        """Rows the writer could not write (the first failed with `_failure`), in order."""
+
+    @property
+    def tid(self) -> int:
+        """The transcript's row id."""
+        return self._tid
 
     # ---- opening --------------------------------------------------------------------------
 
@@ -177,6 +188,7 @@ class PgTranscript(Transcript):
 
     def refresh(self) -> list[Entry]:
         """Read rows appended since this object last read; return the new entries."""
+        self.settle()
 
         def read(conn: psycopg.Connection[Any]) -> list[tuple[int, bytes]]:
             rows = conn.execute(
@@ -205,15 +217,77 @@ class PgTranscript(Transcript):
     # ---- appending ------------------------------------------------------------------------
 
     def append(self, entry: Entry) -> Entry:
-        """Insert the entry as the next row (see the module docs for a concurrent writer).
+        """Insert the entry as the next row (see the module docs for a concurrent writer);
+        inside a turn the row is queued to this process's writer (`writer`).
 
         Raises:
-            TranscriptError: the transcript is read-only, or the database refused the write.
+            TranscriptError: the transcript is read-only, or the database refused the write
+                (of this entry, or of one queued before it).
+        """
+        if self.read_only:
+            raise TranscriptError(f"{self.path}: transcript was opened read-only")
+        if self._failure is not None:
+            self.settle()
+        turn = current_turn()
+        if turn is None:
+            return self._append_now(entry)
+        line = encode_line(self.path, entry)
+        row = Row(self, self._seq + 1, line, is_message(entry), entry)
+        writer_for(self._db).submit(row, turn)
+        self._seq = row.seq
+        self._size += len(line)
+        self._entries.append(entry)
+        return entry
+
+    # ---- the writer's side ----------------------------------------------------------------
+
+    def queued_up_to(self, ticket: int) -> None:
+        """The writer took a row of this transcript with `ticket`."""
+        self._queued = ticket
+
+    def failed(self, row: Row, exc: BaseException | None) -> bool:
+        """The writer's report: `row` failed with `exc`, or (`exc` None) whether an earlier
+        row failed, so `row` must wait too (it is kept unwritten, in order)."""
+        if exc is None and self._failure is None:
+            return False
+        if self._failure is None:
+            self._failure = exc
+        self._unwritten.append(row)
+        return True
+
+    def settle(self) -> None:
+        """Wait for this transcript's queued rows; rows the writer could not write are taken
+        back and appended directly (after another writer's rows), or their error raised.
+
+        Raises:
+            TranscriptError: the database refused a queued row.
+            StateUnavailableError: the database could not be reached.
         """
         import psycopg
 
-        if self.read_only:
-            raise TranscriptError(f"{self.path}: transcript was opened read-only")
+        if self._queued and not writer_for(self._db).written(self._queued):
+            writer_for(self._db).wait(self._queued)
+        if self._failure is None:
+            return
+        exc, rows = self._failure, self._unwritten
+        self._failure, self._unwritten = None, []
+        gone = {id(r.entry) for r in rows}
+        self._entries[:] = [e for e in self._entries if id(e) not in gone]
+        self._seq = rows[0].seq - 1
+        self._size -= sum(len(r.line) for r in rows)
+        if isinstance(exc, psycopg.errors.UniqueViolation):
+            for row in rows:  # another writer took the number: chained after its rows
+                self._append_now(row.entry)
+            return
+        if isinstance(exc, psycopg.errors.ForeignKeyViolation):
+            raise TranscriptError(f"{self.path}: the transcript was removed") from None
+        if isinstance(exc, StateUnavailableError):
+            raise exc
+        raise TranscriptError(f"{self.path}: the database refused an append: {exc}") from None
+
+    def _append_now(self, entry: Entry) -> Entry:
+        import psycopg
+
         for _ in range(MAX_RELINKS):
             line = encode_line(self.path, entry)
             seq = self._seq + 1
@@ -261,6 +335,7 @@ class PgTranscript(Transcript):
         """Make every append so far durable (one synchronous commit flushes them all)."""
         if self.read_only:
             return
+        self.settle()
         with self._db.transaction(durable=True) as conn:
             conn.execute(
                 "UPDATE nodmix_transcripts SET updated_at = now() WHERE id = %s", (self._tid,)
@@ -280,6 +355,7 @@ class PgTranscript(Transcript):
             ).fetchall()
             return (bytes(head[0]) if head else b""), [bytes(r[0]) for r in rows]
 
+        self.settle()
         header, lines = self._db.run(read)
         return header + b"".join(lines)
 
