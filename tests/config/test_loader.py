@@ -59,6 +59,40 @@ def test_invalid_json5_is_one_line_error_with_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 5000 + b"1" + b"}" * 5000],
+    ids=["not-utf8", "deep-array", "deep-object"],
+)
+def test_unreadable_or_absurdly_nested_file_is_one_line_naming_the_file(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.file == str(path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_wrong_enum_value_lists_the_values_the_key_takes() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"tools": {"exec": {"security": "ful"}}}, file="nodmix.json")
+    assert err.value.key == "tools.exec.security"
+    assert str(err.value).endswith("""(expected one of: "deny", "allowlist", "full")""")
+    with pytest.raises(ConfigError) as inner:
+        validate({"models": {"providers": {"p": {"api": "soap"}}}}, file="nodmix.json")
+    assert inner.value.key == "models.providers.p.api"
+    assert '"openai-completions"' in str(inner.value)
+
+
+@pytest.mark.parametrize("port", [0, -1, 65536, 99999])
+def test_a_gateway_port_outside_the_tcp_range_is_refused(port: int) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"gateway": {"port": port}}, file="nodmix.json")
+    assert err.value.key == "gateway.port"
+
+
+@pytest.mark.parametrize(
     ("doc", "key"),
     [
         ({"agents": {"defaults": {"model": {"primary": "gpt"}}}}, "agents.defaults.model.primary"),

@@ -26,6 +26,7 @@ from nodmix.errors import ConfigError
 
 _ERROR_RE = r"(?s)^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
 _UNKNOWN_RE = r"Object contains unknown field `(?P<field>[^`]*)`"
+_TOO_DEEP = "nested too deeply to be a configuration (not valid JSON5)"
 _ENV_RE = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
@@ -46,11 +47,15 @@ def parse_document(text: str, *, file: str) -> dict[str, Any]:
         # Most files are plain JSON (that is what `nodmix config set` writes); the stdlib parser
         # is far faster than the pure-Python JSON5 one, which only runs when JSON fails.
         doc = json.loads(text)
+    except RecursionError:
+        raise ConfigError(_TOO_DEEP, file=file) from None
     except ValueError:
         import json5
 
         try:
             doc = json5.loads(text)
+        except RecursionError:
+            raise ConfigError(_TOO_DEEP, file=file) from None
         except ValueError as exc:
             raise ConfigError(_syntax_error(exc), file=file) from None
     if not isinstance(doc, dict):
@@ -77,6 +82,10 @@ def load_config(path: Path | None = None, *, env: Mapping[str, str] | None = Non
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return LoadedConfig(config=NodmixConfig(), path=path, exists=False, raw={})
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", file=str(path)
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
     raw = parse_document(text, file=str(path))
@@ -136,6 +145,10 @@ def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
         hint = close or (f" (expected one of: {', '.join(allowed)})" if allowed else "")
         return full, f"unknown key{hint}"
     message = message.replace("`", "").replace(" | null", "")
+    if message.startswith("Invalid enum value"):
+        choices = _literal_choices(root, segments)
+        if choices:
+            message += f" (expected one of: {', '.join(choices)})"
     if message.startswith("Expected "):
         message = "expected " + message[len("Expected ") :]
     return key, message
@@ -201,6 +214,8 @@ def _walk_type(root: type, segments: list[str], *, mapping_value: bool = False) 
                 nxt = typing.get_args(cand)[0]
             elif seg in _struct_fields(cand):
                 nxt = _struct_fields(cand)[seg]
+            elif typing.get_origin(cand) is dict and not seg.startswith("["):
+                nxt = typing.get_args(cand)[1]
             if nxt is not None:
                 break
         if nxt is None:
@@ -212,6 +227,15 @@ def _walk_type(root: type, segments: list[str], *, mapping_value: bool = False) 
                 return typing.get_args(cand)[1]
         return None
     return tp
+
+
+def _literal_choices(root: type, segments: list[str]) -> list[str]:
+    """The values a `Literal` key takes, as written in the file (`["off", "non-main"]`)."""
+    tp = _walk_type(root, segments)
+    for cand in _unwrap(tp) if tp is not None else []:
+        if typing.get_origin(cand) is typing.Literal:
+            return [json.dumps(value) for value in typing.get_args(cand)]
+    return []
 
 
 def _allowed_keys(root: type, segments: list[str]) -> list[str]:

@@ -457,7 +457,7 @@ class GatewayToolsConfig(Section, frozen=True):
 class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
-    port: int | None = None
+    port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
     bind: str | None = None
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
