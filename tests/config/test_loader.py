@@ -85,6 +85,14 @@ def test_a_wrong_enum_value_lists_the_values_the_key_takes() -> None:
     assert '"openai-completions"' in str(inner.value)
 
 
+def test_a_gateway_bind_that_is_no_address_is_refused_when_the_file_is_read() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"gateway": {"bind": "not a host!"}}, file="nodmix.json")
+    assert err.value.key == "gateway.bind"
+    for good in ("lan", "loopback", "::1", "192.168.1.4"):
+        validate({"gateway": {"bind": good}}, file="nodmix.json")
+
+
 @pytest.mark.parametrize("port", [0, -1, 65536, 99999])
 def test_a_gateway_port_outside_the_tcp_range_is_refused(port: int) -> None:
     with pytest.raises(ConfigError) as err:

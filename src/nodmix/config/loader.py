@@ -6,6 +6,7 @@ names the file, the dotted key path and what was expected, in one line.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from nodmix.config import paths
 from nodmix.config.automation_schema import check_deliver_channels
 from nodmix.config.channel_schema import check_channel_rules
 from nodmix.config.channel_teams_chat import check_endpoint_sections
-from nodmix.config.schema import NodmixConfig
+from nodmix.config.schema import BIND_ALIASES, NodmixConfig
 from nodmix.errors import ConfigError
 
 _ERROR_RE = r"(?s)^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
@@ -255,6 +256,20 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
         raise ConfigError(f"expected 'provider/model', got {ref!r}", file=file, key=key)
 
 
+def _check_bind(bind: str | None, *, file: str) -> None:
+    text = (bind or "loopback").strip()
+    if text in BIND_ALIASES:
+        return
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        raise ConfigError(
+            f"invalid bind {text!r}: use loopback, lan or an IP address",
+            file=file,
+            key="gateway.bind",
+        ) from None
+
+
 def _deliver_targets(config: NodmixConfig) -> list[tuple[str, str]]:
     """The `deliver` targets the config names, each with its key."""
     targets = [
@@ -272,6 +287,7 @@ def _check_semantics(config: NodmixConfig, *, file: str) -> None:
     check_channel_rules(config.channels, file=file)
     check_endpoint_sections(config.channels, file=file)
     check_deliver_channels(_deliver_targets(config), config.channels, file=file)
+    _check_bind(config.gateway.bind, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")

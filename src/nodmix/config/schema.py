@@ -454,11 +454,16 @@ class GatewayToolsConfig(Section, frozen=True):
     """Let a gateway without a token run `exec` through `/tools/invoke` (off by default)."""
 
 
+BIND_ALIASES = {"loopback": "127.0.0.1", "localhost": "127.0.0.1", "lan": "0.0.0.0"}
+"""`gateway.bind` names; any other value must be an IP address."""
+
+
 class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
     port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
     bind: str | None = None
+    """`loopback` (default), `lan` or an IP address."""
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
     tools: GatewayToolsConfig = GatewayToolsConfig()
