@@ -93,6 +93,14 @@ def test_a_gateway_bind_that_is_no_address_is_refused_when_the_file_is_read() ->
         validate({"gateway": {"bind": good}}, file="nodmix.json")
 
 
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "127.0.0.1", "ftp://host/v1", "http://"])
+def test_a_provider_base_url_that_is_not_http_names_the_provider_key(url: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"models": {"providers": {"local": {"baseUrl": url}}}}, file="nodmix.json")
+    assert err.value.key == "models.providers.local.baseUrl"
+    assert "http:// or https://" in str(err.value)
+
+
 @pytest.mark.parametrize("port", [0, -1, 65536, 99999])
 def test_a_gateway_port_outside_the_tcp_range_is_refused(port: int) -> None:
     with pytest.raises(ConfigError) as err:

@@ -256,6 +256,17 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
         raise ConfigError(f"expected 'provider/model', got {ref!r}", file=file, key=key)
 
 
+def is_http_url(text: str) -> bool:
+    """Whether `text` is an absolute `http(s)://host...` URL (a model endpoint, a base URL)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 def _check_bind(bind: str | None, *, file: str) -> None:
     text = (bind or "loopback").strip()
     if text in BIND_ALIASES:
@@ -313,7 +324,17 @@ def _check_semantics(config: NodmixConfig, *, file: str) -> None:
             raise ConfigError(
                 "needs exactly one of 'command' (stdio) or 'url' (remote)", file=file, key=key
             )
+    _check_providers(config, file=file)
+
+
+def _check_providers(config: NodmixConfig, *, file: str) -> None:
     for name, provider in config.models.providers.items():
+        if provider.base_url is not None and not is_http_url(provider.base_url):
+            raise ConfigError(
+                f"expected an http:// or https:// URL, got {provider.base_url!r}",
+                file=file,
+                key=f"models.providers.{name}.baseUrl",
+            )
         for i, model in enumerate(provider.models):
             for field in ("context_window", "max_tokens"):
                 value = getattr(model, field)
