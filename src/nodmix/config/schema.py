@@ -214,7 +214,8 @@ class SandboxConfig(Section, frozen=True):
     """`agents.defaults.sandbox` (and per agent): which sessions run `exec` under bubblewrap."""
 
     mode: Literal["off", "non-main", "all"] | None = None
-    """`off` (default), `non-main` (every session but the agent's `main` one) or `all`."""
+    """`off`, `non-main` (every session but the agent's `main` one) or `all`. Unset: `off`,
+    or `non-main` once a chat channel is configured."""
     network: bool | None = None
     """Give sandboxed commands the network. Default false."""
     cpu_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
