@@ -133,3 +133,27 @@ def test_secret_references_resolve_from_environment() -> None:
     with pytest.raises(ConfigError) as err:
         resolve_secret("${MISSING_KEY}", key="models.providers.x.apiKey", env={})
     assert "MISSING_KEY" in str(err.value) and err.value.key == "models.providers.x.apiKey"
+
+
+@pytest.mark.parametrize(
+    ("doc", "key", "words"),
+    [
+        ({"agents": {"defaults": {"heartbeat": {"every": "soon"}}}}, "every", "30s, 20m"),
+        ({"hooks": {"mappings": {"m": {"message": "x", "deliver": "nowhere"}}}}, "deliver", "4242"),
+        ({"memory": {"shareWith": ["everyone"]}}, "shareWith[0]", "webhook:<name>"),
+    ],
+)
+def test_a_value_that_does_not_match_its_pattern_says_what_it_should_look_like(
+    doc: dict[str, object], key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate(doc, file="nodmix.json")
+    assert (err.value.key or "").endswith(key)
+    assert words in str(err.value) and "regex" not in str(err.value)
+
+
+def test_a_heartbeat_under_a_second_is_refused_rather_than_beating_without_pause() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}, file="nodmix.json")
+    assert err.value.key == "agents.defaults.heartbeat.every"
+    validate({"agents": {"defaults": {"heartbeat": {"every": "1s"}}}}, file="nodmix.json")

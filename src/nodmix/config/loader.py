@@ -152,6 +152,9 @@ def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
             message += f" (expected one of: {', '.join(choices)})"
     if message.startswith("Expected "):
         message = "expected " + message[len("Expected ") :]
+    regex = re.match(r"expected str matching regex '(?P<pattern>.*)'$", message)
+    if regex:
+        message = f"expected {_pattern_words(regex.group('pattern'))}"
     return key, message
 
 
@@ -230,6 +233,21 @@ def _walk_type(root: type, segments: list[str], *, mapping_value: bool = False) 
     return tp
 
 
+def _pattern_words(shown: str) -> str:
+    """What a value must look like, for a pattern as msgspec's error shows it (escaped)."""
+    from nodmix.config.automation_schema import PATTERN_WORDS
+    from nodmix.config.schema import SHARE_PATTERN
+
+    words = {
+        **PATTERN_WORDS,
+        SHARE_PATTERN: "group:<channel>:<id>, dm:<channel>:<id> or webhook:<name>",
+    }
+    for pattern, text in words.items():
+        if shown in (pattern, pattern.replace("\\", "\\\\")):
+            return text
+    return f"a value matching {shown}"
+
+
 def _literal_choices(root: type, segments: list[str]) -> list[str]:
     """The values a `Literal` key takes, as written in the file (`["off", "non-main"]`)."""
     tp = _walk_type(root, segments)
@@ -267,6 +285,18 @@ def is_http_url(text: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
+def _check_heartbeats(config: NodmixConfig, *, file: str) -> None:
+    from nodmix.config.automation_schema import duration_seconds
+
+    beat = config.agents.defaults.heartbeat
+    if beat is not None and beat.every is not None and duration_seconds(beat.every) < 1:
+        raise ConfigError(
+            f"{beat.every!r} is under a second: use 1s or more",
+            file=file,
+            key="agents.defaults.heartbeat.every",
+        )
+
+
 def _check_bind(bind: str | None, *, file: str) -> None:
     text = (bind or "loopback").strip()
     if text in BIND_ALIASES:
@@ -299,6 +329,7 @@ def _check_semantics(config: NodmixConfig, *, file: str) -> None:
     check_endpoint_sections(config.channels, file=file)
     check_deliver_channels(_deliver_targets(config), config.channels, file=file)
     _check_bind(config.gateway.bind, file=file)
+    _check_heartbeats(config, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")
