@@ -45,6 +45,48 @@ def _process_of(holder: str, gateways: list[GatewayProcess]) -> GatewayProcess:
     return next(g for g in gateways if g.proc is not None and g.proc.pid == pid)
 
 
+def _holder_and_other(
+    db_url: str, name: str, gateways: list[GatewayProcess]
+) -> tuple[str, GatewayProcess, GatewayProcess]:
+    """The lease `name`'s holder, its replica and the other one of two replicas."""
+    holder = _holder(db_url, name)
+    assert holder is not None
+    holding = _process_of(holder, gateways)
+    other = next(g for g in gateways if g is not holding)
+    assert holding.proc is not None and other.proc is not None
+    return holder, holding, other
+
+
+def _kill(gateway: GatewayProcess) -> None:
+    """Kill a replica the hard way (`kill -9`) and reap it."""
+    assert gateway.proc is not None
+    gateway.proc.send_signal(signal.SIGKILL)
+    gateway.proc.wait(10)
+
+
+def _telegram_states(
+    tmp_path: Path, model_url: str, api: ScriptedBotAPI, db_url: str, lease_seconds: int
+) -> list[Path]:
+    """Two replicas polling one Telegram bot, under a lease of `lease_seconds`."""
+    telegram = {
+        "botToken": api.token,
+        "apiBaseUrl": api.url,
+        "pollTimeoutSeconds": 1,
+        "allowFrom": ["42"],
+    }
+    return [
+        replica_state(
+            tmp_path,
+            f"r{i}",
+            model_url,
+            db_url,
+            channels={"telegram": telegram},
+            state={"postgres": {"leaseSeconds": lease_seconds}},
+        )
+        for i in (1, 2)
+    ]
+
+
 def _runs(db_url: str) -> list[dict[str, Any]]:
     with psycopg.connect(db_url) as conn:
         rows = conn.execute("SELECT record FROM nodmix_cron_runs ORDER BY started_at").fetchall()
@@ -68,10 +110,7 @@ def test_a_cron_job_fires_once_per_slot_across_three_replicas_and_survives_its_h
             )
             holder = _holder(postgres_url, "cron")
             assert holder is not None
-            victim = _process_of(holder, gateways)
-            assert victim.proc is not None
-            victim.proc.send_signal(signal.SIGKILL)
-            victim.proc.wait(10)
+            _kill(_process_of(holder, gateways))
             killed_at = time.time()
             wait_for(
                 lambda: (
@@ -140,37 +179,18 @@ def test_one_telegram_bot_is_polled_by_one_replica_at_a_time(
     tmp_path: Path, postgres_url: str
 ) -> None:
     with ScriptedModelServer(echo) as model, ScriptedBotAPI() as api:
-        telegram = {
-            "botToken": api.token,
-            "apiBaseUrl": api.url,
-            "pollTimeoutSeconds": 1,
-            "allowFrom": ["42"],
-        }
-        states = [
-            replica_state(  # a lease a loaded machine does not lose to one late renewal
-                tmp_path,
-                f"r{i}",
-                model.base_url,
-                postgres_url,
-                channels={"telegram": telegram},
-                state={"postgres": {"leaseSeconds": 5}},
-            )
-            for i in (1, 2)
-        ]
+        # a lease a loaded machine does not lose to one late renewal
+        states = _telegram_states(tmp_path, model.base_url, api, postgres_url, 5)
         port = int(api.url.rsplit(":", 1)[1].split("/")[0])
         with replicas(states) as gateways:
             api.inject_text(chat_id=42, sender_id=42, text="one")
             api.wait_for(lambda: "echo one" in api.sent_texts(42), timeout=30)
-            holder = _holder(postgres_url, "channel:telegram")
-            assert holder is not None
-            poller = _process_of(holder, gateways)
-            other = next(g for g in gateways if g is not poller)
+            holder, poller, other = _holder_and_other(postgres_url, "channel:telegram", gateways)
             assert poller.proc is not None and other.proc is not None
             polls = _pollers(api, gateways, port)
             assert set(polls) == {poller.proc.pid}, polls
 
-            poller.proc.send_signal(signal.SIGKILL)
-            poller.proc.wait(10)
+            _kill(poller)
             api.inject_text(chat_id=42, sender_id=42, text="two")
             api.wait_for(lambda: "echo two" in api.sent_texts(42), timeout=30)
             assert _holder(postgres_url, "channel:telegram") not in (None, holder)
@@ -239,18 +259,13 @@ def test_one_mattermost_bot_is_connected_by_one_replica_and_its_successor_reads_
             mm.wait_for(lambda: mm.connections, timeout=30)  # a post before that is not read
             mm.inject_post(dm, ANN, "one", channel_type="D")
             mm.wait_for(lambda: "echo one" in mm.texts(dm), timeout=30)
-            holder = _holder(postgres_url, "channel:mattermost")
-            assert holder is not None
-            connected = _process_of(holder, gateways)
-            other = next(g for g in gateways if g is not connected)
-            assert connected.proc is not None and other.proc is not None
+            holder, connected, _ = _holder_and_other(postgres_url, "channel:mattermost", gateways)
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline:  # an observation window, not a wait
                 assert mm.connections == 1, "a second replica opened the bot's socket"
                 time.sleep(0.05)
 
-            connected.proc.send_signal(signal.SIGKILL)
-            connected.proc.wait(10)
+            _kill(connected)
             mm.inject_post(dm, ANN, "two", channel_type="D")  # before the lease runs out
             mm.wait_for(lambda: "echo two" in mm.texts(dm), timeout=40)
             assert _holder(postgres_url, "channel:mattermost") not in (None, holder)
@@ -262,31 +277,12 @@ def test_a_paused_poller_resumed_after_losing_its_lease_never_polls_beside_its_s
     tmp_path: Path, postgres_url: str
 ) -> None:
     with ScriptedModelServer(echo) as model, ScriptedBotAPI() as api:
-        telegram = {
-            "botToken": api.token,
-            "apiBaseUrl": api.url,
-            "pollTimeoutSeconds": 1,
-            "allowFrom": ["42"],
-        }
-        states = [
-            replica_state(
-                tmp_path,
-                f"r{i}",
-                model.base_url,
-                postgres_url,
-                channels={"telegram": telegram},
-                state={"postgres": {"leaseSeconds": 4}},
-            )
-            for i in (1, 2)
-        ]
+        states = _telegram_states(tmp_path, model.base_url, api, postgres_url, 4)
         port = int(api.url.rsplit(":", 1)[1].split("/")[0])
         with replicas(states) as gateways:
             api.inject_text(chat_id=42, sender_id=42, text="one")
             api.wait_for(lambda: "echo one" in api.sent_texts(42), timeout=30)
-            holder = _holder(postgres_url, "channel:telegram")
-            assert holder is not None
-            paused = _process_of(holder, gateways)
-            other = next(g for g in gateways if g is not paused)
+            holder, paused, other = _holder_and_other(postgres_url, "channel:telegram", gateways)
             assert paused.proc is not None and other.proc is not None
             paused.proc.send_signal(signal.SIGSTOP)  # a frozen VM, a long GC pause
             try:
