@@ -13,22 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from nodmix.testing.polling import poll_until
+from tests.channels.daemon import free_port, start_daemon, stop_daemon, wait_until
 
 T = TypeVar("T")
 NGIRCD = "/usr/sbin/ngircd"
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until(check: Callable[[], T], *, timeout: float = 20.0, what: str = "condition") -> T:
-    """Poll `check()` until it returns something truthy (raises after `timeout`)."""
-    return poll_until(check, timeout, lambda: f"waiting for {what}")
 
 
 class Ngircd:
@@ -68,31 +56,11 @@ class Ngircd:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [NGIRCD, "--nodaemon", "--config", str(self.config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_until(self._listening, what="ngircd listening")
-
-    def _listening(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"ngircd exited with {self.proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                return True
-        except OSError:
-            return False
+        argv = [NGIRCD, "--nodaemon", "--config", str(self.config)]
+        self.proc = start_daemon(argv, self.port, "ngircd")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_daemon(self.proc, timeout=10)
         self.proc = None
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import io
 import shutil
-import socket
 import ssl
 import subprocess
 import threading
@@ -15,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.channels.irc_daemon import free_port, wait_until
+from tests.channels.daemon import free_port, start_daemon, stop_daemon, wait_until
 
 T = TypeVar("T")
 PROSODY = "/usr/bin/prosody"
@@ -120,33 +119,12 @@ class Prosody:
         return f"{user}@{DOMAIN}"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [PROSODY, "-F", "--config", str(self.config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_until(self._listening, what="prosody listening")
-
-    def _listening(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            log = self.workdir / "prosody.log"
-            text = log.read_text(encoding="utf-8") if log.exists() else ""
-            raise RuntimeError(f"prosody exited with {self.proc.returncode}: {text[-2000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                return True
-        except OSError:
-            return False
+        argv = [PROSODY, "-F", "--config", str(self.config)]
+        log = self.workdir / "prosody.log"
+        self.proc = start_daemon(argv, self.port, "prosody", log=log)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_daemon(self.proc, timeout=15)
         self.proc = None
 
 
