@@ -41,7 +41,6 @@ from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
 from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.reconfigure import apply_config
-from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
 if TYPE_CHECKING:
     from nodmix.media.files import InboundFile
@@ -168,7 +167,6 @@ class Gateway:
         emit: EventSink,
         origin: str,
         model: str | None = None,
-        seed: Callable[[], Awaitable[None]] | None = None,
         disable_tools: bool = False,
         after: Callable[[], object] | None = None,
         turn_origin: TurnOrigin | None = None,
@@ -184,8 +182,6 @@ class Gateway:
 
         async def body() -> Any:
             try:
-                if seed is not None:
-                    await seed()
                 return await runtime.submit(
                     text,
                     agent_id=agent.id,
@@ -202,27 +198,6 @@ class Gateway:
                     after()
 
         return self.runs.start(body, agent_id=agent.id, session_key=session_key, origin=origin)
-
-    async def seed_session(
-        self,
-        agent: AgentProfile,
-        session_key: str,
-        *,
-        note: str | None,
-        history: list[Any],
-        note_type: str,
-    ) -> bool:
-        """Record a client's earlier conversation, but only into a session with no messages;
-        whether it was recorded."""
-        async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
-            session = self.runtime.open_session(agent, session_key)
-            if any(_is_conversation(entry) for entry in session.entries):
-                return False
-            if note:
-                session.transcript.append_custom_message(note_type, note, display=False)
-            for message in history:
-                session.append_message(message)
-            return True
 
     # ---- health -------------------------------------------------------------------------------
 
@@ -250,10 +225,6 @@ class Gateway:
                 stateDir=str(runtime.state_dir),
             )
         return out
-
-
-def _is_conversation(entry: Entry) -> bool:
-    return isinstance(entry, MessageEntry | CustomMessageEntry)
 
 
 def _model_ref(runtime: Runtime, agent_id: str) -> str | None:

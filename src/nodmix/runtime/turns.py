@@ -5,6 +5,7 @@ skills scan, the run's tools, the context guard and the `TurnDeps`/`TurnRequest`
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -201,5 +202,6 @@ async def _prepare_turn(
             lambda: skills.prompt(agent, code_mode=tools.code_mode),
         ),
         resume=resume or (),
+        seed=None if client.seed is None else functools.partial(client.seed, session),
     )
     return deps, request
