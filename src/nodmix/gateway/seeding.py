@@ -23,6 +23,7 @@ import anyio
 from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError, PromptTooLargeError
 from nodmix.gateway.media_writes import MediaWrites
+from nodmix.messages import now_ms
 from nodmix.runtime import Runtime
 from nodmix.sessions import CustomMessageEntry, MessageEntry, Session
 
@@ -50,15 +51,14 @@ class HistorySeed:
 
 
 def dropped_if_refused(runtime: Runtime, agent: AgentProfile, key: str) -> _DroppedIfRefused:
-    """Run a request's turn; when it is refused as too large for the window and the session
-    did not exist before, take the session it created off the list again."""
-    existed = runtime.sessions.store(agent.id).get(key) is not None
-    return _DroppedIfRefused(runtime, agent.id, key, existed)
+    """Run a request's turn; when it is refused as too large for the window, take the session
+    off the list again if the request created it (its entry is no older than the request)."""
+    return _DroppedIfRefused(runtime, agent.id, key, now_ms())
 
 
 class _DroppedIfRefused:
-    def __init__(self, runtime: Runtime, agent_id: str, key: str, existed: bool) -> None:
-        self.runtime, self.agent_id, self.key, self.existed = runtime, agent_id, key, existed
+    def __init__(self, runtime: Runtime, agent_id: str, key: str, started: int) -> None:
+        self.runtime, self.agent_id, self.key, self.started = runtime, agent_id, key, started
 
     async def __aenter__(self) -> None:
         return None
@@ -69,11 +69,15 @@ class _DroppedIfRefused:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self.existed or not isinstance(exc, PromptTooLargeError):
+        if not isinstance(exc, PromptTooLargeError):
             return
         with anyio.CancelScope(shield=True):
             try:
-                files = self.runtime.sessions.archive(self.agent_id, [self.key])
+                sessions = self.runtime.sessions
+                entry = sessions.store(self.agent_id).get(self.key)
+                if entry is None or entry.created_at < self.started:
+                    return  # an earlier request's session: the refusal recorded nothing in it
+                files = sessions.archive(self.agent_id, [self.key])
                 for path in files.values():
                     await anyio.to_thread.run_sync(functools.partial(path.unlink, missing_ok=True))
             except (NodmixError, OSError) as problem:
