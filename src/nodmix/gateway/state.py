@@ -23,6 +23,7 @@ from nodmix.gateway.approval_fanout import ApprovalFanout
 from nodmix.gateway.approvals_shared import (
     APPROVAL_ANSWER,
     ApprovalRecorder,
+    ForwardedAnswers,
     answer_forwarded,
     open_shared_approvals,
 )
@@ -61,6 +62,9 @@ class Gateway:
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.shared_approvals = open_shared_approvals(runtime.state_dir)
         """Requests of every replica (postgres backend; `gateway/approvals_shared.py`)."""
+        if self.shared_approvals is not None:  # a chat /approve for another replica's turn
+            forwarded = ForwardedAnswers(self.shared_approvals, runtime.state.coordination)
+            runtime.security.remote.source = forwarded
         self.stateless = StatelessSessions(runtime, self._start_background)
         self.client_calls = open_session_pointers(runtime.state_dir, CLIENT_CALLS_FILE)
         """Sessions of the client tool calls handed out (for stateless continuations)."""
