@@ -214,6 +214,9 @@ class Gateway:
             "auth": "token" if self.settings.token else "none",
             "instance": self.settings.instance,
         }
+        problem = self.runtime.state.problem()
+        if problem is not None:  # a newer Nodmix migrated the state database
+            out.update(status="degraded", state=problem)
         if detailed:
             runtime = self.runtime
             main = runtime.agent(None)
