@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -155,7 +155,7 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     """The skills section of the system prompt (one line per offered skill)."""
     resume: Sequence[ToolResultMessage] = ()
     """Results of client tool calls, appended before the first model step."""
-    seed: Callable[[], None] | None = None
+    seed: Callable[[], Awaitable[None]] | None = None
     """Records what the turn brings along before its prompt (an API client's earlier
     conversation); runs only once the prompt is known to fit the window, so a refused turn
     records nothing."""
@@ -219,8 +219,8 @@ class _Turn:
             )
             # The transcript byte guard may move the session to a successor transcript.
             await guard.before_turn()
-        if req.seed is not None and req.prompt is not None:
-            req.seed()
+        if req.seed is not None:
+            await req.seed()
         self.emit(
             TurnStarted(
                 run_id=req.run_id,

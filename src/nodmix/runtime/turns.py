@@ -5,7 +5,6 @@ skills scan, the run's tools, the context guard and the `TurnDeps`/`TurnRequest`
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -171,7 +170,16 @@ async def _prepare_turn(
             session_policy=runtime.subagents.tool_policy(agent.id, session.key),
         )
     )
-    await bootstrapper.bootstrap(context, session)
+    seed = None
+    if client.seed is None:
+        await bootstrapper.bootstrap(context, session)
+    else:  # the engine meets the session once the client's conversation is recorded
+
+        async def seed() -> None:
+            if client.seed is not None:
+                client.seed(session)
+            await bootstrapper.bootstrap(context, session)
+
     guard = TurnGuard(
         service=runtime.compaction,
         engine=context,
@@ -202,6 +210,6 @@ async def _prepare_turn(
             lambda: skills.prompt(agent, code_mode=tools.code_mode),
         ),
         resume=resume or (),
-        seed=None if client.seed is None else functools.partial(client.seed, session),
+        seed=seed,
     )
     return deps, request
