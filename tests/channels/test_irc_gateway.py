@@ -284,7 +284,8 @@ def test_chat_commands_work_by_private_message_and_by_addressing_the_bot(
 def test_message_send_from_the_shell_reaches_an_allowed_nick_only(
     isolated_state: Path, ircd: Ngircd, model: ScriptedModelServer, people: dict[str, IrcUser]
 ) -> None:
-    _config(isolated_state, model, ircd, allowFrom=[ANN])
+    gone = "zed!~zed@127.0.0.1"
+    _config(isolated_state, model, ircd, allowFrom=[ANN, gone])
     ann = people["ann"] = IrcUser(ircd.port, "ann")
     sent = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", ANN, "hi")
     assert sent.returncode == 0, sent.stderr
@@ -292,3 +293,8 @@ def test_message_send_from_the_shell_reaches_an_allowed_nick_only(
     assert ann.received(sender=BOT) == ["hi"]
     refused = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", "bob", "x")
     assert refused.returncode != 0 and "not allowed" in refused.stderr
+    offline = run_nodmix(isolated_state, "message", "send", "--channel", "irc", "--to", gone, "x")
+    assert offline.returncode == 1
+    assert offline.stderr.splitlines()[-1] == (
+        f"nodmix: error: irc: not sent to {gone}: zed is not online, not {gone}: reply withheld"
+    )

@@ -101,6 +101,28 @@ def test_a_direct_invitation_is_recorded_in_m_direct_and_is_a_dm_whatever_joins_
     assert model_user_texts(model) == ["three of us now, still my DM"]
 
 
+def test_message_send_to_a_user_id_goes_to_their_direct_chat(
+    isolated_state: Path,
+    synapse: Synapse,
+    model: ScriptedModelServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from nodmix.cli.main import main
+
+    bot, owner = synapse.register(_name("bot")), synapse.register(_name("owner"))
+    stranger = synapse.register(_name("stranger"))
+    _config(isolated_state, model, synapse, bot, allowFrom=[owner.user_id, stranger.user_id])
+    with _gateway():
+        room = owner.create_room([bot.user_id], direct=True)
+        wait_for(lambda: room in _direct_record(bot).get(owner.user_id, []), "m.direct")
+    assert main(["message", "send", "--channel", "matrix", "--to", owner.user_id, "ahoy"]) == 0
+    assert owner.texts(room, bot.user_id)[-1] == "ahoy"
+    assert main(["message", "send", "--channel", "matrix", "--to", stranger.user_id, "x"]) == 1
+    error = capsys.readouterr().err
+    assert f"no direct chat with {stranger.user_id} yet" in error
+    assert "Traceback" not in error and error.count("\n") == 1
+
+
 def test_a_room_listed_under_groups_is_a_group_even_when_flagged_direct(
     isolated_state: Path, synapse: Synapse, model: ScriptedModelServer
 ) -> None:

@@ -83,6 +83,24 @@ def test_unknown_context_engine_names_the_slot_and_the_fix(
     assert "legacy" in findings["context engine"]["fix"]
 
 
+def test_an_mcp_server_whose_command_does_not_exist_is_an_error_without_deep(
+    isolated_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _config(
+        isolated_state,
+        "{mcp: {servers: {gone: {command: '/nonexistent/mcp-server'}, "
+        "typo: {command: 'no-such-mcp-server-here'}, "
+        f"fine: {{command: '{sys.executable}', args: ['-m', 'mcp_server_time']}}}}}}}}",
+    )
+    code, findings = _doctor(capsys, "--offline")
+    assert code == 1
+    assert findings["mcp gone"]["detail"] == "command not found: /nonexistent/mcp-server"
+    assert "not found on PATH" in findings["mcp typo"]["detail"]
+    assert "mcp.servers.typo.command" in findings["mcp typo"]["fix"]
+    assert "mcp fine" not in findings
+    assert findings["mcp servers"]["level"] == "ok"
+
+
 def test_broken_plugin_is_an_error_with_its_message(
     isolated_state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -101,11 +101,16 @@ def test_onboarding_refuses_a_model_that_does_not_answer_and_writes_nothing(
     )
     no_terminal = run_nodmix(isolated_state, "onboard")
     bad_provider = run_nodmix(isolated_state, "onboard", "--non-interactive", "--provider", "x")
+    bad_url = run_nodmix(
+        isolated_state, "onboard", "--non-interactive", "--provider", "local", "--base-url", "box"
+    )
+    assert bad_url.returncode == 1
+    assert "--base-url: expected an http:// or https:// URL, got 'box'" in bad_url.stderr
     assert done.returncode == 1 and "local/ghost did not answer" in done.stderr
     assert not (isolated_state / "nodmix.json").exists()
     assert no_terminal.returncode == 1 and "--non-interactive" in no_terminal.stderr
     assert bad_provider.returncode == 1 and "unknown provider 'x'" in bad_provider.stderr
-    for run in (done, no_terminal, bad_provider):
+    for run in (done, no_terminal, bad_provider, bad_url):
         assert "Traceback" not in run.stderr
 
 

@@ -38,3 +38,21 @@ def test_channels_list_says_whether_a_mention_is_required_in_words(isolated_stat
     assert listed.stdout.strip() == (
         "telegram  enabled  dm: pairing  groups: allowlist (0 listed)  mention required: yes"
     )
+
+
+def test_approving_an_owner_says_a_running_gateway_needs_a_restart_to_see_it(
+    isolated_state: Path,
+) -> None:
+    from nodmix.channels.pairing import PairingStore
+
+    from ..gateway.support import GatewayProcess
+
+    _telegram(isolated_state)
+    request, _ = PairingStore(isolated_state).request("telegram", "4242", sender_name="Ann")
+    assert request is not None
+    with GatewayProcess(isolated_state) as gateway:
+        done = run_nodmix(isolated_state, "pairing", "approve", "telegram", request.code, "--owner")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        f"the gateway running at {gateway.url} needs a restart to apply channels.telegram.ownerIds"
+    )

@@ -59,6 +59,56 @@ def test_invalid_json5_is_one_line_error_with_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 5000 + b"1" + b"}" * 5000],
+    ids=["not-utf8", "deep-array", "deep-object"],
+)
+def test_unreadable_or_absurdly_nested_file_is_one_line_naming_the_file(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.file == str(path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_wrong_enum_value_lists_the_values_the_key_takes() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"tools": {"exec": {"security": "ful"}}}, file="nodmix.json")
+    assert err.value.key == "tools.exec.security"
+    assert str(err.value).endswith("""(expected one of: "deny", "allowlist", "full")""")
+    with pytest.raises(ConfigError) as inner:
+        validate({"models": {"providers": {"p": {"api": "soap"}}}}, file="nodmix.json")
+    assert inner.value.key == "models.providers.p.api"
+    assert '"openai-completions"' in str(inner.value)
+
+
+def test_a_gateway_bind_that_is_no_address_is_refused_when_the_file_is_read() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"gateway": {"bind": "not a host!"}}, file="nodmix.json")
+    assert err.value.key == "gateway.bind"
+    for good in ("lan", "loopback", "::1", "192.168.1.4"):
+        validate({"gateway": {"bind": good}}, file="nodmix.json")
+
+
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "127.0.0.1", "ftp://host/v1", "http://"])
+def test_a_provider_base_url_that_is_not_http_names_the_provider_key(url: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"models": {"providers": {"local": {"baseUrl": url}}}}, file="nodmix.json")
+    assert err.value.key == "models.providers.local.baseUrl"
+    assert "http:// or https://" in str(err.value)
+
+
+@pytest.mark.parametrize("port", [0, -1, 65536, 99999])
+def test_a_gateway_port_outside_the_tcp_range_is_refused(port: int) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"gateway": {"port": port}}, file="nodmix.json")
+    assert err.value.key == "gateway.port"
+
+
+@pytest.mark.parametrize(
     ("doc", "key"),
     [
         ({"agents": {"defaults": {"model": {"primary": "gpt"}}}}, "agents.defaults.model.primary"),
@@ -83,3 +133,27 @@ def test_secret_references_resolve_from_environment() -> None:
     with pytest.raises(ConfigError) as err:
         resolve_secret("${MISSING_KEY}", key="models.providers.x.apiKey", env={})
     assert "MISSING_KEY" in str(err.value) and err.value.key == "models.providers.x.apiKey"
+
+
+@pytest.mark.parametrize(
+    ("doc", "key", "words"),
+    [
+        ({"agents": {"defaults": {"heartbeat": {"every": "soon"}}}}, "every", "30s, 20m"),
+        ({"hooks": {"mappings": {"m": {"message": "x", "deliver": "nowhere"}}}}, "deliver", "4242"),
+        ({"memory": {"shareWith": ["everyone"]}}, "shareWith[0]", "webhook:<name>"),
+    ],
+)
+def test_a_value_that_does_not_match_its_pattern_says_what_it_should_look_like(
+    doc: dict[str, object], key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate(doc, file="nodmix.json")
+    assert (err.value.key or "").endswith(key)
+    assert words in str(err.value) and "regex" not in str(err.value)
+
+
+def test_a_heartbeat_under_a_second_is_refused_rather_than_beating_without_pause() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}, file="nodmix.json")
+    assert err.value.key == "agents.defaults.heartbeat.every"
+    validate({"agents": {"defaults": {"heartbeat": {"every": "1s"}}}}, file="nodmix.json")

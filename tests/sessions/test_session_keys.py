@@ -75,3 +75,11 @@ def test_malformed_bare_name_is_reported_as_a_name() -> None:
 def test_overlong_names_are_rejected() -> None:
     with pytest.raises(SessionError):
         format_session_key("main", "x" * 257)
+
+
+@pytest.mark.parametrize("text", ["a" * 5000, "agent:main:" + "b c" * 3000, "agent:" + "X" * 900])
+def test_a_huge_key_is_cut_short_in_its_error_line(text: str) -> None:
+    with pytest.raises(SessionError) as info:
+        resolve_session_key(text)
+    assert len(str(info.value)) < 300
+    assert "characters" in str(info.value)

@@ -85,7 +85,10 @@ def _get(args: argparse.Namespace) -> int:
     else:
         value = effective_value(loaded.config, loaded.raw, parse_key(args.key), args.key)
         if value is None:
-            raise ConfigError("not set (and no default)", key=args.key)
+            raise ConfigError(
+                "not set in the file; where it is used, Nodmix picks its default (see the docs)",
+                key=args.key,
+            )
     if not args.show_secrets:
         field = parse_key(args.key)[-1] if args.key else ""
         value = redact(value, field=field if isinstance(field, str) else "")

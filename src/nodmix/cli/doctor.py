@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from nodmix.cli.common import common_parent, print_json
@@ -328,6 +330,13 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
     servers = loaded.config.mcp.servers
     if not deep:
         enabled = [n for n, s in servers.items() if s.enabled]
+        for name in enabled:
+            missing = _missing_command(servers[name])
+            if missing:
+                fix = (
+                    f"check mcp.servers.{name}.command, then `{nodmix_command()} mcp probe {name}`"
+                )
+                checks.append(Check(f"mcp {name}", "error", missing, fix))
         checks.append(
             Check(
                 "mcp servers",
@@ -362,3 +371,17 @@ def _check_mcp(checks: list[Check], loaded: Any, *, deep: bool) -> None:
             )
         else:
             checks.append(Check(f"mcp {name}", "ok", "started and listed its tools"))
+
+
+def _missing_command(server: Any) -> str | None:
+    """Why a stdio server's command cannot start (checked without starting it), or None."""
+    command = server.command
+    if not command:
+        return None
+    if os.sep in command:
+        path = Path(server.cwd or ".", command).expanduser()
+        if not path.exists():
+            return f"command not found: {command}"
+        return None if os.access(path, os.X_OK) else f"command is not executable: {command}"
+    search = {**os.environ, **server.env}.get("PATH", os.defpath)
+    return None if shutil.which(command, path=search) else f"command not found on PATH: {command}"

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from nodmix.cli.common import common_parent
+from nodmix.cli.common import common_parent, count
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--since", help="only records since a duration ago (10m, 2h, 1d) or a time")
     p.add_argument(
-        "-n", "--lines", type=int, default=100, help="how many past records (default 100)"
+        "-n", "--lines", type=count, default=100, help="how many past records (default 100)"
     )
     p.add_argument("--json", action="store_true", help="print the JSON records as they are")
     p.set_defaults(handler=_run)

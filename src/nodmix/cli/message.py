@@ -59,6 +59,11 @@ def _send(args: argparse.Namespace) -> int:
             for adapter in manager.adapters.values():
                 await adapter.aclose()
 
-    ids = anyio.run(send)
+    try:
+        ids = anyio.run(send)
+    except NodmixError:
+        raise
+    except Exception as exc:  # the platform refused it: one line, the details with --verbose
+        raise NodmixError(f"{args.channel}: not sent to {args.to}: {exc}") from exc
     print(f"Sent {len(ids)} message(s) to {args.channel} {args.to}.")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from nodmix.cli.common import common_parent, print_json
+from nodmix.cli.common import common_parent, positive_seconds, print_json
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "test", parents=[parent], help="send a model (default: every agent's) a test request"
     )
     p.add_argument("ref", nargs="?", metavar="PROVIDER/MODEL")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per model (10)")
+    p.add_argument("--timeout", type=positive_seconds, default=10.0, help="seconds per model (10)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_test)
 

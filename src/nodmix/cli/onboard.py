@@ -83,6 +83,7 @@ def _from_flags(args: argparse.Namespace) -> Answers:
         channels_supported,
         provider_choice,
     )
+    from nodmix.config.loader import is_http_url
     from nodmix.errors import NodmixError
     from nodmix.providers.probe import list_models
 
@@ -95,6 +96,8 @@ def _from_flags(args: argparse.Namespace) -> Answers:
     if args.channel and not channels_supported():
         raise NodmixError("--channel: this build of Nodmix has no chat channels")
     base_url = args.base_url or choice.default_url
+    if args.base_url and not is_http_url(args.base_url):
+        raise NodmixError(f"--base-url: expected an http:// or https:// URL, got {args.base_url!r}")
     if choice.id == LOCAL_PROVIDER and not base_url:
         raise NodmixError("--provider local needs --base-url")
     answers = Answers(

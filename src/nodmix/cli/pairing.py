@@ -98,11 +98,18 @@ def _approve(args: argparse.Namespace) -> int:
     name = f" ({found.sender_name})" if found.sender_name else ""
     print(f"Approved {args.channel} sender {found.sender_id}{name}.")
     if args.owner:
+        from nodmix.cli.config_notice import running_gateway_notice
+        from nodmix.config.loader import load_config
+
+        before = load_config().config
         add_owner(args.channel, found.sender_id)
         print(
             f"{found.sender_id} is an owner of {args.channel} (channels.{args.channel}.ownerIds):"
             " their DMs continue your main session and they answer exec approvals."
         )
+        notice = running_gateway_notice(before, f"channels.{args.channel}.ownerIds")
+        if notice:
+            print(notice)
     return 0
 
 

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodmix.cli.common import common_parent, print_json, print_table
+from nodmix.cli.common import common_parent, count, print_json, print_table
 from nodmix.cli.session_target import add_target, manager, target_of
 from nodmix.invocation import nodmix_command
 
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = cmds.add_parser("tail", parents=[parent], help="print the latest transcript entries")
     add_target(p, optional=True)
-    p.add_argument("-n", type=int, default=20, metavar="N", help="entries to print (default 20)")
+    p.add_argument("-n", type=count, default=20, metavar="N", help="entries to print (default 20)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new entries")
     p.add_argument("--full", action="store_true", help="do not shorten long texts")
     p.set_defaults(handler=_tail)

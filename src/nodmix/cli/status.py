@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nodmix.cli.common import common_parent, print_json
+from nodmix.cli.common import common_parent, positive_seconds, print_json
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +24,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--url", help="the gateway's URL (default: the running one, else the port)")
     p.add_argument("--no-probe", action="store_true", help="do not send the models a test request")
     p.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds each model probe may take (10)"
+        "--timeout",
+        type=positive_seconds,
+        default=10.0,
+        help="seconds each model probe may take (10)",
     )
     p.set_defaults(handler=_run)
 

@@ -5,16 +5,20 @@
 `HEARTBEAT.md` checklist on a rhythm. Unset keys take the defaults documented on each field.
 """
 
+import re
 from typing import Annotated, Literal
 
 import msgspec
 
 from nodmix.config.section import Section
 
-Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$")]
+DURATION_PATTERN = r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$"
+TIME_OF_DAY_PATTERN = r"^([01]?\d|2[0-3]):[0-5]\d$|^24:00$"
+TARGET_PATTERN = r"^[a-z][a-z0-9_-]*:\S+$|^session$"
+Duration = Annotated[str, msgspec.Meta(pattern=DURATION_PATTERN)]
 """`30s`, `20m`, `2h`, `1d`, `1h30m`."""
-TimeOfDay = Annotated[str, msgspec.Meta(pattern=r"^([01]?\d|2[0-3]):[0-5]\d$|^24:00$")]
-Target = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]*:\S+$|^session$")]
+TimeOfDay = Annotated[str, msgspec.Meta(pattern=TIME_OF_DAY_PATTERN)]
+Target = Annotated[str, msgspec.Meta(pattern=TARGET_PATTERN)]
 """`<channel>:<chatId>`, or `session:<key>` (`session`: the main session) to append the reply
 to a session's transcript."""
 
@@ -100,3 +104,19 @@ def check_deliver_channels(targets: list[tuple[str, str]], channels: object, *, 
                 file=file,
                 key=key,
             )
+
+
+PATTERN_WORDS = {
+    DURATION_PATTERN: "a duration like 30s, 20m, 2h, 1d or 1h30m",
+    TIME_OF_DAY_PATTERN: "a time of day, HH:MM",
+    TARGET_PATTERN: "a target like telegram:4242 or session:main",
+}
+"""What a value matching each pattern looks like, for error messages."""
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration_seconds(text: str) -> float:
+    """The seconds a `Duration` value (already matched by its pattern) stands for."""
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text.lower()))

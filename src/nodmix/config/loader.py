@@ -6,6 +6,7 @@ names the file, the dotted key path and what was expected, in one line.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -21,11 +22,12 @@ from nodmix.config import paths
 from nodmix.config.automation_schema import check_deliver_channels
 from nodmix.config.channel_schema import check_channel_rules
 from nodmix.config.channel_teams_chat import check_endpoint_sections
-from nodmix.config.schema import NodmixConfig
+from nodmix.config.schema import BIND_ALIASES, NodmixConfig
 from nodmix.errors import ConfigError
 
 _ERROR_RE = r"(?s)^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
 _UNKNOWN_RE = r"Object contains unknown field `(?P<field>[^`]*)`"
+_TOO_DEEP = "nested too deeply to be a configuration (not valid JSON5)"
 _ENV_RE = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
@@ -46,11 +48,15 @@ def parse_document(text: str, *, file: str) -> dict[str, Any]:
         # Most files are plain JSON (that is what `nodmix config set` writes); the stdlib parser
         # is far faster than the pure-Python JSON5 one, which only runs when JSON fails.
         doc = json.loads(text)
+    except RecursionError:
+        raise ConfigError(_TOO_DEEP, file=file) from None
     except ValueError:
         import json5
 
         try:
             doc = json5.loads(text)
+        except RecursionError:
+            raise ConfigError(_TOO_DEEP, file=file) from None
         except ValueError as exc:
             raise ConfigError(_syntax_error(exc), file=file) from None
     if not isinstance(doc, dict):
@@ -77,6 +83,10 @@ def load_config(path: Path | None = None, *, env: Mapping[str, str] | None = Non
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return LoadedConfig(config=NodmixConfig(), path=path, exists=False, raw={})
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", file=str(path)
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
     raw = parse_document(text, file=str(path))
@@ -136,8 +146,15 @@ def explain(raw: Any, root: type, error: str) -> tuple[str, str]:
         hint = close or (f" (expected one of: {', '.join(allowed)})" if allowed else "")
         return full, f"unknown key{hint}"
     message = message.replace("`", "").replace(" | null", "")
+    if message.startswith("Invalid enum value"):
+        choices = _literal_choices(root, segments)
+        if choices:
+            message += f" (expected one of: {', '.join(choices)})"
     if message.startswith("Expected "):
         message = "expected " + message[len("Expected ") :]
+    regex = re.match(r"expected str matching regex '(?P<pattern>.*)'$", message)
+    if regex:
+        message = f"expected {_pattern_words(regex.group('pattern'))}"
     return key, message
 
 
@@ -201,6 +218,8 @@ def _walk_type(root: type, segments: list[str], *, mapping_value: bool = False) 
                 nxt = typing.get_args(cand)[0]
             elif seg in _struct_fields(cand):
                 nxt = _struct_fields(cand)[seg]
+            elif typing.get_origin(cand) is dict and not seg.startswith("["):
+                nxt = typing.get_args(cand)[1]
             if nxt is not None:
                 break
         if nxt is None:
@@ -212,6 +231,30 @@ def _walk_type(root: type, segments: list[str], *, mapping_value: bool = False) 
                 return typing.get_args(cand)[1]
         return None
     return tp
+
+
+def _pattern_words(shown: str) -> str:
+    """What a value must look like, for a pattern as msgspec's error shows it (escaped)."""
+    from nodmix.config.automation_schema import PATTERN_WORDS
+    from nodmix.config.schema import SHARE_PATTERN
+
+    words = {
+        **PATTERN_WORDS,
+        SHARE_PATTERN: "group:<channel>:<id>, dm:<channel>:<id> or webhook:<name>",
+    }
+    for pattern, text in words.items():
+        if shown in (pattern, pattern.replace("\\", "\\\\")):
+            return text
+    return f"a value matching {shown}"
+
+
+def _literal_choices(root: type, segments: list[str]) -> list[str]:
+    """The values a `Literal` key takes, as written in the file (`["off", "non-main"]`)."""
+    tp = _walk_type(root, segments)
+    for cand in _unwrap(tp) if tp is not None else []:
+        if typing.get_origin(cand) is typing.Literal:
+            return [json.dumps(value) for value in typing.get_args(cand)]
+    return []
 
 
 def _allowed_keys(root: type, segments: list[str]) -> list[str]:
@@ -231,6 +274,43 @@ def _check_model_ref(ref: str, *, file: str, key: str) -> None:
         raise ConfigError(f"expected 'provider/model', got {ref!r}", file=file, key=key)
 
 
+def is_http_url(text: str) -> bool:
+    """Whether `text` is an absolute `http(s)://host...` URL (a model endpoint, a base URL)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _check_heartbeats(config: NodmixConfig, *, file: str) -> None:
+    from nodmix.config.automation_schema import duration_seconds
+
+    beat = config.agents.defaults.heartbeat
+    if beat is not None and beat.every is not None and duration_seconds(beat.every) < 1:
+        raise ConfigError(
+            f"{beat.every!r} is under a second: use 1s or more",
+            file=file,
+            key="agents.defaults.heartbeat.every",
+        )
+
+
+def _check_bind(bind: str | None, *, file: str) -> None:
+    text = (bind or "loopback").strip()
+    if text in BIND_ALIASES:
+        return
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        raise ConfigError(
+            f"invalid bind {text!r}: use loopback, lan or an IP address",
+            file=file,
+            key="gateway.bind",
+        ) from None
+
+
 def _deliver_targets(config: NodmixConfig) -> list[tuple[str, str]]:
     """The `deliver` targets the config names, each with its key."""
     targets = [
@@ -248,6 +328,8 @@ def _check_semantics(config: NodmixConfig, *, file: str) -> None:
     check_channel_rules(config.channels, file=file)
     check_endpoint_sections(config.channels, file=file)
     check_deliver_channels(_deliver_targets(config), config.channels, file=file)
+    _check_bind(config.gateway.bind, file=file)
+    _check_heartbeats(config, file=file)
     selection = config.agents.defaults.model
     if selection.primary:
         _check_model_ref(selection.primary, file=file, key="agents.defaults.model.primary")
@@ -273,7 +355,17 @@ def _check_semantics(config: NodmixConfig, *, file: str) -> None:
             raise ConfigError(
                 "needs exactly one of 'command' (stdio) or 'url' (remote)", file=file, key=key
             )
+    _check_providers(config, file=file)
+
+
+def _check_providers(config: NodmixConfig, *, file: str) -> None:
     for name, provider in config.models.providers.items():
+        if provider.base_url is not None and not is_http_url(provider.base_url):
+            raise ConfigError(
+                f"expected an http:// or https:// URL, got {provider.base_url!r}",
+                file=file,
+                key=f"models.providers.{name}.baseUrl",
+            )
         for i, model in enumerate(provider.models):
             for field in ("context_window", "max_tokens"):
                 value = getattr(model, field)

@@ -214,7 +214,8 @@ class SandboxConfig(Section, frozen=True):
     """`agents.defaults.sandbox` (and per agent): which sessions run `exec` under bubblewrap."""
 
     mode: Literal["off", "non-main", "all"] | None = None
-    """`off` (default), `non-main` (every session but the agent's `main` one) or `all`."""
+    """`off`, `non-main` (every session but the agent's `main` one) or `all`. Unset: `off`,
+    or `non-main` once a chat channel is configured."""
     network: bool | None = None
     """Give sandboxed commands the network. Default false."""
     cpu_seconds: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -454,11 +455,16 @@ class GatewayToolsConfig(Section, frozen=True):
     """Let a gateway without a token run `exec` through `/tools/invoke` (off by default)."""
 
 
+BIND_ALIASES = {"loopback": "127.0.0.1", "localhost": "127.0.0.1", "lan": "0.0.0.0"}
+"""`gateway.bind` names; any other value must be an IP address."""
+
+
 class GatewayConfig(Section, frozen=True):
     """`gateway`."""
 
-    port: int | None = None
+    port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
     bind: str | None = None
+    """`loopback` (default), `lan` or an IP address."""
     auth: GatewayAuthConfig = GatewayAuthConfig()
     openai: GatewayOpenAIConfig = GatewayOpenAIConfig()
     tools: GatewayToolsConfig = GatewayToolsConfig()

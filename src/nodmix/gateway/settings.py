@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from nodmix.config.loader import resolve_secret
-from nodmix.config.schema import GatewayConfig
+from nodmix.config.schema import BIND_ALIASES, GatewayConfig
 from nodmix.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ DEFAULT_KEEP_ALIVE_SECONDS = 5.0
 DEFAULT_MAX_CONNECTIONS = 1000
 TOKEN_ENV = "NODMIX_GATEWAY_TOKEN"
 
-_BIND_ALIASES = {"loopback": "127.0.0.1", "localhost": "127.0.0.1", "lan": "0.0.0.0"}
+_BIND_ALIASES = BIND_ALIASES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

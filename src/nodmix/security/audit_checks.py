@@ -17,7 +17,9 @@ from typing import Any
 import msgspec
 
 from nodmix.agents import agent_ids, resolve_agent
+from nodmix.config.schema import BIND_ALIASES
 from nodmix.errors import ConfigError
+from nodmix.security.audit_allowlist import check_allowlist_breadth
 from nodmix.security.audit_channels import check_channel_identity
 from nodmix.security.audit_phone import check_phone_channels
 from nodmix.security.audit_sharing import SHARING_CHECKS
@@ -32,13 +34,12 @@ MIN_TOKEN_LENGTH = 24
 MAX_STATE_ENTRIES = 20_000
 TOKEN_ENV = "NODMIX_GATEWAY_TOKEN"
 _ENV_REF = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}$")
-_BIND_ALIASES = {"loopback": "127.0.0.1", "localhost": "127.0.0.1", "lan": "0.0.0.0"}
 _NEW_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 
 def _bind_host(inputs: AuditInputs) -> str:
     text = (inputs.config.gateway.bind or "loopback").strip()
-    return _BIND_ALIASES.get(text, text)
+    return BIND_ALIASES.get(text, text)
 
 
 def _is_loopback(host: str) -> bool:
@@ -410,5 +411,6 @@ CHECKS: tuple[Check, ...] = (
     check_web_search,
     check_workspace_access,
     check_mcp_in_workspace,
+    check_allowlist_breadth,
     *SHARING_CHECKS,
 )

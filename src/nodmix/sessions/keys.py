@@ -50,17 +50,26 @@ class SessionKey(msgspec.Struct, frozen=True):
         """
         prefix, sep, rest = text.partition(":")
         if prefix != KEY_PREFIX or not sep:
-            raise SessionError(f"invalid session key {text!r}: expected 'agent:<agentId>:<name>'")
+            raise SessionError(
+                f"invalid session key {_shown(text)}: expected 'agent:<agentId>:<name>'"
+            )
         agent_id, sep, name = rest.partition(":")
         if not sep or not name:
             raise SessionError(
-                f"invalid session key {text!r}: missing the session name after the agent id"
+                f"invalid session key {_shown(text)}: missing the session name after the agent id"
                 " (expected 'agent:<agentId>:<name>')"
             )
         try:
             return cls(agent_id=agent_id, name=name)
         except SessionError as exc:
-            raise SessionError(f"invalid session key {text!r}: {exc}") from None
+            raise SessionError(f"invalid session key {_shown(text)}: {exc}") from None
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """`text` quoted for an error line, cut to `limit` characters (a key can be huge)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text)} characters)"
 
 
 def is_agent_id(text: str) -> bool:
@@ -76,7 +85,7 @@ def validate_agent_id(agent_id: str) -> str:
     """
     if not _AGENT_ID.fullmatch(agent_id):
         raise SessionError(
-            f"agent id {agent_id!r} must be 1-64 lowercase letters, digits, '-' or '_'"
+            f"agent id {_shown(agent_id)} must be 1-64 lowercase letters, digits, '-' or '_'"
             " and start with a letter or digit"
         )
     return agent_id
@@ -90,7 +99,7 @@ def _validate_name(name: str) -> None:
     for segment in name.split(":"):
         if not _NAME_SEGMENT.fullmatch(segment):
             raise SessionError(
-                f"session name {name!r} has an empty segment or contains whitespace"
+                f"session name {_shown(name)} has an empty segment or contains whitespace"
                 " or control characters"
             )
 
@@ -135,7 +144,7 @@ def resolve_session_key(
     try:
         return SessionKey(agent_id=default_agent_id, name=text)
     except SessionError as exc:
-        raise SessionError(f"invalid session name {text!r}: {exc}") from None
+        raise SessionError(f"invalid session name {_shown(text)}: {exc}") from None
 
 
 _ONE_SHOT_PREFIX = "openai:"

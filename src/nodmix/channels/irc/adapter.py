@@ -263,7 +263,8 @@ class IrcAdapter:
             holder = await client.holder(nick)
         if holder is None or identity(holder) != identity(chat_id):
             log.warning("irc: reply to %s withheld: the nick is now %s", chat_id, holder)
-            raise NickChangedHands(f"{nick} is no longer {chat_id}: reply withheld")
+            now = "is not online" if holder is None else f"is now {holder}"
+            raise NickChangedHands(f"{nick} {now}, not {chat_id}: reply withheld")
         return nick
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:

@@ -331,6 +331,11 @@ class MatrixAdapter:
 
     async def _send_content(self, room_id: str, content: dict[str, Any]) -> str:
         await self._connect()
+        if room_id.startswith("@"):  # a person: their direct chat with the assistant
+            found = self._direct.room_with(room_id)
+            if found is None:
+                raise MatrixError(f"no direct chat with {room_id} yet: they must invite the bot")
+            room_id = found
         sent = _check(
             await self.client.room_send(
                 room_id, "m.room.message", content, ignore_unverified_devices=True

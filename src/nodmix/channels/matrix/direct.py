@@ -43,6 +43,11 @@ class DirectRooms:
         """Whether a message from `sender` in `room_id` is a direct message."""
         return room_id not in self.groups and sender in self._partners.get(room_id, ())
 
+    def room_with(self, user_id: str) -> str | None:
+        """The latest room recorded as a direct chat with `user_id` (none yet: None)."""
+        rooms = [r for r in self._record.get(user_id, ()) if r not in self.groups]
+        return rooms[-1] if rooms else None
+
     def known(self, room_id: str) -> bool:
         """Whether the record or a lookup has settled what `room_id` is."""
         return room_id in self._partners or room_id in self._checked
