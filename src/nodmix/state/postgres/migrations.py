@@ -59,7 +59,7 @@ def check_schema(db: Database) -> str | None:
     """
     if db.refusal is not None:
         return db.refusal
-    found, known = schema_version(db), latest_version()
+    found, known = db.query(_newest), latest_version()
     if found > known:
         db.refusal = (
             f"the state database was migrated to schema version {found} by a newer "
@@ -116,6 +116,11 @@ def _migrate(conn: psycopg.Connection[Any], where: str) -> list[int]:
                 ) from None
             applied.append(version)
     return applied
+
+
+def _newest(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT max(version) FROM nodmix_schema_version").fetchone()
+    return int(row[0] or 0) if row else 0
 
 
 def schema_version(db: Database) -> int:
