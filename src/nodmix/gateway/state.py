@@ -215,7 +215,7 @@ class Gateway:
         """Record a client's earlier conversation, but only into a session with no messages;
         whether it was recorded."""
         async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
-            session = self.runtime.open_session(agent, session_key)
+            session = await self.runtime.open_session_async(agent, session_key)
             if any(_is_conversation(entry) for entry in session.entries):
                 return False
             if note:
