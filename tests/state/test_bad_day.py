@@ -140,11 +140,6 @@ def test_replicas_with_different_configs_still_run_each_singleton_once(
             wait_for(lambda: _holders(postgres_url) >= {"cron", "heartbeat"}, what="holders")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="statements of a turn run on the event loop: a database that answers slowly (a lock "
-    "held by another client) freezes the whole gateway until it answers",
-)
 def test_a_slow_database_delays_its_turns_but_never_freezes_the_gateway(
     tmp_path: Path, postgres_url: str
 ) -> None:

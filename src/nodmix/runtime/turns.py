@@ -66,7 +66,7 @@ async def run_agent_turn(
     async with runtime.sessions.hold_turn(
         key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
     ):
-        session = runtime.open_session(agent, key)
+        session = await runtime.open_session_async(agent, key)
         run_id = f"run_{uuid.uuid4().hex[:16]}"
         client = client or ClientTurn()
         resume = None
