@@ -40,8 +40,13 @@ def client(isolated_state: Path, model_server: ScriptedModelServer) -> Iterator[
     config = scripted_config(model_server.base_url)
     config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
     (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
-    with socket_gateway() as gateway:
-        yield openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60)
+    with (
+        socket_gateway() as gateway,
+        openai.OpenAI(
+            base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60
+        ) as client,
+    ):  # closed with the test: its pooled connection is not left to the collector
+        yield client
 
 
 def _inbox(state: Path) -> list[str]:
