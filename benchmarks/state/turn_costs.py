@@ -110,13 +110,19 @@ def measure(db_url: str | None, root: Path, turns: int = 200) -> dict[str, float
     manager = SessionManager(root, backend=pg.sessions() if pg is not None else None)
 
     async def turn(key: str) -> None:
+        # As `runtime/turns.py` runs a turn: the session opened with `open_async`, and the
+        # usage counters written as `runtime/usage_flush.py` writes them (off the loop when
+        # the backend's reads are round trips).
         async with manager.hold_turn(key, timeout=10):
-            session = manager.open(key)
+            session = await manager.open_async(key)
             session.append_message(user_message("hello"))
             await anyio.sleep(0)  # the model's reply arrives later
             session.append_message(AssistantMessage(content=(TextBlock(text="hi"),)))
             session.update_usage(Usage(input=3, output=2))
-            manager.flush_due()
+            if manager.backend.round_trips:
+                await anyio.to_thread.run_sync(manager.flush_due)
+            else:
+                manager.flush_due()
 
     async def run() -> dict[str, float]:
         blocked: list[float] = []

@@ -417,16 +417,26 @@ async def test_read_of_a_large_file_declines_the_quick_path_and_goes_through_the
     ids=["awaited", "not-awaited"],
 )
 async def test_a_quick_call_in_flight_when_the_turn_is_aborted_is_recorded_and_ends_the_run(
-    engine: CodeModeEngine, sessions: SessionManager, workspace: Path, program: str
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    program: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     quick = Quick()
-    quick.hold = threading.Event()
+    hold = quick.hold = threading.Event()
+    cancel = Handoff.cancel
+
+    def cancelled(self: Handoff) -> None:  # the call in flight ends once the abort is in
+        cancel(self)
+        hold.set()
+
+    monkeypatch.setattr(Handoff, "cancel", cancelled)
     h = await build_harness(engine, sessions, workspace, extra_tools=[quick.tool])
     async with anyio.create_task_group() as group:
         group.start_soon(h.exec, program)
         await wait_until(quick.entered.is_set, "the first quick call to start")
         group.cancel_scope.cancel()  # the worker is inside the tool: the abort waits for it
-        quick.hold.set()
     # The call that was running finished and is on record; no other call started after it.
     assert len(quick.inputs) == 1
     assert [e.tool_name for e in h.started()] == ["quick"]

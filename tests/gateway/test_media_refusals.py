@@ -14,6 +14,7 @@ from typing import Any
 import openai
 import pytest
 
+from nodmix.sessions.store import SessionStore
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import TOKEN, socket_gateway
 from tests.media.samples import photo
@@ -22,7 +23,8 @@ from tests.support.config import scripted_config
 pytestmark = pytest.mark.integration
 
 TOO_BIG = "word " * 40_000  # ~50,000 tokens; the configured model holds 32,000
-WITH_TOOLS_TOO_BIG = "word " * 24_800  # ~31,000 tokens: fits alone, not with the tools
+WITH_TOOLS_TOO_BIG = "word " * 23_500  # ~29,400 tokens (~30,600 with the image): fits alone,
+# not with the tool definitions (~1,900) and the system prompt
 
 
 def _data_url(data: bytes) -> str:
@@ -38,8 +40,13 @@ def client(isolated_state: Path, model_server: ScriptedModelServer) -> Iterator[
     config = scripted_config(model_server.base_url)
     config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
     (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
-    with socket_gateway() as gateway:
-        yield openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60)
+    with (
+        socket_gateway() as gateway,
+        openai.OpenAI(
+            base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60
+        ) as client,
+    ):  # closed with the test: its pooled connection is not left to the collector
+        yield client
 
 
 def _inbox(state: Path) -> list[str]:
@@ -87,16 +94,33 @@ def test_a_prompt_too_long_by_itself_is_refused_before_any_history_is_seeded(
     assert not list(sessions.glob("*.jsonl")), "no session was seeded"
 
 
-def test_a_refusal_after_seeding_keeps_only_the_images_the_recorded_history_names(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+def _sessions(state: Path) -> list[str]:
+    """The agent's listed sessions and transcript files."""
+    folder = state / "agents" / "main" / "sessions"
+    listed = list(SessionStore(folder / "sessions.json").load())
+    return listed + [p.name for p in folder.rglob("*.jsonl")]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_prompt_that_fits_only_without_the_tools_leaves_no_session_and_no_image(
+    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path, stream: bool
 ) -> None:
-    with pytest.raises(openai.BadRequestError, match="context window"):
+    with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
-            model="nodmix", user="album", messages=_history_and(WITH_TOOLS_TOO_BIG)
+            model="nodmix", user="album", stream=stream, messages=_history_and(WITH_TOOLS_TOO_BIG)
         )
-    (kept,) = _inbox(isolated_state)
-    transcripts = (isolated_state / "agents" / "main" / "sessions").glob("*.jsonl")
-    assert any(f"inbox/{kept}" in path.read_text() for path in transcripts)
+    error = refused.value.body
+    assert isinstance(error, dict) and error["code"] == "context_length_exceeded", error
+    assert model_server.requests == []
+    assert _inbox(isolated_state) == []
+    assert _sessions(isolated_state) == [], "the refused request seeded or created a session"
+    assert "tool definitions and the system prompt" in error["message"]
+    # The same session then works, and starts empty.
+    client.chat.completions.create(
+        model="nodmix", user="album", messages=[{"role": "user", "content": "hello"}]
+    )
+    (request,) = model_server.requests
+    assert "an old picture" not in json.dumps(request.body)
 
 
 def test_a_response_too_long_for_the_window_leaves_no_image_behind(

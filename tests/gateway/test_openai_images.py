@@ -38,8 +38,13 @@ def _config(state: Path, server: ScriptedModelServer, *, keep: int | None = None
 @pytest.fixture
 def client(isolated_state: Path, model_server: ScriptedModelServer) -> Iterator[openai.OpenAI]:
     _config(isolated_state, model_server)
-    with socket_gateway() as gateway:
-        yield openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60)
+    with (
+        socket_gateway() as gateway,
+        openai.OpenAI(
+            base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60
+        ) as client,
+    ):  # closed with the test: its pooled connection is not left to the collector
+        yield client
 
 
 def _size(block: Any) -> tuple[int, int]:

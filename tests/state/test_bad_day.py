@@ -22,17 +22,25 @@ pytestmark = pytest.mark.integration
 
 
 def _load(
-    gateways: list, stop: threading.Event, ok: dict[str, list[str]], failed: list[str]
+    gateways: list,
+    stop: threading.Event,
+    ok: dict[str, list[str]],
+    failed: list[tuple[int, float, str]],
+    served: list[tuple[int, float]],
 ) -> None:
+    """Turns one after another across the gateways: acknowledged texts per session in `ok`,
+    and each turn's gateway and end time in `failed` or `served`."""
     i = 0
     while not stop.is_set():
         session = f"s{i % 4}"
         text = f"t{i}"
+        g = i % len(gateways)
         try:
-            chat(gateways[i % len(gateways)], text, session, timeout=30)
+            chat(gateways[g], text, session, timeout=30)
             ok.setdefault(session, []).append(text)
+            served.append((g, time.monotonic()))
         except httpx2.HTTPError as exc:
-            failed.append(f"{text}: {exc}")
+            failed.append((g, time.monotonic(), f"{text}: {exc}"))
         i += 1
 
 
@@ -40,23 +48,30 @@ def test_a_database_restart_under_load_loses_no_acknowledged_turn(
     tmp_path: Path, postgres_server: PostgresServer, postgres_url: str
 ) -> None:
     ok: dict[str, list[str]] = {}
-    failed: list[str] = []
+    failed: list[tuple[int, float, str]] = []
+    served: list[tuple[int, float]] = []
     stop = threading.Event()
     with ScriptedModelServer(counting) as model:
         states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
         with replicas(states) as gateways:
-            worker = threading.Thread(target=_load, args=(gateways, stop, ok, failed))
+            worker = threading.Thread(target=_load, args=(gateways, stop, ok, failed, served))
             worker.start()
             try:
                 wait_for(lambda: sum(map(len, ok.values())) >= 20, what="turns before")
                 postgres_server.restart("fast")
+                restarted = time.monotonic()
                 before = sum(map(len, ok.values()))
                 wait_for(lambda: sum(map(len, ok.values())) >= before + 20, what="turns after")
             finally:
                 stop.set()
                 worker.join(60)
             assert chat(gateways[0], "after", "s0").startswith("after -> seen")
-    assert len(failed) < 20, failed  # only turns caught by the restart itself fail
+    # Only turns caught by the restart fail: once a replica has served a turn again, none of
+    # its later turns fails (how many fail before depends on how fast the restart is).
+    for g in range(2):
+        back = min(t for gw, t in served if gw == g and t > restarted)
+        late = [what for gw, t, what in failed if gw == g and t > back]
+        assert not late, f"replica {g + 1} failed turns after it served again: {late}"
     with database_view(postgres_url, tmp_path / "view") as view:
         for session, texts in ok.items():
             said = [t for role, t in conversation(view, f"agent:main:{session}") if role == "user"]
@@ -140,11 +155,6 @@ def test_replicas_with_different_configs_still_run_each_singleton_once(
             wait_for(lambda: _holders(postgres_url) >= {"cron", "heartbeat"}, what="holders")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="statements of a turn run on the event loop: a database that answers slowly (a lock "
-    "held by another client) freezes the whole gateway until it answers",
-)
 def test_a_slow_database_delays_its_turns_but_never_freezes_the_gateway(
     tmp_path: Path, postgres_url: str
 ) -> None:

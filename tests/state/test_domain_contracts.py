@@ -13,6 +13,7 @@ import pytest
 from nodmix.channels.delivery import open_delivery_log
 from nodmix.channels.pairing import PairingError, open_pairing_store
 from nodmix.channels.types import InboundMessage
+from nodmix.channels.whatsapp import window
 from nodmix.channels.whatsapp.window import FileWhatsAppStore
 from nodmix.gateway.token import open_token_store
 from nodmix.security.allowlist import open_allowlist
@@ -204,3 +205,28 @@ def test_continuation_pointers_are_seen_by_another_process(
     other = open_session_pointers(isolated_state, RESPONSES_FILE)
     assert other.session_of("resp_1") == "agent:main:x"
     assert other.session_of("resp_2") is None
+
+
+def test_whatsapp_handled_ids_are_appended_and_compacted_keeping_every_replicas(
+    open_backend: Opener, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(window, "MAX_HANDLED", 5)
+    monkeypatch.setattr(window, "COMPACT_AT", 10)
+    backend = open_backend()
+    now = time.time()
+
+    def store() -> FileWhatsAppStore:
+        return FileWhatsAppStore(open_delivery_log(isolated_state, "whatsapp"), clock=lambda: now)
+
+    replicas = [store(), store()] if backend.kind == "postgres" else [store()]
+    log = open_delivery_log(isolated_state, "whatsapp")
+    for n in range(60):
+        replicas[n % len(replicas)].remember(f"wamid.{n}", now - 100 + n)
+        assert len(log.records("handled")[0]) <= 2 * 10 + 2  # bounded, whoever compacts
+    assert "handled" not in log.position()  # the position is not where the ids go
+    fresh = store()
+    assert all(fresh.handled(f"wamid.{n}") for n in range(55, 60))  # kept by id
+    assert fresh.handled("wamid.0", now - 100)  # compacted away: below the floor
+    assert not fresh.handled("wamid.new", now)
+    if backend.kind == "postgres":  # each replica sees the ids the other handled
+        assert replicas[0].handled("wamid.59") and replicas[1].handled("wamid.58")

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
+from nodmix.channels.delivery import DeliveryLog
 from nodmix.channels.pairing import PairingStore
+from nodmix.channels.whatsapp.window import FileWhatsAppStore
 from nodmix.gateway.token import FileTokenStore
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
@@ -42,6 +45,9 @@ def _populate(state: Path, model_url: str) -> None:
     pairing.approve("telegram", request.code)
     Allowlist(state).add("git status")
     FileTokenStore(state).load_or_create()  # as a gateway with no token configured made it
+    handled = FileWhatsAppStore(DeliveryLog(state, "whatsapp"))
+    for n in range(2):
+        handled.remember(f"wamid.{n}", time.time())
 
 
 def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_continues(
@@ -59,6 +65,7 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         report = json.loads(done.stdout)
         assert report["ok"] and not report["conflicts"]
         assert report["copied"]["gateway token"] == 1
+        assert report["copied"]["channel records"] == 2  # WhatsApp's handled ids
         assert report["copied"]["transcripts"] == 1  # the other one was copied before the kill
         again = json.loads(run_nodmix(isolated_state, *migrate).stdout)
         assert again["ok"] and "transcript lines" not in again["copied"]
@@ -90,6 +97,7 @@ def test_a_populated_state_dir_moves_into_postgres_resumably_and_every_session_c
         returned = run_nodmix(back, "state", "migrate", "--to", "files", "--url", postgres_url)
         assert returned.returncode == 0, returned.stderr
         assert FileTokenStore(back).load() == FileTokenStore(isolated_state).load()
+        assert FileWhatsAppStore(DeliveryLog(back, "whatsapp")).handled("wamid.1")
         with GatewayProcess(back) as gateway:
             assert chat(gateway, "a4", "alpha") == "a4 -> seen 5"
 

@@ -50,7 +50,7 @@ def test_message_flags_are_filled_for_entries_written_before_their_column(
     manager.close()
     with state.db.connection() as conn:  # the database as it was before migration 0003
         conn.execute("ALTER TABLE nodmix_transcript_entries DROP COLUMN message")
-        conn.execute("DELETE FROM nodmix_schema_version WHERE version >= 3")
+        conn.execute("DELETE FROM nodmix_schema_version WHERE version = 3")
         conn.execute(  # a damaged line kept as read stays readable and uncounted
             "INSERT INTO nodmix_transcript_entries (transcript_id, seq, body)"
             " SELECT transcript_id, max(seq) + 1, '\\x7b6e6f74'::bytea"

@@ -10,6 +10,7 @@ import pytest
 
 from nodmix.errors import SessionError
 from nodmix.messages import Usage, user_message
+from nodmix.runtime.usage_flush import UsageFlusher
 from nodmix.sessions.entries import CompactionEntry, MessageEntry
 from nodmix.sessions.manager import SessionManager
 from tests.sessions.sessions_builders import assistant, user
@@ -105,6 +106,42 @@ def test_usage_is_batched_and_written_on_close(managers: Managers) -> None:
     entry = managers().store("main").get("agent:main:work")
     assert entry is not None
     assert (entry.input_tokens, entry.output_tokens, entry.model) == (6, 3, "m/x")
+
+
+def test_counters_a_turn_left_waiting_are_written_soon_after_it(managers: Managers) -> None:
+    manager = managers()
+
+    async def turn_then_wait() -> None:
+        session = await manager.open_async("work")
+        async with anyio.create_task_group() as group:
+            flusher = UsageFlusher(manager, group)
+            session.update_usage(Usage(input=5, output=2), model="m/x")  # not due yet
+            flusher.after_turn()
+        # (the group ends once the flusher has nothing left waiting)
+
+    anyio.run(turn_then_wait)
+    entry = managers().store("main").get("agent:main:work")
+    assert entry is not None
+    assert (entry.input_tokens, entry.output_tokens, entry.model) == (5, 2, "m/x")
+    assert not manager.usage_waiting
+    manager.close()
+
+
+def test_open_async_gives_the_session_open_gives(managers: Managers) -> None:
+    manager = managers()
+    first = manager.open("work")
+    first.append_message(user_message("hello"))
+    other = managers()
+
+    async def both() -> None:
+        again = await other.open_async("work")
+        assert again.session_id == first.session_id
+        assert _texts(other, "work") == ["hello"]
+        assert await other.open_async("work") is again  # cached, caught up
+
+    anyio.run(both)
+    other.close()
+    manager.close()
 
 
 def test_listing_counts_messages_and_spans_agents(managers: Managers) -> None:

@@ -40,9 +40,9 @@ def test_defaults_and_an_agents_own_keys_merge_key_by_key(isolated_state: Path) 
     deep = subagent_settings(config, "deep")
     assert (deep.max_depth, deep.max_concurrent, deep.max_children_per_turn) == (3, 3, 32)
     assert deep.policy == ToolPolicy(allow=("read",), deny=("exec", "ls"))
-    assert subagent_settings(load_config(write_config(isolated_state, "x")).config, "main") == (
-        SubagentSettings()
-    )
+    assert subagent_settings(
+        load_config(write_config(isolated_state, "http://127.0.0.1:9/v1")).config, "main"
+    ) == (SubagentSettings())
 
 
 @pytest.mark.parametrize(

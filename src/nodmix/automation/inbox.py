@@ -72,6 +72,8 @@ class SessionHost(Protocol):
 
     def open_session(self, agent: AgentProfile, session_key: str | None) -> Session: ...
 
+    async def open_session_async(self, agent: AgentProfile, session_key: str | None) -> Session: ...
+
 
 class SessionInbox:
     """Appends jobs' replies to sessions of the runtime (a `runner.SessionPoster`)."""
@@ -93,7 +95,7 @@ class SessionInbox:
         wait = agent.timeout_seconds + EXTRA_WAIT_SECONDS
         with anyio.fail_after(wait):  # the in-process turn lock has no deadline of its own
             async with runtime.sessions.hold_turn(key, timeout=wait):
-                session = runtime.open_session(agent, key)
+                session = await runtime.open_session_async(agent, key)
                 entry = session.append_message(delivered_message(job, text))
                 session.update_usage()  # the session moves up in the lists
                 session.flush()

@@ -7,7 +7,9 @@ Under `<state>/channels/<id>/`:
 - `pending/`: one file per accepted message not yet answered, written before the position
   moves past it. After a restart or a crash the pending messages are run again;
 - `answered.json`: the keys of recently answered messages, so a message the platform delivers
-  again (the position was not saved yet) is not answered twice.
+  again (the position was not saved yet) is not answered twice;
+- `<name>.jsonl`: append-only records a channel adds to with every message (`records`),
+  compacted by their owner when they grow.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import msgspec
 
 from nodmix.channels.files import channels_dir, read_json, write_json
+from nodmix.channels.records import RecordFile
 from nodmix.channels.types import InboundMessage
 from nodmix.state.binding import provided
 
@@ -50,6 +53,7 @@ class DeliveryLog:
         )
         self._answered_set = set(self._answered)
         self._seq = 0
+        self._record_files: dict[str, RecordFile] = {}
 
     # ---- position -------------------------------------------------------------------------
 
@@ -60,6 +64,36 @@ class DeliveryLog:
     def save_position(self, position: dict[str, Any]) -> None:
         """Persist the resume point."""
         write_json(self.root / "position.json", position)
+
+    # ---- records --------------------------------------------------------------------------
+
+    def records(self, name: str, after: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """The records of `name` appended after mark `after` (0: all), and the new mark."""
+        return self._record_file(name).read(after)
+
+    def record_names(self) -> list[str]:
+        """The names that have records."""
+        return sorted(p.stem for p in self.root.glob("*.jsonl")) if self.root.is_dir() else []
+
+    def append_record(self, name: str, record: dict[str, Any]) -> None:
+        """Add one record to `name`, durably, without rewriting the others."""
+        self._record_file(name).append(record)
+
+    def compact_records(
+        self, name: str, records: list[dict[str, Any]], *, upto: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Replace the records of `name` up to mark `upto` with `records`, atomically. Any
+        appended after `upto` stay (after them) and are returned, with the new mark."""
+        file = self._record_file(name)
+        later, _ = file.read(upto)
+        mark = file.compact([*records, *later])
+        return later, mark
+
+    def _record_file(self, name: str) -> RecordFile:
+        file = self._record_files.get(name)
+        if file is None:
+            file = self._record_files[name] = RecordFile(self.root / f"{name}.jsonl")
+        return file
 
     # ---- messages -------------------------------------------------------------------------
 

@@ -54,6 +54,8 @@ def render(report: dict[str, Any]) -> str:
     if gateway["running"]:
         where = f"running at {gateway['url']} (version {gateway.get('version')}"
         where += f", up {gateway.get('uptimeSeconds', 0):.0f}s, auth {gateway.get('auth')})"
+        if gateway.get("state"):  # it refuses to write its state
+            where += f"\n           refusing writes: {gateway['state']}"
     else:
         where = f"not running ({gateway['url']}: {gateway.get('detail', 'no answer')})"
     config = report["config"]

@@ -42,6 +42,8 @@ def gateway_status(state_dir: Path, loaded: LoadedConfig, url: str | None) -> di
         uptimeSeconds=health.get("uptimeSeconds"),
         auth=health.get("auth"),
     )
+    if health.get("state"):  # the gateway refuses to write its state
+        out["state"] = health["state"]
     return out
 
 

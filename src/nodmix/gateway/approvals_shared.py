@@ -23,6 +23,7 @@ from nodmix.state.binding import provided
 
 if TYPE_CHECKING:
     from nodmix.security.approvals import ApprovalBroker
+    from nodmix.state.coordination import Coordination
 
 log = logging.getLogger("nodmix.gateway")
 
@@ -110,7 +111,26 @@ def answer_forwarded(broker: ApprovalBroker, payload: dict[str, Any]) -> None:
     """An answer given on another replica to a request this replica's turn asked."""
     from nodmix.security.approvals import ANSWERS
 
-    request_id, decision = payload.get("id"), payload.get("decision")
+    request_id, decision, by = payload.get("id"), payload.get("decision"), payload.get("by")
     for answer in ANSWERS:
         if isinstance(request_id, str) and decision == answer and broker.get(request_id):
-            broker.resolve(request_id, answer, by="websocket")
+            broker.resolve(request_id, answer, by=by if isinstance(by, str) else "websocket")
+
+
+class ForwardedAnswers:
+    """`ElsewhereApprovals` (`security.parts`) over the shared store: a chat `/approve` that
+    lands on a replica whose turns did not ask is forwarded, like a WebSocket answer."""
+
+    def __init__(self, shared: SharedApprovals, coordination: Coordination) -> None:
+        self.shared = shared
+        self.coordination = coordination
+
+    def waiting(self, request_id: str) -> dict[str, Any] | None:
+        try:
+            return next((r for r in self.shared.pending() if r.get("id") == request_id), None)
+        except Exception as exc:  # cannot tell: the answer is not forwarded blindly
+            log.warning("could not read other replicas' approval requests: %s", exc)
+            return None
+
+    def forward(self, request_id: str, answer: str, *, by: str) -> None:
+        self.coordination.publish(APPROVAL_ANSWER, {"id": request_id, "decision": answer, "by": by})

@@ -11,8 +11,10 @@ requests using each file, so a concurrent request that reuses the same content-n
 keeps it.
 
 `refuse_oversized` comes first: a message whose text alone cannot fit the model's window is
-refused before any file is saved or any history seeded (the turn checks again with its tool
-definitions, and the cleanup above covers what that later refusal leaves).
+refused before any file is saved. The turn then checks the complete budget (with the tool
+definitions and the system prompt) before it records anything, the client's earlier
+conversation included (`seeding`), so that later refusal leaves only the files above, which
+are removed.
 """
 
 from __future__ import annotations

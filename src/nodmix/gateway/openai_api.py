@@ -42,6 +42,7 @@ from nodmix.gateway.openai_mapping import (
     seed,
 )
 from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.seeding import HistorySeed, dropped_if_refused
 from nodmix.gateway.state import Gateway, gateway_of
 from nodmix.messages import ToolCallBlock, ToolResultMessage, Usage
 from nodmix.runtime import CommandOutcome, TurnOutcome
@@ -86,15 +87,11 @@ async def chat_completions(request: Request) -> Response:
     if results is None:
         refuse_oversized(gateway.runtime, agent, model, prompt.text)
     writes = MediaWrites(agent.workspace, gateway.inbox_claims)
-    async with removed_if_refused(writes):
+    async with removed_if_refused(writes), dropped_if_refused(gateway.runtime, agent, key):
         files = await save_media(gateway, agent, prompt.media, writes) if results is None else []
         history = await seeded_history(gateway, agent, parts, writes)
-        client = ClientTurn(tools=tools, tool_choice=choice, results=results)
-
-        async def seed_session() -> None:
-            writes.history_recorded = await gateway.seed_session(
-                agent, key, note=note, history=history, note_type=SYSTEM_NOTE_TYPE
-            )
+        seeded = HistorySeed(note, history, SYSTEM_NOTE_TYPE, writes) if note or history else None
+        client = ClientTurn(tools=tools, tool_choice=choice, results=results, seed=seeded)
 
         def start(emit: EventSink) -> ActiveRun:
             return gateway.start_turn(
@@ -105,7 +102,6 @@ async def chat_completions(request: Request) -> Response:
                 emit=emit,
                 origin="http",
                 model=model,
-                seed=seed_session if note or history else None,
                 disable_tools=disable_tools,
                 after=None if named else lambda: gateway.stateless.created(agent.id),
                 client=client,

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -38,6 +39,7 @@ from nodmix.gateway.openai_api import (
 from nodmix.gateway.openai_mapping import SYSTEM_NOTE_TYPE
 from nodmix.gateway.responses_mapping import ResponseObject, parse_request, turn_input
 from nodmix.gateway.runs import ActiveRun
+from nodmix.gateway.seeding import HistorySeed, dropped_if_refused
 from nodmix.gateway.state import gateway_of
 from nodmix.messages import ToolCallBlock
 from nodmix.runtime.client_results import ClientTurn
@@ -72,14 +74,12 @@ async def create_response(request: Request) -> Response:
     if turn.results is None:
         refuse_oversized(gateway.runtime, agent, model, turn.prompt)
     writes = MediaWrites(agent.workspace, gateway.inbox_claims)
-    async with removed_if_refused(writes):
+    async with removed_if_refused(writes), dropped_if_refused(gateway.runtime, agent, key):
         files = await save_media(gateway, agent, turn.media, writes)
         history = await seeded_history(gateway, agent, turn.history, writes)
-
-        async def seed_session() -> None:
-            writes.history_recorded = await gateway.seed_session(
-                agent, key, note=turn.note, history=history, note_type=SYSTEM_NOTE_TYPE
-            )
+        if turn.note or history:
+            seeded = HistorySeed(turn.note, history, SYSTEM_NOTE_TYPE, writes)
+            client = msgspec.structs.replace(client, seed=seeded)
 
         def start(emit: EventSink) -> ActiveRun:
             return gateway.start_turn(
@@ -90,7 +90,6 @@ async def create_response(request: Request) -> Response:
                 emit=emit,
                 origin="http",
                 model=model,
-                seed=seed_session if turn.note or turn.history else None,
                 disable_tools=disable_tools,
                 after=None if named else lambda: gateway.stateless.created(agent.id),
                 client=client,

@@ -23,6 +23,7 @@ from nodmix.gateway.approval_fanout import ApprovalFanout
 from nodmix.gateway.approvals_shared import (
     APPROVAL_ANSWER,
     ApprovalRecorder,
+    ForwardedAnswers,
     answer_forwarded,
     open_shared_approvals,
 )
@@ -41,7 +42,6 @@ from nodmix.origin import TurnOrigin
 from nodmix.runtime import Runtime
 from nodmix.runtime.client_results import ClientTurn
 from nodmix.runtime.reconfigure import apply_config
-from nodmix.sessions import CustomMessageEntry, Entry, MessageEntry
 
 if TYPE_CHECKING:
     from nodmix.media.files import InboundFile
@@ -62,6 +62,9 @@ class Gateway:
         """WebSocket clients told about approval requests (`gateway/approvals.py`)."""
         self.shared_approvals = open_shared_approvals(runtime.state_dir)
         """Requests of every replica (postgres backend; `gateway/approvals_shared.py`)."""
+        if self.shared_approvals is not None:  # a chat /approve for another replica's turn
+            forwarded = ForwardedAnswers(self.shared_approvals, runtime.state.coordination)
+            runtime.security.remote.source = forwarded
         self.stateless = StatelessSessions(runtime, self._start_background)
         self.client_calls = open_session_pointers(runtime.state_dir, CLIENT_CALLS_FILE)
         """Sessions of the client tool calls handed out (for stateless continuations)."""
@@ -168,7 +171,6 @@ class Gateway:
         emit: EventSink,
         origin: str,
         model: str | None = None,
-        seed: Callable[[], Awaitable[None]] | None = None,
         disable_tools: bool = False,
         after: Callable[[], object] | None = None,
         turn_origin: TurnOrigin | None = None,
@@ -184,8 +186,6 @@ class Gateway:
 
         async def body() -> Any:
             try:
-                if seed is not None:
-                    await seed()
                 return await runtime.submit(
                     text,
                     agent_id=agent.id,
@@ -203,27 +203,6 @@ class Gateway:
 
         return self.runs.start(body, agent_id=agent.id, session_key=session_key, origin=origin)
 
-    async def seed_session(
-        self,
-        agent: AgentProfile,
-        session_key: str,
-        *,
-        note: str | None,
-        history: list[Any],
-        note_type: str,
-    ) -> bool:
-        """Record a client's earlier conversation, but only into a session with no messages;
-        whether it was recorded."""
-        async with self.runtime.sessions.hold_turn(session_key, timeout=agent.timeout_seconds):
-            session = self.runtime.open_session(agent, session_key)
-            if any(_is_conversation(entry) for entry in session.entries):
-                return False
-            if note:
-                session.transcript.append_custom_message(note_type, note, display=False)
-            for message in history:
-                session.append_message(message)
-            return True
-
     # ---- health -------------------------------------------------------------------------------
 
     def health(self, *, detailed: bool) -> dict[str, Any]:
@@ -235,6 +214,9 @@ class Gateway:
             "auth": "token" if self.settings.token else "none",
             "instance": self.settings.instance,
         }
+        problem = self.runtime.state.problem()
+        if problem is not None:  # a newer Nodmix migrated the state database
+            out.update(status="degraded", state=problem)
         if detailed:
             runtime = self.runtime
             main = runtime.agent(None)
@@ -250,10 +232,6 @@ class Gateway:
                 stateDir=str(runtime.state_dir),
             )
         return out
-
-
-def _is_conversation(entry: Entry) -> bool:
-    return isinstance(entry, MessageEntry | CustomMessageEntry)
 
 
 def _model_ref(runtime: Runtime, agent_id: str) -> str | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -155,6 +155,10 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     """The skills section of the system prompt (one line per offered skill)."""
     resume: Sequence[ToolResultMessage] = ()
     """Results of client tool calls, appended before the first model step."""
+    seed: Callable[[], Awaitable[None]] | None = None
+    """Records what the turn brings along before its prompt (an API client's earlier
+    conversation); runs only once the prompt is known to fit the window, so a refused turn
+    records nothing."""
 
 
 class TurnResult(msgspec.Struct, kw_only=True):
@@ -211,9 +215,12 @@ class _Turn:
                 context_window=guard.context_window,
                 tools=[t.spec for t in req.tools.visible],
                 model=self.model_label,
+                system=lambda: self._system_prompt(None),
             )
             # The transcript byte guard may move the session to a successor transcript.
             await guard.before_turn()
+        if req.seed is not None:
+            await req.seed()
         self.emit(
             TurnStarted(
                 run_id=req.run_id,
@@ -299,17 +306,7 @@ class _Turn:
                     model=self.model_label,
                 )
             )
-            system = build_system_prompt(
-                agent_name=req.agent.name,
-                workspace=req.agent.workspace,
-                tools=specs,
-                now=deps.clock(),
-                instructions=req.agent.instructions,
-                addition=assembled.system_prompt_addition,
-                code_mode=tools.code_mode,
-                skills=req.skills_prompt,
-                memory=sees_owner_memory(req.origin, req.agent.id, req.session.key),
-            )
+            system = self._system_prompt(assembled.system_prompt_addition)
             messages = assembled.messages
             if guard is not None:
                 draft = RequestDraft(
@@ -421,6 +418,21 @@ class _Turn:
         duration = (time.perf_counter() - started) * 1000
         self.emit(ToolCallFinished(result=message, duration_ms=duration))
         return message
+
+    def _system_prompt(self, addition: str | None) -> str:
+        """The system prompt of a model step (`addition`: the context engine's)."""
+        req, tools = self.req, self.req.tools
+        return build_system_prompt(
+            agent_name=req.agent.name,
+            workspace=req.agent.workspace,
+            tools=[t.spec for t in tools.visible],
+            now=self.deps.clock(),
+            instructions=req.agent.instructions,
+            addition=addition,
+            code_mode=tools.code_mode,
+            skills=req.skills_prompt,
+            memory=sees_owner_memory(req.origin, req.agent.id, req.session.key),
+        )
 
     async def _append(self, message: Message) -> None:
         session = self.req.session

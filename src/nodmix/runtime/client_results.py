@@ -13,7 +13,7 @@ A result that answers neither (a stale or made-up id) is refused before anything
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -37,6 +37,9 @@ class ClientTurn(msgspec.Struct, frozen=True, kw_only=True):
     results: Sequence[ToolResultMessage] | None = None
     """Results of the client calls the previous turn stopped for: continue instead of a new
     prompt."""
+    seed: Callable[[Session], None] | None = None
+    """Records its earlier conversation into the session, before the prompt; the turn calls it
+    only once the prompt fits the model's window, so a refused turn records nothing."""
 
 
 def open_direct_calls(session: Session) -> dict[str, str]:

@@ -343,6 +343,12 @@ class Runtime:
         private_dirs(agent.workspace)  # an existing workspace keeps its mode
         return self.sessions.open(self.session_key(agent, session_key), workspace=agent.workspace)
 
+    async def open_session_async(self, agent: AgentProfile, session_key: str | None) -> Session:
+        """`open_session` for the event loop (a database's round trips run off the loop)."""
+        private_dirs(agent.workspace)
+        key = self.session_key(agent, session_key)
+        return await self.sessions.open_async(key, workspace=agent.workspace)
+
     # ---- turns ---------------------------------------------------------------------------------
 
     async def submit(

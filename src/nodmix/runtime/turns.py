@@ -66,7 +66,7 @@ async def run_agent_turn(
     async with runtime.sessions.hold_turn(
         key, timeout=agent.timeout_seconds, on_wait=lambda k, pid: emit(waiting_notice(k, pid))
     ):
-        session = runtime.open_session(agent, key)
+        session = await runtime.open_session_async(agent, key)
         run_id = f"run_{uuid.uuid4().hex[:16]}"
         client = client or ClientTurn()
         resume = None
@@ -170,7 +170,16 @@ async def _prepare_turn(
             session_policy=runtime.subagents.tool_policy(agent.id, session.key),
         )
     )
-    await bootstrapper.bootstrap(context, session)
+    seed = None
+    if client.seed is None:
+        await bootstrapper.bootstrap(context, session)
+    else:  # the engine meets the session once the client's conversation is recorded
+
+        async def seed() -> None:
+            if client.seed is not None:
+                client.seed(session)
+            await bootstrapper.bootstrap(context, session)
+
     guard = TurnGuard(
         service=runtime.compaction,
         engine=context,
@@ -201,5 +210,6 @@ async def _prepare_turn(
             lambda: skills.prompt(agent, code_mode=tools.code_mode),
         ),
         resume=resume or (),
+        seed=seed,
     )
     return deps, request

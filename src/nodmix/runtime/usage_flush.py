@@ -22,28 +22,39 @@ log = logging.getLogger("nodmix.sessions")
 
 
 class UsageFlusher:
-    """Writes the due usage counters after each turn, and the rest a moment later."""
+    """Writes the due usage counters after each turn, and the rest a moment later. With a
+    database backend every write runs in a worker thread (one at a time), never on the loop."""
 
     def __init__(self, sessions: SessionManager, group: TaskGroup) -> None:
         self._sessions = sessions
         self._group = group
         self._scheduled = False
         self._failing = False
+        self._off_loop = sessions.backend.round_trips
+        self._writer: anyio.CapacityLimiter | None = None
 
     def after_turn(self) -> None:
         """A turn recorded its usage: write what is due, and schedule the rest."""
-        self._flush()
+        if not self._off_loop:
+            self._flush()
         if not self._scheduled and self._sessions.usage_waiting:
             self._scheduled = True
             self._group.start_soon(self._write_later)
 
     async def _write_later(self) -> None:
         try:
+            if self._off_loop:
+                await self._flush_off_loop()  # what is due now
             while self._sessions.usage_waiting:
                 await anyio.sleep(USAGE_WRITE_INTERVAL)
-                self._flush()
+                await self._flush_off_loop() if self._off_loop else self._flush()
         finally:
             self._scheduled = False
+
+    async def _flush_off_loop(self) -> None:
+        if self._writer is None:
+            self._writer = anyio.CapacityLimiter(1)
+        await anyio.to_thread.run_sync(self._flush, limiter=self._writer)
 
     def _flush(self) -> None:
         """Write what is due; counters the store cannot take now (a state database outage)

@@ -4,13 +4,20 @@
 (or, from the owner's DM, of any session); the CLI and the web page send them through
 `Runtime.submit`, and a channel through its own command (`nodmix.channels.approvals`), which
 accepts them from the owner only.
+
+With replicas (the postgres state backend) a webhook channel's `/approve` may land on another
+replica than the turn that asked. A request this replica's broker does not hold is then looked
+up among the requests every replica shares (`RemoteApprovals`, set by the gateway) and the
+answer is forwarded to the replica that waits on it; an id nobody waits on gets the same
+one-line answer as on one process.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
@@ -21,6 +28,25 @@ from nodmix.security.gate import ExecGate
 from nodmix.security.turns import CHAT_COMMANDS, TurnRegistry
 
 
+class ElsewhereApprovals(Protocol):
+    """Requests other replicas' turns wait on (the gateway's shared approvals)."""
+
+    def waiting(self, request_id: str) -> dict[str, Any] | None:
+        """The request in its wire shape when a live replica waits on it, else None."""
+        ...
+
+    def forward(self, request_id: str, answer: str, *, by: str) -> None:
+        """Hand `answer` to the replica that waits on `request_id`."""
+        ...
+
+
+@dataclass(slots=True)
+class RemoteApprovals:
+    """Where requests of other replicas are found (none: one process)."""
+
+    source: ElsewhereApprovals | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class SecurityParts:
     """Broker, allowlist, turn registry and the gate that uses them."""
@@ -29,6 +55,8 @@ class SecurityParts:
     allowlist: Allowlist
     turns: TurnRegistry
     gate: ExecGate
+    remote: RemoteApprovals = field(default_factory=RemoteApprovals)
+    """Requests of other replicas, for a chat answer that lands on this one."""
 
     def answer_command(
         self, command: str, rest: str, session_key: str, anywhere: bool = False
@@ -45,12 +73,32 @@ class SecurityParts:
                 return f"No approval requests are waiting{where}."
             listed = "\n".join(f"  {r.id}: {r.command}" for r in pending)
             return f"Waiting for approval:\n{listed}\nAnswer with {command} <id>."
-        req = self.broker.get(request_id)
-        if req is None or (not anywhere and req.session_key != session_key):
-            return f"No approval request {request_id!r} is waiting{where}."
-        self.broker.resolve(request_id, answer, by=f"chat {command}")
         verb = {"allow-once": "Approved", "allow-always": "Always allowed", "deny": "Denied"}
+        missing = f"No approval request {request_id!r} is waiting{where}."
+        req = self.broker.get(request_id)
+        if req is None:
+            return self._answer_elsewhere(request_id, answer, session_key, anywhere, command) or (
+                missing
+            )
+        if not anywhere and req.session_key != session_key:
+            return missing
+        self.broker.resolve(request_id, answer, by=f"chat {command}")
         return f"{verb[answer]}: {req.command}"
+
+    def _answer_elsewhere(
+        self, request_id: str, answer: str, session_key: str, anywhere: bool, command: str
+    ) -> str | None:
+        """Forward the answer to the replica whose turn waits on `request_id`; the reply, or
+        None when no replica waits on it (in this session, unless `anywhere`)."""
+        source = self.remote.source
+        found = source.waiting(request_id) if source is not None else None
+        if source is None or found is None:
+            return None
+        if not anywhere and found.get("sessionKey") != session_key:
+            return None
+        source.forward(request_id, answer, by=f"chat {command}")
+        verb = {"allow-once": "Approved", "allow-always": "Always allowed", "deny": "Denied"}
+        return f"{verb[answer]}: {found.get('command', '')}"
 
 
 def cached_rules(

@@ -96,6 +96,10 @@ class SessionBackend(Protocol):
 
     kind: str
     """`files` or the database's name."""
+    round_trips: bool
+    """Whether reading and writing cost network round trips (a database): code on the event
+    loop then opens sessions and writes counters from a worker thread, so a slow database
+    delays only the turns that need it (`SessionManager.open_async`)."""
 
     def index(self, agent_id: str, *, durable: bool) -> SessionIndex:
         """The session index of one agent (`durable=False`: never sync, for tests)."""
@@ -155,6 +159,7 @@ class FileSessions:
     """Sessions as files under the state directory (the default backend)."""
 
     kind = "files"
+    round_trips = False
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir

@@ -21,7 +21,9 @@ update holds its lock for about a millisecond, cheaper than a hop to a worker th
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
@@ -29,13 +31,13 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from nodmix.config.paths import DEFAULT_AGENT_ID, default_workspace, sessions_dir
+from nodmix.config.paths import DEFAULT_AGENT_ID, default_workspace
 from nodmix.crashpoints import crash_point
 from nodmix.errors import SessionError
 from nodmix.messages import now_ms
 from nodmix.sessions.backend import EntryMaker, FileSessions, SessionBackend
 from nodmix.sessions.descriptors import DescriptorPool
-from nodmix.sessions.entries import Entry, MessageEntry
+from nodmix.sessions.entries import Entry
 from nodmix.sessions.index import SessionIndex
 from nodmix.sessions.keys import (
     SessionKey,
@@ -43,6 +45,7 @@ from nodmix.sessions.keys import (
     resolve_session_key,
     validate_agent_id,
 )
+from nodmix.sessions.listing import list_sessions
 from nodmix.sessions.pending import PendingUsage
 from nodmix.sessions.session import Session, SessionSummary
 from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
@@ -52,6 +55,8 @@ from nodmix.state.binding import provided
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_CACHED = 1024
+OPENING_THREADS = 8
+"""Sessions opened from worker threads at once (`open_async`); more wait their turn."""
 
 
 class SessionManager:
@@ -99,6 +104,10 @@ class SessionManager:
         self.backend: SessionBackend = backend
         self._stores: dict[str, SessionIndex] = {}
         self._cache: OrderedDict[str, Session] = OrderedDict()
+        # Guards the two maps above: with a database backend `open` runs in worker threads
+        # (`open_async`) beside the loop's own calls. Never held across a round trip.
+        self._guard = threading.RLock()
+        self._opening: anyio.CapacityLimiter | None = None
         self._pending = PendingUsage(self.store)
         self._locks = TurnLocks()
         self.descriptors = (
@@ -121,12 +130,13 @@ class SessionManager:
 
     def store(self, agent_id: str) -> SessionIndex:
         """The session store of one agent."""
-        store = self._stores.get(agent_id)
-        if store is None:
-            validate_agent_id(agent_id)
-            store = self.backend.index(agent_id, durable=self.durable)
-            self._stores[agent_id] = store
-        return store
+        with self._guard:
+            store = self._stores.get(agent_id)
+            if store is None:
+                validate_agent_id(agent_id)
+                store = self.backend.index(agent_id, durable=self.durable)
+                self._stores[agent_id] = store
+            return store
 
     def agent_ids(self) -> list[str]:
         """Agents that have a session store, sorted (stray directories are skipped)."""
@@ -179,7 +189,8 @@ class SessionManager:
         key = self.resolve_key(session_key)
         store = self.store(key.agent_id)
         entry = store.get(str(key))
-        cached = self._cache.get(str(key))
+        with self._guard:
+            cached = self._cache.get(str(key))
         if (
             cached is not None
             and entry is not None
@@ -189,7 +200,9 @@ class SessionManager:
             cached.entry = entry
             if not self.read_only:
                 cached.transcript.catch_up()  # another process's turn may have appended
-            self._cache.move_to_end(str(key))
+            with self._guard:
+                if self._cache.get(str(key)) is cached:
+                    self._cache.move_to_end(str(key))
             return cached
         if entry is None:
             if not create or self.read_only:
@@ -199,6 +212,20 @@ class SessionManager:
             session = self._files.load(key, store, entry, create=create, workspace=workspace)
         self._remember(session)
         return session
+
+    async def open_async(
+        self, session_key: str | SessionKey, *, create: bool = True, workspace: Path | None = None
+    ) -> Session:
+        """`open` for code on the event loop. With a backend whose reads are round trips (a
+        database) it runs in a worker thread, at most `OPENING_THREADS` at once, so a database
+        that answers slowly delays the turns waiting for it and nothing else.
+        """
+        if not self.backend.round_trips:
+            return self.open(session_key, create=create, workspace=workspace)
+        if self._opening is None:
+            self._opening = anyio.CapacityLimiter(OPENING_THREADS)
+        work = functools.partial(self.open, session_key, create=create, workspace=workspace)
+        return await anyio.to_thread.run_sync(work, limiter=self._opening)
 
     def reset(self, session_key: str | SessionKey, *, workspace: Path | None = None) -> Session:
         """Start a new transcript (and session id) under the key; the old file is kept.
@@ -318,41 +345,20 @@ class SessionManager:
         limit: int | None = None,
         where: Callable[[str], bool] | None = None,
     ) -> list[SessionSummary]:
-        """Sessions of one agent, or of every agent, most recently updated first.
-
-        `where(key)` filters, `limit` keeps the first rows. Message counts (which read the
-        transcript of a session not open in this process) are only taken for the rows
-        returned.
+        """Sessions of one agent, or of every agent, most recently updated first
+        (`listing.list_sessions`).
 
         Raises:
             SessionError: a session store is corrupt.
         """
         self.flush_all()  # counters this process still holds belong in the listing
         agents = [validate_agent_id(agent_id)] if agent_id else self.agent_ids()
-        found: list[tuple[str, str, SessionEntry]] = []
-        for agent in agents:
-            for key, entry in self.store(agent).load().items():
-                if where is None or where(key):
-                    found.append((agent, key, entry))
-        found.sort(key=lambda row: (-row[2].updated_at, row[1]))
-        rows: list[SessionSummary] = []
-        for agent, key, entry in found if limit is None else found[:limit]:
-            path = sessions_dir(self.state_dir, agent) / entry.session_file
-            count = self._message_count(key, entry, path)
-            rows.append(
-                SessionSummary(key=key, agent_id=agent, entry=entry, path=path, message_count=count)
-            )
-        return rows
+        return list_sessions(self, agents, limit=limit, where=where)
 
-    def _message_count(self, key: str, entry: SessionEntry, path: Path) -> int:
-        cached = self._cache.get(key)
-        if cached is not None and cached.session_id == entry.session_id:
-            return sum(
-                1
-                for e in cached.transcript.entries
-                if isinstance(e, MessageEntry) and e.parent_tool_call_id is None
-            )
-        return self.backend.message_count(parse_session_key(key), entry, path)
+    def cached(self, key: str) -> Session | None:
+        """The open session of `key` in this process, if any."""
+        with self._guard:
+            return self._cache.get(key)
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -385,12 +391,15 @@ class SessionManager:
 
     def _remember(self, session: Session) -> None:
         session.on_pending = self._pending.track
-        stale = self._cache.pop(session.key, None)
-        if stale is not None and stale is not session:
-            stale.flush()
-            stale.transcript.close()
-        self._cache[session.key] = session
-        while len(self._cache) > self.max_cached:
-            _, evicted = self._cache.popitem(last=False)
-            evicted.flush()
-            evicted.transcript.close()
+        session.write_inline = not self.backend.round_trips
+        dropped: list[Session] = []
+        with self._guard:
+            stale = self._cache.pop(session.key, None)
+            if stale is not None and stale is not session:
+                dropped.append(stale)
+            self._cache[session.key] = session
+            while len(self._cache) > self.max_cached:
+                dropped.append(self._cache.popitem(last=False)[1])
+        for old in dropped:  # (a write: outside the guard)
+            old.flush()
+            old.transcript.close()

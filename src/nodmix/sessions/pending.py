@@ -45,7 +45,7 @@ class PendingUsage:
         due: set[str] = set()
         for key, session in list(self._sessions.items()):
             if not session.has_pending:  # it flushed on its own (a store write folds counters in)
-                del self._sessions[key]
+                self._sessions.pop(key, None)
                 continue
             pending.setdefault(session.agent_id, []).append(session)
             if session.flush_due():

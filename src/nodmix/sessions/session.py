@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ class Session:
     """One open session: its key, its store entry and its transcript."""
 
     __slots__ = (
+        "_guard",
         "_last_write",
         "_pending",
         "_store",
@@ -35,6 +37,7 @@ class Session:
         "on_pending",
         "session_key",
         "transcript",
+        "write_inline",
     )
 
     def __init__(
@@ -56,6 +59,10 @@ class Session:
         self._last_write = time.monotonic()  # a new or freshly opened entry was just read
         self.on_pending: Callable[[Session], None] | None = None
         """Told when counters start waiting to be written (the manager tracks those sessions)."""
+        self.write_inline = True
+        """Whether `update_usage` writes due counters itself; False with a database backend,
+        whose usage writer runs off the event loop (`runtime.usage_flush`)."""
+        self._guard = threading.Lock()  # `_pending`: the usage writer may take it in a thread
 
     @property
     def key(self) -> str:
@@ -118,12 +125,13 @@ class Session:
         # Counters are bookkeeping: write them at most once a second per session (a busy
         # gateway would otherwise rewrite the store on every turn) and fold the rest into the
         # next write or `flush()`. `entry` is always current in this process.
-        earlier = self._pending
-        self._pending = change if earlier is None else (lambda e: change(earlier(e)))
+        with self._guard:
+            earlier = self._pending
+            self._pending = change if earlier is None else (lambda e: change(earlier(e)))
         if earlier is None and self.on_pending is not None:
             self.on_pending(self)
         self.entry = change(self.entry)
-        if time.monotonic() - self._last_write >= USAGE_WRITE_INTERVAL:
+        if self.write_inline and time.monotonic() - self._last_write >= USAGE_WRITE_INTERVAL:
             return self.flush()
         return self.entry
 
@@ -147,7 +155,8 @@ class Session:
 
     def take_pending(self, data: StoreData) -> None:
         """Apply pending counters to `data` (inside a store update) and clear them."""
-        pending, self._pending = self._pending, None
+        with self._guard:
+            pending, self._pending = self._pending, None
         self._last_write = time.monotonic()
         current = data.get(self.key)
         if pending is None or current is None or current.session_id != self.session_id:
@@ -183,7 +192,8 @@ class Session:
         self, change: Callable[[SessionEntry], SessionEntry], *, sync: bool = True
     ) -> SessionEntry:
         session_id = self.session_id
-        pending, self._pending = self._pending, None
+        with self._guard:
+            pending, self._pending = self._pending, None
 
         def apply(data: StoreData) -> SessionEntry | None:
             current = data.get(self.key)

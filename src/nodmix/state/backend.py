@@ -39,6 +39,10 @@ class StateBackend(Protocol):
         """Backend, replicas and singleton holders (`nodmix status`)."""
         ...
 
+    def problem(self) -> str | None:
+        """Why the backend refuses to be written now (a newer schema), in one line."""
+        ...
+
     def close(self) -> None:
         """Release connections (and, for a database, this replica's leases)."""
         ...
@@ -60,6 +64,10 @@ class FileState:
     def describe(self) -> dict[str, Any]:
         """Just the state directory."""
         return {"backend": "files", "stateDir": str(self.state_dir)}
+
+    def problem(self) -> str | None:
+        """Never: the files are this process's own."""
+        return None
 
     def close(self) -> None:
         """Nothing to close."""

@@ -200,6 +200,7 @@ def _channels_to(state_dir: Path, pg: PostgresState, report: Report) -> None:
             report.add("pending messages", int(into.accept(msg)))
         keys = read_json(folder / "answered.json", {}).get("keys", [])
         transfer.put_answered(pg.db, folder.name, [k for k in keys if isinstance(k, str)])
+        _records(log, into, report)
 
 
 def _runs_to(state_dir: Path, pg: PostgresState, report: Report) -> None:
@@ -347,6 +348,16 @@ def _channels_back(state_dir: Path, pg: PostgresState, report: Report) -> None:
             path = channels_dir(state_dir) / channel / "answered.json"
             old = [k for k in read_json(path, {}).get("keys", []) if isinstance(k, str)]
             write_json(path, {"keys": list(dict.fromkeys(old + keys))[-2000:]})
+        _records(origin, into, report)
+
+
+def _records(origin: DeliveryLog, into: DeliveryLog, report: Report) -> None:
+    """Copy a channel's append-only records (WhatsApp's handled ids) where none are yet."""
+    for name in origin.record_names():
+        records, _ = origin.records(name)
+        if records and not into.records(name)[0]:
+            into.compact_records(name, records, upto=0)
+            report.add("channel records", len(records))
 
 
 def _runs_back(state_dir: Path, pg: PostgresState, report: Report) -> None:

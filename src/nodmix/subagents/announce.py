@@ -104,7 +104,7 @@ class Announcer:
         wait = agent.timeout_seconds + EXTRA_WAIT_SECONDS
         with anyio.fail_after(wait):
             async with host.sessions.hold_turn(key, timeout=wait):
-                session = host.sessions.open(key, workspace=agent.workspace)
+                session = await host.sessions.open_async(key, workspace=agent.workspace)
                 entry = _posted(session, run.run_id)
                 fresh = entry is None
                 if entry is None:

@@ -5,7 +5,6 @@ and webhook sender."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +48,7 @@ def test_a_replay_after_more_messages_than_the_ids_kept_is_still_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(window, "MAX_HANDLED", KEPT)
+    monkeypatch.setattr(window, "COMPACT_AT", 2 * KEPT)
     monkeypatch.setattr(delivery, "ANSWERED_KEPT", KEPT)  # the layer's own dedupe is bounded too
     write_config(isolated_state, model.base_url, {"whatsapp": wa.config(allowFrom=[OWNER])})
     settings = GatewaySettings(port=0, token="gateway-token")
@@ -67,8 +67,8 @@ def test_a_replay_after_more_messages_than_the_ids_kept_is_still_refused(
         wa.wait_for(lambda: "newest" in wa.sent_texts(OWNER))
     assert model_user_texts(model).count("transfer the money") == 1
     assert wa.sent_texts(OWNER).count("transfer the money") == 1
-    stored = json.loads((isolated_state / "channels" / "whatsapp" / "position.json").read_text())
-    assert len(stored["handled"]) <= KEPT
+    records = (isolated_state / "channels" / "whatsapp" / "handled.jsonl").read_text()
+    assert len(records.splitlines()) <= 2 * KEPT + 1  # compacted past the bound
 
 
 def test_the_floor_survives_a_restart_and_ages_out_with_the_window(
@@ -83,13 +83,15 @@ def test_the_floor_survives_a_restart_and_ages_out_with_the_window(
     assert after.handled("wamid.0", now - 600) and after.handled("wamid.1", now - 599)
     assert after.handled(f"wamid.{KEPT + 1}")  # kept by id
     assert not after.handled("wamid.new", now)
+    monkeypatch.setattr(window, "COMPACT_AT", 0)  # compact on the next message
     later = window.FileWhatsAppStore(
         delivery.open_delivery_log(isolated_state, "whatsapp"),
         clock=lambda: now + window.WINDOW_SECONDS,
     )
     later.remember("wamid.next", now + window.WINDOW_SECONDS)
-    stored = json.loads((isolated_state / "channels" / "whatsapp" / "position.json").read_text())
-    assert "handledFloor" not in stored  # a floor older than the window says nothing more
+    records = (isolated_state / "channels" / "whatsapp" / "handled.jsonl").read_text()
+    assert "floor" not in records  # a floor older than the window says nothing more
+    assert records.count("wamid.") == 1
 
 
 class _CountingLog(DeliveryLog):
@@ -113,7 +115,7 @@ def test_a_message_rewrites_the_chats_window_times_only_when_they_move(
     for n in range(1, 11):  # ten messages from one chat within a few minutes
         store.opened("491711", now - 300 + n)
         store.remember(f"wamid.{n}", now - 300 + n)
-    assert ids.writes == 10 and windows.writes == 1
+    assert ids.writes == 2 and windows.writes == 1  # the old position, emptied once
     assert "lastInbound" not in ids.position()  # moved out of the per-message position
     again = window.FileWhatsAppStore(DeliveryLog(isolated_state, "whatsapp"), windows=windows)
     assert again.last_inbound("491700") is not None and again.last_inbound("491711") is not None

@@ -16,16 +16,19 @@ body, timestamps included, so a replayed update cannot claim a newer time, and r
 protection holds whatever the number of messages (a message Meta first delivers after
 `MAX_HANDLED` newer ones were handled is refused as well; at that volume, a lesser harm).
 
-`WhatsAppStore` is the seam; `FileWhatsAppStore` keeps both in delivery positions
-(`open_delivery_log`: `<state>/channels/whatsapp/position.json`, written atomically, or the
-database with the postgres state backend), as Telegram keeps its offset. The handled ids are
-written with every message; the chats' last inbound times (up to `MAX_CHATS`) go to a
-position of their own (`whatsapp.window`), written only when a chat is new or its time moved
-by `INBOUND_WRITE_SECONDS`, so a message does not rewrite thousands of chats (after a restart
-a window may close up to that much early, never late). The webhook runs on
-every replica, so on a shared position a miss (an id not handled here, a chat whose user
-wrote to another replica) is read again before it is trusted, and a write keeps what other
-replicas recorded.
+`WhatsAppStore` is the seam; `FileWhatsAppStore` keeps both in the channel's delivery state
+(`open_delivery_log`: files under `<state>/channels/whatsapp/`, or the database with the
+postgres state backend). A handled id is appended as one record (`DeliveryLog.append_record`:
+`handled.jsonl`, or one row), never by rewriting the others; when the records pass
+`COMPACT_AT`, they are compacted to the ids still kept and the floor. A crash mid-append
+loses at most the torn record being written, never a readable one, and a compaction is
+atomic. Ids kept in the position by an older Nodmix are moved into the records once. The
+chats' last inbound times (up to `MAX_CHATS`) go to a position of their own
+(`whatsapp.window`), written only when a chat is new or its time moved by
+`INBOUND_WRITE_SECONDS`, so a message does not rewrite thousands of chats (after a restart a
+window may close up to that much early, never late). The webhook runs on every replica, so on
+a shared store a miss (an id not handled here, a chat whose user wrote to another replica) is
+read again before it is trusted: only the records appended since the last read.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from nodmix.channels.delivery import DeliveryLog
 
 WINDOW_SECONDS = 24 * 3600
 MAX_HANDLED = 2000
+COMPACT_AT = 2 * MAX_HANDLED
+"""Records of handled ids (and floors) past which they are compacted to the kept ones."""
+HANDLED_RECORDS = "handled"
 MAX_CHATS = 5000
 FUTURE_SLACK_SECONDS = 300
 INBOUND_WRITE_SECONDS = 600
@@ -89,7 +95,7 @@ def stale(sent_at: float, *, now: float) -> bool:
 
 
 class FileWhatsAppStore:
-    """`WhatsAppStore` in the channel's delivery position file."""
+    """`WhatsAppStore` in the channel's delivery state (see the module docstring)."""
 
     def __init__(
         self,
@@ -98,9 +104,9 @@ class FileWhatsAppStore:
         windows: DeliveryLog | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`windows`: where the last inbound times go (None: with the handled ids)."""
+        """`windows`: where the last inbound times go (None: the delivery position)."""
         self._delivery = delivery
-        self._windows = windows
+        self._windows = windows or delivery
         self._inbound_dirty = False
         self._inbound_saved: dict[str, float] = {}
         self._clock = clock
@@ -108,33 +114,56 @@ class FileWhatsAppStore:
         self._inbound: dict[str, float] = {}
         self._floor = 0.0
         """The newest send time of a handled id that was dropped (see the module docstring)."""
-        self._reload()
+        self._mark = 0
+        """How far the handled records were read."""
+        self._records = 0
+        """Handled records in the store (read or appended) since the last compaction."""
+        self._legacy = False
+        """The position still holds ids an older Nodmix kept there (moved on next write)."""
+        self._load_position()
+        self._read_records()
 
-    def _reload(self) -> None:
-        """Take in the stored entries (the newer time of stored and known, per key)."""
+    def _load_position(self) -> None:
         position = self._delivery.position()
         inbound = _times(position.get("lastInbound"))  # with the ids, as before the split
-        if self._windows is not None:
-            self._inbound_dirty = self._inbound_dirty or bool(inbound)  # moved on next write
+        if self._windows is not self._delivery:
+            self._inbound_dirty = bool(inbound)  # moved on next write
             inbound.update(_times(self._windows.position().get("lastInbound")))
-            self._inbound_saved = dict(inbound)
-        for mine, stored in (
-            (self._handled, _times(position.get("handled"))),
-            (self._inbound, inbound),
-        ):
-            for key, at in stored.items():
-                if at > mine.get(key, 0.0):
-                    mine[key] = at
+        self._inbound_saved = dict(inbound)
+        _merge(self._inbound, inbound)
+        legacy = _times(position.get("handled"))
         floor = position.get("handledFloor")
-        if isinstance(floor, int | float) and floor > self._floor:
-            self._floor = float(floor)
+        self._legacy = bool(legacy) or floor is not None
+        _merge(self._handled, legacy)
+        if isinstance(floor, int | float):
+            self._floor = max(self._floor, float(floor))
+
+    def _read_records(self) -> None:
+        """Take in the handled records appended since the last read (any replica's)."""
+        records, self._mark = self._delivery.records(HANDLED_RECORDS, self._mark)
+        self._take(records)
+
+    def _take(self, records: list[dict[str, Any]]) -> None:
+        self._records += len(records)
+        for record in records:
+            message_id, at, floor = record.get("id"), record.get("at"), record.get("floor")
+            if isinstance(message_id, str) and isinstance(at, int | float):
+                if at > self._handled.get(message_id, 0.0):
+                    self._handled[message_id] = float(at)
+            elif isinstance(floor, int | float):
+                self._floor = max(self._floor, float(floor))
+        self._handled, dropped = _kept(self._handled, self._clock(), MAX_HANDLED)
+        self._floor = max(self._floor, dropped)
+
+    def _known(self, message_id: str, sent_at: float | None) -> bool:
+        return message_id in self._handled or (sent_at is not None and sent_at <= self._floor)
 
     def handled(self, message_id: str, sent_at: float | None = None) -> bool:
-        if message_id in self._handled or (sent_at is not None and sent_at <= self._floor):
+        if self._known(message_id, sent_at):
             return True
         if self._delivery.shared:
-            self._reload()
-        return message_id in self._handled or (sent_at is not None and sent_at <= self._floor)
+            self._read_records()
+        return self._known(message_id, sent_at)
 
     def opened(self, chat_id: str, sent_at: float) -> None:
         sent_at = min(sent_at, self._clock() + FUTURE_SLACK_SECONDS)
@@ -144,31 +173,61 @@ class FileWhatsAppStore:
                 self._inbound_dirty = True
 
     def remember(self, message_id: str, sent_at: float) -> None:
-        if self._delivery.shared:
-            self._reload()
         now = self._clock()
-        self._handled[message_id] = min(sent_at, now + FUTURE_SLACK_SECONDS)
-        self._handled, dropped = _kept(self._handled, now, MAX_HANDLED)
-        self._floor = max(self._floor, dropped)
+        at = min(sent_at, now + FUTURE_SLACK_SECONDS)
+        self._delivery.append_record(HANDLED_RECORDS, {"id": message_id, "at": at})
+        self._take([{"id": message_id, "at": at}])
+        if self._records > COMPACT_AT or self._legacy:
+            self._compact(now)
+        if self._inbound_dirty:
+            self._save_inbound(now)
+
+    def _compact(self, now: float) -> None:
+        """Rewrite the handled records as the ids kept and the floor."""
+        self._read_records()  # up to the mark: what this store and other replicas appended
+        kept: list[dict[str, Any]] = [{"id": k, "at": t} for k, t in self._handled.items()]
+        if self._floor and not stale(self._floor, now=now):
+            kept.insert(0, {"floor": self._floor})
+        later, self._mark = self._delivery.compact_records(HANDLED_RECORDS, kept, upto=self._mark)
+        self._records = len(kept)
+        self._take(later)
+        if self._legacy:  # the ids an older Nodmix kept in the position are records now
+            position = self._delivery.position()
+            position.pop("handled", None)
+            position.pop("handledFloor", None)
+            self._delivery.save_position(position)
+            self._legacy = False
+
+    def _save_inbound(self, now: float) -> None:
+        if self._windows.shared:
+            stored = _times(self._windows.position().get("lastInbound"))
+            _merge(self._inbound, stored)  # what other replicas recorded
         self._inbound = _recent(self._inbound, now, MAX_CHATS)
-        position: dict[str, Any] = {"handled": self._handled}
-        if not stale(self._floor, now=now):
-            position["handledFloor"] = self._floor
-        if self._windows is None:
-            position["lastInbound"] = self._inbound
-        elif self._inbound_dirty:
-            self._windows.save_position({"lastInbound": self._inbound})
-            self._inbound_saved, self._inbound_dirty = dict(self._inbound), False
-        self._delivery.save_position(position)
+        position = self._windows.position() if self._windows is self._delivery else {}
+        position["lastInbound"] = self._inbound
+        self._windows.save_position(position)
+        self._inbound_saved, self._inbound_dirty = dict(self._inbound), False
+        if self._windows is not self._delivery:
+            old = self._delivery.position()
+            if "lastInbound" in old:  # kept with the ids before the split
+                old.pop("lastInbound")
+                self._delivery.save_position(old)
 
     def last_inbound(self, chat_id: str) -> float | None:
         last = self._inbound.get(chat_id)
-        if self._delivery.shared and (last is None or stale(last, now=self._clock())):
-            self._reload()
+        if self._windows.shared and (last is None or stale(last, now=self._clock())):
+            _merge(self._inbound, _times(self._windows.position().get("lastInbound")))
             last = self._inbound.get(chat_id)
         if last is None or stale(last, now=self._clock()):
             return None
         return last
+
+
+def _merge(mine: dict[str, float], stored: dict[str, float]) -> None:
+    """Take in `stored` times (the newer of stored and known, per key)."""
+    for key, at in stored.items():
+        if at > mine.get(key, 0.0):
+            mine[key] = at
 
 
 def _times(raw: Any) -> dict[str, float]:

@@ -148,6 +148,10 @@ class PostgresState:
         out.update(self.pg.describe())
         return out
 
+    def problem(self) -> str | None:
+        """The refusal after a newer Nodmix migrated the schema (`migrations.check_schema`)."""
+        return self.db.refusal
+
     def close(self) -> None:
         """Unbind, drop the locks and close the pool."""
         binding.unbind(self.state_dir, self)

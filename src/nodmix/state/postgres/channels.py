@@ -1,5 +1,5 @@
 """Channel state in PostgreSQL: delivery (resume positions, messages accepted but not answered,
-answered keys) and pairing, shared by every replica.
+answered keys, append-only records) and pairing, shared by every replica.
 
 A message is accepted with one statement that inserts it as pending unless its key was
 answered already (or is pending): whichever replica receives a redelivery, it is answered
@@ -59,6 +59,74 @@ class PgDeliveryLog(DeliveryLog):
     def save_position(self, position: dict[str, Any]) -> None:
         """Persist the resume point."""
         documents.write(self.db, POSITIONS, self.channel, json.dumps(position).encode())
+
+    def records(self, name: str, after: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """The records of `name` with ids past `after` (every replica's), and the last id."""
+
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[int, bytes]]:
+            rows = conn.execute(
+                "SELECT id, body FROM nodmix_channel_records WHERE channel = %s AND name = %s"
+                " AND id > %s ORDER BY id",
+                (self.channel, name, after),
+            ).fetchall()
+            return [(int(r[0]), bytes(r[1])) for r in rows]
+
+        rows = self.db.run(work)
+        return _decoded([body for _, body in rows]), max((i for i, _ in rows), default=after)
+
+    def record_names(self) -> list[str]:
+        """The names that have records."""
+
+        def work(conn: psycopg.Connection[Any]) -> list[str]:
+            rows = conn.execute(
+                "SELECT DISTINCT name FROM nodmix_channel_records WHERE channel = %s ORDER BY 1",
+                (self.channel,),
+            ).fetchall()
+            return [str(r[0]) for r in rows]
+
+        return self.db.run(work)
+
+    def append_record(self, name: str, record: dict[str, Any]) -> None:
+        """Add one record to `name` (one row, committed durably)."""
+        body = json.dumps(record, separators=(",", ":")).encode()
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(
+                "INSERT INTO nodmix_channel_records (channel, name, body) VALUES (%s, %s, %s)",
+                (self.channel, name, body),
+            )
+
+        self.db.run(work, durable=True)
+
+    def compact_records(
+        self, name: str, records: list[dict[str, Any]], *, upto: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Replace the rows of `name` up to id `upto` with `records`, in one transaction (a
+        crash leaves the old rows or the new ones). Rows other replicas appended after `upto`
+        stay; returns them with the new mark."""
+        bodies = [json.dumps(r, separators=(",", ":")).encode() for r in records]
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[list[bytes], int]:
+            later = conn.execute(
+                "SELECT id, body FROM nodmix_channel_records WHERE channel = %s AND name = %s"
+                " AND id > %s ORDER BY id",
+                (self.channel, name, upto),
+            ).fetchall()
+            conn.execute(
+                "DELETE FROM nodmix_channel_records WHERE channel = %s AND name = %s AND id <= %s",
+                (self.channel, name, upto),
+            )
+            rows = conn.execute(
+                "INSERT INTO nodmix_channel_records (channel, name, body)"
+                " SELECT %s, %s, b FROM unnest(%s::bytea[]) WITH ORDINALITY AS t(b, n)"
+                " ORDER BY n RETURNING id",
+                (self.channel, name, bodies),
+            ).fetchall()
+            ids = [int(r[0]) for r in [*later, *rows]]
+            return [bytes(r[1]) for r in later], max(ids, default=upto)
+
+        later, mark = self.db.run(work, durable=True)
+        return _decoded(later), mark
 
     def seen(self, msg: InboundMessage) -> bool:
         """Answered already, or waiting to be."""
@@ -130,6 +198,16 @@ class PgDeliveryLog(DeliveryLog):
             with contextlib.suppress(msgspec.ValidationError, ValueError):
                 out.append(msgspec.convert(json.loads(raw), InboundMessage))
         return out
+
+
+def _decoded(bodies: list[bytes]) -> list[dict[str, Any]]:
+    out = []
+    for body in bodies:
+        with contextlib.suppress(ValueError):
+            record = json.loads(body)
+            if isinstance(record, dict):
+                out.append(record)
+    return out
 
 
 class PgPairingStore(PairingStore):

@@ -10,6 +10,8 @@
   never run it at once even when the holder is cut off from the database. Another replica
   takes over at most a lease (plus one poll) after the holder died; a clean stop releases the
   lease and wakes the others through NOTIFY at once.
+- Each heartbeat also checks the schema version (`migrations.check_schema`): a replica left
+  running after a newer Nodmix migrated the database stops writing to it.
 - Events go out with `NOTIFY nodmix_events` (payloads over 7 kB through `nodmix_events`, read
   back by id) and come in on one LISTEN connection per replica, reconnected after an outage.
   Delivery is at most once: a replica cut off from the database misses what was sent
@@ -33,6 +35,7 @@ import anyio
 from nodmix import __version__
 from nodmix.errors import StateUnavailableError
 from nodmix.state.coordination import Listener, deliver
+from nodmix.state.postgres.migrations import check_schema
 
 if TYPE_CHECKING:
     import psycopg
@@ -374,6 +377,8 @@ class PgCoordination:
             await anyio.sleep(self.renew_every)
 
     def _beat(self) -> None:
+        if check_schema(self.db) is not None:
+            return  # a newer Nodmix migrated the schema: nothing more is written
         self.register()
 
         def prune(conn: psycopg.Connection[Any]) -> None:

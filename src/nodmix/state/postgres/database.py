@@ -107,6 +107,9 @@ class Database:
         self._last_failure = float("-inf")
         self._lock = threading.Lock()
         self.closed = False
+        self.refusal: str | None = None
+        """Set when a newer Nodmix migrated the schema past what this one knows
+        (`migrations.check_schema`): every later statement is refused with it."""
         self.closing: list[Callable[[], None]] = []
         """Called (in order) when the pool closes, before its connections go (the writer)."""
 
@@ -156,6 +159,8 @@ class Database:
         """
         from psycopg_pool import PoolTimeout
 
+        if self.refusal is not None:
+            raise StateUnavailableError(self.refusal)
         now = time.monotonic()
         if self._down_until > now:
             raise StateUnavailableError(self._down_reason)

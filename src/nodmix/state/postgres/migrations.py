@@ -5,21 +5,29 @@ Every replica migrates on start, under a transaction-wide advisory lock, so repl
 together never race: the first applies what is missing, the others wait and then find nothing
 to do. Each file runs in one transaction with its version row, so a crash mid-migration leaves
 the schema as it was before that file. A database migrated by a newer Nodmix (a version this
-one does not know) is refused with a clear error instead of being written to.
+one does not know) is refused with a clear error instead of being written to: on start, and by
+a replica already running when the newer one migrated, which notices at its next heartbeat
+(`check_schema`, a third of `leaseSeconds`) and from then on refuses every statement with one
+line naming both versions (`nodmix status` and `/health` show it).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from nodmix import __version__
 from nodmix.errors import StateUnavailableError
 
 if TYPE_CHECKING:
     import psycopg
 
     from nodmix.state.postgres.database import Database
+
+log = logging.getLogger("nodmix.state")
 
 MIGRATION_LOCK = 0x6E6F646D69780001
 """The advisory lock key that serialises migrations ("nodmix" and 1)."""
@@ -36,9 +44,30 @@ def migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+@functools.cache
 def latest_version() -> int:
     """The schema version this Nodmix writes."""
     return max(version for version, _, _ in migrations())
+
+
+def check_schema(db: Database) -> str | None:
+    """Refuse the database from now on if a newer Nodmix migrated it past this one's schema;
+    the refusal line (None: the schema is one this Nodmix knows).
+
+    Raises:
+        StateUnavailableError: the database cannot be read now (checked again next time).
+    """
+    if db.refusal is not None:
+        return db.refusal
+    found, known = db.query(_newest), latest_version()
+    if found > known:
+        db.refusal = (
+            f"the state database was migrated to schema version {found} by a newer "
+            f"Nodmix; this one ({__version__}, schema version {known}) no longer writes to it: "
+            "upgrade Nodmix here and restart it"
+        )
+        log.error("%s (%s)", db.refusal, db.where)
+    return db.refusal
 
 
 def migrate(db: Database) -> list[int]:
@@ -87,6 +116,11 @@ def _migrate(conn: psycopg.Connection[Any], where: str) -> list[int]:
                 ) from None
             applied.append(version)
     return applied
+
+
+def _newest(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT max(version) FROM nodmix_schema_version").fetchone()
+    return int(row[0] or 0) if row else 0
 
 
 def schema_version(db: Database) -> int:

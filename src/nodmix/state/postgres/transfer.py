@@ -167,7 +167,8 @@ def delivery_channels(db: Database) -> list[str]:
     def work(conn: psycopg.Connection[Any]) -> list[str]:
         rows = conn.execute(
             "SELECT channel FROM nodmix_channel_answered UNION SELECT channel FROM"
-            " nodmix_channel_pending UNION SELECT name FROM nodmix_documents"
+            " nodmix_channel_pending UNION SELECT channel FROM nodmix_channel_records"
+            " UNION SELECT name FROM nodmix_documents"
             " WHERE namespace = 'channel.position' ORDER BY 1"
         ).fetchall()
         return [str(r[0]) for r in rows]
