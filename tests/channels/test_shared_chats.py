@@ -103,8 +103,10 @@ def test_only_the_owner_approves_a_shell_command_a_group_member_asked_for(
         asked = _said(api, GROUP, "/approve")
         request_id = _request_id(asked[0])
         assert "needs the owner's approval" in asked[0] and "Only the owner" in asked[0]
+        workspace = str(isolated_state / "workspace")
+        assert f"in {workspace} (" not in asked[0]  # the group is not told where it runs
         in_dm = _said(api, OWNER, f"/approve {request_id}")  # the owner is asked too
-        assert "needs your approval" in in_dm[0]
+        assert "needs your approval" in in_dm[0] and f"in {workspace} (" in in_dm[0]
         for answer in ("/approve", "/always", "/deny"):  # the member, even for their own
             api.inject_text(
                 chat_id=GROUP,

@@ -42,10 +42,12 @@ def approval_text(batch: ApprovalBatch, *, owner: bool = True) -> str:
     whose = "your" if owner else "the owner's"
     lines = [f"The assistant wants to run a shell command and needs {whose} approval:"]
     for request in batch.requests:
+        # Where it would run is the host's business: only the owner's DM names the directory.
+        where = f"in {request.cwd} " if owner else ""
         lines += [
             "",
             f"[{request.id}] {request.command}",
-            f"  in {request.cwd} (agent {request.agent_id}; {request.reason})",
+            f"  {where}(agent {request.agent_id}; {request.reason})",
         ]
     first = batch.requests[0].id
     lines += [
