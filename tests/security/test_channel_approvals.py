@@ -122,4 +122,7 @@ async def test_approve_commands_only_answer_requests_of_their_own_session(
                 other.message == f"No approval request {request_id!r} is waiting in this session."
             )
             assert f"{request_id}: echo x" in listing.message
+            huge = await runtime.submit("/approve " + "x" * 10_000, session_key="victim")
+            assert isinstance(huge, CommandOutcome)
+            assert "(10000 characters)" in huge.message and len(huge.message) < 200
             runtime.security.broker.resolve(request_id, "deny")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodmix.gateway.approvals_shared import APPROVAL_ANSWER, asked_elsewhere, merged_pending
 from nodmix.gateway.errors import APIError, bad_request
-from nodmix.security.approvals import ANSWERS
+from nodmix.security.approvals import ANSWERS, quoted_id
 from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle
 from nodmix.tools import Tool
 
@@ -56,7 +56,9 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
     if req is None or not broker.resolve(request_id, decision, by="websocket"):
         raise APIError(
             status=404,
-            message=f"no approval request {request_id!r} is waiting (answered or timed out?)",
+            message=(
+                f"no approval request {quoted_id(request_id)} is waiting (answered or timed out?)"
+            ),
             code="unknown_approval",
         )
     return {"id": request_id, "decision": decision, "command": req.command}

@@ -149,6 +149,14 @@ class ApprovalRouter:
 Listener: TypeAlias = Callable[[RunEvent], None]
 
 
+def quoted_id(request_id: str, limit: int = 40) -> str:
+    """A request id as an answer quotes it: ids are 8 characters, so one that came in longer
+    (typed or sent by anyone) is cut, not echoed back whole."""
+    if len(request_id) <= limit:
+        return repr(request_id)
+    return f"{request_id[:limit]!r}… ({len(request_id)} characters)"
+
+
 class ApprovalBroker:
     """Pending approval requests of this process."""
 

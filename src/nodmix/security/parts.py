@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist, open_allowlist
-from nodmix.security.approvals import ApprovalBroker
+from nodmix.security.approvals import ApprovalBroker, quoted_id
 from nodmix.security.exec_policy import ExecRules, resolve_rules
 from nodmix.security.gate import ExecGate
 from nodmix.security.turns import CHAT_COMMANDS, TurnRegistry
@@ -74,7 +74,7 @@ class SecurityParts:
             listed = "\n".join(f"  {r.id}: {r.command}" for r in pending)
             return f"Waiting for approval:\n{listed}\nAnswer with {command} <id>."
         verb = {"allow-once": "Approved", "allow-always": "Always allowed", "deny": "Denied"}
-        missing = f"No approval request {request_id!r} is waiting{where}."
+        missing = f"No approval request {quoted_id(request_id)} is waiting{where}."
         req = self.broker.get(request_id)
         if req is None:
             return self._answer_elsewhere(request_id, answer, session_key, anywhere, command) or (
