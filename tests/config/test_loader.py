@@ -59,6 +59,25 @@ def test_invalid_json5_is_one_line_error_with_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"gateway": {"port": 1}, "gateway": {"port": 2}}', "gateway"),  # JSON
+        ("{gateway: {port: 1, port: 2,},}", "port"),  # JSON5
+    ],
+    ids=["json", "json5"],
+)
+def test_a_key_given_twice_is_refused_not_silently_dropped(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    path = tmp_path / "nodmix.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value) and f"key {key!r} appears twice" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
     "content",
     [b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 5000 + b"1" + b"}" * 5000],
     ids=["not-utf8", "deep-array", "deep-object"],

@@ -12,7 +12,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,22 @@ class LoadedConfig(msgspec.Struct, frozen=True):
     raw: dict[str, Any]
 
 
+class _DuplicateKey(Exception):
+    """A key given twice in one object (JSON would silently keep the last)."""
+
+
+def _unique_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            shown = key if len(key) <= 60 else key[:60] + "…"
+            raise _DuplicateKey(
+                f"key {shown!r} appears twice in one object (only one may stay: remove the other)"
+            )
+        out[key] = value
+    return out
+
+
 def parse_document(text: str, *, file: str) -> dict[str, Any]:
     """Parse JSON5 text into a dict, with a one-line error naming the file and position."""
     if not text.strip():
@@ -47,16 +63,20 @@ def parse_document(text: str, *, file: str) -> dict[str, Any]:
     try:
         # Most files are plain JSON (that is what `nodmix config set` writes); the stdlib parser
         # is far faster than the pure-Python JSON5 one, which only runs when JSON fails.
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise ConfigError(_TOO_DEEP, file=file) from None
+    except _DuplicateKey as exc:
+        raise ConfigError(str(exc), file=file) from None
     except ValueError:
         import json5
 
         try:
-            doc = json5.loads(text)
+            doc = json5.loads(text, object_pairs_hook=_unique_keys)
         except RecursionError:
             raise ConfigError(_TOO_DEEP, file=file) from None
+        except _DuplicateKey as exc:
+            raise ConfigError(str(exc), file=file) from None
         except ValueError as exc:
             raise ConfigError(_syntax_error(exc), file=file) from None
     if not isinstance(doc, dict):
