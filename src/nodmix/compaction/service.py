@@ -144,7 +144,7 @@ class CompactionService:
             attempt = context.attempt
         else:
             agent = self._agent_for_key(params.session_key)
-            session = self.sessions.open(params.session_key, create=False)
+            session = await self.sessions.open_async(params.session_key, create=False)
             refs, attempt = self._model_refs(agent), 0
         request = CompactionRequest(
             trigger=params.trigger,
@@ -218,7 +218,7 @@ class CompactionService:
                 f"session {session_key} is busy with a turn; try compacting again when it ends"
             )
         try:
-            session = self.sessions.open(session_key, create=False)
+            session = await self.sessions.open_async(session_key, create=False)
             if prepare is not None:
                 await prepare(session)
             result = await self.run(

@@ -9,6 +9,7 @@ as `agent` event frames tagged with the request id, and answer when the run has 
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -169,7 +170,10 @@ async def sessions_list(conn: Connection, req_id: str | int, params: dict[str, A
         counts["hidden"] += 1
         return False
 
-    rows = conn.gateway.runtime.sessions.list_sessions(agent_id, limit=limit, where=keep)
+    sessions = conn.gateway.runtime.sessions
+    listing = functools.partial(sessions.list_sessions, agent_id, limit=limit, where=keep)
+    # (with a database, the index and message counts are round trips: off the event loop)
+    rows = await anyio.to_thread.run_sync(listing) if sessions.backend.round_trips else listing()
     busy = conn.gateway.busy_sessions()
     listed = [session_row(row, busy) for row in rows]
     rpc_sessions.job_runs(
@@ -213,7 +217,7 @@ async def sessions_history(conn: Connection, req_id: str | int, params: dict[str
         return await _history_by_id(conn, params, limit)
     profile, key = _agent_and_key(conn, params)
     try:
-        session = conn.gateway.runtime.sessions.open(key, create=False)
+        session = await conn.gateway.runtime.sessions.open_async(key, create=False)
     except Exception as exc:
         raise not_found(str(exc), code="unknown_session") from None
     entries = list(session.entries)

@@ -137,7 +137,7 @@ async def send(
     result = done.result
     usage = result.usage
     try:
-        sender = service.host.sessions.open(ctx.session_key, create=False)
+        sender = await service.host.sessions.open_async(ctx.session_key, create=False)
         sender.update_usage(usage, context_tokens=sender.entry.context_tokens)
     except NodmixError:
         pass  # a one-shot session that is gone: the target's own counters have it

@@ -166,7 +166,7 @@ class Subagents:
         preparation hands it the rollback."""
         host = self.host
         engine = self.engine_of(run)
-        parent = host.sessions.open(run.parent_key, create=False)
+        parent = await host.sessions.open_async(run.parent_key, create=False)
         handle = await prepare_spawn(
             engine,
             SubagentSpawnParams(
@@ -189,7 +189,7 @@ class Subagents:
                 await anyio.to_thread.run_sync(self.store.save, run)
                 saved = True
             agent = host.agent(run.child_agent)
-            child = host.sessions.open(run.child_key, workspace=agent.workspace)
+            child = await host.sessions.open_async(run.child_key, workspace=agent.workspace)
             child.set_spawned(run.parent_key, run.label)
         except BaseException:
             with anyio.CancelScope(shield=True):
