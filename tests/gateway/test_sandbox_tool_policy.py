@@ -41,7 +41,7 @@ def _config(state: Path, base_url: str, *, also_allow: list[str], code_mode: boo
         + json.dumps({"codeMode": code_mode, "deny": ["web_fetch"], "sandbox": sandbox})
         + ", plugins: { entries: { notes: { enabled: true } } }, "
         + f"mcp: {{ servers: {json.dumps(MCP)} }}",
-        agents="defaults: { model: { primary: 'local/scripted' }, sandbox: { mode: 'non-main' } }",
+        defaults="sandbox: { mode: 'non-main' }",
     )
 
 

@@ -8,12 +8,19 @@ from typing import Any
 
 
 def write_config(
-    state: Path, base_url: str, extra: str = "", *, agents: str = "", providers: str = ""
+    state: Path,
+    base_url: str,
+    extra: str = "",
+    *,
+    agents: str = "",
+    providers: str = "",
+    defaults: str = "",
 ) -> Path:
     """A JSON5 config whose default model is `local/scripted` at `base_url`.
 
-    `extra` adds top-level sections, `agents` keys of the `agents` section and `providers`
-    more entries of `models.providers` (all as JSON5 text).
+    `extra` adds top-level sections, `agents` keys of the `agents` section, `defaults` keys of
+    `agents.defaults` besides its model, and `providers` more entries of `models.providers`
+    (all as JSON5 text).
     """
     provider = (
         f"local: {{ api: 'openai-completions', baseUrl: '{base_url}', "
@@ -23,7 +30,8 @@ def write_config(
     path = state / "nodmix.json"
     path.write_text(
         f"{{ models: {{ providers: {{ {provider}, {providers} }} }}, "
-        f"agents: {{ defaults: {{ model: {{ primary: 'local/scripted' }} }}, {agents} }}, "
+        f"agents: {{ defaults: {{ model: {{ primary: 'local/scripted' }}, {defaults} }}, "
+        f"{agents} }}, "
         f"{extra} }}",
         encoding="utf-8",
     )
