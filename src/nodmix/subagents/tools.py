@@ -20,6 +20,7 @@ from nodmix.subagents import reach, views
 from nodmix.subagents.planning import SpawnRequest
 from nodmix.subagents.service import Subagents
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+from nodmix.state import offload
 
 SPAWN_PARAMETERS: JsonObject = {
     "type": "object",
@@ -175,11 +176,15 @@ class SubagentTools:
 
     async def _list(self, args: JsonObject, ctx: ToolContext) -> dict[str, Any]:
         kind = _text(args, "kind")
-        return views.list_sessions(self._service, ctx, kind, views.clamp_limit(args.get("limit")))
+        limit = views.clamp_limit(args.get("limit"))
+        sessions = self._service.host.sessions.backend
+        return await offload.call(sessions, views.list_sessions, self._service, ctx, kind, limit)
 
     async def _history(self, args: JsonObject, ctx: ToolContext) -> dict[str, Any]:
         key = str(args.get("sessionKey") or "")
-        return views.history(self._service, ctx, key, views.clamp_limit(args.get("limit")))
+        limit = views.clamp_limit(args.get("limit"))
+        sessions = self._service.host.sessions.backend
+        return await offload.call(sessions, views.history, self._service, ctx, key, limit)
 
     async def _agents(self, args: JsonObject, ctx: ToolContext) -> dict[str, Any]:
         return views.agents(self._service, ctx)

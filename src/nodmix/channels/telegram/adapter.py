@@ -35,6 +35,7 @@ from nodmix.config.channel_schema import TelegramConfig
 from nodmix.config.channel_webhook import check_secret_token, webhook_path
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
+from nodmix.state import offload
 from telegram import Bot, Update
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
@@ -156,7 +157,7 @@ class TelegramAdapter:
         if self.settings.webhook is not None:
             await self._serve_webhook(self.settings.webhook, sink, status)
             return
-        position = self._position.position()
+        position = await offload.call(self._position, self._position.position)
         offset = position.get("offset")
         webhook_set = bool(position.get("webhook"))
         backoff = 1.0
@@ -193,7 +194,8 @@ class TelegramAdapter:
                 await self._hand_on(update, sink, status)
                 offset = update.update_id + 1
             if updates:
-                self._position.save_position({"offset": offset})
+                saved = {"offset": offset}
+                await offload.call(self._position, self._position.save_position, saved)
 
     async def _serve_webhook(
         self, webhook: WebhookSettings, sink: InboundSink, status: ChannelStatus

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from nodmix.channels.delivery import DeliveryLog
+from nodmix.state import offload
 
 WINDOW_SECONDS = 24 * 3600
 MAX_HANDLED = 2000
@@ -122,6 +123,12 @@ class FileWhatsAppStore:
         """The position still holds ids an older Nodmix kept there (moved on next write)."""
         self._load_position()
         self._read_records()
+
+    @property
+    def round_trips(self) -> bool:
+        """Whether its reads and writes are database round trips (`nodmix.state.offload`):
+        the webhook then checks and records handled ids off the event loop."""
+        return offload.round_trips(self._delivery) or offload.round_trips(self._windows)
 
     def _load_position(self) -> None:
         position = self._delivery.position()
