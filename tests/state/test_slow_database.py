@@ -114,6 +114,8 @@ def test_a_channel_message_waits_for_a_slow_database_without_freezing_the_gatewa
                 pairing = db.provide("channels.pairing")
                 request, _ = pairing.request("telegram", "77", chat_id="77")
                 pairing.approve("telegram", request.code)
+            api.inject_text(chat_id=77, sender_id=77, text="first")  # the channel runs
+            api.wait_for(lambda: "echo first" in api.sent_texts(77), timeout=60)
             # The pairing check reads a document, accepting the message inserts it as
             # pending, answering it records its key: each waits in turn.
             with (
