@@ -22,7 +22,7 @@ from nodmix.state.settings import StateSettings
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.gateway.support import GatewayProcess, run_nodmix
-from tests.state.replicas import replica_state, replicas
+from tests.state.replicas import chat, conversation, database_view, replica_state, replicas
 from tests.state.test_replica_singletons import echo
 from tests.support.postgres import wait_for
 
@@ -166,3 +166,75 @@ def test_cron_runs_wait_for_a_slow_database_without_freezing_the_gateway(
                 serves_while_waiting(gateway, postgres_url, "nodmix_documents", for_s=5)
                 documents.release()
             wait_for(lambda: _ok_runs(postgres_url) >= 2, timeout=60, what="runs")
+
+
+class Gate:
+    """A scripted model that holds the replies to texts starting with `held` until `go`."""
+
+    def __init__(self, held: str) -> None:
+        self.held = held
+        self.asked = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, request: ModelRequest) -> ModelReply:
+        last = request.messages[-1]
+        text = getattr(last, "text", "")
+        if last.role == "toolResult":
+            return ModelReply.text(f"spawned: {text[:200]}")
+        if text == "spawn":
+            return ModelReply.tool_call("sessions_spawn", {"task": "child work", "wait": True})
+        if text.startswith(self.held):
+            self.asked.set()
+            self.go.wait(30)
+        return ModelReply.text(f"echo {text}")
+
+
+def test_a_subagent_ends_beside_a_slow_database_without_freezing_the_gateway(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    model = Gate("child work")
+    with ScriptedModelServer(model) as server:
+        state = replica_state(tmp_path, "r1", server.base_url, postgres_url)
+        with replicas([state]) as (gateway,):
+            replies: list[str] = []
+            turn = threading.Thread(target=lambda: replies.append(chat(gateway, "spawn", "p")))
+            turn.start()
+            try:
+                assert model.asked.wait(60), "the subagent's turn did not start"
+                # Its end adds its usage to the requester's session (an index row).
+                with Held(postgres_url, "nodmix_session_index") as index:
+                    model.go.set()
+                    serves_while_waiting(gateway, postgres_url, "nodmix_session_index", for_s=5)
+                    index.release()
+            finally:
+                model.go.set()
+                turn.join(60)
+            assert replies and replies[0].startswith("spawned:"), replies
+            assert "echo child work" in replies[0]
+
+
+def test_a_job_posts_into_a_session_beside_a_slow_database_without_freezing_the_gateway(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    model = Gate("tick")
+    with ScriptedModelServer(model) as server:
+        state = replica_state(tmp_path, "r1", server.base_url, postgres_url)
+        with replicas([state]) as (gateway,):
+            assert chat(gateway, "hello", "inbox") == "echo hello"
+            added = run_nodmix(
+                state, "cron", "add", "--name", "tick", "--every", "2s", "--message", "tick",
+                "--deliver", "session:inbox",
+            )  # fmt: skip
+            assert added.returncode == 0, added.stderr
+            assert model.asked.wait(60), "no run started"
+            # The post appends to the session and writes its index row: reads still pass.
+            with Held(postgres_url, "nodmix_session_index", "SHARE") as index:
+                model.go.set()
+                serves_while_waiting(gateway, postgres_url, "nodmix_session_index", for_s=5)
+                index.release()
+            with database_view(postgres_url, tmp_path / "view") as view:
+                wait_for(
+                    lambda: ("assistant", "echo tick") in conversation(view, "agent:main:inbox"),
+                    timeout=60,
+                    what="the job's post",
+                )
