@@ -16,11 +16,11 @@ from typing import Any
 
 from nodmix.errors import NodmixError, ToolError
 from nodmix.messages import JsonObject
+from nodmix.state import offload
 from nodmix.subagents import reach, views
 from nodmix.subagents.planning import SpawnRequest
 from nodmix.subagents.service import Subagents
 from nodmix.tools.base import FunctionTool, Tool, ToolContext, ToolResult
-from nodmix.state import offload
 
 SPAWN_PARAMETERS: JsonObject = {
     "type": "object",
