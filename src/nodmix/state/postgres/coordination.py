@@ -54,9 +54,6 @@ EVENTS_KEPT_SECONDS = 300
 class PgCoordination:
     """Leases, replicas and events of one replica (see the module docs)."""
 
-    round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
-
     def __init__(self, db: Database, *, replica_id: str, lease_seconds: float) -> None:
         self.db = db
         self.replica_id = replica_id
