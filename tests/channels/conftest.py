@@ -1,4 +1,5 @@
-"""Fixtures of the channel tests: one real Synapse homeserver per test session."""
+"""Fixtures of the channel tests: one real Synapse homeserver per test session; a real Prosody
+with the bot's account per XMPP test, and the people who talk to it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.channels.prosody import Prosody, XmppPerson, bot_server
 from tests.channels.synapse import Synapse
 
 
@@ -20,3 +22,21 @@ def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def prosody(tmp_path: Path) -> Iterator[Prosody]:
+    """Prosody with the bot's account (`prosody.BOT`), stopped at the end of the test."""
+    server = bot_server(tmp_path / "prosody")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def people() -> Iterator[dict[str, XmppPerson]]:
+    """XMPP people a test adds by name, disconnected at its end (ask for it after `prosody`,
+    so they leave before the server stops; a test may start a server of its own)."""
+    users: dict[str, XmppPerson] = {}
+    yield users
+    for user in users.values():
+        user.close()
