@@ -18,7 +18,7 @@ from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts, write_config
-from tests.channels.test_googlechat_gateway import start_gateway
+from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def test_a_reply_over_4096_characters_arrives_split_and_streamed_by_patches(
     expected = split_text(reply, 4096)
     assert len(expected) >= 2
     with ScriptedModelServer(lambda r: ModelReply.text(reply), event_seconds=0.6) as model:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id], streaming="edit")
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id], streaming="edit")
         try:
             chat.send("write code", user=ANN)
             chat.wait_for(lambda: chat.texts(DM) == expected, timeout=40)
@@ -60,7 +60,7 @@ def test_a_failing_chat_api_is_retried_then_noticed_and_recovered_from(
     isolated_state: Path, chat: ScriptedChat
 ) -> None:
     with ScriptedModelServer(echo) as model:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
         try:
             status = gateway.runtime.channels.statuses["googlechat"]
             chat.fail_next(2, 500)
@@ -81,7 +81,7 @@ def test_a_revoked_token_is_renewed_and_the_reply_still_arrives(
     isolated_state: Path, chat: ScriptedChat
 ) -> None:
     with ScriptedModelServer(echo) as model:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
         try:
             chat.send("first", user=ANN)
             chat.wait_for(lambda: chat.texts(DM) == ["first"])
@@ -116,7 +116,7 @@ def test_a_reply_mentions_no_one_and_attachments_respect_the_cap(
     chat.files["res-notes"] = b"ferry at 9:40\n"
     chat.files["res-big"] = b"\0" * 30_000
     with ScriptedModelServer(lambda r: ModelReply.text(reply)) as model:
-        gateway = start_gateway(
+        gateway = start_chat(
             isolated_state, model, chat, allowFrom=[ANN.id], maxAttachmentBytes=20_000
         )
         try:

@@ -23,8 +23,7 @@ from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
 from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import write_config
-from tests.channels.test_googlechat_gateway import start_gateway as start_chat
-from tests.channels.test_msteams_gateway import _start as start_teams
+from tests.channels.webhooks import start_chat, start_teams
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration

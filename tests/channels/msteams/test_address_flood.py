@@ -16,7 +16,7 @@ from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
 from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.test_msteams_gateway import _start
+from tests.channels.webhooks import start_teams
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
@@ -45,7 +45,7 @@ def test_strangers_flooding_the_bot_do_not_evict_the_owners_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(conversations, "MAX_CHATS", KEPT)
-    gateway = _start(isolated_state, model, teams, ownerIds=[ANN.aad])
+    gateway = start_teams(isolated_state, model, teams, ownerIds=[ANN.aad])
     try:
         teams.send("hello", user=ANN)
         teams.wait_for(lambda: "hello" in teams.texts(ANN.personal_conversation))
