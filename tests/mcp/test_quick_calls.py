@@ -79,6 +79,14 @@ async def test_a_call_sent_from_another_thread_gets_the_session_s_answer() -> No
         assert manager.status()[0].starts == 1
 
 
+async def test_a_quick_request_speaks_the_session_s_protocol_version() -> None:
+    async with MCPManager({"life": lifecycle_server()}) as manager:
+        via_session = await manager.call_tool("life", "protocol", {})
+        assert via_session.text_content == "2026-07-28"
+        quick = await _quick(manager, "life", "protocol", {})
+        assert quick is not None and quick.text_content == via_session.text_content
+
+
 async def test_each_answer_reaches_the_thread_that_asked_when_many_send_at_once() -> None:
     async with MCPManager({"life": lifecycle_server()}) as manager:
         schema = await _schema(manager, "measure")

@@ -67,7 +67,8 @@ class SentCalls:
         self._services = services
         self._state = state
         self._calls: list[tuple[NestedCall, SentCall]] = []
-        self._answered = threading.Event()
+        self._answered: threading.Event | None = None
+        """Set when an answer arrives (made with the first call sent)."""
 
     def send(self, call: NestedCall) -> tuple[bool, str] | Sent | None:
         """Send `call` from here if its tool can and nothing has a say: `SENT`; the guest's
@@ -85,6 +86,8 @@ class SentCalls:
             return self._lane.finish(call, sent)
         self._calls.append((call, sent))
         state.in_flight += 1
+        if self._answered is None:
+            self._answered = threading.Event()
         sent.notify(self._answered.set)
         return SENT
 
@@ -98,16 +101,18 @@ class SentCalls:
             self.hand_over()
             return None
         deadline = time.monotonic() + window
+        answered = self._answered
+        assert answered is not None  # (made with the first call sent)
         while not self._any_answered():
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._lane.closed:
                 self.hand_over()
                 return None
-            self._answered.clear()
+            answered.clear()
             if self._any_answered():
                 break
             with cpu_released():
-                self._answered.wait(remaining)
+                answered.wait(remaining)
         items: list[Delivery] = []
         waiting: list[tuple[NestedCall, SentCall]] = []
         for call, sent in self._calls:
@@ -144,4 +149,6 @@ class SentCalls:
 
     def wake(self) -> None:
         """Stop a collecting worker's wait (thread-safe; the turn was aborted)."""
-        self._answered.set()
+        answered = self._answered
+        if answered is not None:
+            answered.set()
