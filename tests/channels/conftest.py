@@ -1,15 +1,22 @@
 """Fixtures of the channel tests: one real Synapse homeserver per test session; a real Prosody
-with the bot's account per XMPP test, and the people who talk to it."""
+with the bot's account per XMPP test, and the people who talk to it; the scripted Teams and
+Google Chat services per test."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.channels.prosody import Prosody, XmppPerson, bot_server
 from tests.channels.synapse import Synapse
+
+if TYPE_CHECKING:
+    from nodmix.testing.googlechat_server import ScriptedChat
+    from nodmix.testing.model_server import ScriptedModelServer
+    from nodmix.testing.msteams_server import ScriptedTeams
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +47,32 @@ def people() -> Iterator[dict[str, XmppPerson]]:
     yield users
     for user in users.values():
         user.close()
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    """The agent's model: a scripted server that echoes (a module asks for another script by
+    defining its own `model`)."""
+    from nodmix.testing.model_server import ScriptedModelServer
+    from nodmix.testing.scripts.echo import respond as echo
+
+    with ScriptedModelServer(echo) as server:
+        yield server
+
+
+@pytest.fixture
+def teams() -> Iterator[ScriptedTeams]:
+    """The scripted Teams service (Bot Connector, token endpoint) for one bot."""
+    from nodmix.testing.msteams_server import ScriptedTeams
+
+    with ScriptedTeams() as server:
+        yield server
+
+
+@pytest.fixture
+def chat() -> Iterator[ScriptedChat]:
+    """The scripted Google Chat service (Chat API, token endpoint) for one app."""
+    from nodmix.testing.googlechat_server import ScriptedChat
+
+    with ScriptedChat() as server:
+        yield server

@@ -5,7 +5,6 @@ under the cap."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,6 @@ pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
 DM = ANN.dm_space
-
-
-@pytest.fixture
-def chat() -> Iterator[ScriptedChat]:
-    with ScriptedChat() as server:
-        yield server
 
 
 def _long_reply() -> str:

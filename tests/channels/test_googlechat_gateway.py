@@ -4,7 +4,6 @@ token google-auth gets for the app's service account from the same service."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.testing.googlechat_payloads import SPACE, ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
 from tests.channels.webhooks import start_chat
 
@@ -21,18 +19,6 @@ pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
 EVE = ChatUser("eve")
-
-
-@pytest.fixture
-def chat() -> Iterator[ScriptedChat]:
-    with ScriptedChat() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_a_stranger_gets_a_pairing_code_and_an_approved_sender_a_reply(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -17,7 +16,6 @@ from nodmix.channels import signing_keys
 from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signing import RsaKey
 from tests.channels.support import model_user_texts
 from tests.channels.webhooks import CHAT_PATH, start_chat
@@ -25,18 +23,6 @@ from tests.channels.webhooks import CHAT_PATH, start_chat
 pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
-
-
-@pytest.fixture
-def chat() -> Iterator[ScriptedChat]:
-    with ScriptedChat() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _unsigned(header: dict[str, object], claims: dict[str, object], signature: bytes) -> str:

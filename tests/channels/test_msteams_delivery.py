@@ -5,7 +5,6 @@ a token endpoint that is down at start, and files in both directions."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,6 @@ pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
 DM = ANN.personal_conversation
-
-
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
 
 
 def _long_reply() -> str:

@@ -4,7 +4,6 @@ Agents SDK's `ConnectorClient` against the same service."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import CHANNEL, GROUP_CHAT, TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
 from tests.channels.webhooks import start_teams
 
@@ -21,18 +19,6 @@ pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
 EVE = TeamsUser("eve")
-
-
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_a_stranger_gets_a_pairing_code_and_an_approved_sender_a_reply(

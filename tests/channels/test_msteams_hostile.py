@@ -6,7 +6,6 @@ endpoint does."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -18,25 +17,12 @@ from nodmix.channels import signing_keys
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signing import RsaKey
 from tests.channels.webhooks import TEAMS_PATH, start_teams
 
 pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
-
-
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _forgeries(teams: ScriptedTeams) -> dict[str, str | None]:

@@ -15,7 +15,6 @@ import httpx2
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.prosody import BOT_PASSWORD, Prosody, XmppPerson, bot_server, xmpp_gateway
 from tests.channels.support import model_user_texts
 from tests.gateway.support import run_nodmix
@@ -32,12 +31,6 @@ def prosody(tmp_path: Path) -> Iterator[Prosody]:
     server = bot_server(tmp_path / "prosody", upload=True)
     yield server
     server.stop()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **top: Any) -> None:

@@ -5,7 +5,6 @@ reaches the model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import pytest
 
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import wait_until
 from tests.channels.prosody import (
     MUC,
@@ -28,12 +26,6 @@ from tests.gateway.support import run_nodmix
 pytestmark = pytest.mark.integration
 
 ROOM = f"lounge@{MUC}"
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **xmpp: Any) -> None:

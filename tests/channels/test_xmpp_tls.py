@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.daemon import self_signed
 from tests.channels.irc_daemon import wait_until
 from tests.channels.prosody import Prosody, XmppPerson, bot_server, write_bot_config, xmpp_gateway
@@ -33,12 +32,6 @@ def prosody(tmp_path: Path, certs: tuple[Path, Path]) -> Iterator[Prosody]:
     server = bot_server(tmp_path / "prosody", tls=certs)
     yield server
     server.stop()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **xmpp: Any) -> None:

@@ -5,7 +5,6 @@ no message, never a 500 with a traceback, and the next real message is answered.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,12 @@ import pytest
 from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
 from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _mangled(chat: ScriptedChat) -> list[Any]:

@@ -15,7 +15,6 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser, file_attachment
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
 from tests.channels.webhooks import start_teams
 
@@ -55,12 +54,6 @@ def internal() -> Iterator[ThreadingHTTPServer]:
     yield server
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_a_file_link_to_a_private_address_is_never_fetched(

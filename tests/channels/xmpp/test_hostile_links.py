@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.prosody import (
     BOT,
     Prosody,
@@ -23,12 +22,6 @@ from tests.channels.prosody import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 class _Secret(BaseHTTPRequestHandler):

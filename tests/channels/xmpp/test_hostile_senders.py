@@ -4,14 +4,12 @@ patterns accept."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.prosody import (
     BOT,
     Prosody,
@@ -22,12 +20,6 @@ from tests.channels.prosody import (
 from tests.channels.support import model_user_texts
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_a_resource_that_looks_like_an_allowed_address_does_not_make_a_sender_allowed(
