@@ -5,8 +5,9 @@ Google Chat services per test."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from nodmix.testing.googlechat_server import ScriptedChat
     from nodmix.testing.model_server import ScriptedModelServer
     from nodmix.testing.msteams_server import ScriptedTeams
+
+S = TypeVar("S", bound=AbstractContextManager[Any])
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +52,11 @@ def people() -> Iterator[dict[str, XmppPerson]]:
         user.close()
 
 
+def _served(server: S) -> Iterator[S]:
+    with server:
+        yield server
+
+
 @pytest.fixture
 def model() -> Iterator[ScriptedModelServer]:
     """The agent's model: a scripted server that echoes (a module asks for another script by
@@ -56,8 +64,7 @@ def model() -> Iterator[ScriptedModelServer]:
     from nodmix.testing.model_server import ScriptedModelServer
     from nodmix.testing.scripts.echo import respond as echo
 
-    with ScriptedModelServer(echo) as server:
-        yield server
+    yield from _served(ScriptedModelServer(echo))
 
 
 @pytest.fixture
@@ -65,8 +72,7 @@ def teams() -> Iterator[ScriptedTeams]:
     """The scripted Teams service (Bot Connector, token endpoint) for one bot."""
     from nodmix.testing.msteams_server import ScriptedTeams
 
-    with ScriptedTeams() as server:
-        yield server
+    yield from _served(ScriptedTeams())
 
 
 @pytest.fixture
@@ -74,5 +80,4 @@ def chat() -> Iterator[ScriptedChat]:
     """The scripted Google Chat service (Chat API, token endpoint) for one app."""
     from nodmix.testing.googlechat_server import ScriptedChat
 
-    with ScriptedChat() as server:
-        yield server
+    yield from _served(ScriptedChat())
