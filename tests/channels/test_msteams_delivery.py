@@ -1,6 +1,6 @@
 """What the Teams bot sends: long replies split under Teams' size limit, replies streamed by
 updating the activity, a Bot Connector that fails for a while (retried, noticed, recovered),
-a token endpoint that is down at start, and files in both directions."""
+and files in both directions (its tokens: `test_webhook_tokens.py`)."""
 
 from __future__ import annotations
 
@@ -71,41 +71,6 @@ def test_a_failing_bot_connector_is_retried_then_noticed_and_recovered_from(
             assert model_user_texts(model) == ["first", "lost", "third"]
         finally:
             gateway.__exit__(None, None, None)
-
-
-def test_a_revoked_token_is_renewed_and_the_reply_still_arrives(
-    isolated_state: Path, teams: ScriptedTeams
-) -> None:
-    with ScriptedModelServer(echo) as model:
-        gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad], typing=False)
-        try:
-            teams.send("first", user=ANN)
-            teams.wait_for(lambda: teams.texts(DM) == ["first"])
-            revoked = teams.revoke_tokens()
-            teams.send("second", user=ANN)
-            teams.wait_for(lambda: teams.texts(DM) == ["first", "second"])
-            assert teams.tokens and not teams.tokens & revoked, "a new token was fetched"
-            assert [code for _, code in teams.refused_calls] == [401]
-            assert gateway.runtime.channels.statuses["msteams"].connected
-        finally:
-            gateway.__exit__(None, None, None)
-
-
-def test_a_token_endpoint_down_at_start_is_retried_until_it_answers(
-    isolated_state: Path, teams: ScriptedTeams
-) -> None:
-    teams.token_endpoint.mode = "down"
-    with ScriptedModelServer(echo) as model:
-        from nodmix.gateway import BackgroundGateway, GatewaySettings
-        from tests.channels.support import write_config
-
-        write_config(isolated_state, model.base_url, {"msteams": teams.channel_config()})
-        with BackgroundGateway(GatewaySettings(port=0, token=None)) as gateway:
-            status = gateway.runtime.channels.statuses
-            teams.wait_for(lambda: "msteams" in status and status["msteams"].errors >= 1)
-            assert not status["msteams"].connected
-            teams.token_endpoint.mode = "up"
-            teams.wait_for(lambda: status["msteams"].connected, timeout=30)
 
 
 def test_files_and_pasted_images_are_saved_and_a_file_over_the_cap_is_not_kept(
