@@ -91,6 +91,9 @@ class NestedCall:
     """Already written to the transcript."""
     awaiting_approval: bool = False
     """The call waits for a person to approve it (the run suspends with reason `approval`)."""
+    sent: Any = None
+    """The request the sandbox worker already sent for this call (`codemode.sent`), which the
+    loop's run of the call awaits; cancelled if the call is dropped before it runs."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""

@@ -145,6 +145,7 @@ class SentCalls:
                 sent.cancel()
             else:
                 sent.hand_over()
+            call.sent, call.services = sent, self._services  # (see `nested.cancel_all`)
             state.new_calls.append(call)
 
     def wake(self) -> None:
