@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from nodmix import offload
 from nodmix.messages import AssistantMessage, TextBlock
-from nodmix.state import offload
 
 if TYPE_CHECKING:
     from nodmix.agents import AgentProfile

@@ -26,13 +26,13 @@ from typing import Protocol
 
 import anyio
 
+from nodmix import offload
 from nodmix.automation.clock import Clock
 from nodmix.automation.history import RunHistory, RunRecord, SlotTaken, excerpt
 from nodmix.automation.jobs import Job, creator_origin, parse_target, session_target
 from nodmix.automation.store import JobStore
 from nodmix.channels.types import OutboundMessage
 from nodmix.origin import TurnOrigin
-from nodmix.state import offload
 
 log = logging.getLogger("nodmix.automation")
 

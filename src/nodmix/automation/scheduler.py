@@ -23,6 +23,7 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 
+from nodmix import offload
 from nodmix.automation.clock import Clock
 from nodmix.automation.history import RunRecord
 from nodmix.automation.jobs import Job, JobError
@@ -30,7 +31,6 @@ from nodmix.automation.runner import JobRunner
 from nodmix.automation.schedule import ScheduleError, next_fire
 from nodmix.automation.store import JobState, JobStore, encode_state, schedule_key
 from nodmix.crashpoints import crash_point
-from nodmix.state import offload
 
 log = logging.getLogger("nodmix.automation")
 

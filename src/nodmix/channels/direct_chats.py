@@ -18,8 +18,8 @@ from pathlib import Path
 
 import anyio
 
+from nodmix import offload
 from nodmix.channels.delivery import DeliveryLog, open_delivery_log
-from nodmix.state import offload
 
 MAX_CHATS = 2000
 

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from nodmix import offload
 from nodmix.channels.access import decide, is_owner
 from nodmix.channels.base import ChannelAdapter, ChatAdmission, WebhookReceiver
 from nodmix.channels.chunking import split_text
@@ -41,7 +42,6 @@ from nodmix.channels.tls import ClientTls
 from nodmix.channels.types import InboundMessage, OutboundMessage
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin, memory_scope
-from nodmix.state import offload
 
 log = logging.getLogger("nodmix.channels")
 

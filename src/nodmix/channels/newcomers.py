@@ -10,10 +10,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from nodmix import offload
 from nodmix.channels.pairing import PairingStore
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
-from nodmix.state import offload
 
 log = logging.getLogger("nodmix.channels")
 

@@ -16,6 +16,7 @@ from nodmix.catalog import CatalogLookupError
 from nodmix.codemode.habits import SOURCES
 from nodmix.codemode.locations import output_too_large
 from nodmix.codemode.runs import NestedCall, RunState
+from nodmix.codemode.sent import Sent
 from nodmix.sandbox import HostCallError, TrustedScript
 
 MAX_INPUT_BYTES = 1 << 20
@@ -183,7 +184,9 @@ class StepHandler:
         )
         lane = None if state.handoff is None else state.handoff.quick
         if lane is not None:  # a quick tool answers here, on the worker (`codemode.quick`)
-            reply: tuple[bool, str] | None = lane.run(call)
+            reply: tuple[bool, str] | Sent | None = lane.run(call)
+            if isinstance(reply, Sent):  # sent from here; the worker collects the answer
+                return None
             if reply is not None:
                 return reply
         state.new_calls.append(call)

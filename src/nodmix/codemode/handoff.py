@@ -90,14 +90,21 @@ class Handoff:
     def drive(self, cell: object, outcome: Outcome, pump: Callable[..., Outcome]) -> Outcome:
         """Keep `cell` going while its calls settle within the window; returns the outcome the
         engine should handle (final, or pending with nothing settled in time)."""
+        sent = None if self.quick is None else self.quick.sent
         try:
             while isinstance(outcome, Pending) and self._may_continue():
-                items = self._exchange()
+                items = None
+                if sent is not None:  # answers to calls the worker sent itself
+                    items = sent.collect(min(self._window, self._deadline - time.monotonic()))
+                if items is None:
+                    items = self._exchange()
                 if items is None:
                     break
                 outcome = pump(cell, items)
             return outcome
         finally:
+            if sent is not None:
+                sent.hand_over()
             with self._lock:
                 self._closed = True
             self._ready.close()

@@ -80,6 +80,8 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     handle = call.cancel if call.cancel is not None else CallCancel()
     call.cancel, call.services = handle, services
     if handle.cancel_called:  # the run ended before this task started: the tool never runs
+        if call.sent is not None:  # (or, sent from the worker, is stopped on its server)
+            call.sent.cancel()
         call.result = ToolResult.error(CANCELLED_TEXT)
         call.done.set()
         state.notify()
@@ -238,7 +240,8 @@ def cancel_all(state: RunState) -> None:
     """End a run's nested calls that the guest will never receive.
 
     Running calls are cancelled, calls whose task has not started never run, and undispatched
-    or queued ones are dropped, like the run's timers. Calls that did run still go into the
+    or queued ones are dropped, like the run's timers (one the worker already sent to its
+    server, `codemode.sent`, is cancelled there). Calls that did run still go into the
     transcript under their parent (with their result, or the cancellation once they stop), so
     an aborted or failed program leaves a complete record of what it did.
     """
@@ -248,6 +251,13 @@ def cancel_all(state: RunState) -> None:
             project_abandoned(call)
         elif call.cancel is not None:
             call.cancel.cancel()
+    for call in state.new_calls:
+        if call.sent is not None:  # sent from the worker: the server is running it
+            call.sent.cancel()
+            call.ran, call.abandoned = True, True
+            call.result = ToolResult.error(CANCELLED_TEXT)
+            call.done.set()
+            project_abandoned(call)
     state.new_calls.clear()
     state.queued.clear()  # queued calls never started: nothing to cancel or record
     state.timers.cancel_all()

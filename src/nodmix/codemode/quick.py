@@ -8,7 +8,9 @@ once, thread-safe, nothing bound to the loop) needs neither hand-off: when the e
 that nothing asynchronous has a say in the call (no hook runs for the tool and the gate does not
 concern it, `ToolExecutor.run_quick`, which also validates and captures errors as `run` does),
 the worker runs it inside the guest's request and the guest's promise settles in the same
-crossing. Every other call (hooks, exec approvals, MCP, async tools) goes through the loop.
+crossing. A call that a tool can send from any thread (an MCP server's `tools/call`) is sent
+from the worker too, and its answer collected there while the program waits
+(`codemode.sent`). Every other call (hooks, exec approvals, async tools) goes through the loop.
 
 What the loop does for a call it runs still happens for a quick one, on the loop and in order:
 the start and finish events, the run's counters, the transcript entry. The worker queues each
@@ -45,7 +47,8 @@ from nodmix.codemode.nested import (
 )
 from nodmix.codemode.results import delivered
 from nodmix.codemode.runs import NestedCall, RunState
-from nodmix.tools.base import quick_form
+from nodmix.codemode.sent import Sent, SentCalls
+from nodmix.tools.base import ToolResult, quick_form, send_form
 
 #: How long the events and transcript entries of quick calls may wait on the worker, so that
 #: one wake-up of the loop publishes a batch of them (a step's end publishes at once).
@@ -78,6 +81,7 @@ class QuickLane:
         "_state",
         "closed",
         "error",
+        "sent",
     )
 
     def __init__(
@@ -99,22 +103,31 @@ class QuickLane:
         """Set when the turn is aborted or publishing failed: no quick call starts."""
         self.error: BaseException | None = None
         """What publishing raised on the loop; the engine re-raises it after the step."""
+        self.sent = SentCalls(self, services, state)
+        """Calls sent from the worker whose answers it collects."""
 
     # ---- worker side ----------------------------------------------------------------------
 
-    def run(self, call: NestedCall) -> tuple[bool, str] | None:
-        """Run `call` here if it is quick: the guest's delivery, or None (nothing ran) when
-        the call must be recorded for the loop."""
+    def run(self, call: NestedCall) -> tuple[bool, str] | Sent | None:
+        """Run `call` here if it is quick: the guest's delivery; `SENT` when it was sent from
+        here and its answer is collected here (`codemode.sent`); None (nothing ran) when the
+        call must be recorded for the loop."""
         tool, state = call.entry.tool, self._state
         # Calls and timers recorded since the last crossing are started by the loop: this call
         # goes that way too, so they start now rather than after a long run of quick calls.
-        if self.closed or state.new_calls or state.timers.new or quick_form(tool) is None:
+        if self.closed or state.new_calls or state.timers.new:
             return None
+        if quick_form(tool) is None:
+            return None if send_form(tool) is None else self.sent.send(call)
         services = self._services
         ctx = call_context(services, state, call, may_wait=False)  # (it returns at once)
         result = services.executor.run_quick(tool, dict(call.input), ctx)
         if result is None:
             return None
+        return self.finish(call, result)
+
+    def finish(self, call: NestedCall, result: ToolResult) -> tuple[bool, str]:
+        """Record the result of a call that ran on the worker; the guest's delivery."""
         call.result, call.ran = result, True
         call.finished = time.perf_counter()
         call.done.set()
@@ -163,3 +176,4 @@ class QuickLane:
     def close(self) -> None:
         """The turn was aborted (thread-safe): run no more quick calls."""
         self.closed = True
+        self.sent.wake()

@@ -91,6 +91,9 @@ class NestedCall:
     """Already written to the transcript."""
     awaiting_approval: bool = False
     """The call waits for a person to approve it (the run suspends with reason `approval`)."""
+    sent: Any = None
+    """The request the sandbox worker already sent for this call (`codemode.sent`), which the
+    loop's run of the call awaits; cancelled if the call is dropped before it runs."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""
@@ -138,6 +141,8 @@ class RunState:
     """Host-side map of callable namespace paths (filled by the namespace runtime)."""
     handoff: Any = None
     """The fast lane of the worker step in progress, if any (`codemode.handoff.Handoff`)."""
+    in_flight: int = 0
+    """Calls the worker step in progress sent itself and has not handed over (`codemode.sent`)."""
     on_settle: Callable[[], None] | None = None
     """Called when a nested call settles while the run is parked (a durable store rewrites
     the run so the result survives a restart)."""
@@ -153,7 +158,7 @@ class RunState:
 
     def outstanding(self) -> int:
         """Calls in flight, queued, or recorded and not yet delivered."""
-        return len(self.calls) + len(self.queued) + len(self.new_calls)
+        return len(self.calls) + len(self.queued) + len(self.new_calls) + self.in_flight
 
     def running(self) -> int:
         """Calls started and not settled yet."""

@@ -14,11 +14,11 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from nodmix import offload
 from nodmix.gateway.approvals_shared import APPROVAL_ANSWER, asked_elsewhere, merged_pending
 from nodmix.gateway.errors import APIError, bad_request
 from nodmix.security.approvals import ANSWERS, quoted_id
 from nodmix.security.turns import EXEC_TOOL_ID, TurnHandle
-from nodmix.state import offload
 from nodmix.tools import Tool
 
 if TYPE_CHECKING:

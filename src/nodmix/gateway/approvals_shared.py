@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from nodmix import offload
 from nodmix.events import ApprovalRequested, ApprovalResolved, RunEvent
-from nodmix.state import offload
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 if TYPE_CHECKING:
+    from nodmix.coordination import Coordination
     from nodmix.security.approvals import ApprovalBroker
-    from nodmix.state.coordination import Coordination
 
 log = logging.getLogger("nodmix.gateway")
 

@@ -12,20 +12,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nodmix.mcp.connection import MCPServerInfo, ServerState
-    from nodmix.mcp.manager import MCPManager, MCPServerStatus
+    from nodmix.mcp.info import MCPServerInfo, MCPServerStatus, ServerState
+    from nodmix.mcp.manager import MCPManager
     from nodmix.mcp.names import ToolNamer, assign_server_names, sanitize_fragment
     from nodmix.mcp.targets import TransportKind
     from nodmix.mcp.tool import MCPTool, MCPToolCaller, MCPToolDefinition
 
 _LAZY = {
     "MCPManager": "nodmix.mcp.manager",
-    "MCPServerInfo": "nodmix.mcp.connection",
-    "MCPServerStatus": "nodmix.mcp.manager",
+    "MCPServerInfo": "nodmix.mcp.info",
+    "MCPServerStatus": "nodmix.mcp.info",
     "MCPTool": "nodmix.mcp.tool",
     "MCPToolCaller": "nodmix.mcp.tool",
     "MCPToolDefinition": "nodmix.mcp.tool",
-    "ServerState": "nodmix.mcp.connection",
+    "ServerState": "nodmix.mcp.info",
     "ToolNamer": "nodmix.mcp.names",
     "TransportKind": "nodmix.mcp.targets",
     "assign_server_names": "nodmix.mcp.names",

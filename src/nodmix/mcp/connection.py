@@ -15,8 +15,7 @@ import math
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
-from typing import Literal, TextIO, TypeAlias, TypeVar
+from typing import TextIO, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -37,6 +36,8 @@ from nodmix.mcp.failures import (
     sdk_error_key,
     stderr_tail,
 )
+from nodmix.mcp.info import MCPServerInfo, ServerState, server_info
+from nodmix.mcp.quick_calls import Parking, SideDoor
 from nodmix.mcp.results import all_pages
 from nodmix.mcp.targets import transport_kind
 from nodmix.mcp.transport import open_transport, watched
@@ -48,7 +49,6 @@ logger.addHandler(logging.NullHandler())
 
 T = TypeVar("T")
 
-ServerState: TypeAlias = Literal["disabled", "idle", "connecting", "connected", "failed"]
 
 DEFAULT_TIMEOUT_S = 60.0
 """Per-request timeout when `timeoutMs` is not set."""
@@ -62,29 +62,13 @@ _CLOSE_WAIT_S = 10.0
 _LOST_REASON_WAIT_S = 2.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MCPServerInfo:
-    """What a connected server said about itself."""
-
-    server: str
-    """The configured server name."""
-    protocol_version: str
-    server_name: str | None
-    """The implementation name the server reported, if any."""
-    server_version: str | None
-    instructions: str | None
-    tools: bool
-    """Whether the server offers tools."""
-    resources: bool
-    """Whether the server offers resources (`resources/list`, `resources/read`)."""
-    prompts: bool
-    """Whether the server offers prompts (`prompts/list`, `prompts/get`)."""
-
-
 class _Live:
     """One session (starting, live or closed) and the state its owner task shares with callers."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str, timeout: float) -> None:
+        self.name = name
+        self.door = SideDoor(timeout)
+        """Quick `tools/call` requests from other threads (stdio servers only)."""
         self.settled = anyio.Event()
         """Set once the session is up or its start failed."""
         self.ending = anyio.Event()
@@ -122,6 +106,9 @@ class _Live:
     async def on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.tools = None
+        elif isinstance(message, types.LoggingMessageNotification):
+            params = message.params
+            logger.debug("MCP server %r logs (%s): %s", self.name, params.level, params.data)
         await anyio.lowlevel.checkpoint()
 
 
@@ -165,6 +152,16 @@ class ServerConnection:
         self._retry_at = 0.0
         self._live: _Live | None = None
         self._lock = anyio.Lock()
+        self.parking = Parking()
+        """Quick requests handed to the event loop (`quick_calls`)."""
+
+    @property
+    def door(self) -> SideDoor | None:
+        """The live session's quick-request door, when it can take a request now (any thread)."""
+        live = self._live
+        if live is None or not live.usable or not live.door.usable:
+            return None
+        return live.door
 
     @property
     def info(self) -> MCPServerInfo | None:
@@ -216,7 +213,7 @@ class ServerConnection:
             )
         self.state = "connecting"
         self.starts += 1
-        live = self._live = _Live()
+        live = self._live = _Live(self.name, self.timeout)
         self._tg.start_soon(self._own, live)
         return live
 
@@ -246,12 +243,15 @@ class ServerConnection:
             except Exception as exc:
                 # Never let the task group see it: one broken server must not take the others
                 # (and the manager) down.
+                # (a protocol breach the transport caught says more than the SDK's error)
+                live.error = live.door.fault or describe_error(exc)
                 if not live.started:
-                    self._start_failed(live, describe_error(exc))
-                live.error = describe_error(exc)
+                    self._start_failed(live, live.error)
                 live.undelivered = is_unreachable(exc)
             finally:
                 live.client = None
+                live.error = live.door.fault or live.error
+                live.door.close(live.error or "the server closed the connection")
                 live.ending.set()
                 if live.started and not live.stopping:
                     self._lost(live)
@@ -262,7 +262,12 @@ class ServerConnection:
 
     async def _serve(self, live: _Live) -> None:
         transport = open_transport(
-            self.name, self.config, self._env, errlog=live.errlog, timeout=self.timeout
+            self.name,
+            self.config,
+            self._env,
+            errlog=live.errlog,
+            timeout=self.timeout,
+            door=live.door,
         )
         client = Client(
             watched(transport, live.ending),
@@ -271,7 +276,7 @@ class ServerConnection:
             client_info=types.Implementation(name="nodmix", version=__version__),
         )
         async with client:
-            live.client, live.info, live.started = client, _server_info(self.name, client), True
+            live.client, live.info, live.started = client, server_info(self.name, client), True
             self._failures, self.state, self.last_error = 0, "connected", None
             live.settled.set()
             logger.info("MCP server %r connected (start #%d)", self.name, self.starts)
@@ -302,6 +307,14 @@ class ServerConnection:
         """Ask the current session to close without waiting (used to stop all at once)."""
         if self._live is not None:
             self._live.stop()
+
+    async def lost_reason(self) -> str:
+        """Why the current session ended, once its owner knows (waited for, bounded)."""
+        live = self._live
+        if live is not None:
+            with anyio.move_on_after(_LOST_REASON_WAIT_S):
+                await live.done.wait()
+        return self.last_error or "closed the connection"
 
     # ---- requests -------------------------------------------------------------------------------
 
@@ -377,18 +390,3 @@ class ServerConnection:
             return live.tools
 
         return await self._request("tools/list", fetch)
-
-
-def _server_info(name: str, client: Client) -> MCPServerInfo:
-    caps = client.server_capabilities
-    impl = client.server_info
-    return MCPServerInfo(
-        server=name,
-        protocol_version=client.protocol_version,
-        server_name=impl.name if impl is not None else None,
-        server_version=impl.version if impl is not None else None,
-        instructions=client.instructions,
-        tools=caps.tools is not None,
-        resources=caps.resources is not None,
-        prompts=caps.prompts is not None,
-    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from types import TracebackType
 from typing import Any
@@ -22,36 +21,18 @@ from mcp.client import Client
 
 from nodmix.config.schema import MCPConfig, MCPServerConfig
 from nodmix.errors import MCPError
-from nodmix.mcp.connection import MCPServerInfo, ServerConnection, ServerState
+from nodmix.mcp.connection import ServerConnection
+from nodmix.mcp.info import MCPServerInfo, MCPServerStatus, ServerState
 from nodmix.mcp.names import ToolNamer, assign_server_names
+from nodmix.mcp.quick_connection import QuickCall, adopt_quick, send_quick
 from nodmix.mcp.results import all_pages, error_result, listed, result_json, tool_result
-from nodmix.mcp.targets import TransportKind, describe_target, transport_kind
+from nodmix.mcp.targets import describe_target, transport_kind
 from nodmix.mcp.tool import MCPTool, MCPToolDefinition
 from nodmix.messages import JsonObject
 from nodmix.tools.base import ToolResult
 
 _SHUTDOWN_S = 15.0
 """Bound on closing every session at shutdown; the SDK escalates to SIGKILL within it."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MCPServerStatus:
-    """The state of one configured server, for runs, `nodmix doctor` and `nodmix mcp`."""
-
-    name: str
-    transport: TransportKind
-    target: str
-    """The command line or URL."""
-    enabled: bool
-    state: ServerState
-    error: str | None
-    """Why the server or its tool listing is unavailable, as one line (`failed to start: …`,
-    `connection lost: …`)."""
-    tool_count: int | None
-    """Tools the current session listed (before include/exclude filters)."""
-    starts: int
-    """How many times the server was started (restarts included)."""
-    info: MCPServerInfo | None
 
 
 class MCPManager:
@@ -276,9 +257,18 @@ class MCPManager:
         ]
 
     async def call_tool(
-        self, server: str, tool: str, arguments: Mapping[str, Any] | None = None
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        key: tuple[str, ...] | None = None,
+        output_schema: JsonObject | None = None,
     ) -> ToolResult:
         """Call a tool by its raw MCP name. Never raises for server trouble.
+
+        A call whose quick request (`call_tool_quick`) was handed over under `key` awaits that
+        request's answer instead of sending another (`output_schema` checks it).
 
         Returns:
             The converted MCP result, or an error result (`is_error`, one-line text) when the
@@ -291,6 +281,11 @@ class MCPManager:
         except MCPError as exc:
             return error_result(str(exc))
         args = dict(arguments or {})
+        parked = connection.parking.take(key) if key is not None else None
+        if parked is not None:
+            adopted = await adopt_quick(connection, tool, parked, output_schema)
+            if adopted is not None:
+                return adopted
 
         async def call(client: Client) -> types.CallToolResult:
             return await client.call_tool(tool, args)
@@ -300,6 +295,24 @@ class MCPManager:
         except MCPError as exc:
             return error_result(str(exc))
         return tool_result(result)
+
+    def send_tool_quick(
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        key: tuple[str, ...],
+        output_schema: JsonObject | None,
+    ) -> QuickCall | None:
+        """`call_tool` sent from any thread, for code mode's sandbox workers: the request goes
+        straight to a stdio server's stdin (`quick_calls`); None, having sent nothing, when the
+        call must go through `call_tool` (another transport, no live session, a backlog).
+        A call handed over is finished by `call_tool(..., key=key)` on the event loop."""
+        connection = self._connections.get(server)
+        if connection is None or not self.allows(server, tool):
+            return None
+        return send_quick(connection, tool, arguments, key=key, output_schema=output_schema)
 
     # ---- capabilities, resources and prompts ----------------------------------------------------
 

@@ -10,7 +10,7 @@ import mcp_types as types
 
 from nodmix.mcp.results import input_schema, to_json, tool_title
 from nodmix.messages import JsonObject
-from nodmix.tools.base import ToolContext, ToolOrigin, ToolResult, ToolSpec
+from nodmix.tools.base import SentCall, ToolContext, ToolOrigin, ToolResult, ToolSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,9 +56,28 @@ class MCPToolCaller(Protocol):
     """What an `MCPTool` calls through; `MCPManager` implements it."""
 
     async def call_tool(
-        self, server: str, tool: str, arguments: Mapping[str, Any] | None = None
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        key: tuple[str, ...] | None = None,
+        output_schema: JsonObject | None = None,
     ) -> ToolResult:
-        """Call `tool` on `server`; failures come back as error results."""
+        """Call `tool` on `server`; failures come back as error results. `key` names the call,
+        whose quick request (if one was sent) is awaited instead of sending another."""
+        ...
+
+    def send_tool_quick(
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        key: tuple[str, ...],
+        output_schema: JsonObject | None,
+    ) -> SentCall | None:
+        """The call sent from any thread (`tools.base.SentCall`); None when it cannot be."""
         ...
 
 
@@ -90,7 +109,25 @@ class MCPTool:
             The server's result (`details` holds `content`, `structuredContent`, `isError`),
             or an error result when the server cannot be reached, times out or rejects the call.
         """
-        return await self.caller.call_tool(self.origin.owner, self.origin.name, args)
+        return await self.caller.call_tool(
+            self.origin.owner,
+            self.origin.name,
+            args,
+            key=(ctx.session_id, ctx.run_id, ctx.call_id),
+            output_schema=self.definition.output_schema,
+        )
+
+    def send_quick(self, args: JsonObject, ctx: ToolContext) -> SentCall | None:
+        """The sending form (`tools.base.send_form`): the call written from this thread
+        straight to a stdio server; None (nothing sent) when the server's session cannot take
+        it now. A call handed over is awaited by `call` for the same call id."""
+        return self.caller.send_tool_quick(
+            self.origin.owner,
+            self.origin.name,
+            args,
+            key=(ctx.session_id, ctx.run_id, ctx.call_id),
+            output_schema=self.definition.output_schema,
+        )
 
     @classmethod
     def create(cls, definition: MCPToolDefinition, *, name: str, caller: MCPToolCaller) -> MCPTool:

@@ -18,13 +18,15 @@ from typing import Any, TextIO
 import anyio
 from mcp.client._transport import ReadStream, TransportStreams
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from nodmix.config.loader import resolve_secret
 from nodmix.config.schema import MCPServerConfig
 from nodmix.errors import MCPError
+from nodmix.mcp.pipes import stdio_pipes
+from nodmix.mcp.quick_calls import SideDoor
 from nodmix.mcp.targets import transport_kind
 
 INHERITED_ENV = (
@@ -98,6 +100,7 @@ async def open_transport(
     *,
     errlog: TextIO | None,
     timeout: float,
+    door: SideDoor | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Open the transport a server config describes.
 
@@ -107,6 +110,8 @@ async def open_transport(
         parent_env: Where inherited variables and `${VAR}` references come from.
         errlog: Receives a stdio server's stderr (default: ours).
         timeout: Seconds allowed for each HTTP operation of remote servers.
+        door: Attached to a stdio server's pipes, for quick calls from other threads
+            (`quick_calls`); other transports leave it unattached.
 
     Raises:
         MCPError: The command cannot be found.
@@ -120,6 +125,17 @@ async def open_transport(
         if cwd is not None and not Path(cwd).is_dir():
             raise MCPError(f"working directory does not exist: {config.cwd}")
         command = _find_command(config.command, env, cwd)
+        if door is not None and sys.platform != "win32":
+            async with stdio_pipes(
+                command,
+                list(config.args),
+                env=get_default_environment() | env,
+                cwd=cwd,
+                errlog=errlog or sys.stderr,
+                door=door,
+            ) as streams:
+                yield streams
+            return
         params = StdioServerParameters(command=command, args=list(config.args), env=env, cwd=cwd)
         async with stdio_client(params, errlog=errlog or sys.stderr) as streams:
             yield streams

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from nodmix import offload
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist, open_allowlist
@@ -26,7 +27,6 @@ from nodmix.security.approvals import ApprovalBroker, quoted_id
 from nodmix.security.exec_policy import ExecRules, resolve_rules
 from nodmix.security.gate import ExecGate
 from nodmix.security.turns import CHAT_COMMANDS, TurnRegistry
-from nodmix.state import offload
 
 
 class ElsewhereApprovals(Protocol):

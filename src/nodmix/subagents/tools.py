@@ -14,9 +14,9 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from nodmix import offload
 from nodmix.errors import NodmixError, ToolError
 from nodmix.messages import JsonObject
-from nodmix.state import offload
 from nodmix.subagents import reach, views
 from nodmix.subagents.planning import SpawnRequest
 from nodmix.subagents.service import Subagents

@@ -135,6 +135,49 @@ def quick_form(tool: Tool) -> QuickToolFunction | None:
     return quick
 
 
+class SentCall(Protocol):
+    """A call a tool sent from another thread (`send_form`), whose answer comes later."""
+
+    def answered(self) -> bool:
+        """Whether the answer (or the news that none will come) is in."""
+        ...
+
+    def notify(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (on any thread) once answered; at once if it already is."""
+        ...
+
+    def result(self) -> ToolResult | None:
+        """Once answered: the result, or None when the call must go through the tool's `call`
+        for the same call id after all (which then finishes or repeats it, as needed)."""
+        ...
+
+    def hand_over(self) -> None:
+        """Nobody on this thread waits any more: the tool's `call` for the same call id awaits
+        the answer instead of calling again."""
+        ...
+
+    def cancel(self) -> None:
+        """Nobody will take the answer: tell the other side to stop."""
+        ...
+
+
+SendFunction: TypeAlias = Callable[[JsonObject, ToolContext], SentCall | None]
+"""A tool's sending form (`send_quick`): the call sent, or None (nothing sent) when this call
+needs the async `call`."""
+
+
+def send_form(tool: Tool) -> SendFunction | None:
+    """The tool's sending form: its `send_quick` attribute, if it has one.
+
+    A tool offers one when a call can be sent from any thread without waiting (an MCP server's
+    `tools/call` written to its stdin) and its answer arrives by itself. Code mode sends such
+    calls from the sandbox worker that made them when no hook and no gate has a say in them
+    (`ToolExecutor.send_quick`), and collects the answers there while the program waits.
+    """
+    send: SendFunction | None = getattr(tool, "send_quick", None)
+    return send
+
+
 class FunctionTool(msgspec.Struct, frozen=True, kw_only=True):
     """A tool made from an async function; the usual way plugins and tests define tools."""
 
@@ -214,4 +257,12 @@ class ToolRunner(Protocol):
     def run_quick(self, tool: Tool, args: JsonObject, ctx: ToolContext) -> ToolResult | None:
         """The call on the calling thread, when the tool has a synchronous form and nothing
         asynchronous has a say in it; None (nothing ran) when it must go through `run`."""
+        ...
+
+    def send_quick(
+        self, tool: Tool, args: JsonObject, ctx: ToolContext
+    ) -> SentCall | ToolResult | None:
+        """The call sent from the calling thread, when the tool has a sending form and nothing
+        asynchronous has a say in it; its result at once when refused before sending; None
+        (nothing sent) when it must go through `run`."""
         ...

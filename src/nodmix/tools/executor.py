@@ -26,7 +26,7 @@ from nodmix.hooks import (
     any_concerns,
 )
 from nodmix.messages import JsonObject, ToolCallBlock, ToolResultMessage
-from nodmix.tools.base import Tool, ToolContext, ToolResult, quick_form
+from nodmix.tools.base import SentCall, Tool, ToolContext, ToolResult, quick_form, send_form
 from nodmix.tools.validation import SchemaValidator
 
 logger = logging.getLogger(__name__)
@@ -150,21 +150,53 @@ class ToolExecutor:
         when the tool's synchronous form declines this call).
         """
         quick = quick_form(tool)
-        if quick is None:
+        return None if quick is None else self._on_caller(tool, args, lambda: quick(args, ctx))
+
+    def send_quick(
+        self, tool: Tool, args: JsonObject, ctx: ToolContext
+    ) -> SentCall | ToolResult | None:
+        """`run_quick` for a tool with a sending form (`send_form`): the call sent from this
+        thread, or its result at once (invalid arguments, a failed send), or None, having sent
+        nothing, when the call must go through `run`."""
+        send = send_form(tool)
+        if send is None:
             return None
-        hooks, name = self._hooks, tool.spec.name
-        if (hooks.before_tool_call and any_concerns(hooks.before_tool_call, name)) or (
-            hooks.after_tool_call and any_concerns(hooks.after_tool_call, name)
-        ):
-            return None
-        gate = self.gate
-        if gate is not None and gate.concerns(tool):
+        sent: SentCall | None = None
+
+        def start() -> None:
+            nonlocal sent
+            sent = send(args, ctx)
+
+        failed = self._on_caller(tool, args, start)
+        return failed if failed is not None else sent
+
+    def _on_caller(
+        self, tool: Tool, args: JsonObject, body: Callable[[], Any]
+    ) -> ToolResult | None:
+        # `body` on the calling thread when nothing asynchronous has a say in the call: what it
+        # returned, the validation error, or None (it did not run, or returned None).
+        if not self._unwatched(tool):
             return None
         invalid = self._validate(tool, args)
         if invalid is not None:
             return invalid
+        return self._captured(tool, body)
+
+    def _unwatched(self, tool: Tool) -> bool:
+        # No hook runs for the tool and the gate does not concern it.
+        hooks, name = self._hooks, tool.spec.name
+        if (hooks.before_tool_call and any_concerns(hooks.before_tool_call, name)) or (
+            hooks.after_tool_call and any_concerns(hooks.after_tool_call, name)
+        ):
+            return False
+        gate = self.gate
+        return gate is None or not gate.concerns(tool)
+
+    def _captured(self, tool: Tool, body: Callable[[], Any]) -> ToolResult | None:
+        # `run`'s error capture, for a synchronous body.
+        name = tool.spec.name
         try:
-            result: Any = quick(args, ctx)
+            result: Any = body()
         except ToolError as exc:
             return ToolResult.error(str(exc) or f"{name} failed.")
         except Exception as exc:

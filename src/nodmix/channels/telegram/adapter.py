@@ -24,6 +24,7 @@ from typing import TypeVar
 import anyio
 import httpx
 
+from nodmix import offload
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import open_delivery_log
@@ -35,7 +36,6 @@ from nodmix.config.channel_schema import TelegramConfig
 from nodmix.config.channel_webhook import check_secret_token, webhook_path
 from nodmix.config.loader import resolve_secret
 from nodmix.errors import ConfigError
-from nodmix.state import offload
 from telegram import Bot, Update
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import anyio
 import msgspec
 
+from nodmix import offload
 from nodmix.channels.base import InboundSink
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.whatsapp.mapping import WINDOW_CLOSED_CODE, Parsed, decode, parse
 from nodmix.channels.whatsapp.signature import presented_signature, signature_matches
 from nodmix.channels.whatsapp.window import WhatsAppStore, stale
-from nodmix.state import offload
 
 log = logging.getLogger("nodmix.channels.whatsapp")
 

@@ -37,8 +37,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from nodmix import offload
 from nodmix.channels.delivery import DeliveryLog
-from nodmix.state import offload
 
 WINDOW_SECONDS = 24 * 3600
 MAX_HANDLED = 2000
@@ -126,7 +126,7 @@ class FileWhatsAppStore:
 
     @property
     def round_trips(self) -> bool:
-        """Whether its reads and writes are database round trips (`nodmix.state.offload`):
+        """Whether its reads and writes are database round trips (`nodmix.offload`):
         the webhook then checks and records handled ids off the event loop."""
         return offload.round_trips(self._delivery) or offload.round_trips(self._windows)
 

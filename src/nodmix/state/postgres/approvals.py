@@ -24,7 +24,7 @@ class PgSharedApprovals:
     """Requests recorded by the replica whose turn asked."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     def __init__(self, db: Database, pg: PgCoordination) -> None:
         self.db = db

@@ -52,7 +52,7 @@ class PgJobStore(JobStore):
     """`JobStore` on documents: `automation/jobs` and `automation/state`."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     def __init__(self, db: Database, locks: AdvisoryLocks, state_dir: Path) -> None:
         super().__init__(state_dir)
@@ -147,7 +147,7 @@ class PgRunHistory(RunHistory):
     """Run records as rows, with a claim per scheduled slot (see the module docs)."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     def __init__(
         self, db: Database, coordination: PgCoordination, state_dir: Path, *, kept: int

@@ -40,7 +40,7 @@ class PgDeliveryLog(DeliveryLog):
     """`DeliveryLog` on rows (see the module docs)."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     shared = True
 
@@ -218,7 +218,7 @@ class PgPairingStore(PairingStore):
     """Pairing documents, one per channel, changed under an advisory lock."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     def __init__(self, db: Database, locks: AdvisoryLocks, state_dir: Path) -> None:
         super().__init__(state_dir)

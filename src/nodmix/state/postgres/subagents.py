@@ -39,7 +39,7 @@ class PgSubagentStore:
     """`SubagentStore` on `nodmix_subagent_runs`."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     def __init__(self, db: Database, locks: AdvisoryLocks) -> None:
         self.db = db

@@ -19,7 +19,7 @@ class PgTokenStore:
     first: the document's row lock makes replicas starting together agree)."""
 
     round_trips = True
-    """Every call is a database round trip (`nodmix.state.offload`)."""
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     where = "the state database"
 

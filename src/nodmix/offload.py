@@ -7,7 +7,8 @@ that would freeze every chat, the gateway and `/health` meanwhile. `call(store, 
 such a call in a worker thread, at most `STORE_THREADS` at once per event loop (more wait
 their turn), so a slow database delays only the coroutines waiting for it. A file store
 (`round_trips` false or absent) is called directly: a local read or write costs less than a
-thread hop, and its callers keep exactly the ordering they had.
+thread hop, and its callers keep exactly the ordering they had. Like `nodmix.stores`, this
+module imports nothing of Nodmix, so a store's caller in any layer may use it.
 
 The caller awaits the call's end either way, so what it did before and after keeps its order
 (a message is accepted before it is queued, a reply recorded before the next one goes). A
