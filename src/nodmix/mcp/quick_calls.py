@@ -147,7 +147,7 @@ class SideDoor:
             return False
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than the parser goes)
             return False
         if not isinstance(message, dict) or not ("result" in message or "error" in message):
             return False
