@@ -70,9 +70,8 @@ class QuickCall:
         request = self._request
         request.on_settle = None
         self._door.cancel(request, "cancelled")
-        # Kept as cancelled: a later `call_tool` for this call reports it, never resends it.
+        # (not parked: nobody takes it, and it would stay until its timeout)
         request.settle(None, CANCELLED)
-        self._connection.parking.park(self._key, request, self._door)
 
 
 def send_quick(

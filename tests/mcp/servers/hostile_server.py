@@ -15,8 +15,9 @@ offers tools that behave well (`echo`, `slow_echo`) or break the protocol in one
   `exit`: the server exits at once, leaving that child behind.
 
 `echo` and `slow_echo` answer with the JSON text of their `value`, so tests can check each
-call got its own answer. Each `notifications/cancelled` is recorded in the file named by the
-`HOSTILE_CANCELLED` environment variable, one request id a line.
+call got its own answer. When the environment variable `HOSTILE_LOG` names a file, each
+`tools/call` received is recorded there (`called <id>`), and each `notifications/cancelled`
+(`cancelled <id>`).
 """
 
 from __future__ import annotations
@@ -106,6 +107,13 @@ def call(request_id: Any, name: str, args: dict[str, Any]) -> bool:
     return False
 
 
+def record(what: str, request_id: Any) -> None:
+    log = os.environ.get("HOSTILE_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{what} {request_id}\n")
+
+
 def main() -> None:
     deaf = False
     for raw in sys.stdin.buffer:
@@ -122,14 +130,12 @@ def main() -> None:
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": tool_list()})
         elif method == "tools/call":
+            record("called", request_id)
             while deaf:  # never read stdin again
                 time.sleep(60)
             deaf = call(request_id, params["name"], params.get("arguments") or {})
         elif method == "notifications/cancelled":
-            record = os.environ.get("HOSTILE_CANCELLED")
-            if record:
-                with open(record, "a", encoding="utf-8") as out:
-                    out.write(f"{params.get('requestId')}\n")
+            record("cancelled", params.get("requestId"))
         elif request_id is not None:
             error = {"code": -32601, "message": f"method not found: {method}"}
             send({"jsonrpc": "2.0", "id": request_id, "error": error})
