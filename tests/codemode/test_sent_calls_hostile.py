@@ -174,3 +174,38 @@ async def test_an_aborted_turn_cancels_every_call_in_flight_and_leaves_nothing(
     )
     assert value == ["a", "b"]
     assert _problems(caplog) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("window", [None, 0.0])
+async def test_calls_to_a_server_that_stops_reading_fail_within_their_timeout(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    window: float | None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    if window is not None:  # (the worker's own wait is bounded by the window, not the call)
+        monkeypatch.setattr(nodmix.codemode.handoff, "FAST_WINDOW_SECONDS", window)
+    config = MCPServerConfig(command=sys.executable, args=[str(HOSTILE_SERVER)], timeout_ms=500)
+    async with MCPManager({"h": config}) as mcp:
+        h = await _harness(engine, sessions, workspace, mcp)
+        code = """
+const big = 'x'.repeat(300000);
+const text = (r) => r.content[0].text;
+const out = [text(await MCP.h.deafen({}))];
+out.push(text(await MCP.h.echo({ value: 1 })));  // the server goes deaf on this one
+const many = await Promise.all([0, 1, 2].map(() => MCP.h.echo({ value: big })));
+out.push(...many.map(text));
+out.push(text(await MCP.h.echo({ value: 2 })));
+return out;
+"""
+        with anyio.fail_after(30):
+            steps = await h.run_to_end(code)
+        timed_out = "MCP server 'h' did not answer tools/call 'echo' within 0.5 s"
+        assert steps[-1]["status"] == "completed", steps[-1]
+        assert steps[-1]["value"] == ["deaf"] + [timed_out] * 5
+        assert _parked(mcp) == 0
+    assert len(engine.store) == 0
+    assert _problems(caplog) == []
