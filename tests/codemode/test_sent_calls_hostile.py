@@ -209,3 +209,32 @@ return out;
         assert _parked(mcp) == 0
     assert len(engine.store) == 0
     assert _problems(caplog) == []
+
+
+@pytest.mark.anyio
+async def test_a_program_that_fails_with_calls_in_flight_cancels_them_on_the_server(
+    engine: CodeModeEngine,
+    sessions: SessionManager,
+    workspace: Path,
+    mcp: MCPManager,
+    server_log: Path,
+    window: str,
+) -> None:
+    h = await _harness(engine, sessions, workspace, mcp)
+    assert await h.value("return (await MCP.h.echo({ value: 1 })).isError") is False
+    before = set(_logged(server_log, "called"))
+    result = await h.exec(
+        "MCP.h.slowEcho({ value: 1, seconds: 30 }); MCP.h.slowEcho({ value: 2, seconds: 30 });"
+        "await MCP.h.echo({ value: 3 });"
+        "throw new Error('gave up')"
+    )
+    assert result["status"] == "failed"
+    in_flight = set(_logged(server_log, "called")) - before
+    assert len(in_flight) == 3
+    await wait_until(
+        lambda: len(set(_logged(server_log, "cancelled")) & in_flight) == 2,
+        "the server to see the two slow calls cancelled",
+    )
+    await wait_until(lambda: len(_cancelled_calls(h)) == 2, "two cancelled calls recorded")
+    await wait_until(lambda: _parked(mcp) == 0, "nothing parked")
+    assert len(engine.store) == 0

@@ -149,6 +149,7 @@ class SentCalls:
                 self._lane.finish(call, ToolResult.error(CANCELLED_TEXT))
             else:
                 sent.hand_over()
+                call.sent, call.services = sent, self._services
                 state.new_calls.append(call)
 
     def wake(self) -> None:

@@ -70,8 +70,9 @@ class QuickCall:
         request = self._request
         request.on_settle = None
         self._door.cancel(request, "cancelled")
-        # (not parked: nobody takes it, and it would stay until its timeout)
         request.settle(None, CANCELLED)
+        # Nobody takes it any more (kept, it would stay until its timeout).
+        self._connection.parking.take(self._key)
 
 
 def send_quick(
