@@ -118,7 +118,15 @@ class _StdinWriter:
             if self._on_loop():
                 self._loop.add_writer(self._fd, self._flush)
             else:
-                self._loop.call_soon_threadsafe(self._loop.add_writer, self._fd, self._flush)
+                self._loop.call_soon_threadsafe(self._arm)
+
+    def _arm(self) -> None:
+        # (on the loop, for another thread) unless stdin closed meanwhile: its descriptor's
+        # number may already belong to another file
+        with self._lock:
+            if self._closed:
+                return
+            self._loop.add_writer(self._fd, self._flush)
 
     def _on_loop(self) -> bool:
         try:
