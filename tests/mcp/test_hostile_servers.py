@@ -194,3 +194,31 @@ async def test_shutdown_ends_a_child_holding_the_server_s_stdout() -> None:
     assert time.monotonic() - took < 10
     gone: Callable[[], bool] = lambda: process_state(child) in (None, "Z")  # noqa: E731
     await wait_until(gone, "the child to be ended")
+
+
+async def test_two_calls_handed_over_under_one_key_each_get_their_own_answer(
+    manager: MCPManager,
+) -> None:
+    # Call ids come from the model: a model that repeats one gives two calls the same key.
+    await _echo_works(manager, 1)
+    key = ("s", "r", "same")
+
+    def send_and_leave(value: str) -> None:
+        args = {"value": value, "seconds": 0.3}
+        sent = manager.send_tool_quick("h", "slow_echo", args, key=key, output_schema=None)
+        assert sent is not None
+        sent.hand_over()
+
+    for value in ("a", "b"):
+        await anyio.to_thread.run_sync(send_and_leave, value)
+    got: dict[str, str] = {}
+
+    async def call(value: str) -> None:
+        args = {"value": value, "seconds": 0.3}
+        got[value] = (await manager.call_tool("h", "slow_echo", args, key=key)).text_content
+
+    async with anyio.create_task_group() as group:
+        for value in ("a", "b"):
+            group.start_soon(call, value)
+    assert got == {"a": '"a"', "b": '"b"'}
+    assert len(manager._connections["h"].parking) == 0

@@ -72,7 +72,7 @@ class QuickCall:
         self._door.cancel(request, "cancelled")
         request.settle(None, CANCELLED)
         # Nobody takes it any more (kept, it would stay until its timeout).
-        self._connection.parking.take(self._key)
+        self._connection.parking.take(self._key, request.tool, request.arguments)
 
 
 def send_quick(
