@@ -254,7 +254,8 @@ def cancel_all(state: RunState) -> None:
     """End a run's nested calls that the guest will never receive.
 
     Running calls are cancelled, calls whose task has not started never run, and undispatched
-    or queued ones are dropped, like the run's timers. Calls that did run still go into the
+    or queued ones are dropped, like the run's timers (one the worker already sent to its
+    server, `codemode.sent`, is cancelled there). Calls that did run still go into the
     transcript under their parent (with their result, or the cancellation once they stop), so
     an aborted or failed program leaves a complete record of what it did.
     """
