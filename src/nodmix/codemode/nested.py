@@ -80,13 +80,12 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     handle = call.cancel if call.cancel is not None else CallCancel()
     call.cancel, call.services = handle, services
     if handle.cancel_called:  # the run ended before this task started: the tool never runs
-        if call.sent is not None:  # (or, sent from the worker, is stopped on its server)
-            call.sent.cancel()
+        drop_sent(call)
         call.result = ToolResult.error(CANCELLED_TEXT)
         call.done.set()
         state.notify()
         return
-    call.ran = True
+    call.ran, call.sent = True, None  # (the tool's run takes a sent call's answer)
     _quick_first(state)
     services.emit(started_event(call))
     ctx = call_context(services, state, call)
@@ -236,6 +235,21 @@ def project_abandoned(call: NestedCall) -> None:
         log.warning("could not record abandoned nested call %s", call.call_id, exc_info=True)
 
 
+def drop_sent(call: NestedCall) -> None:
+    """A call sent from a sandbox worker (`codemode.sent`) whose run on the loop will never
+    start: the tool is told to stop, and the call, which reached it, goes to the transcript
+    as cancelled."""
+    sent, call.sent = call.sent, None
+    if sent is None:
+        return
+    sent.cancel()
+    call.ran = call.abandoned = True
+    call.result = ToolResult.error(CANCELLED_TEXT)
+    call.finished = time.perf_counter()
+    call.done.set()
+    project_abandoned(call)
+
+
 def cancel_all(state: RunState) -> None:
     """End a run's nested calls that the guest will never receive.
 
@@ -251,13 +265,8 @@ def cancel_all(state: RunState) -> None:
             project_abandoned(call)
         elif call.cancel is not None:
             call.cancel.cancel()
-    for call in state.new_calls:
-        if call.sent is not None:  # sent from the worker: the server is running it
-            call.sent.cancel()
-            call.ran, call.abandoned = True, True
-            call.result = ToolResult.error(CANCELLED_TEXT)
-            call.done.set()
-            project_abandoned(call)
+    for call in (*state.new_calls, *state.queued):
+        drop_sent(call)
     state.new_calls.clear()
-    state.queued.clear()  # queued calls never started: nothing to cancel or record
+    state.queued.clear()  # queued calls never started: nothing else to cancel or record
     state.timers.cancel_all()

@@ -28,7 +28,7 @@ from nodmix.codemode.settings import SUSPENDED_RUN_CAP, CodeModeSettings
 from nodmix.codemode.tasks import CallCancel
 from nodmix.codemode.timers import Timer, Timers
 from nodmix.origin import TurnOrigin
-from nodmix.tools.base import ToolResult
+from nodmix.tools.base import SentCall, ToolResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,9 +91,9 @@ class NestedCall:
     """Already written to the transcript."""
     awaiting_approval: bool = False
     """The call waits for a person to approve it (the run suspends with reason `approval`)."""
-    sent: Any = None
-    """The request the sandbox worker already sent for this call (`codemode.sent`), which the
-    loop's run of the call awaits; cancelled if the call is dropped before it runs."""
+    sent: SentCall | None = None
+    """Sent from a sandbox worker and handed to the loop (`codemode.sent`), whose run of the
+    tool takes the answer; cancelled (`nested.drop_sent`) if that run never starts."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""

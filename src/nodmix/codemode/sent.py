@@ -23,7 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Final, Protocol
 
-from nodmix.codemode.nested import call_context
+from nodmix.codemode.nested import CANCELLED_TEXT, call_context
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.sandbox.threads import cpu_released
 from nodmix.tools.base import SentCall, ToolResult
@@ -136,17 +136,21 @@ class SentCalls:
         return any(sent.answered() for _, sent in self._calls)
 
     def hand_over(self) -> None:
-        """Record every call still in flight for the loop (an aborted turn cancels them)."""
+        """Record every call still in flight for the loop (an aborted turn cancels them, and
+        records them as cancelled)."""
         calls, self._calls = self._calls, []
         state = self._state
         for call, sent in calls:
             state.in_flight -= 1
             if self._lane.closed:
+                # The call reached the server: it is told to stop, and the call is recorded
+                # as cancelled, as a call through the loop is when the turn is aborted.
                 sent.cancel()
+                self._lane.finish(call, ToolResult.error(CANCELLED_TEXT))
             else:
                 sent.hand_over()
-            call.sent, call.services = sent, self._services  # (see `nested.cancel_all`)
-            state.new_calls.append(call)
+                call.sent, call.services = sent, self._services
+                state.new_calls.append(call)
 
     def wake(self) -> None:
         """Stop a collecting worker's wait (thread-safe; the turn was aborted)."""

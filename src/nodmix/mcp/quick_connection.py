@@ -70,9 +70,9 @@ class QuickCall:
         request = self._request
         request.on_settle = None
         self._door.cancel(request, "cancelled")
-        # Kept as cancelled: a later `call_tool` for this call reports it, never resends it.
         request.settle(None, CANCELLED)
-        self._connection.parking.park(self._key, request, self._door)
+        # Nobody takes it any more (kept, it would stay until its timeout).
+        self._connection.parking.take(self._key, request.tool, request.arguments)
 
 
 def send_quick(
