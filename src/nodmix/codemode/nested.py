@@ -248,6 +248,9 @@ def cancel_all(state: RunState) -> None:
             project_abandoned(call)
         elif call.cancel is not None:
             call.cancel.cancel()
+    for call in state.new_calls:
+        if call.sent is not None:  # sent from the worker: the server is running it
+            call.sent.cancel()
     state.new_calls.clear()
     state.queued.clear()  # queued calls never started: nothing to cancel or record
     state.timers.cancel_all()

@@ -28,7 +28,7 @@ from nodmix.codemode.settings import SUSPENDED_RUN_CAP, CodeModeSettings
 from nodmix.codemode.tasks import CallCancel
 from nodmix.codemode.timers import Timer, Timers
 from nodmix.origin import TurnOrigin
-from nodmix.tools.base import ToolResult
+from nodmix.tools.base import SentCall, ToolResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +91,9 @@ class NestedCall:
     """Already written to the transcript."""
     awaiting_approval: bool = False
     """The call waits for a person to approve it (the run suspends with reason `approval`)."""
+    sent: SentCall | None = None
+    """Sent from the sandbox worker and handed to the loop (`codemode.sent`): a run that ends
+    before the loop takes it cancels it there."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""

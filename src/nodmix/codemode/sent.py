@@ -140,6 +140,7 @@ class SentCalls:
                 sent.cancel()
             else:
                 sent.hand_over()
+                call.sent = sent
             state.new_calls.append(call)
 
     def wake(self) -> None:

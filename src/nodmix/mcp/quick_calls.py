@@ -268,6 +268,12 @@ class Parking:
         for old, old_door in stale:
             old_door.cancel(old, "abandoned")
 
+    def holds(self, key: tuple[str, ...], request: QuickRequest) -> bool:
+        """Whether `request` is the one parked under `key`."""
+        with self._lock:
+            parked = self._parked.get(key)
+        return parked is not None and parked[0] is request
+
     def take(self, key: tuple[str, ...]) -> tuple[QuickRequest, SideDoor] | None:
         """The parked request of `key`, if any (it is no longer kept)."""
         with self._lock:

@@ -70,9 +70,14 @@ class QuickCall:
         request = self._request
         request.on_settle = None
         self._door.cancel(request, "cancelled")
-        # Kept as cancelled: a later `call_tool` for this call reports it, never resends it.
         request.settle(None, CANCELLED)
-        self._connection.parking.park(self._key, request, self._door)
+        parking = self._connection.parking
+        if parking.holds(self._key, request):
+            # Handed over, then dropped by a run that ended: no `call_tool` will adopt it.
+            parking.take(self._key)
+            return
+        # Kept as cancelled: a later `call_tool` for this call reports it, never resends it.
+        parking.park(self._key, request, self._door)
 
 
 def send_quick(

@@ -157,7 +157,8 @@ class SentCall(Protocol):
         ...
 
     def cancel(self) -> None:
-        """Nobody will take the answer: tell the other side to stop."""
+        """Nobody will take the answer: tell the other side to stop (also after `hand_over`,
+        when the tool's `call` will never come)."""
         ...
 
 
