@@ -114,3 +114,19 @@ async def test_a_cancelled_quick_call_reaches_the_server_behind_queued_output(
         await wait_until(
             lambda: b"notifications/cancelled" in record.read_bytes(), "the cancellation"
         )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_children_a_server_leaves_behind_end_with_its_connection() -> None:
+    async with MCPManager({"h": hostile()}) as manager:
+        forked = await manager.call_tool("h", "fork", {"seconds": 60})
+        child = int(forked.text_content)
+        assert _alive(child)
+    await wait_until(lambda: not _alive(child), "the server's child to end")

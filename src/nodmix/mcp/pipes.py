@@ -22,6 +22,7 @@ import collections
 import contextlib
 import logging
 import os
+import signal
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -342,7 +343,8 @@ async def _shut_down(
     door: SideDoor,
     session_writes: MemoryObjectSendStream[SessionMessage],
 ) -> None:
-    """Close stdin, give the server `_EXIT_WAIT_S` to exit, then end its process group."""
+    """Close stdin, give the server `_EXIT_WAIT_S` to exit, then end its process group (what
+    it left there when it exited by itself, too)."""
     session_writes.close()
     door.close("the connection was closed")
     with anyio.move_on_after(_FLUSH_WAIT_S):
@@ -356,4 +358,14 @@ async def _shut_down(
             await process.wait()
         if process.returncode is None:
             logger.warning("MCP server process %d outlived its kill; abandoning it", process.pid)
+    else:
+        _end_leftovers(process.pid)
     reader.close()
+
+
+def _end_leftovers(group: int) -> None:
+    """Kill what the exited server left in its process group (children holding its pipes).
+
+    The group outlives its leader only while it has members, so its id names no one else."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)

@@ -3,7 +3,8 @@
 Each tool names one misbehaviour, applied to its own answer: `twice` answers twice, `forged`
 answers under another quick id first, `garbage` answers with a non-object line, `broken_utf8`
 sends invalid UTF-8 before its answer, `stall` stops reading stdin, `hush` closes stdout and
-stays alive, `fork` leaves a child holding the pipes and answers. `echo` answers normally.
+stays alive, `fork` leaves a child holding the pipes and answers its pid, `flood` sends `count` log
+messages first. `echo` answers normally.
 Given a path as its argument, the server appends every line it reads there.
 """
 
@@ -14,7 +15,7 @@ import os
 import sys
 import time
 
-TOOLS = ["echo", "twice", "forged", "garbage", "broken_utf8", "stall", "hush", "fork"]
+TOOLS = ["flood", "echo", "twice", "forged", "garbage", "broken_utf8", "stall", "hush", "fork"]
 out = sys.stdout.buffer
 
 
@@ -51,11 +52,17 @@ def call(request_id: object, name: str, arguments: dict[str, object]) -> None:
         os.close(1)
         time.sleep(float(arguments.get("seconds", 60)))
         sys.exit(0)
+    elif name == "flood":
+        note = {"jsonrpc": "2.0", "method": "notifications/message"}
+        line = json.dumps({**note, "params": {"level": "info", "data": "x" * 1000}}).encode()
+        out.write((line + b"\n") * int(arguments.get("count", 100000)))
+        send(answer)
     elif name == "fork":
-        if os.fork() == 0:
+        child = os.fork()
+        if child == 0:
             time.sleep(float(arguments.get("seconds", 60)))
             os._exit(0)
-        send(answer)
+        send({**answer, "result": result(str(child))})
     else:
         send(answer)
 
