@@ -1,6 +1,6 @@
 """Starting and stopping a real local daemon for the channel tests (ngircd, Prosody): a free
-loopback port, start it and poll until it listens (failing at once, with its log, if it
-exits), and stop it politely before killing it."""
+loopback port, a self-signed certificate for its TLS, start it and poll until it listens
+(failing at once, with its log, if it exits), and stop it politely before killing it."""
 
 from __future__ import annotations
 
@@ -20,6 +20,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def self_signed(workdir: Path, name: str = "server") -> tuple[Path, Path]:
+    """A fresh self-signed certificate for `localhost` (and 127.0.0.1), and its key."""
+    cert, key = workdir / f"{name}.crt", workdir / f"{name}.key"
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"]
+        + ["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
 
 
 def wait_until(check: Callable[[], T], *, timeout: float = 20.0, what: str = "condition") -> T:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tests.channels.daemon import free_port, start_daemon, stop_daemon, wait_until
+from tests.channels.daemon import free_port, self_signed, start_daemon, stop_daemon, wait_until
 
 T = TypeVar("T")
 NGIRCD = "/usr/sbin/ngircd"
@@ -29,19 +29,11 @@ class Ngircd:
         self.workdir = workdir
         self.port = free_port()
         self.tls_port = free_port() if tls else None
-        self.cert = workdir / "cert.pem"
+        self.cert = workdir / "cert.crt"
         self.config = workdir / "ngircd.conf"
         ssl_section = ""
         if self.tls_port is not None:
-            key = workdir / "key.pem"
-            subprocess.run(
-                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-                + ["-keyout", str(key), "-out", str(self.cert), "-subj", "/CN=localhost"]
-                + ["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                check=True,
-                capture_output=True,
-                timeout=60,
-            )
+            self.cert, key = self_signed(workdir, "cert")
             ssl_section = (
                 f"[SSL]\nCertFile = {self.cert}\nKeyFile = {key}\nPorts = {self.tls_port}\n"
             )

@@ -1,20 +1,25 @@
 """A real XMPP server for the XMPP channel tests (Debian's Prosody on 127.0.0.1, started with
-a generated config in a temp dir, a MUC component beside it, accounts made with prosodyctl)
-and a person on XMPP (slixmpp on a loop of its own thread) who talks to the bot."""
+a generated config in a temp dir, a MUC component beside it, accounts made with prosodyctl),
+the bot's account, config and gateway on it, and a person on XMPP (slixmpp on a loop of its
+own thread) who talks to the bot."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import shutil
 import ssl
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from nodmix.gateway import BackgroundGateway, GatewaySettings
+from nodmix.providers.retry import RetryPolicy
 from tests.channels.daemon import free_port, start_daemon, stop_daemon, wait_until
+from tests.channels.support import write_config
 
 T = TypeVar("T")
 PROSODY = "/usr/bin/prosody"
@@ -23,21 +28,8 @@ DOMAIN = "localhost"
 MUC = "conference.localhost"
 UPLOAD = "upload.localhost"
 UPLOAD_LIMIT = 10 * 1024 * 1024
-
-
-def self_signed(workdir: Path, name: str = "server") -> tuple[Path, Path]:
-    """A fresh self-signed certificate for `localhost` (and 127.0.0.1), and its key."""
-    cert, key = workdir / f"{name}.crt", workdir / f"{name}.key"
-    workdir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-        + ["-keyout", str(key), "-out", str(cert), "-subj", f"/CN={DOMAIN}"]
-        + ["-addext", f"subjectAltName=DNS:{DOMAIN},IP:127.0.0.1"],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key
+BOT = f"nodbot@{DOMAIN}"
+BOT_PASSWORD = "bot-secret"
 
 
 class Prosody:
@@ -126,6 +118,43 @@ class Prosody:
     def stop(self) -> None:
         stop_daemon(self.proc, timeout=15)
         self.proc = None
+
+
+def bot_server(workdir: Path, *accounts: tuple[str, str], **options: Any) -> Prosody:
+    """A started Prosody under `workdir` (`options` as for `Prosody`) with the bot's account
+    and `accounts` (user, password)."""
+    server = Prosody(workdir, **options)
+    for user, password in (("nodbot", BOT_PASSWORD), *accounts):
+        server.register(user, password)
+    server.start()
+    return server
+
+
+def write_bot_config(state: Path, model_url: str, prosody: Prosody, **xmpp: Any) -> Path:
+    """`nodmix.json` with the agent's model at `model_url` and the bot on `prosody` (plain
+    TCP, no typing notices; `xmpp` adds or replaces keys of its section)."""
+    section = {
+        "jid": BOT,
+        "password": BOT_PASSWORD,
+        "server": "127.0.0.1",
+        "port": prosody.port,
+        "tls": "off",
+        "typing": False,
+        **xmpp,
+    }
+    return write_config(state, model_url, {"xmpp": section})
+
+
+@contextlib.contextmanager
+def xmpp_gateway(*, connected: bool = True) -> Iterator[BackgroundGateway]:
+    """A gateway of the state dir's config in this process (no token, no model retries),
+    once its bot is logged in (`connected=False`: at once)."""
+    settings = GatewaySettings(port=0, token=None)
+    with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)) as gateway:
+        status = gateway.runtime.channels.statuses["xmpp"]
+        if connected:
+            wait_until(lambda: status.connected, what="the bot logged in")
+        yield gateway
 
 
 class XmppPerson:

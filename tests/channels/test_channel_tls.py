@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from nodmix.channels.tls import ClientTls
 from nodmix.config.loader import validate
 from nodmix.config.schema import NodmixConfig
 from nodmix.testing.telegram_server import ScriptedBotAPI
+from tests.channels.daemon import self_signed
 from tests.channels.irc_daemon import free_port, wait_until
 from tests.support.config import scripted_config
 from tests.support.process import rss_kb
@@ -66,15 +66,7 @@ def test_further_telegram_bots_reuse_the_gateways_tls_context(tmp_path: Path) ->
 def tls_bot_api(tmp_path: Path) -> Iterator[tuple[ScriptedBotAPI, str, Path]]:
     """The scripted Bot API also served over HTTPS with a fresh self-signed certificate:
     (api, https URL, certificate file)."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    cert, key = self_signed(tmp_path, "cert")
     with ScriptedBotAPI() as api:
         config = uvicorn.Config(
             api.build_app(),

@@ -15,7 +15,6 @@ from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.discord_server import ScriptedDiscord
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import run_nodmix
 
@@ -27,12 +26,6 @@ OWNER = "4242"
 @pytest.fixture
 def discord() -> Iterator[ScriptedDiscord]:
     with ScriptedDiscord() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -5,7 +5,6 @@ audio file, and a file over the cap is refused before it is fetched."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.discord_server import ScriptedDiscord
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.slack_server import ScriptedSlack
 from tests.channels.support import model_user_texts
 from tests.media.samples import needs_ffmpeg, photo, voice_note
@@ -24,12 +22,6 @@ from tests.support.config import scripted_config
 pytestmark = pytest.mark.integration
 
 OWNER = "U0OWNER"
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _write(state: Path, model: ScriptedModelServer, channels: dict[str, Any], **top: Any) -> None:

@@ -15,7 +15,6 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import wait_until
 from tests.channels.mail_daemons import PASSWORD, USER, Dovecot, SmtpRecorder
 from tests.channels.support import model_user_texts, write_config
@@ -36,12 +35,6 @@ def imap() -> Iterator[Dovecot]:
 @pytest.fixture
 def smtp() -> Iterator[SmtpRecorder]:
     with SmtpRecorder() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -1,35 +1,27 @@
 """What the Google Chat app sends: long replies split at Chat's 4096 characters, replies
 streamed by patching the message, a Chat API that fails for a while (retried, noticed,
-recovered), a token endpoint down at start, replies that mention no one, and attachments
-under the cap."""
+recovered), replies that mention no one, and attachments under the cap (its tokens:
+`test_webhook_tokens.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from nodmix.channels.chunking import split_text
-from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.googlechat_payloads import ChatUser, uploaded_attachment
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.support import model_user_texts, write_config
-from tests.channels.test_googlechat_gateway import start_gateway
+from tests.channels.support import model_user_texts
+from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
 DM = ANN.dm_space
-
-
-@pytest.fixture
-def chat() -> Iterator[ScriptedChat]:
-    with ScriptedChat() as server:
-        yield server
 
 
 def _long_reply() -> str:
@@ -45,7 +37,7 @@ def test_a_reply_over_4096_characters_arrives_split_and_streamed_by_patches(
     expected = split_text(reply, 4096)
     assert len(expected) >= 2
     with ScriptedModelServer(lambda r: ModelReply.text(reply), event_seconds=0.6) as model:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id], streaming="edit")
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id], streaming="edit")
         try:
             chat.send("write code", user=ANN)
             chat.wait_for(lambda: chat.texts(DM) == expected, timeout=40)
@@ -60,7 +52,7 @@ def test_a_failing_chat_api_is_retried_then_noticed_and_recovered_from(
     isolated_state: Path, chat: ScriptedChat
 ) -> None:
     with ScriptedModelServer(echo) as model:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
         try:
             status = gateway.runtime.channels.statuses["googlechat"]
             chat.fail_next(2, 500)
@@ -77,38 +69,6 @@ def test_a_failing_chat_api_is_retried_then_noticed_and_recovered_from(
             gateway.__exit__(None, None, None)
 
 
-def test_a_revoked_token_is_renewed_and_the_reply_still_arrives(
-    isolated_state: Path, chat: ScriptedChat
-) -> None:
-    with ScriptedModelServer(echo) as model:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
-        try:
-            chat.send("first", user=ANN)
-            chat.wait_for(lambda: chat.texts(DM) == ["first"])
-            revoked = chat.revoke_tokens()
-            chat.send("second", user=ANN)
-            chat.wait_for(lambda: chat.texts(DM) == ["first", "second"])
-            assert chat.tokens and not chat.tokens & revoked, "a new token was fetched"
-            assert [code for _, code in chat.refused_calls] == [401]
-            assert gateway.runtime.channels.statuses["googlechat"].connected
-        finally:
-            gateway.__exit__(None, None, None)
-
-
-def test_a_token_endpoint_down_at_start_is_retried_until_it_answers(
-    isolated_state: Path, chat: ScriptedChat
-) -> None:
-    chat.token_endpoint.mode = "down"
-    with ScriptedModelServer(echo) as model:
-        write_config(isolated_state, model.base_url, {"googlechat": chat.channel_config()})
-        with BackgroundGateway(GatewaySettings(port=0, token=None)) as gateway:
-            status = gateway.runtime.channels.statuses
-            chat.wait_for(lambda: "googlechat" in status and status["googlechat"].errors >= 1)
-            assert not status["googlechat"].connected
-            chat.token_endpoint.mode = "up"
-            chat.wait_for(lambda: status["googlechat"].connected, timeout=30)
-
-
 def test_a_reply_mentions_no_one_and_attachments_respect_the_cap(
     isolated_state: Path, chat: ScriptedChat
 ) -> None:
@@ -116,7 +76,7 @@ def test_a_reply_mentions_no_one_and_attachments_respect_the_cap(
     chat.files["res-notes"] = b"ferry at 9:40\n"
     chat.files["res-big"] = b"\0" * 30_000
     with ScriptedModelServer(lambda r: ModelReply.text(reply)) as model:
-        gateway = start_gateway(
+        gateway = start_chat(
             isolated_state, model, chat, allowFrom=[ANN.id], maxAttachmentBytes=20_000
         )
         try:

@@ -4,58 +4,27 @@ token google-auth gets for the app's service account from the same service."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nodmix.channels.pairing import PairingStore
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.googlechat_payloads import SPACE, ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.support import model_user_texts, write_config
+from tests.channels.support import model_user_texts
+from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
 EVE = ChatUser("eve")
-PATH = "/channels/googlechat/events"
-
-
-@pytest.fixture
-def chat() -> Iterator[ScriptedChat]:
-    with ScriptedChat() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
-def start_gateway(
-    state: Path, model: ScriptedModelServer, chat: ScriptedChat, **section: Any
-) -> BackgroundGateway:
-    """A gateway with `channels.googlechat` pointing at `chat`, ready for events."""
-    write_config(state, model.base_url, {"googlechat": chat.channel_config(**section)})
-    gateway = BackgroundGateway(
-        GatewaySettings(port=0, token="gateway-token"), retry=RetryPolicy(attempts=1)
-    ).__enter__()
-    chat.endpoint = gateway.url + PATH
-    statuses = gateway.runtime.channels.statuses
-    chat.wait_for(lambda: "googlechat" in statuses and statuses["googlechat"].connected)
-    return gateway
 
 
 def test_a_stranger_gets_a_pairing_code_and_an_approved_sender_a_reply(
     isolated_state: Path, chat: ScriptedChat, model: ScriptedModelServer
 ) -> None:
-    gateway = start_gateway(isolated_state, model, chat)
+    gateway = start_chat(isolated_state, model, chat)
     try:
         chat.send("secret plans", user=ANN)
         texts = chat.wait_for(lambda: chat.texts(ANN.dm_space))
@@ -79,7 +48,7 @@ def test_a_stranger_gets_a_pairing_code_and_an_approved_sender_a_reply(
 def test_spaces_answer_only_mentions_and_replies_stay_in_their_thread(
     isolated_state: Path, chat: ScriptedChat, model: ScriptedModelServer
 ) -> None:
-    gateway = start_gateway(
+    gateway = start_chat(
         isolated_state, model, chat, allowFrom=[ANN.id, "*@example.org"], groups=[SPACE]
     )
     try:

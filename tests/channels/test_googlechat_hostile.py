@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -17,26 +16,13 @@ from nodmix.channels import signing_keys
 from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signing import RsaKey
 from tests.channels.support import model_user_texts
-from tests.channels.test_googlechat_gateway import PATH, start_gateway
+from tests.channels.webhooks import CHAT_PATH, start_chat
 
 pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
-
-
-@pytest.fixture
-def chat() -> Iterator[ScriptedChat]:
-    with ScriptedChat() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _unsigned(header: dict[str, object], claims: dict[str, object], signature: bytes) -> str:
@@ -71,13 +57,13 @@ def _forgeries(chat: ScriptedChat) -> dict[str, str | None]:
 def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
     isolated_state: Path, chat: ScriptedChat, model: ScriptedModelServer
 ) -> None:
-    gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+    gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
     try:
         forgeries = _forgeries(chat)
         for name, token in forgeries.items():
             assert chat.post(chat.event(f"forged: {name}", user=ANN), token=token) == 401, name
         big = httpx2.post(
-            gateway.url + PATH,
+            gateway.url + CHAT_PATH,
             content=iter([b"{", b" " * (9 << 20), b"}"]),
             headers={"Authorization": "Bearer forged", "Content-Type": "application/json"},
             timeout=30,
@@ -96,7 +82,7 @@ def test_with_an_endpoint_url_audience_only_chats_id_tokens_pass(
     isolated_state: Path, chat: ScriptedChat, model: ScriptedModelServer
 ) -> None:
     url = "https://bot.example.org/channels/googlechat/events"
-    gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id], audience=url)
+    gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id], audience=url)
     try:
         now = int(time.time())
         google = {"iss": "https://accounts.google.com", "aud": url, "iat": now, "exp": now + 600}
@@ -120,7 +106,7 @@ def test_a_certificate_endpoint_that_is_down_or_hangs_is_noticed_and_recovered_f
 ) -> None:
     monkeypatch.setattr(signing_keys, "FETCH_TIMEOUT_SECONDS", 1.0)
     monkeypatch.setattr(signing_keys, "FAILED_RETRY_SECONDS", 0.2)
-    gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+    gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
     try:
         status = gateway.runtime.channels.statuses["googlechat"]
         chat.certs_endpoint.mode = "down"

@@ -18,7 +18,6 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import IrcUser, Ngircd, wait_until
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import GatewayProcess, run_nodmix
@@ -37,12 +36,6 @@ def ircd(tmp_path: Path) -> Iterator[Ngircd]:
     server.start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 @pytest.fixture

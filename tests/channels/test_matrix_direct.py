@@ -6,7 +6,6 @@ and the model sees a sender's user id, never a display name standing in for one.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,17 +15,10 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts, write_matrix_config
 from tests.channels.synapse import MatrixUser, Synapse, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _name(role: str) -> str:

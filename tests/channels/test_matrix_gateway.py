@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,18 +13,11 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts, write_matrix_config
 from tests.channels.synapse import MatrixUser, Synapse, wait_for
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _name(role: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,19 +14,12 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
 from tests.channels.synapse import MatrixUser, Synapse, wait_for
 from tests.media.samples import needs_ffmpeg, photo, voice_note
 from tests.support.config import scripted_config
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _upload(user: MatrixUser, data: bytes, mime: str) -> str:

@@ -16,7 +16,6 @@ from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import wait_until
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import run_nodmix
@@ -33,12 +32,6 @@ def mm() -> Iterator[ScriptedMattermost]:
     with ScriptedMattermost() as server:
         server.add_user(ANN, "ann")
         server.add_user(EVE, "eve")
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

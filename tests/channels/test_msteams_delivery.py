@@ -1,11 +1,10 @@
 """What the Teams bot sends: long replies split under Teams' size limit, replies streamed by
 updating the activity, a Bot Connector that fails for a while (retried, noticed, recovered),
-a token endpoint that is down at start, and files in both directions."""
+and files in both directions (its tokens: `test_webhook_tokens.py`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,19 +17,13 @@ from nodmix.testing.msteams_payloads import TeamsUser, file_attachment, inline_i
 from nodmix.testing.msteams_server import ScriptedTeams
 from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
-from tests.channels.test_msteams_gateway import _start
+from tests.channels.webhooks import start_teams
 from tests.media.samples import photo
 
 pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
 DM = ANN.personal_conversation
-
-
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
 
 
 def _long_reply() -> str:
@@ -46,7 +39,7 @@ def test_a_reply_over_the_limit_arrives_split_and_streamed_by_updates(
     expected = split_text(reply, TEXT_LIMIT)
     assert len(expected) >= 3
     with ScriptedModelServer(lambda r: ModelReply.text(reply), event_seconds=0.6) as model:
-        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad], streaming="edit")
+        gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad], streaming="edit")
         try:
             teams.send("write code", user=ANN)
             teams.wait_for(lambda: teams.texts(DM) == expected, timeout=40)
@@ -62,7 +55,7 @@ def test_a_failing_bot_connector_is_retried_then_noticed_and_recovered_from(
     isolated_state: Path, teams: ScriptedTeams
 ) -> None:
     with ScriptedModelServer(echo) as model:
-        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad], typing=False)
+        gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad], typing=False)
         try:
             status = gateway.runtime.channels.statuses["msteams"]
             teams.fail_next(2, 502)
@@ -80,41 +73,6 @@ def test_a_failing_bot_connector_is_retried_then_noticed_and_recovered_from(
             gateway.__exit__(None, None, None)
 
 
-def test_a_revoked_token_is_renewed_and_the_reply_still_arrives(
-    isolated_state: Path, teams: ScriptedTeams
-) -> None:
-    with ScriptedModelServer(echo) as model:
-        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad], typing=False)
-        try:
-            teams.send("first", user=ANN)
-            teams.wait_for(lambda: teams.texts(DM) == ["first"])
-            revoked = teams.revoke_tokens()
-            teams.send("second", user=ANN)
-            teams.wait_for(lambda: teams.texts(DM) == ["first", "second"])
-            assert teams.tokens and not teams.tokens & revoked, "a new token was fetched"
-            assert [code for _, code in teams.refused_calls] == [401]
-            assert gateway.runtime.channels.statuses["msteams"].connected
-        finally:
-            gateway.__exit__(None, None, None)
-
-
-def test_a_token_endpoint_down_at_start_is_retried_until_it_answers(
-    isolated_state: Path, teams: ScriptedTeams
-) -> None:
-    teams.token_endpoint.mode = "down"
-    with ScriptedModelServer(echo) as model:
-        from nodmix.gateway import BackgroundGateway, GatewaySettings
-        from tests.channels.support import write_config
-
-        write_config(isolated_state, model.base_url, {"msteams": teams.channel_config()})
-        with BackgroundGateway(GatewaySettings(port=0, token=None)) as gateway:
-            status = gateway.runtime.channels.statuses
-            teams.wait_for(lambda: "msteams" in status and status["msteams"].errors >= 1)
-            assert not status["msteams"].connected
-            teams.token_endpoint.mode = "up"
-            teams.wait_for(lambda: status["msteams"].connected, timeout=30)
-
-
 def test_files_and_pasted_images_are_saved_and_a_file_over_the_cap_is_not_kept(
     isolated_state: Path, teams: ScriptedTeams
 ) -> None:
@@ -122,7 +80,7 @@ def test_files_and_pasted_images_are_saved_and_a_file_over_the_cap_is_not_kept(
     teams.files["pasted"] = photo(64, 48, "PNG")
     teams.files["big.pdf"] = b"%PDF" + b"\0" * 30_000
     with ScriptedModelServer(echo) as model:
-        gateway = _start(
+        gateway = start_teams(
             isolated_state, model, teams, allowFrom=[ANN.aad], maxAttachmentBytes=20_000
         )
         try:
@@ -149,7 +107,7 @@ def test_the_bots_token_goes_to_no_host_but_the_bot_connectors(
 ) -> None:
     with ScriptedTeams() as elsewhere, ScriptedModelServer(echo) as model:
         elsewhere.files["pasted"] = photo(32, 32, "PNG")
-        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+        gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad])
         try:
             pasted = inline_image(f"{elsewhere.service_url}attachments/pasted")
             teams.send("look", user=ANN, attachments=[pasted])

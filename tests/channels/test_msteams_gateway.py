@@ -4,57 +4,27 @@ Agents SDK's `ConnectorClient` against the same service."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nodmix.channels.pairing import PairingStore
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import CHANNEL, GROUP_CHAT, TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.support import model_user_texts, write_config
+from tests.channels.support import model_user_texts
+from tests.channels.webhooks import start_teams
 
 pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
 EVE = TeamsUser("eve")
-PATH = "/channels/msteams/messages"
-
-
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
-def _start(
-    state: Path, model: ScriptedModelServer, teams: ScriptedTeams, **section: Any
-) -> BackgroundGateway:
-    write_config(state, model.base_url, {"msteams": teams.channel_config(**section)})
-    gateway = BackgroundGateway(
-        GatewaySettings(port=0, token="gateway-token"), retry=RetryPolicy(attempts=1)
-    ).__enter__()
-    teams.endpoint = gateway.url + PATH
-    teams.wait_for(lambda: gateway.runtime.channels.statuses.get("msteams")
-                   and gateway.runtime.channels.statuses["msteams"].connected)  # fmt: skip
-    return gateway
 
 
 def test_a_stranger_gets_a_pairing_code_and_an_approved_sender_a_reply(
     isolated_state: Path, teams: ScriptedTeams, model: ScriptedModelServer
 ) -> None:
-    gateway = _start(isolated_state, model, teams)
+    gateway = start_teams(isolated_state, model, teams)
     try:
         teams.send("secret plans", user=ANN)
         texts = teams.wait_for(lambda: teams.texts(ANN.personal_conversation))
@@ -79,7 +49,7 @@ def test_a_stranger_gets_a_pairing_code_and_an_approved_sender_a_reply(
 def test_channels_answer_only_when_the_bot_is_mentioned_in_a_thread(
     isolated_state: Path, teams: ScriptedTeams, model: ScriptedModelServer
 ) -> None:
-    gateway = _start(
+    gateway = start_teams(
         isolated_state,
         model,
         teams,

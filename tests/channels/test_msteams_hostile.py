@@ -6,7 +6,6 @@ endpoint does."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -18,25 +17,12 @@ from nodmix.channels import signing_keys
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signing import RsaKey
-from tests.channels.test_msteams_gateway import PATH, _start
+from tests.channels.webhooks import TEAMS_PATH, start_teams
 
 pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
-
-
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _forgeries(teams: ScriptedTeams) -> dict[str, str | None]:
@@ -82,7 +68,7 @@ def _hs256(claims: dict[str, object], secret: bytes, kid: str) -> str:
 def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
     isolated_state: Path, teams: ScriptedTeams, model: ScriptedModelServer
 ) -> None:
-    gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+    gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad])
     try:
         forgeries = _forgeries(teams)
         for name, token in forgeries.items():
@@ -105,7 +91,7 @@ def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
         # A body past the gateway's limit (sent without a length) behind a forged token is
         # refused on its headers.
         big = httpx2.post(
-            gateway.url + PATH,
+            gateway.url + TEAMS_PATH,
             content=iter([b"{", b" " * (9 << 20), b"}"]),
             headers={"Authorization": "Bearer forged", "Content-Type": "application/json"},
             timeout=30,
@@ -125,10 +111,10 @@ def test_forged_and_misdirected_tokens_are_refused_before_the_body_is_used(
 def test_a_valid_token_with_a_huge_body_is_refused_by_the_body_limit(
     isolated_state: Path, teams: ScriptedTeams, model: ScriptedModelServer
 ) -> None:
-    gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+    gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad])
     try:
         big = httpx2.post(
-            gateway.url + PATH,
+            gateway.url + TEAMS_PATH,
             content=b'{"type": "message", "text": "' + b"a" * (9 << 20) + b'"}',
             headers={"Authorization": f"Bearer {teams.sign()}"},
             timeout=30,
@@ -141,7 +127,7 @@ def test_a_valid_token_with_a_huge_body_is_refused_by_the_body_limit(
 def test_activities_from_another_tenant_are_refused_for_a_single_tenant_bot(
     isolated_state: Path, teams: ScriptedTeams, model: ScriptedModelServer
 ) -> None:
-    gateway = _start(isolated_state, model, teams, allowFrom=["*"], tenantId="tenant-home")
+    gateway = start_teams(isolated_state, model, teams, allowFrom=["*"], tenantId="tenant-home")
     try:
         assert teams.post(teams.activity("from tenant-1", user=ANN)) == 403
         assert model.requests == []
@@ -159,7 +145,7 @@ def test_a_key_endpoint_that_is_down_or_hangs_is_noticed_and_recovered_from(
 ) -> None:
     monkeypatch.setattr(signing_keys, "FETCH_TIMEOUT_SECONDS", 1.0)
     monkeypatch.setattr(signing_keys, "FAILED_RETRY_SECONDS", 0.2)
-    gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+    gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad])
     try:
         status = gateway.runtime.channels.statuses["msteams"]
         teams.keys_endpoint.mode = "down"

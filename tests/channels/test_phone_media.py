@@ -15,7 +15,6 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signal_daemon import ScriptedSignalDaemon
 from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 from tests.channels.support import model_user_texts
@@ -30,12 +29,6 @@ SPOKEN = {
     "tools": {"media": {"audio": {"provider": "local"}}},
     "messages": {"tts": {"auto": "inbound", "provider": "local"}},
 }
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _write(state: Path, model: ScriptedModelServer, channels: dict[str, Any], **top: Any) -> None:

@@ -14,7 +14,6 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signal_daemon import ScriptedSignalDaemon
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import run_nodmix
@@ -35,12 +34,6 @@ def socket_dir() -> Iterator[Path]:
 @pytest.fixture
 def daemon(socket_dir: Path) -> Iterator[ScriptedSignalDaemon]:
     with ScriptedSignalDaemon(socket_path=socket_dir / "s.sock", keepalive_seconds=1) as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -15,7 +15,6 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.slack_server import ScriptedSlack
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import run_nodmix
@@ -30,12 +29,6 @@ ROOM = "C0ROOM"
 @pytest.fixture
 def slack() -> Iterator[ScriptedSlack]:
     with ScriptedSlack() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,21 +20,13 @@ from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import write_config
-from tests.channels.test_googlechat_gateway import start_gateway as start_chat
-from tests.channels.test_msteams_gateway import _start as start_teams
+from tests.channels.webhooks import start_chat, start_teams
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
 
 ANN_T, ANN_C = TeamsUser("ann"), ChatUser("ann")
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_doctor_gets_tokens_and_names_the_fix_when_refused(

@@ -15,7 +15,6 @@ from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import model_user_texts, write_channel_config
 from tests.gateway.support import GatewayProcess, run_nodmix, write_config
@@ -29,12 +28,6 @@ GROUP = -100777
 @pytest.fixture
 def api() -> Iterator[ScriptedBotAPI]:
     with ScriptedBotAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -37,12 +37,6 @@ def api() -> Iterator[ScriptedBotAPI]:
         yield server
 
 
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
 def _config(
     state: Path,
     model: ScriptedModelServer,

@@ -15,7 +15,6 @@ from nodmix.channels.pairing import PairingStore
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.telegram_payloads import text_message
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import model_user_texts, write_channel_config
@@ -32,12 +31,6 @@ SECRET = "s3cret_Token-42"
 @pytest.fixture
 def api() -> Iterator[ScriptedBotAPI]:
     with ScriptedBotAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

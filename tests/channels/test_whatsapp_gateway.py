@@ -14,7 +14,6 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import run_nodmix
@@ -29,12 +28,6 @@ GROUP = "Y2FwaV9ncm91cDoxNTU1MDEwMDAwMDoxMjAzNjM0MA"
 @pytest.fixture
 def wa() -> Iterator[ScriptedWhatsApp]:
     with ScriptedWhatsApp() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -14,7 +14,6 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing import whatsapp_payloads as payloads
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 from tests.channels.support import model_user_texts, write_config
 
@@ -26,12 +25,6 @@ OWNER = "15550104242"
 @pytest.fixture
 def wa() -> Iterator[ScriptedWhatsApp]:
     with ScriptedWhatsApp() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -6,7 +6,6 @@ by the bot having seen the chat as a direct one. Real gateways against the scrip
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from nodmix.providers.fake import ModelReply
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.discord_server import ScriptedDiscord
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.channels.support import write_channel_config, write_config
 from tests.gateway.support import run_nodmix
@@ -28,12 +26,6 @@ pytestmark = pytest.mark.integration
 STRANGER = 4242
 LISTED_GROUP = -100777
 OTHER_GROUP = -100555
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _gateway() -> BackgroundGateway:

@@ -14,12 +14,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import Prosody, XmppPerson
+from tests.channels.prosody import BOT_PASSWORD, Prosody, XmppPerson, bot_server, xmpp_gateway
 from tests.channels.support import model_user_texts
 from tests.gateway.support import run_nodmix
 from tests.media.samples import needs_ffmpeg, noise, photo, voice_note
@@ -27,36 +23,14 @@ from tests.support.config import scripted_config
 
 pytestmark = pytest.mark.integration
 
-BOT_PASSWORD = "bot-secret"
 CAP = 400_000
-
-
-def _prosody(tmp_path: Path, *, upload: bool) -> Prosody:
-    server = Prosody(tmp_path / "prosody", upload=upload)
-    server.register("nodbot", BOT_PASSWORD)
-    server.start()
-    return server
 
 
 @pytest.fixture
 def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = _prosody(tmp_path, upload=True)
+    server = bot_server(tmp_path / "prosody", upload=True)
     yield server
     server.stop()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
-@pytest.fixture
-def people() -> Iterator[dict[str, XmppPerson]]:
-    users: dict[str, XmppPerson] = {}
-    yield users
-    for user in users.values():
-        user.close()
 
 
 def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **top: Any) -> None:
@@ -75,16 +49,6 @@ def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **top: An
     (state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
 
 
-def _gateway() -> BackgroundGateway:
-    return BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
-
-
-def _connected(gateway: BackgroundGateway) -> Any:
-    status = gateway.runtime.channels.statuses["xmpp"]
-    wait_until(lambda: status.connected, what="connected")
-    return status
-
-
 def test_a_shared_picture_reaches_the_vision_model_and_a_file_over_the_cap_is_refused(
     isolated_state: Path, prosody: Prosody, model: ScriptedModelServer, people: Any
 ) -> None:
@@ -93,8 +57,7 @@ def test_a_shared_picture_reaches_the_vision_model_and_a_file_over_the_cap_is_re
     picture = photo(1200, 900)
     big = noise(800, 800)
     assert len(picture) < CAP < len(big)
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway():
         link = ann.send_file("nodbot@localhost", "garden.jpg", picture)
         ann.wait_for(lambda: ann.texts("nodbot@localhost"), what="the reply to the picture")
         ann.send_file("nodbot@localhost", "huge.png", big)
@@ -116,8 +79,7 @@ def test_a_shared_voice_note_is_transcribed(
     _config(isolated_state, model, prosody, tools={"media": {"audio": {"provider": "local"}}})
     ann = people["ann"] = XmppPerson(prosody, "ann")
     note = voice_note()
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway():
         ann.send_file("nodbot@localhost", "voice-message.ogg", note)
         ann.wait_for(lambda: ann.texts("nodbot@localhost"), what="the reply to the voice note")
     heard = model_user_texts(model)[0]
@@ -155,7 +117,7 @@ def test_a_file_sent_to_a_person_is_uploaded_and_arrives_as_a_link(
 def test_without_an_upload_service_the_reply_says_which_file_was_not_sent(
     isolated_state: Path, tmp_path: Path, model: ScriptedModelServer, people: Any
 ) -> None:
-    prosody = _prosody(tmp_path, upload=False)
+    prosody = bot_server(tmp_path / "prosody", upload=False)
     try:
         _config(isolated_state, model, prosody)
         ann = people["ann"] = XmppPerson(prosody, "ann")

@@ -5,71 +5,31 @@ reaches the model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.fake import ModelReply
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import MUC, Prosody, XmppPerson
-from tests.channels.support import model_user_texts, write_config
+from tests.channels.prosody import (
+    MUC,
+    Prosody,
+    XmppPerson,
+    write_bot_config,
+    xmpp_gateway,
+)
+from tests.channels.support import model_user_texts
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
 
-BOT_PASSWORD = "bot-secret"
 ROOM = f"lounge@{MUC}"
 
 
-@pytest.fixture
-def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody")
-    server.register("nodbot", BOT_PASSWORD)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
-@pytest.fixture
-def people(prosody: Prosody) -> Iterator[dict[str, XmppPerson]]:
-    users: dict[str, XmppPerson] = {}
-    yield users
-    for user in users.values():
-        user.close()
-
-
 def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **xmpp: Any) -> None:
-    section = {
-        "jid": "nodbot@localhost",
-        "password": BOT_PASSWORD,
-        "server": "127.0.0.1",
-        "port": prosody.port,
-        "tls": "off",
-        "rooms": [ROOM],
-        "typing": False,
-        **xmpp,
-    }
-    write_config(state, model.base_url, {"xmpp": section})
-
-
-def _gateway() -> BackgroundGateway:
-    return BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
-
-
-def _connected(gateway: BackgroundGateway) -> None:
-    wait_until(lambda: gateway.runtime.channels.statuses["xmpp"].connected, what="connected")
+    write_bot_config(state, model.base_url, prosody, rooms=[ROOM], **xmpp)
 
 
 def test_a_stranger_gets_a_pairing_code_and_the_model_sees_nothing_until_approved(
@@ -77,8 +37,7 @@ def test_a_stranger_gets_a_pairing_code_and_the_model_sees_nothing_until_approve
 ) -> None:
     _config(isolated_state, model, prosody)
     ann = people["ann"] = XmppPerson(prosody, "ann")
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway():
         ann.say("nodbot@localhost", "secret plans")
         texts = ann.wait_for(lambda: ann.texts("nodbot@localhost"))
         assert "pairing code is" in texts[0]
@@ -101,8 +60,7 @@ def test_an_allowed_sender_is_answered_and_an_unlisted_one_refused(
     _config(isolated_state, model, prosody, dmPolicy="allowlist", allowFrom=["ann@localhost"])
     ann = people["ann"] = XmppPerson(prosody, "ann")
     eve = people["eve"] = XmppPerson(prosody, "eve")
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway() as gateway:
         eve.say("nodbot@localhost", "let me in")
         ann.say("nodbot@localhost", "it is me")
         ann.wait_for(lambda: ann.texts("nodbot@localhost"))
@@ -118,8 +76,7 @@ def test_a_room_message_reaches_the_agent_only_when_it_names_the_bot(
 ) -> None:
     _config(isolated_state, model, prosody)
     ann = people["ann"] = XmppPerson(prosody, "ann")
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway() as gateway:
         ann.join(ROOM)
         assert "nodbot" in ann.occupants(ROOM)
         ann.say(ROOM, "just chatting among ourselves", room=True)
@@ -140,8 +97,7 @@ def test_a_reply_longer_than_the_limit_arrives_as_several_messages(
     model.respond = lambda request: ModelReply.text(" ".join(words))
     _config(isolated_state, model, prosody, allowFrom=["ann@localhost"])
     ann = people["ann"] = XmppPerson(prosody, "ann")
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway():
         ann.say("nodbot@localhost", "write a lot")
         ann.wait_for(lambda: "wort02499ü" in "".join(ann.texts("nodbot@localhost")))
     texts = ann.texts("nodbot@localhost")
@@ -154,9 +110,8 @@ def test_after_the_server_restarts_the_bot_logs_in_again_rejoins_and_answers(
     isolated_state: Path, prosody: Prosody, model: ScriptedModelServer, people: Any
 ) -> None:
     _config(isolated_state, model, prosody, groupPolicy="open")
-    with _gateway() as gateway:
+    with xmpp_gateway() as gateway:
         status = gateway.runtime.channels.statuses["xmpp"]
-        _connected(gateway)
         prosody.stop()
         wait_until(lambda: not status.connected, what="the disconnect noticed")
         prosody.start()
@@ -174,7 +129,7 @@ def test_a_wrong_password_is_refused_and_said_so(
     isolated_state: Path, prosody: Prosody, model: ScriptedModelServer
 ) -> None:
     _config(isolated_state, model, prosody, password="forged")
-    with _gateway() as gateway:
+    with xmpp_gateway(connected=False) as gateway:
         status = gateway.runtime.channels.statuses["xmpp"]
         wait_until(lambda: status.last_error, what="the refusal")
         assert not status.connected
@@ -195,8 +150,7 @@ def test_a_streamed_reply_is_one_message_corrected_until_it_is_whole(
     with ScriptedModelServer(lambda r: ModelReply.text(reply), event_seconds=0.6) as model:
         _config(isolated_state, model, prosody, allowFrom=["ann@localhost"], streaming="edit")
         ann = people["ann"] = XmppPerson(prosody, "ann")
-        with _gateway() as gateway:
-            _connected(gateway)
+        with xmpp_gateway():
             ann.say("nodbot@localhost", "plan my week")
             ann.wait_for(lambda: ann.texts("nodbot@localhost") == [reply], what="the whole reply")
     assert ann.corrections() >= 1

@@ -12,18 +12,14 @@ from typing import Any
 
 import pytest
 
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
+from tests.channels.daemon import self_signed
 from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import Prosody, XmppPerson, self_signed
+from tests.channels.prosody import Prosody, XmppPerson, bot_server, write_bot_config, xmpp_gateway
 from tests.channels.support import model_user_texts, write_config
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
-
-BOT_PASSWORD = "bot-secret"
 
 
 @pytest.fixture
@@ -33,35 +29,14 @@ def certs(tmp_path: Path) -> tuple[Path, Path]:
 
 @pytest.fixture
 def prosody(tmp_path: Path, certs: tuple[Path, Path]) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody", tls=certs)
-    server.register("nodbot", BOT_PASSWORD)
-    server.start()
+    server = bot_server(tmp_path / "prosody", tls=certs)
     yield server
     server.stop()
 
 
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
 def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **xmpp: Any) -> None:
-    section = {
-        "jid": "nodbot@localhost",
-        "password": BOT_PASSWORD,
-        "server": "127.0.0.1",
-        "port": prosody.port,
-        "tls": "starttls",
-        "typing": False,
-        "allowFrom": ["ann@localhost"],
-        **xmpp,
-    }
-    write_config(state, model.base_url, {"xmpp": section})
-
-
-def _gateway() -> BackgroundGateway:
-    return BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
+    starttls = {"tls": "starttls", "allowFrom": ["ann@localhost"], **xmpp}
+    write_bot_config(state, model.base_url, prosody, **starttls)
 
 
 def test_a_server_certificate_trusted_through_ca_file_gives_an_encrypted_session(
@@ -73,9 +48,7 @@ def test_a_server_certificate_trusted_through_ca_file_gives_an_encrypted_session
     _config(isolated_state, model, prosody, caFile=str(certs[0]))
     ann = XmppPerson(prosody, "ann", ca_file=certs[0])
     try:
-        with _gateway() as gateway:
-            status = gateway.runtime.channels.statuses["xmpp"]
-            wait_until(lambda: status.connected, what="connected")
+        with xmpp_gateway() as gateway:
             client: Any = gateway.runtime.channels.adapter("xmpp")._client  # type: ignore[attr-defined]
             tls = client.transport.get_extra_info("ssl_object")
             assert tls is not None and tls.version().startswith("TLSv1.")
@@ -97,7 +70,7 @@ def test_a_certificate_the_bot_does_not_trust_is_refused_with_a_clear_error(
     if trust == "another certificate":
         extra["caFile"] = str(self_signed(tmp_path / "other", "other")[0])
     _config(isolated_state, model, prosody, **extra)
-    with _gateway() as gateway:
+    with xmpp_gateway(connected=False) as gateway:
         status = gateway.runtime.channels.statuses["xmpp"]
         wait_until(lambda: status.last_error, what="the refusal")
         assert not status.connected

@@ -16,6 +16,7 @@ import pytest
 import nodmix.codemode.handoff
 import nodmix.codemode.quick
 from nodmix.codemode import CodeModeEngine
+from nodmix.codemode.handoff import Handoff
 from nodmix.config.schema import MCPServerConfig
 from nodmix.events import ToolCallFinished, ToolCallStarted
 from nodmix.hooks import ToolCallInfo
@@ -190,13 +191,26 @@ async def test_a_slow_mcp_call_suspends_and_its_answer_arrives_through_wait(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("waiting", ["on the loop", "on the worker", "handed over"])
 async def test_an_aborted_turn_cancels_an_mcp_call_sent_from_the_worker(
     engine: CodeModeEngine,
     sessions: SessionManager,
     workspace: Path,
     mcp: MCPManager,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    waiting: str,
 ) -> None:
+    if waiting == "on the worker":  # the abort finds the worker still waiting for the answer
+        monkeypatch.setattr(nodmix.codemode.handoff, "FAST_WINDOW_SECONDS", 30.0)
+    if waiting == "handed over":  # ... or the call handed over, before the loop started it
+        monkeypatch.setattr(nodmix.codemode.handoff, "FAST_WINDOW_SECONDS", 0.0)
+
+        def held_exchange(self: Handoff) -> None:
+            self._ready.wait(30)  # until the abort wakes the worker; the loop never ran it
+            return None
+
+        monkeypatch.setattr(Handoff, "_exchange", held_exchange)
     h = await _harness(engine, sessions, workspace, mcp)
     marker = tmp_path / "wait"
     async with anyio.create_task_group() as group:

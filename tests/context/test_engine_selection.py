@@ -8,8 +8,9 @@ import anyio
 import pytest
 
 from nodmix.config import load_config
-from nodmix.context.status import context_engine_status, reset_slot_for_disabled_plugin
+from nodmix.context.status import context_engine_status
 from nodmix.errors import PluginError
+from nodmix.plugins.slots import reset_slots_for_plugin
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.runtime import Runtime
@@ -111,10 +112,11 @@ def test_disabling_the_plugin_that_provides_the_selected_engine_resets_the_slot(
         plugins={"load": {"paths": [str(plugin)]}, "slots": {"contextEngine": "tiny"}},
     )
     loaded = load_config()
-    doc, deselected = reset_slot_for_disabled_plugin(loaded, dict(loaded.raw), "tiny-plugin")
-    assert deselected == "tiny" and doc["plugins"]["slots"]["contextEngine"] == "legacy"
-    same, none = reset_slot_for_disabled_plugin(loaded, dict(loaded.raw), "notes")
-    assert none is None and same["plugins"]["slots"]["contextEngine"] == "tiny"
+    doc, resets = reset_slots_for_plugin(loaded, dict(loaded.raw), "tiny-plugin")
+    assert [(r.slot.key, r.was) for r in resets] == [("plugins.slots.contextEngine", "tiny")]
+    assert doc["plugins"]["slots"]["contextEngine"] == "legacy"
+    same, none = reset_slots_for_plugin(loaded, dict(loaded.raw), "notes")
+    assert none == [] and same["plugins"]["slots"]["contextEngine"] == "tiny"
 
 
 DIRS_ENGINE_PLUGIN = """

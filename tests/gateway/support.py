@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -31,7 +31,11 @@ from nodmix.gateway.server import STOP_HINT
 from nodmix.providers.retry import RetryPolicy
 from nodmix.runtime import Runtime
 from tests.support.cli import run_nodmix as run_nodmix
+from tests.support.config import scripted_config
 from tests.support.config import write_config as write_config
+
+if TYPE_CHECKING:
+    import openai
 
 TOKEN = "test-token-0123"
 NO_RETRY = RetryPolicy(attempts=1)
@@ -45,6 +49,28 @@ def workspace_file(state: Path, name: str, text: str) -> Path:
     path = workspace / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def vision_config(state: Path, base_url: str, *, keep: int | None = None) -> None:
+    """Write a config whose scripted model at `base_url` takes images; `keep` sets the agents'
+    `keepImageTurns` (and shrinks images to 512 px)."""
+    config = scripted_config(base_url)
+    config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
+    if keep is not None:
+        config["agents"]["defaults"]["media"] = {"keepImageTurns": keep, "maxImagePixels": 512}
+    (state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def openai_client(url: str, *, timeout: float = 60) -> Iterator[openai.OpenAI]:
+    """The official `openai` client of the gateway at `url`, closed at the end (its pooled
+    connection is not left to the collector)."""
+    import openai
+
+    with openai.OpenAI(
+        base_url=f"{url}/v1", api_key=TOKEN, max_retries=0, timeout=timeout
+    ) as client:
+        yield client
 
 
 @contextlib.asynccontextmanager

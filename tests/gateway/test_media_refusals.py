@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,7 @@ import pytest
 
 from nodmix.sessions.store import SessionStore
 from nodmix.testing.model_server import ScriptedModelServer
-from tests.gateway.support import TOKEN, socket_gateway
 from tests.media.samples import photo
-from tests.support.config import scripted_config
 
 pytestmark = pytest.mark.integration
 
@@ -35,20 +32,6 @@ def _picture(width: int) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": _data_url(photo(width, 300))}}
 
 
-@pytest.fixture
-def client(isolated_state: Path, model_server: ScriptedModelServer) -> Iterator[openai.OpenAI]:
-    config = scripted_config(model_server.base_url)
-    config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
-    (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
-    with (
-        socket_gateway() as gateway,
-        openai.OpenAI(
-            base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60
-        ) as client,
-    ):  # closed with the test: its pooled connection is not left to the collector
-        yield client
-
-
 def _inbox(state: Path) -> list[str]:
     inbox = state / "workspace" / "inbox"
     return sorted(p.name for p in inbox.iterdir()) if inbox.exists() else []
@@ -57,14 +40,14 @@ def _inbox(state: Path) -> list[str]:
 @pytest.mark.parametrize("text", [TOO_BIG, WITH_TOOLS_TOO_BIG], ids=["text", "with-tools"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_completion_too_long_for_the_window_leaves_no_image_behind(
-    client: openai.OpenAI,
+    vision_client: openai.OpenAI,
     model_server: ScriptedModelServer,
     isolated_state: Path,
     stream: bool,
     text: str,
 ) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(
+        vision_client.chat.completions.create(
             model="nodmix",
             stream=stream,
             messages=[
@@ -85,10 +68,12 @@ def _history_and(text: str) -> list[Any]:
 
 
 def test_a_prompt_too_long_by_itself_is_refused_before_any_history_is_seeded(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
     with pytest.raises(openai.BadRequestError, match="context window"):
-        client.chat.completions.create(model="nodmix", user="album", messages=_history_and(TOO_BIG))
+        vision_client.chat.completions.create(
+            model="nodmix", user="album", messages=_history_and(TOO_BIG)
+        )
     assert _inbox(isolated_state) == []
     sessions = isolated_state / "agents" / "main" / "sessions"
     assert not list(sessions.glob("*.jsonl")), "no session was seeded"
@@ -103,10 +88,13 @@ def _sessions(state: Path) -> list[str]:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_prompt_that_fits_only_without_the_tools_leaves_no_session_and_no_image(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path, stream: bool
+    vision_client: openai.OpenAI,
+    model_server: ScriptedModelServer,
+    isolated_state: Path,
+    stream: bool,
 ) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(
+        vision_client.chat.completions.create(
             model="nodmix", user="album", stream=stream, messages=_history_and(WITH_TOOLS_TOO_BIG)
         )
     error = refused.value.body
@@ -116,7 +104,7 @@ def test_a_prompt_that_fits_only_without_the_tools_leaves_no_session_and_no_imag
     assert _sessions(isolated_state) == [], "the refused request seeded or created a session"
     assert "tool definitions and the system prompt" in error["message"]
     # The same session then works, and starts empty.
-    client.chat.completions.create(
+    vision_client.chat.completions.create(
         model="nodmix", user="album", messages=[{"role": "user", "content": "hello"}]
     )
     (request,) = model_server.requests
@@ -124,22 +112,24 @@ def test_a_prompt_that_fits_only_without_the_tools_leaves_no_session_and_no_imag
 
 
 def test_a_response_too_long_for_the_window_leaves_no_image_behind(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
     image = {"type": "input_image", "image_url": _data_url(photo(420, 300)), "detail": "auto"}
     for text in (TOO_BIG, WITH_TOOLS_TOO_BIG):
         content = [{"type": "input_text", "text": text}, image]
         with pytest.raises(openai.BadRequestError, match="context window"):
-            client.responses.create(model="nodmix", input=[{"role": "user", "content": content}])
+            vision_client.responses.create(
+                model="nodmix", input=[{"role": "user", "content": content}]
+            )
         assert _inbox(isolated_state) == []
 
 
 def test_an_unusable_image_after_a_good_one_leaves_neither_behind(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
     corrupt = {"type": "image_url", "image_url": {"url": _data_url(b"\xff\xd8\xff junk" * 20)}}
     with pytest.raises(openai.BadRequestError, match="could not be used"):
-        client.chat.completions.create(
+        vision_client.chat.completions.create(
             model="nodmix",
             messages=[{"role": "user", "content": [_picture(450), corrupt]}],
         )
@@ -147,17 +137,17 @@ def test_an_unusable_image_after_a_good_one_leaves_neither_behind(
 
 
 def test_a_refusal_keeps_the_image_an_earlier_accepted_request_saved(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
     picture = _picture(500)
-    client.chat.completions.create(
+    vision_client.chat.completions.create(
         model="nodmix",
         messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}, picture]}],
     )
     saved = _inbox(isolated_state)
     assert len(saved) == 1
     with pytest.raises(openai.BadRequestError, match="context window"):
-        client.chat.completions.create(
+        vision_client.chat.completions.create(
             model="nodmix",
             messages=[{"role": "user", "content": [{"type": "text", "text": TOO_BIG}, picture]}],
         )

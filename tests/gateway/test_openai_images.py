@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from PIL import Image
 
 from nodmix.testing.model_server import ScriptedModelServer
-from tests.gateway.support import TOKEN, socket_gateway
+from tests.gateway.support import openai_client, socket_gateway, vision_config
 from tests.media.samples import photo
 from tests.support.config import scripted_config
 
@@ -27,34 +26,14 @@ def _data_url(data: bytes, mime: str = "image/jpeg") -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
-def _config(state: Path, server: ScriptedModelServer, *, keep: int | None = None) -> None:
-    config = scripted_config(server.base_url)
-    config["models"]["providers"]["local"]["models"][0]["input"] = ["text", "image"]
-    if keep is not None:
-        config["agents"]["defaults"]["media"] = {"keepImageTurns": keep, "maxImagePixels": 512}
-    (state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
-
-
-@pytest.fixture
-def client(isolated_state: Path, model_server: ScriptedModelServer) -> Iterator[openai.OpenAI]:
-    _config(isolated_state, model_server)
-    with (
-        socket_gateway() as gateway,
-        openai.OpenAI(
-            base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0, timeout=60
-        ) as client,
-    ):  # closed with the test: its pooled connection is not left to the collector
-        yield client
-
-
 def _size(block: Any) -> tuple[int, int]:
     return Image.open(io.BytesIO(base64.b64decode(block.data))).size  # type: ignore[no-any-return]
 
 
 def test_chat_completions_image_url_reaches_the_model_downscaled(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
-    completion = client.chat.completions.create(
+    completion = vision_client.chat.completions.create(
         model="nodmix",
         messages=[
             {
@@ -76,12 +55,12 @@ def test_chat_completions_image_url_reaches_the_model_downscaled(
 
 
 def test_a_stateless_client_resending_its_history_stores_each_image_once(
-    client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, isolated_state: Path
 ) -> None:
     picture = {"type": "image_url", "image_url": {"url": _data_url(photo(800, 600))}}
     first: Any = {"role": "user", "content": [{"type": "text", "text": "a chart"}, picture]}
-    client.chat.completions.create(model="nodmix", messages=[first])
-    client.chat.completions.create(
+    vision_client.chat.completions.create(model="nodmix", messages=[first])
+    vision_client.chat.completions.create(
         model="nodmix",
         messages=[
             first,
@@ -94,9 +73,9 @@ def test_a_stateless_client_resending_its_history_stores_each_image_once(
 
 
 def test_responses_input_image_reaches_the_model(
-    client: openai.OpenAI, model_server: ScriptedModelServer
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer
 ) -> None:
-    response = client.responses.create(
+    response = vision_client.responses.create(
         model="nodmix",
         input=[
             {
@@ -129,10 +108,10 @@ def test_responses_input_image_reaches_the_model(
     ids=["remote", "corrupt", "svg"],
 )
 def test_an_unusable_image_is_a_400_that_says_why(
-    client: openai.OpenAI, model_server: ScriptedModelServer, url: str, says: str
+    vision_client: openai.OpenAI, model_server: ScriptedModelServer, url: str, says: str
 ) -> None:
     with pytest.raises(openai.BadRequestError) as raised:
-        client.chat.completions.create(
+        vision_client.chat.completions.create(
             model="nodmix",
             messages=[
                 {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}
@@ -145,9 +124,8 @@ def test_an_unusable_image_is_a_400_that_says_why(
 def test_images_older_than_keep_image_turns_become_one_line_placeholders(
     isolated_state: Path, model_server: ScriptedModelServer
 ) -> None:
-    _config(isolated_state, model_server, keep=2)
-    with socket_gateway() as gateway:
-        client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0)
+    vision_config(isolated_state, model_server.base_url, keep=2)
+    with socket_gateway() as gateway, openai_client(gateway.url) as client:
         for turn in range(4):
             client.chat.completions.create(
                 model="nodmix",
@@ -184,8 +162,7 @@ def test_an_anthropic_model_gets_the_image_as_a_base64_image_block(
     }
     config["agents"]["defaults"]["model"] = {"primary": "claude/claude-test"}
     (isolated_state / "nodmix.json").write_text(json.dumps(config), encoding="utf-8")
-    with socket_gateway() as gateway:
-        client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0)
+    with socket_gateway() as gateway, openai_client(gateway.url) as client:
         client.chat.completions.create(
             model="nodmix",
             messages=[

@@ -4,6 +4,7 @@ to them over HTTP, and what the database holds (tests and benchmarks)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,21 @@ def replicas(states: list[Path]) -> Iterator[list[GatewayProcess]]:
                 with contextlib.suppress(Exception):
                     gateway.stop()
             gateway.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def replicas_on_postgres(
+    root: Path, model_url: str, db_url: str, *, count: int = 2, **top: Any
+) -> Iterator[list[GatewayProcess]]:
+    """`count` gateway replicas (`r1`, `r2`, ...) of one deployment on the database at
+    `db_url`, each with its own state dir under `root` (`gateway.state`) and the same config
+    (`top` as for `replica_state`), started in order and stopped at the end."""
+    states = [
+        replica_state(root, f"r{i}", model_url, db_url, **copy.deepcopy(top))
+        for i in range(1, count + 1)
+    ]
+    with replicas(states) as started:
+        yield started
 
 
 def chat(gateway: GatewayProcess, text: str, session: str, *, timeout: float = 60) -> str:

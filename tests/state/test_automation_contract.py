@@ -96,7 +96,7 @@ def test_only_one_replica_starts_the_run_of_a_scheduled_slot(
 def test_one_run_of_a_job_at_a_time_across_replicas(
     open_backend: Opener, isolated_state: Path
 ) -> None:
-    from nodmix.state import binding
+    from nodmix import stores
     from nodmix.state.postgres.backend import PostgresState
 
     first = open_backend()
@@ -104,7 +104,7 @@ def test_one_run_of_a_job_at_a_time_across_replicas(
     assert isinstance(first, PostgresState) and isinstance(second, PostgresState)
     mine = first.provide("automation.jobs")
     theirs = open_job_store(isolated_state)
-    assert binding.bound(isolated_state) is second
+    assert stores.bound(isolated_state) is second
     with mine.exclusive("j1") as held:
         assert held
         with theirs.exclusive("j1") as other:

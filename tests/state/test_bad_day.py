@@ -14,7 +14,14 @@ import pytest
 
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.gateway.support import GatewayProcess
-from tests.state.replicas import chat, conversation, database_view, replica_state, replicas
+from tests.state.replicas import (
+    chat,
+    conversation,
+    database_view,
+    replica_state,
+    replicas,
+    replicas_on_postgres,
+)
 from tests.state.test_replicas import counting
 from tests.support.postgres import PostgresServer, wait_for
 
@@ -51,21 +58,22 @@ def test_a_database_restart_under_load_loses_no_acknowledged_turn(
     failed: list[tuple[int, float, str]] = []
     served: list[tuple[int, float]] = []
     stop = threading.Event()
-    with ScriptedModelServer(counting) as model:
-        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
-        with replicas(states) as gateways:
-            worker = threading.Thread(target=_load, args=(gateways, stop, ok, failed, served))
-            worker.start()
-            try:
-                wait_for(lambda: sum(map(len, ok.values())) >= 20, what="turns before")
-                postgres_server.restart("fast")
-                restarted = time.monotonic()
-                before = sum(map(len, ok.values()))
-                wait_for(lambda: sum(map(len, ok.values())) >= before + 20, what="turns after")
-            finally:
-                stop.set()
-                worker.join(60)
-            assert chat(gateways[0], "after", "s0").startswith("after -> seen")
+    with (
+        ScriptedModelServer(counting) as model,
+        replicas_on_postgres(tmp_path, model.base_url, postgres_url) as gateways,
+    ):
+        worker = threading.Thread(target=_load, args=(gateways, stop, ok, failed, served))
+        worker.start()
+        try:
+            wait_for(lambda: sum(map(len, ok.values())) >= 20, what="turns before")
+            postgres_server.restart("fast")
+            restarted = time.monotonic()
+            before = sum(map(len, ok.values()))
+            wait_for(lambda: sum(map(len, ok.values())) >= before + 20, what="turns after")
+        finally:
+            stop.set()
+            worker.join(60)
+        assert chat(gateways[0], "after", "s0").startswith("after -> seen")
     # Only turns caught by the restart fail: once a replica has served a turn again, none of
     # its later turns fails (how many fail before depends on how fast the restart is).
     for g in range(2):
@@ -82,38 +90,39 @@ def test_a_database_restart_under_load_loses_no_acknowledged_turn(
 def test_twenty_seconds_without_the_database_fail_turns_fast_and_recover_alone(
     tmp_path: Path, postgres_server: PostgresServer, postgres_url: str
 ) -> None:
-    with ScriptedModelServer(counting) as model:
-        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
-        with replicas(states) as (a, b):
-            assert chat(a, "before", "p") == "before -> seen 1"
-            postgres_server.stop("immediate")
-            try:
-                gone = time.monotonic()
-                started = time.monotonic()
-                response = httpx2.get(f"{a.url}/health", timeout=5)
-                assert response.status_code == 200 and time.monotonic() - started < 2
-                started = time.monotonic()
-                with pytest.raises(httpx2.HTTPStatusError) as failure:
-                    chat(b, "during", "p", timeout=30)
-                assert time.monotonic() - started < 10
-                assert failure.value.response.status_code == 503
-                message = failure.value.response.json()["error"]["message"]
-                assert "state database" in message and "\n" not in message  # one line
-                spent = _cpu_seconds(a) + _cpu_seconds(b)
-                while time.monotonic() - gone < 20:  # the partition lasts 20 s
-                    assert httpx2.get(f"{b.url}/health", timeout=5).status_code == 200
-                    time.sleep(1)
-                # Waiting for the database is not a busy loop (idle, the pair uses ~0.1 s).
-                assert _cpu_seconds(a) + _cpu_seconds(b) - spent < 8
-            finally:
-                postgres_server.start()
-            wait_for(lambda: _answers(a, "again"), timeout=30, what="replica a back")
-            wait_for(lambda: _answers(b, "again b"), timeout=30, what="replica b back")
-            wait_for(
-                lambda: _holders(postgres_url) >= {"cron", "heartbeat"},
-                timeout=30,
-                what="singletons taken again",
-            )
+    with (
+        ScriptedModelServer(counting) as model,
+        replicas_on_postgres(tmp_path, model.base_url, postgres_url) as (a, b),
+    ):
+        assert chat(a, "before", "p") == "before -> seen 1"
+        postgres_server.stop("immediate")
+        try:
+            gone = time.monotonic()
+            started = time.monotonic()
+            response = httpx2.get(f"{a.url}/health", timeout=5)
+            assert response.status_code == 200 and time.monotonic() - started < 2
+            started = time.monotonic()
+            with pytest.raises(httpx2.HTTPStatusError) as failure:
+                chat(b, "during", "p", timeout=30)
+            assert time.monotonic() - started < 10
+            assert failure.value.response.status_code == 503
+            message = failure.value.response.json()["error"]["message"]
+            assert "state database" in message and "\n" not in message  # one line
+            spent = _cpu_seconds(a) + _cpu_seconds(b)
+            while time.monotonic() - gone < 20:  # the partition lasts 20 s
+                assert httpx2.get(f"{b.url}/health", timeout=5).status_code == 200
+                time.sleep(1)
+            # Waiting for the database is not a busy loop (idle, the pair uses ~0.1 s).
+            assert _cpu_seconds(a) + _cpu_seconds(b) - spent < 8
+        finally:
+            postgres_server.start()
+        wait_for(lambda: _answers(a, "again"), timeout=30, what="replica a back")
+        wait_for(lambda: _answers(b, "again b"), timeout=30, what="replica b back")
+        wait_for(
+            lambda: _holders(postgres_url) >= {"cron", "heartbeat"},
+            timeout=30,
+            what="singletons taken again",
+        )
     with database_view(postgres_url, tmp_path / "view") as view:
         said = [t for role, t in conversation(view, "agent:main:p") if role == "user"]
     assert said[0] == "before" and "again" in said and "again b" in said

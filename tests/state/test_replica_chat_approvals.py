@@ -15,7 +15,7 @@ from nodmix.channels.approvals import NOT_OWNER
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 from tests.security.support import shell_model
-from tests.state.replicas import replica_state, replicas
+from tests.state.replicas import replicas_on_postgres
 
 pytestmark = pytest.mark.integration
 
@@ -34,47 +34,38 @@ def test_the_owners_approve_on_another_replica_reaches_the_waiting_turn(
     tmp_path: Path, postgres_url: str, wa: ScriptedWhatsApp
 ) -> None:
     section = wa.config(allowFrom=[OWNER, FRIEND], ownerIds=[OWNER])
-    with ScriptedModelServer(shell_model) as model:
-        states = [
-            replica_state(
-                tmp_path,
-                f"r{i}",
-                model.base_url,
-                postgres_url,
-                tools=EXEC,
-                channels={"whatsapp": section},
-            )
-            for i in (1, 2)
-        ]
-        with replicas(states) as (asker, other):
-            wa.webhook_url = f"{asker.url}/whatsapp"
-            wa.inject_text(OWNER, "run echo across-replicas")
-            asked = wa.wait_for(
-                lambda: [t for t in wa.sent_texts(OWNER) if "/approve " in t], timeout=60
-            )
-            match = re.search(r"/approve (\S+)", asked[0])
-            assert match is not None
-            request_id = match.group(1)
+    with (
+        ScriptedModelServer(shell_model) as model,
+        replicas_on_postgres(
+            tmp_path, model.base_url, postgres_url, tools=EXEC, channels={"whatsapp": section}
+        ) as (asker, other),
+    ):
+        wa.webhook_url = f"{asker.url}/whatsapp"
+        wa.inject_text(OWNER, "run echo across-replicas")
+        asked = wa.wait_for(
+            lambda: [t for t in wa.sent_texts(OWNER) if "/approve " in t], timeout=60
+        )
+        match = re.search(r"/approve (\S+)", asked[0])
+        assert match is not None
+        request_id = match.group(1)
 
-            wa.webhook_url = f"{other.url}/whatsapp"  # the answers land on the other replica
-            wa.inject_text(OWNER, "/approve 0badc0de")
-            wa.wait_for(
-                lambda: "No approval request '0badc0de' is waiting." in wa.sent_texts(OWNER),
-                timeout=60,
-            )
-            wa.inject_text(FRIEND, f"/approve {request_id}")
-            refusal = NOT_OWNER.format(channel="whatsapp")
-            wa.wait_for(lambda: refusal in wa.sent_texts(FRIEND), timeout=60)
-            assert not [t for t in wa.sent_texts(OWNER) if t.startswith("tool said:")]
+        wa.webhook_url = f"{other.url}/whatsapp"  # the answers land on the other replica
+        wa.inject_text(OWNER, "/approve 0badc0de")
+        wa.wait_for(
+            lambda: "No approval request '0badc0de' is waiting." in wa.sent_texts(OWNER),
+            timeout=60,
+        )
+        wa.inject_text(FRIEND, f"/approve {request_id}")
+        refusal = NOT_OWNER.format(channel="whatsapp")
+        wa.wait_for(lambda: refusal in wa.sent_texts(FRIEND), timeout=60)
+        assert not [t for t in wa.sent_texts(OWNER) if t.startswith("tool said:")]
 
-            wa.inject_text(OWNER, f"/approve {request_id}")
-            wa.wait_for(
-                lambda: "Approved: echo across-replicas" in wa.sent_texts(OWNER), timeout=60
-            )
-            done = wa.wait_for(
-                lambda: [t for t in wa.sent_texts(OWNER) if t.startswith("tool said:")],
-                timeout=60,
-            )
+        wa.inject_text(OWNER, f"/approve {request_id}")
+        wa.wait_for(lambda: "Approved: echo across-replicas" in wa.sent_texts(OWNER), timeout=60)
+        done = wa.wait_for(
+            lambda: [t for t in wa.sent_texts(OWNER) if t.startswith("tool said:")],
+            timeout=60,
+        )
     assert "across-replicas" in done[0] and "Exit code: 0" in done[0]
     ran = [m for r in model.requests for m in r.request.messages if m.role == "toolResult"]
     assert len(ran) == 1  # the command ran once, on the replica that asked

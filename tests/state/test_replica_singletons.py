@@ -4,6 +4,7 @@ one Telegram bot is polled by one replica at a time, and one Mattermost bot hold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.telegram_server import ScriptedBotAPI
 from tests.gateway.support import GatewayProcess, run_nodmix
-from tests.state.replicas import chat, replica_state, replicas
+from tests.state.replicas import chat, replicas_on_postgres
 from tests.support.postgres import wait_for
 
 pytestmark = pytest.mark.integration
@@ -64,9 +65,9 @@ def _kill(gateway: GatewayProcess) -> None:
     gateway.proc.wait(10)
 
 
-def _telegram_states(
+def _telegram_replicas(
     tmp_path: Path, model_url: str, api: ScriptedBotAPI, db_url: str, lease_seconds: int
-) -> list[Path]:
+) -> contextlib.AbstractContextManager[list[GatewayProcess]]:
     """Two replicas polling one Telegram bot, under a lease of `lease_seconds`."""
     telegram = {
         "botToken": api.token,
@@ -74,17 +75,13 @@ def _telegram_states(
         "pollTimeoutSeconds": 1,
         "allowFrom": ["42"],
     }
-    return [
-        replica_state(
-            tmp_path,
-            f"r{i}",
-            model_url,
-            db_url,
-            channels={"telegram": telegram},
-            state={"postgres": {"leaseSeconds": lease_seconds}},
-        )
-        for i in (1, 2)
-    ]
+    return replicas_on_postgres(
+        tmp_path,
+        model_url,
+        db_url,
+        channels={"telegram": telegram},
+        state={"postgres": {"leaseSeconds": lease_seconds}},
+    )
 
 
 def _runs(db_url: str) -> list[dict[str, Any]]:
@@ -96,35 +93,44 @@ def _runs(db_url: str) -> list[dict[str, Any]]:
 def test_a_cron_job_fires_once_per_slot_across_three_replicas_and_survives_its_holder(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    with ScriptedModelServer(echo) as model:
-        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2, 3)]
-        with replicas(states) as gateways:
-            added = run_nodmix(
-                states[0], "cron", "add", "--name", "tick", "--every", "2s", "--message", "tick"
-            )
-            assert added.returncode == 0, added.stderr
-            wait_for(
-                lambda: sum(r.get("status") == "ok" for r in _runs(postgres_url)) >= 3,
-                timeout=30,
-                what="three runs",
-            )
-            holder = _holder(postgres_url, "cron")
-            assert holder is not None
-            _kill(_process_of(holder, gateways))
-            killed_at = time.time()
-            wait_for(
-                lambda: (
-                    sum(
-                        r.get("status") == "ok" and r["startedAt"] > killed_at
-                        for r in _runs(postgres_url)
-                    )
-                    >= 3
-                ),
-                timeout=40,
-                what="three runs after the holder was killed",
-            )
-            successor = _holder(postgres_url, "cron")
-            assert successor is not None and successor != holder
+    with (
+        ScriptedModelServer(echo) as model,
+        replicas_on_postgres(tmp_path, model.base_url, postgres_url, count=3) as gateways,
+    ):
+        added = run_nodmix(
+            gateways[0].state,
+            "cron",
+            "add",
+            "--name",
+            "tick",
+            "--every",
+            "2s",
+            "--message",
+            "tick",
+        )
+        assert added.returncode == 0, added.stderr
+        wait_for(
+            lambda: sum(r.get("status") == "ok" for r in _runs(postgres_url)) >= 3,
+            timeout=30,
+            what="three runs",
+        )
+        holder = _holder(postgres_url, "cron")
+        assert holder is not None
+        _kill(_process_of(holder, gateways))
+        killed_at = time.time()
+        wait_for(
+            lambda: (
+                sum(
+                    r.get("status") == "ok" and r["startedAt"] > killed_at
+                    for r in _runs(postgres_url)
+                )
+                >= 3
+            ),
+            timeout=40,
+            what="three runs after the holder was killed",
+        )
+        successor = _holder(postgres_url, "cron")
+        assert successor is not None and successor != holder
     runs = _runs(postgres_url)
     slots = [r["slot"] for r in runs if r["trigger"] in ("schedule", "missed")]
     assert len(slots) == len(set(slots)), "a slot fired twice"
@@ -180,9 +186,8 @@ def test_one_telegram_bot_is_polled_by_one_replica_at_a_time(
 ) -> None:
     with ScriptedModelServer(echo) as model, ScriptedBotAPI() as api:
         # a lease a loaded machine does not lose to one late renewal
-        states = _telegram_states(tmp_path, model.base_url, api, postgres_url, 5)
         port = int(api.url.rsplit(":", 1)[1].split("/")[0])
-        with replicas(states) as gateways:
+        with _telegram_replicas(tmp_path, model.base_url, api, postgres_url, 5) as gateways:
             api.inject_text(chat_id=42, sender_id=42, text="one")
             api.wait_for(lambda: "echo one" in api.sent_texts(42), timeout=30)
             holder, poller, other = _holder_and_other(postgres_url, "channel:telegram", gateways)
@@ -203,21 +208,22 @@ def test_one_telegram_bot_is_polled_by_one_replica_at_a_time(
 def test_status_shows_the_backend_its_replicas_and_who_holds_each_singleton(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    with ScriptedModelServer(echo) as model:
-        states = [replica_state(tmp_path, f"r{i}", model.base_url, postgres_url) for i in (1, 2)]
-        with replicas(states) as gateways:
-            chat(gateways[0], "hello", "one")
-            chat(gateways[1], "hello", "two")
-            wait_for(
-                lambda: _holder(postgres_url, "cron") and _holder(postgres_url, "heartbeat"),
-                what="the singletons taken",
-            )
-            done = run_nodmix(states[1], "status", "--json", "--no-probe")
-            assert done.returncode == 0, done.stderr
-            state = json.loads(done.stdout)["state"]
-            assert json.loads(done.stdout)["sessions"] == {"main": 2}  # from the database
-            text = run_nodmix(states[1], "status", "--no-probe")
-            assert text.returncode == 0, text.stderr
+    with (
+        ScriptedModelServer(echo) as model,
+        replicas_on_postgres(tmp_path, model.base_url, postgres_url) as gateways,
+    ):
+        chat(gateways[0], "hello", "one")
+        chat(gateways[1], "hello", "two")
+        wait_for(
+            lambda: _holder(postgres_url, "cron") and _holder(postgres_url, "heartbeat"),
+            what="the singletons taken",
+        )
+        done = run_nodmix(gateways[1].state, "status", "--json", "--no-probe")
+        assert done.returncode == 0, done.stderr
+        state = json.loads(done.stdout)["state"]
+        assert json.loads(done.stdout)["sessions"] == {"main": 2}  # from the database
+        text = run_nodmix(gateways[1].state, "status", "--no-probe")
+        assert text.returncode == 0, text.stderr
     assert state["backend"] == "postgres" and "password" not in json.dumps(state)
     assert state["schemaVersion"] >= 1 and state["leaseSeconds"] == 2
     pids = {g.proc.pid for g in gateways if g.proc is not None}
@@ -244,18 +250,13 @@ def test_one_mattermost_bot_is_connected_by_one_replica_and_its_successor_reads_
         mm.add_user(ANN, "ann")
         dm = mm.dm_channel(ANN)
         section = {"url": mm.url, "token": mm.token, "typing": False, "allowFrom": [ANN]}
-        states = [
-            replica_state(
-                tmp_path,
-                f"r{i}",
-                model.base_url,
-                postgres_url,
-                channels={"mattermost": section},
-                state={"postgres": {"leaseSeconds": 5}},
-            )
-            for i in (1, 2)
-        ]
-        with replicas(states) as gateways:
+        with replicas_on_postgres(
+            tmp_path,
+            model.base_url,
+            postgres_url,
+            channels={"mattermost": section},
+            state={"postgres": {"leaseSeconds": 5}},
+        ) as gateways:
             mm.wait_for(lambda: mm.connections, timeout=30)  # a post before that is not read
             mm.inject_post(dm, ANN, "one", channel_type="D")
             mm.wait_for(lambda: "echo one" in mm.texts(dm), timeout=30)
@@ -277,9 +278,8 @@ def test_a_paused_poller_resumed_after_losing_its_lease_never_polls_beside_its_s
     tmp_path: Path, postgres_url: str
 ) -> None:
     with ScriptedModelServer(echo) as model, ScriptedBotAPI() as api:
-        states = _telegram_states(tmp_path, model.base_url, api, postgres_url, 4)
         port = int(api.url.rsplit(":", 1)[1].split("/")[0])
-        with replicas(states) as gateways:
+        with _telegram_replicas(tmp_path, model.base_url, api, postgres_url, 4) as gateways:
             api.inject_text(chat_id=42, sender_id=42, text="one")
             api.wait_for(lambda: "echo one" in api.sent_texts(42), timeout=30)
             holder, paused, other = _holder_and_other(postgres_url, "channel:telegram", gateways)

@@ -19,7 +19,7 @@ import msgspec
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.automation.owners import ProcessMarks
 from nodmix.automation.store import automation_dir
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 RunStatus = Literal["running", "ok", "error", "timeout", "skipped", "interrupted"]
 DEFAULT_RUNS_KEPT = 50

@@ -21,7 +21,7 @@ import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.automation.jobs import Job, JobError
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 T = TypeVar("T")
 LOCK_TIMEOUT_SECONDS = 10.0

@@ -25,7 +25,7 @@ import msgspec
 from nodmix.channels.files import channels_dir, read_json, write_json
 from nodmix.channels.records import RecordFile
 from nodmix.channels.types import InboundMessage
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 ANSWERED_KEPT = 2000
 

@@ -30,7 +30,7 @@ import msgspec
 from nodmix.channels.files import channels_dir, locked, read_json, write_json
 from nodmix.errors import NodmixError
 from nodmix.invocation import nodmix_command
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8

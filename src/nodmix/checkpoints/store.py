@@ -31,7 +31,7 @@ import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.errors import SessionError
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 log = logging.getLogger("nodmix.checkpoints")
 

@@ -121,9 +121,9 @@ def _main(arguments: list[str], command: str | None, *, collector_paused: bool) 
     if handler is None:
         parser.print_help()
         return 2
-    from nodmix.state import binding
+    from nodmix import stores
 
-    binding.set_resolver(_resolve_state)  # stores a command opens follow `state.backend`
+    stores.set_resolver(_resolve_state)  # stores a command opens follow `state.backend`
     verbose = bool(getattr(args, "verbose", False))
     debug = any(k.startswith("NODMIX_DEBUG_") and v not in ("", "0") for k, v in os.environ.items())
     if verbose or debug:

@@ -80,11 +80,12 @@ async def run_nested(services: RunServices, state: RunState, call: NestedCall) -
     handle = call.cancel if call.cancel is not None else CallCancel()
     call.cancel, call.services = handle, services
     if handle.cancel_called:  # the run ended before this task started: the tool never runs
+        drop_sent(call)
         call.result = ToolResult.error(CANCELLED_TEXT)
         call.done.set()
         state.notify()
         return
-    call.ran = True
+    call.ran, call.sent = True, None  # (the tool's run takes a sent call's answer)
     _quick_first(state)
     services.emit(started_event(call))
     ctx = call_context(services, state, call)
@@ -234,11 +235,27 @@ def project_abandoned(call: NestedCall) -> None:
         log.warning("could not record abandoned nested call %s", call.call_id, exc_info=True)
 
 
+def drop_sent(call: NestedCall) -> None:
+    """A call sent from a sandbox worker (`codemode.sent`) whose run on the loop will never
+    start: the tool is told to stop, and the call, which reached it, goes to the transcript
+    as cancelled."""
+    sent, call.sent = call.sent, None
+    if sent is None:
+        return
+    sent.cancel()
+    call.ran = call.abandoned = True
+    call.result = ToolResult.error(CANCELLED_TEXT)
+    call.finished = time.perf_counter()
+    call.done.set()
+    project_abandoned(call)
+
+
 def cancel_all(state: RunState) -> None:
     """End a run's nested calls that the guest will never receive.
 
     Running calls are cancelled, calls whose task has not started never run, and undispatched
-    or queued ones are dropped, like the run's timers. Calls that did run still go into the
+    or queued ones are dropped, like the run's timers (one the worker already sent to its
+    server, `codemode.sent`, is cancelled there). Calls that did run still go into the
     transcript under their parent (with their result, or the cancellation once they stop), so
     an aborted or failed program leaves a complete record of what it did.
     """
@@ -248,9 +265,8 @@ def cancel_all(state: RunState) -> None:
             project_abandoned(call)
         elif call.cancel is not None:
             call.cancel.cancel()
-    for call in state.new_calls:
-        if call.sent is not None:  # sent from the worker: the server is running it
-            call.sent.cancel()
+    for call in (*state.new_calls, *state.queued):
+        drop_sent(call)
     state.new_calls.clear()
-    state.queued.clear()  # queued calls never started: nothing to cancel or record
+    state.queued.clear()  # queued calls never started: nothing else to cancel or record
     state.timers.cancel_all()

@@ -48,7 +48,7 @@ from nodmix.codemode.nested import (
 from nodmix.codemode.results import delivered
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.codemode.sent import Sent, SentCalls
-from nodmix.tools.base import ToolResult, quick_form
+from nodmix.tools.base import ToolResult, quick_form, send_form
 
 #: How long the events and transcript entries of quick calls may wait on the worker, so that
 #: one wake-up of the loop publishes a batch of them (a step's end publishes at once).
@@ -118,7 +118,7 @@ class QuickLane:
         if self.closed or state.new_calls or state.timers.new:
             return None
         if quick_form(tool) is None:
-            return self.sent.send(call)
+            return None if send_form(tool) is None else self.sent.send(call)
         services = self._services
         ctx = call_context(services, state, call, may_wait=False)  # (it returns at once)
         result = services.executor.run_quick(tool, dict(call.input), ctx)

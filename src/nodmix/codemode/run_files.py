@@ -62,7 +62,7 @@ from nodmix.codemode.runs import (
     SuspendedRunStore,
 )
 from nodmix.codemode.settings import SUSPENDED_RUN_CAP
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 __all__ = ["FileRunStore", "open_run_store", "read_run_file", "write_atomically"]
 

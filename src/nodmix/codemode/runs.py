@@ -92,8 +92,8 @@ class NestedCall:
     awaiting_approval: bool = False
     """The call waits for a person to approve it (the run suspends with reason `approval`)."""
     sent: SentCall | None = None
-    """Sent from the sandbox worker and handed to the loop (`codemode.sent`): a run that ends
-    before the loop takes it cancels it there."""
+    """Sent from a sandbox worker and handed to the loop (`codemode.sent`), whose run of the
+    tool takes the answer; cancelled (`nested.drop_sent`) if that run never starts."""
 
     def describe(self) -> dict[str, Any]:
         """The pending-call shape shown in a `waiting` result (no raw input)."""

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Final, Protocol
 
-from nodmix.codemode.nested import call_context
+from nodmix.codemode.nested import CANCELLED_TEXT, call_context
 from nodmix.codemode.runs import NestedCall, RunState
 from nodmix.sandbox.threads import cpu_released
 from nodmix.tools.base import SentCall, ToolResult
@@ -67,7 +67,8 @@ class SentCalls:
         self._services = services
         self._state = state
         self._calls: list[tuple[NestedCall, SentCall]] = []
-        self._answered = threading.Event()
+        self._answered: threading.Event | None = None
+        """Set when an answer arrives (made with the first call sent)."""
 
     def send(self, call: NestedCall) -> tuple[bool, str] | Sent | None:
         """Send `call` from here if its tool can and nothing has a say: `SENT`; the guest's
@@ -85,6 +86,8 @@ class SentCalls:
             return self._lane.finish(call, sent)
         self._calls.append((call, sent))
         state.in_flight += 1
+        if self._answered is None:
+            self._answered = threading.Event()
         sent.notify(self._answered.set)
         return SENT
 
@@ -98,16 +101,18 @@ class SentCalls:
             self.hand_over()
             return None
         deadline = time.monotonic() + window
+        answered = self._answered
+        assert answered is not None  # (made with the first call sent)
         while not self._any_answered():
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._lane.closed:
                 self.hand_over()
                 return None
-            self._answered.clear()
+            answered.clear()
             if self._any_answered():
                 break
             with cpu_released():
-                self._answered.wait(remaining)
+                answered.wait(remaining)
         items: list[Delivery] = []
         waiting: list[tuple[NestedCall, SentCall]] = []
         for call, sent in self._calls:
@@ -131,18 +136,24 @@ class SentCalls:
         return any(sent.answered() for _, sent in self._calls)
 
     def hand_over(self) -> None:
-        """Record every call still in flight for the loop (an aborted turn cancels them)."""
+        """Record every call still in flight for the loop (an aborted turn cancels them, and
+        records them as cancelled)."""
         calls, self._calls = self._calls, []
         state = self._state
         for call, sent in calls:
             state.in_flight -= 1
             if self._lane.closed:
+                # The call reached the server: it is told to stop, and the call is recorded
+                # as cancelled, as a call through the loop is when the turn is aborted.
                 sent.cancel()
+                self._lane.finish(call, ToolResult.error(CANCELLED_TEXT))
             else:
                 sent.hand_over()
-                call.sent = sent
-            state.new_calls.append(call)
+                call.sent, call.services = sent, self._services
+                state.new_calls.append(call)
 
     def wake(self) -> None:
         """Stop a collecting worker's wait (thread-safe; the turn was aborted)."""
-        self._answered.set()
+        answered = self._answered
+        if answered is not None:
+            answered.set()

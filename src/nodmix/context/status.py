@@ -1,7 +1,6 @@
 """Which context engine is active, and is it healthy? (for `nodmix doctor` and the gateway).
 
-Also the rule for uninstalling: disabling the plugin that provides the selected engine resets
-`plugins.slots.contextEngine` to `legacy`, so the next run does not fail on a missing engine.
+Disabling the plugin that provides the selected engine resets the slot (`plugins.slots`).
 """
 
 from __future__ import annotations
@@ -13,12 +12,22 @@ from nodmix.context.legacy import LEGACY_ENGINE_ID
 from nodmix.errors import NodmixError
 
 if TYPE_CHECKING:
-    from nodmix.config.loader import LoadedConfig
     from nodmix.config.schema import NodmixConfig
     from nodmix.context.base import ContextEngine
-    from nodmix.plugins.registry import PluginRegistry
 
-SLOT_KEY = "plugins.slots.contextEngine"
+
+class Registered(Protocol):
+    """A registered engine as the report sees it (the plugin registry's entry)."""
+
+    @property
+    def owner(self) -> str: ...
+
+
+class EngineTable(Protocol):
+    """The engines registered by id (the runtime's plugin registry)."""
+
+    @property
+    def context_engines(self) -> Mapping[str, Registered]: ...
 
 
 class EngineHost(Protocol):
@@ -28,7 +37,7 @@ class EngineHost(Protocol):
     def config(self) -> NodmixConfig: ...
 
     @property
-    def registry(self) -> PluginRegistry: ...
+    def registry(self) -> EngineTable: ...
 
     @property
     def engine_failures(self) -> Mapping[str, str]: ...
@@ -70,32 +79,3 @@ def context_engine_status(host: EngineHost) -> dict[str, Any]:
     if failure:
         report.update(ok=False, error=failure)
     return report
-
-
-def engine_ids_of_plugin(loaded: LoadedConfig, plugin_id: str) -> set[str]:
-    """Context engine ids a plugin registers (it is loaded as if enabled to find out)."""
-    from nodmix.plugins.slots import provided_by
-
-    registry = provided_by(loaded, plugin_id)
-    return {name for name, owned in registry.context_engines.items() if owned.owner == plugin_id}
-
-
-def reset_slot_for_disabled_plugin(
-    loaded: LoadedConfig, doc: dict[str, Any], plugin_id: str
-) -> tuple[dict[str, Any], str | None]:
-    """Reset the context-engine slot to `legacy` when `plugin_id` provides the selected engine.
-
-    Call it from `nodmix plugins disable` (and uninstall) with the document about to be
-    written.
-
-    Returns:
-        The (possibly changed) document, and the engine id that was deselected or `None`.
-    """
-    from nodmix.config.edit import set_value
-
-    selected = loaded.config.plugins.slots.context_engine
-    if not selected or selected == LEGACY_ENGINE_ID:
-        return doc, None
-    if selected not in engine_ids_of_plugin(loaded, plugin_id):
-        return doc, None
-    return set_value(doc, SLOT_KEY, LEGACY_ENGINE_ID), selected

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from nodmix.events import ApprovalRequested, ApprovalResolved, RunEvent
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 if TYPE_CHECKING:
+    from nodmix.coordination import Coordination
     from nodmix.security.approvals import ApprovalBroker
-    from nodmix.state.coordination import Coordination
 
 log = logging.getLogger("nodmix.gateway")
 

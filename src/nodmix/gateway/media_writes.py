@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -97,18 +98,25 @@ class MediaWrites:
         return [path for path in dict.fromkeys(free) if path in created] if refused else []
 
 
-def removed_if_refused(writes: MediaWrites) -> _RemovedIfRefused:
+Undo = Callable[[BaseException], Awaitable[None]]
+"""More to take back when a request fails with this exception (it decides whether that is a
+refusal it undoes); it never raises (`seeding.dropped_if_refused`)."""
+
+
+def removed_if_refused(writes: MediaWrites, *undo: Undo) -> _RemovedIfRefused:
     """Run a request's body; when it is refused (an `APIError` or a prompt too large for the
-    window), delete the files it created that nothing refers to."""
-    return _RemovedIfRefused(writes)
+    window), delete the files it created that nothing refers to, after `undo` has taken back
+    whatever else the request left."""
+    return _RemovedIfRefused(writes, undo)
 
 
 class _RemovedIfRefused:
     """(A class, not `contextlib.asynccontextmanager`, which cannot re-raise the frozen
     `APIError`.)"""
 
-    def __init__(self, writes: MediaWrites) -> None:
+    def __init__(self, writes: MediaWrites, undo: tuple[Undo, ...]) -> None:
         self.writes = writes
+        self.undo = undo
 
     async def __aenter__(self) -> None:
         return None
@@ -119,6 +127,10 @@ class _RemovedIfRefused:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        if exc is not None and self.undo:
+            with anyio.CancelScope(shield=True):
+                for undo in self.undo:
+                    await undo(exc)
         refused = isinstance(exc, APIError | PromptTooLargeError)
         doomed = self.writes.release(refused=refused)
         if doomed:

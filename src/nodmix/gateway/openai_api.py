@@ -87,7 +87,7 @@ async def chat_completions(request: Request) -> Response:
     if results is None:
         refuse_oversized(gateway.runtime, agent, model, prompt.text)
     writes = MediaWrites(agent.workspace, gateway.inbox_claims)
-    async with removed_if_refused(writes), dropped_if_refused(gateway.runtime, agent, key):
+    async with removed_if_refused(writes, dropped_if_refused(gateway.runtime, agent, key)):
         files = await save_media(gateway, agent, prompt.media, writes) if results is None else []
         history = await seeded_history(gateway, agent, parts, writes)
         seeded = HistorySeed(note, history, SYSTEM_NOTE_TYPE, writes) if note or history else None

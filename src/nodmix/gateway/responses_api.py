@@ -74,7 +74,7 @@ async def create_response(request: Request) -> Response:
     if turn.results is None:
         refuse_oversized(gateway.runtime, agent, model, turn.prompt)
     writes = MediaWrites(agent.workspace, gateway.inbox_claims)
-    async with removed_if_refused(writes), dropped_if_refused(gateway.runtime, agent, key):
+    async with removed_if_refused(writes, dropped_if_refused(gateway.runtime, agent, key)):
         files = await save_media(gateway, agent, turn.media, writes)
         history = await seeded_history(gateway, agent, turn.history, writes)
         if turn.note or history:

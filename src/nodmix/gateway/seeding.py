@@ -15,14 +15,13 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import anyio
 
 from nodmix.agents import AgentProfile
 from nodmix.errors import NodmixError, PromptTooLargeError
-from nodmix.gateway.media_writes import MediaWrites
+from nodmix.gateway.media_writes import MediaWrites, Undo
 from nodmix.messages import now_ms
 from nodmix.runtime import Runtime
 from nodmix.sessions import CustomMessageEntry, MessageEntry, Session
@@ -50,35 +49,24 @@ class HistorySeed:
         self.writes.history_recorded = True  # its transcript names the history's files
 
 
-def dropped_if_refused(runtime: Runtime, agent: AgentProfile, key: str) -> _DroppedIfRefused:
-    """Run a request's turn; when it is refused as too large for the window, take the session
-    off the list again if the request created it (its entry is no older than the request)."""
-    return _DroppedIfRefused(runtime, agent.id, key, now_ms())
+def dropped_if_refused(runtime: Runtime, agent: AgentProfile, key: str) -> Undo:
+    """What `removed_if_refused` also undoes for a request whose turn is refused as too large
+    for the window: the session is taken off the list again if the request created it (its
+    entry is no older than the request)."""
+    started = now_ms()
 
-
-class _DroppedIfRefused:
-    def __init__(self, runtime: Runtime, agent_id: str, key: str, started: int) -> None:
-        self.runtime, self.agent_id, self.key, self.started = runtime, agent_id, key, started
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def drop(exc: BaseException) -> None:
         if not isinstance(exc, PromptTooLargeError):
             return
-        with anyio.CancelScope(shield=True):
-            try:
-                sessions = self.runtime.sessions
-                entry = sessions.store(self.agent_id).get(self.key)
-                if entry is None or entry.created_at < self.started:
-                    return  # an earlier request's session: the refusal recorded nothing in it
-                files = sessions.archive(self.agent_id, [self.key])
-                for path in files.values():
-                    await anyio.to_thread.run_sync(functools.partial(path.unlink, missing_ok=True))
-            except (NodmixError, OSError) as problem:
-                log.warning("could not drop %s of a refused request: %s", self.key, problem)
+        try:
+            sessions = runtime.sessions
+            entry = sessions.store(agent.id).get(key)
+            if entry is None or entry.created_at < started:
+                return  # an earlier request's session: the refusal recorded nothing in it
+            files = sessions.archive(agent.id, [key])
+            for path in files.values():
+                await anyio.to_thread.run_sync(functools.partial(path.unlink, missing_ok=True))
+        except (NodmixError, OSError) as problem:
+            log.warning("could not drop %s of a refused request: %s", key, problem)
+
+    return drop

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from nodmix.assets.files import atomic_write
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 log = logging.getLogger("nodmix.gateway")
 

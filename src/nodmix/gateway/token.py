@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from nodmix.assets.files import ensure_private_dir
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 TOKEN_BYTES = 32
 """Entropy of a generated token (`secrets.token_urlsafe(32)`: 43 characters)."""

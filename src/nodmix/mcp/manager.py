@@ -281,7 +281,7 @@ class MCPManager:
         except MCPError as exc:
             return error_result(str(exc))
         args = dict(arguments or {})
-        parked = connection.parking.take(key) if key is not None else None
+        parked = connection.parking.take(key, tool, args) if key is not None else None
         if parked is not None:
             adopted = await adopt_quick(connection, tool, parked, output_schema)
             if adopted is not None:

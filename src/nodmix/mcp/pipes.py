@@ -9,7 +9,9 @@ requests go to their waiting threads instead of the session.
 
 Reading is a pipe protocol on the event loop (asyncio's `connect_read_pipe`), so a message costs
 one callback; a session slower than the server pauses reading (at most `_INBOX_HIGH` messages
-are held), and a message longer than `MAX_LINE_BYTES` ends the connection. Writing is
+are held), a message longer than `MAX_LINE_BYTES` ends the connection, and invalid UTF-8 costs
+the characters it garbles. When the server exits, the rest of its process group is ended too, so
+a child holding stdout open cannot keep a dead connection open. Writing is
 non-blocking; what the pipe cannot take at once is queued and written when the pipe drains,
 and the session's writer waits while more than `_WRITE_HIGH` bytes are queued. Quick requests
 never queue: they are declined while anything is.
@@ -22,7 +24,6 @@ import collections
 import contextlib
 import logging
 import os
-import signal
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -36,6 +37,7 @@ from mcp.client._transport import TransportStreams
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
+from nodmix.mcp.failures import describe_error
 from nodmix.mcp.quick_calls import SideDoor
 
 logger = logging.getLogger("nodmix.mcp")
@@ -116,7 +118,15 @@ class _StdinWriter:
             if self._on_loop():
                 self._loop.add_writer(self._fd, self._flush)
             else:
-                self._loop.call_soon_threadsafe(self._loop.add_writer, self._fd, self._flush)
+                self._loop.call_soon_threadsafe(self._arm)
+
+    def _arm(self) -> None:
+        # (on the loop, for another thread) unless stdin closed meanwhile: its descriptor's
+        # number may already belong to another file
+        with self._lock:
+            if self._closed:
+                return
+            self._loop.add_writer(self._fd, self._flush)
 
     def _on_loop(self) -> bool:
         try:
@@ -158,7 +168,14 @@ class _StdinWriter:
 class _StdoutReader(asyncio.Protocol):
     """The server's stdout: whole lines, to the quick door or the session's inbox."""
 
-    def __init__(self, door: SideDoor, session: MemoryObjectSendStream[SessionMessage | Exception]):
+    def __init__(
+        self,
+        name: str,
+        door: SideDoor,
+        session: MemoryObjectSendStream[SessionMessage | Exception],
+    ):
+        self._name = name
+        self._warned = False
         self._door = door
         self._session = session
         self._partial = bytearray()
@@ -182,8 +199,8 @@ class _StdoutReader(asyncio.Protocol):
             else:
                 line = data[start:end]
             start = end + 1
-            if line.strip() and not self._door.claims(line):
-                self._deliver(_parse_line(line))
+            if line.strip():
+                self._take(line)
         if start < len(data):
             self._partial += data[start:]
             if len(self._partial) > MAX_LINE_BYTES:
@@ -229,14 +246,31 @@ class _StdoutReader(asyncio.Protocol):
             self._transport.close()
         self._end()
 
+    def _take(self, line: bytes) -> None:
+        """One line: an answer to a quick request to its caller, anything else to the session."""
+        if self._door.claims(line):
+            return
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as exc:
+            fixed = line.decode("utf-8", "replace").encode()
+            if fixed != line:  # invalid UTF-8 costs the characters it garbles, not the message
+                self._take(fixed)
+                return
+            self._garbage(exc)
+            self._deliver(exc)
+            return
+        self._deliver(SessionMessage(message))
 
-def _parse_line(line: bytes) -> SessionMessage | Exception:
-    try:
-        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValueError as exc:
-        logger.warning("MCP server sent a line that is not a JSON-RPC message: %s", exc)
-        return exc
-    return SessionMessage(message)
+    def _garbage(self, exc: ValueError) -> None:
+        # One line, once per connection at warning level: a server writing garbage in a loop
+        # must not flood the log.
+        what = f"MCP server {self._name!r} sent a line that is not a JSON-RPC message"
+        if self._warned:
+            logger.debug("%s: %s", what, describe_error(exc))
+        else:
+            self._warned = True
+            logger.warning("%s (later ones at debug level): %s", what, describe_error(exc))
 
 
 @asynccontextmanager
@@ -248,8 +282,10 @@ async def stdio_pipes(
     cwd: str | None,
     errlog: TextIO,
     door: SideDoor,
+    name: str,
 ) -> AsyncIterator[TransportStreams]:
-    """Start the server and give the session its streams (see the module docstring).
+    """Start the server and give the session its streams (see the module docstring);
+    `name` is the configured server's, for the log.
 
     Raises:
         OSError: The process cannot be started.
@@ -282,13 +318,14 @@ async def stdio_pipes(
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     writer = _StdinWriter(stdin_write, loop)
-    reader = _StdoutReader(door, to_session)
+    reader = _StdoutReader(name, door, to_session)
     await loop.connect_read_pipe(lambda: reader, os.fdopen(stdout_read, "rb", buffering=0))
     door.attach(writer.write_now, loop, write_late=writer.write)
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_forward, reader, to_session)
             group.start_soon(_write_from_session, from_session, writer, door, reader)
+            group.start_soon(_end_with_server, process)
             try:
                 yield session_reads, session_writes
             finally:
@@ -343,8 +380,7 @@ async def _shut_down(
     door: SideDoor,
     session_writes: MemoryObjectSendStream[SessionMessage],
 ) -> None:
-    """Close stdin, give the server `_EXIT_WAIT_S` to exit, then end its process group (what
-    it left there when it exited by itself, too)."""
+    """Close stdin, give the server `_EXIT_WAIT_S` to exit, then end its process group."""
     session_writes.close()
     door.close("the connection was closed")
     with anyio.move_on_after(_FLUSH_WAIT_S):
@@ -352,20 +388,19 @@ async def _shut_down(
     writer.close()
     with anyio.move_on_after(_EXIT_WAIT_S):
         await process.wait()
+    # Also when the server exited: what it started goes with it (returns at once if nothing).
+    await terminate_posix_process_tree(process, _EXIT_WAIT_S)
     if process.returncode is None:
-        await terminate_posix_process_tree(process, _EXIT_WAIT_S)
         with anyio.move_on_after(_EXIT_WAIT_S):
             await process.wait()
         if process.returncode is None:
             logger.warning("MCP server process %d outlived its kill; abandoning it", process.pid)
-    else:
-        _end_leftovers(process.pid)
     reader.close()
 
 
-def _end_leftovers(group: int) -> None:
-    """Kill what the exited server left in its process group (children holding its pipes).
-
-    The group outlives its leader only while it has members, so its id names no one else."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGKILL)
+async def _end_with_server(process: anyio.abc.Process) -> None:
+    """Once the server exits, end the rest of its process group: a child holding its stdout
+    open would keep the connection open with nobody left to answer (the session ends when
+    the output does, and the next call starts the server again)."""
+    await process.wait()
+    await terminate_posix_process_tree(process, _EXIT_WAIT_S)

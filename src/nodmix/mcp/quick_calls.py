@@ -58,6 +58,7 @@ class QuickRequest:
 
     __slots__ = (
         "answer",
+        "arguments",
         "deadline",
         "done",
         "failure",
@@ -69,9 +70,12 @@ class QuickRequest:
         "tool",
     )
 
-    def __init__(self, request_id: str, tool: str, deadline: float) -> None:
+    def __init__(
+        self, request_id: str, tool: str, arguments: dict[str, Any], deadline: float
+    ) -> None:
         self.id = request_id
         self.tool = tool
+        self.arguments = arguments
         self.deadline = deadline
         """`time.monotonic()` after which the server is considered not to answer."""
         self.done = threading.Event()
@@ -153,7 +157,7 @@ class SideDoor:
             return False
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than the parser goes)
             return False
         if not isinstance(message, dict) or not ("result" in message or "error" in message):
             return False
@@ -196,7 +200,9 @@ class SideDoor:
             )
         except (TypeError, ValueError):  # not JSON: the session's path reports it
             return None
-        request = QuickRequest(request_id, tool, time.monotonic() + self.timeout)
+        request = QuickRequest(
+            request_id, tool, params["arguments"], time.monotonic() + self.timeout
+        )
         with self._lock:
             if self._closed or len(self._waiting) >= MAX_IN_FLIGHT:
                 return None
@@ -246,9 +252,10 @@ class SideDoor:
 class Parking:
     """Quick requests whose callers stopped waiting, kept for the event loop to adopt.
 
-    Keys name the call (`(run id, call id)`); it outlives the session the request went out
-    on, so a call whose server died meanwhile still finds its failure here and is never
-    sent a second time.
+    Keys name the call (`(run id, call id)`) with its tool and arguments (call ids come from
+    the model, which may repeat one: two calls never take each other's answer). It outlives
+    the session the request went out on, so a call whose server died meanwhile still finds
+    its failure here and is never sent a second time.
     """
 
     def __init__(self) -> None:
@@ -256,31 +263,41 @@ class Parking:
         self._parked: dict[tuple[str, ...], tuple[QuickRequest, SideDoor]] = {}
 
     def park(self, key: tuple[str, ...], request: QuickRequest, door: SideDoor) -> None:
-        """Keep `request` for `take(key)`; requests left past their timeout are cancelled."""
+        """Keep `request` for `take(key, …)`; requests left past their timeout are cancelled
+        (and one parked under the same key, tool and arguments)."""
         now = time.monotonic()
         stale: list[tuple[QuickRequest, SideDoor]] = []
+        full = _full_key(key, request.tool, request.arguments)
         with self._lock:
             expired = [k for k, (old, _) in self._parked.items() if old.deadline < now]
             stale.extend(self._parked.pop(k) for k in expired)
             while len(self._parked) >= MAX_PARKED:
                 stale.append(self._parked.pop(next(iter(self._parked))))
-            self._parked[key] = (request, door)
+            if full in self._parked:
+                stale.append(self._parked.pop(full))
+            self._parked[full] = (request, door)
         for old, old_door in stale:
             old_door.cancel(old, "abandoned")
 
-    def holds(self, key: tuple[str, ...], request: QuickRequest) -> bool:
-        """Whether `request` is the one parked under `key`."""
+    def take(
+        self, key: tuple[str, ...], tool: str, arguments: Mapping[str, Any]
+    ) -> tuple[QuickRequest, SideDoor] | None:
+        """The request parked for this call, if any (it is no longer kept)."""
+        if not self._parked:
+            return None
+        try:
+            full = _full_key(key, tool, arguments)
+        except (TypeError, ValueError):  # not JSON: never sent, so never parked
+            return None
         with self._lock:
-            parked = self._parked.get(key)
-        return parked is not None and parked[0] is request
-
-    def take(self, key: tuple[str, ...]) -> tuple[QuickRequest, SideDoor] | None:
-        """The parked request of `key`, if any (it is no longer kept)."""
-        with self._lock:
-            return self._parked.pop(key, None)
+            return self._parked.pop(full, None)
 
     def __len__(self) -> int:
         return len(self._parked)
+
+
+def _full_key(key: tuple[str, ...], tool: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    return (*key, tool, json.dumps(arguments, sort_keys=True, separators=(",", ":")))
 
 
 def answer_result(

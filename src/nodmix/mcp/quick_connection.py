@@ -71,13 +71,8 @@ class QuickCall:
         request.on_settle = None
         self._door.cancel(request, "cancelled")
         request.settle(None, CANCELLED)
-        parking = self._connection.parking
-        if parking.holds(self._key, request):
-            # Handed over, then dropped by a run that ended: no `call_tool` will adopt it.
-            parking.take(self._key)
-            return
-        # Kept as cancelled: a later `call_tool` for this call reports it, never resends it.
-        parking.park(self._key, request, self._door)
+        # Nobody takes it any more (kept, it would stay until its timeout).
+        self._connection.parking.take(self._key, request.tool, request.arguments)
 
 
 def send_quick(

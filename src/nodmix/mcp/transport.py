@@ -133,6 +133,7 @@ async def open_transport(
                 cwd=cwd,
                 errlog=errlog or sys.stderr,
                 door=door,
+                name=name,
             ) as streams:
                 yield streams
             return

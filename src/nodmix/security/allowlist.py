@@ -29,7 +29,7 @@ from typing import Any
 from nodmix.assets.files import atomic_write, ensure_private_dir
 from nodmix.errors import ConfigError
 from nodmix.security.commands import ParsedCommand
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 ALL_AGENTS = "*"
 FILE_NAME = "exec-allowlist.json"

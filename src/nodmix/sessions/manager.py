@@ -50,7 +50,7 @@ from nodmix.sessions.pending import PendingUsage
 from nodmix.sessions.session import Session, SessionSummary
 from nodmix.sessions.store_entry import SessionEntry, StoreData, new_session_entry
 from nodmix.sessions.turn_lock import TurnLocks, Waiting
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 
 logger = logging.getLogger(__name__)
 

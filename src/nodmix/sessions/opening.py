@@ -31,7 +31,29 @@ EntryMaker = Callable[[SessionEntry | None, str, str], SessionEntry]
 """`(old entry, new session id, new file name) -> new entry` for a reset or a successor."""
 
 
-class SessionOpener:
+class Openings:
+    """What every backend's opener shares: transcripts are named under the sessions directory
+    of `state_dir` (a database names its rows the same way), `workspace` is the default `cwd`
+    of new headers, and a `read_only` opener never creates one."""
+
+    def __init__(self, state_dir: Path, *, workspace: Path, read_only: bool) -> None:
+        self.state_dir = state_dir
+        self.workspace = workspace
+        self.read_only = read_only
+
+    def path(self, key: SessionKey, file_name: str) -> Path:
+        """The transcript path of an index entry's `sessionFile`.
+
+        Raises:
+            SessionError: the name would leave the sessions directory.
+        """
+        # sessions.json is user-editable: never let it point a transcript outside the directory.
+        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
+            raise SessionError(f"session {key} has an invalid sessionFile {file_name!r}")
+        return sessions_dir(self.state_dir, key.agent_id) / file_name
+
+
+class SessionOpener(Openings):
     """Creates and loads the transcripts of one state directory."""
 
     def __init__(
@@ -42,22 +64,9 @@ class SessionOpener:
         read_only: bool,
         descriptors: DescriptorPool,
     ) -> None:
-        """Files under `state_dir`; `workspace` is the default `cwd` of new headers."""
-        self.state_dir = state_dir
-        self.workspace = workspace
-        self.read_only = read_only
+        """Files under `state_dir`, opened through the process's descriptor pool."""
+        super().__init__(state_dir, workspace=workspace, read_only=read_only)
         self.descriptors = descriptors
-
-    def path(self, key: SessionKey, file_name: str) -> Path:
-        """The transcript path of a store entry's `sessionFile`.
-
-        Raises:
-            SessionError: the name would leave the sessions directory.
-        """
-        # sessions.json is user-editable: never let it point a transcript outside the directory.
-        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
-            raise SessionError(f"session {key} has an invalid sessionFile {file_name!r}")
-        return sessions_dir(self.state_dir, key.agent_id) / file_name
 
     def new(
         self,

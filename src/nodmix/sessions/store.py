@@ -61,6 +61,22 @@ _DECODER = msgspec.json.Decoder(StoreData)
 JOURNAL_COMPACT_BYTES = 256 << 10
 
 
+def entry_change(
+    session_key: str, change: Callable[[SessionEntry], SessionEntry]
+) -> Callable[[StoreData], SessionEntry | None]:
+    """An `update` change that replaces one entry with `change(entry)` (returned), or does
+    nothing and returns `None` when the key has no entry."""
+
+    def apply(data: StoreData) -> SessionEntry | None:
+        entry = data.get(session_key)
+        if entry is None:
+            return None
+        data[session_key] = change(entry)
+        return data[session_key]
+
+    return apply
+
+
 class _Changes(dict[str, SessionEntry]):
     """The dict an `update` change function mutates; remembers which keys it touched."""
 
@@ -167,15 +183,7 @@ class SessionStore:
         self, session_key: str, change: Callable[[SessionEntry], SessionEntry]
     ) -> SessionEntry | None:
         """Replace one entry with `change(entry)`; `None` if the key has no entry."""
-
-        def apply(data: StoreData) -> SessionEntry | None:
-            entry = data.get(session_key)
-            if entry is None:
-                return None
-            data[session_key] = change(entry)
-            return data[session_key]
-
-        return self.update(apply)
+        return self.update(entry_change(session_key, change))
 
     def compact(self) -> bool:
         """Fold the journal into `sessions.json` (under the lock); False if there was none."""

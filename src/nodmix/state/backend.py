@@ -3,12 +3,12 @@ shared by several gateway replicas.
 
 `open_state()` is called by the composition root (`Runtime.open`) and by CLI commands that
 touch state. For `state.backend: "postgres"` it connects, migrates the schema and binds the
-database to the state directory (`binding.bind`), so every domain's `open_*` function from
+database to the state directory (`stores.bind`), so every domain's `open_*` function from
 then on opens the database store instead of the file one. The files backend binds nothing:
 its cost is nothing at all.
 
 A new durable store plugs in the same way (docs/state.md): a file store plus an `open_*`
-function in its own package that asks `binding.provided(state_dir, "<domain>", ...)`, and a
+function in its own package that asks `stores.provided(state_dir, "<domain>", ...)`, and a
 PostgreSQL store in `state/postgres/<domain>.py` registered in `PostgresState.provide`.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nodmix.config.schema import NodmixConfig
+from nodmix.coordination import Coordination, LocalCoordination
 from nodmix.sessions.backend import FileSessions, SessionBackend
-from nodmix.state.coordination import Coordination, LocalCoordination
 from nodmix.state.settings import state_settings
 
 
@@ -96,7 +96,7 @@ def open_state(
 
 
 def cli_resolver(state_dir: Path) -> Any:
-    """The backend a CLI command finds for `state_dir` (`binding.set_resolver`): the config's,
+    """The backend a CLI command finds for `state_dir` (`stores.set_resolver`): the config's,
     opened on first use and closed when the process exits; None for files."""
     import atexit
     import os

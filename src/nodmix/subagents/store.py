@@ -25,7 +25,7 @@ from typing import Protocol
 import msgspec
 
 from nodmix.assets.files import atomic_write, ensure_private_dir
-from nodmix.state.binding import provided
+from nodmix.stores import provided
 from nodmix.subagents.records import RUN_PREFIX, SubagentRun
 
 log = logging.getLogger("nodmix.subagents")

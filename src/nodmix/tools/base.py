@@ -157,8 +157,7 @@ class SentCall(Protocol):
         ...
 
     def cancel(self) -> None:
-        """Nobody will take the answer: tell the other side to stop (also after `hand_over`,
-        when the tool's `call` will never come)."""
+        """Nobody will take the answer: tell the other side to stop."""
         ...
 
 

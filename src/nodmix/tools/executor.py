@@ -150,12 +150,7 @@ class ToolExecutor:
         when the tool's synchronous form declines this call).
         """
         quick = quick_form(tool)
-        if quick is None or not self._unwatched(tool):
-            return None
-        invalid = self._validate(tool, args)
-        if invalid is not None:
-            return invalid
-        return self._captured(tool, lambda: quick(args, ctx))
+        return None if quick is None else self._on_caller(tool, args, lambda: quick(args, ctx))
 
     def send_quick(
         self, tool: Tool, args: JsonObject, ctx: ToolContext
@@ -164,19 +159,28 @@ class ToolExecutor:
         thread, or its result at once (invalid arguments, a failed send), or None, having sent
         nothing, when the call must go through `run`."""
         send = send_form(tool)
-        if send is None or not self._unwatched(tool):
+        if send is None:
             return None
-        invalid = self._validate(tool, args)
-        if invalid is not None:
-            return invalid
-        sent: SentCall | ToolResult | None = None
+        sent: SentCall | None = None
 
         def start() -> None:
             nonlocal sent
             sent = send(args, ctx)
 
-        failed = self._captured(tool, start)
+        failed = self._on_caller(tool, args, start)
         return failed if failed is not None else sent
+
+    def _on_caller(
+        self, tool: Tool, args: JsonObject, body: Callable[[], Any]
+    ) -> ToolResult | None:
+        # `body` on the calling thread when nothing asynchronous has a say in the call: what it
+        # returned, the validation error, or None (it did not run, or returned None).
+        if not self._unwatched(tool):
+            return None
+        invalid = self._validate(tool, args)
+        if invalid is not None:
+            return invalid
+        return self._captured(tool, body)
 
     def _unwatched(self, tool: Tool) -> bool:
         # No hook runs for the tool and the gate does not concern it.

@@ -5,7 +5,6 @@ no message, never a 500 with a traceback, and the next real message is answered.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,12 @@ import pytest
 from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
-from tests.channels.test_googlechat_gateway import start_gateway
+from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
 ANN = ChatUser("ann")
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _mangled(chat: ScriptedChat) -> list[Any]:
@@ -57,7 +49,7 @@ def test_events_of_the_wrong_shape_never_fail_the_endpoint(
     isolated_state: Path, model: ScriptedModelServer
 ) -> None:
     with ScriptedChat() as chat:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
         try:
             answers = [chat.post(body) for body in _mangled(chat)]  # type: ignore[arg-type]
             assert all(code in (200, 400) for code in answers), answers
@@ -74,7 +66,7 @@ def test_an_attachment_resource_that_climbs_out_of_media_is_not_requested(
     from nodmix.testing.googlechat_payloads import uploaded_attachment
 
     with ScriptedChat() as chat:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=[ANN.id])
+        gateway = start_chat(isolated_state, model, chat, allowFrom=[ANN.id])
         try:
             sneaky = uploaded_attachment("m", "../spaces/AAAAteam/messages", "x.txt", "text/plain")
             chat.send("see attached", user=ANN, attachments=[sneaky])

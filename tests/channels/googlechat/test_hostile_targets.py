@@ -15,7 +15,7 @@ from nodmix.testing.googlechat_payloads import ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.channels.support import chat_model
-from tests.channels.test_googlechat_gateway import start_gateway
+from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def test_a_space_hidden_in_an_address_pattern_is_refused(
     target = f"{ELSEWHERE}/messages#@example.org"
     args = {"channel": "googlechat", "to": target, "text": "the owner's secrets"}
     with ScriptedChat() as chat:
-        gateway = start_gateway(isolated_state, model, chat, allowFrom=["*@example.org"])
+        gateway = start_chat(isolated_state, model, chat, allowFrom=["*@example.org"])
         try:
             chat.send("call message " + json.dumps(args), user=ANN)
             (reply,) = chat.wait_for(lambda: chat.texts(ANN.dm_space))

@@ -14,8 +14,8 @@ from nodmix.testing.googlechat_payloads import SPACE, ChatUser
 from nodmix.testing.googlechat_server import ScriptedChat
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.channels.support import chat_model
-from tests.channels.test_googlechat_gateway import start_gateway
 from tests.channels.test_owner_approvals_everywhere import _attack, _command
+from tests.channels.webhooks import start_chat
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def test_a_space_member_cannot_answer_an_approval_request(
     command, marker = _command(isolated_state)
     with ScriptedChat() as chat:
         section = {"ownerIds": [OWNER.id], "allowFrom": [OWNER.id], "groups": [SPACE]}
-        gateway = start_gateway(isolated_state, model, chat, **section)
+        gateway = start_chat(isolated_state, model, chat, **section)
         try:
             _attack(
                 "googlechat",

@@ -17,7 +17,6 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.mattermost_server import ScriptedMattermost
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import wait_until
 from tests.channels.support import write_config
 
@@ -30,12 +29,6 @@ ANN = "ann00000000000000000000000"
 def mm() -> Iterator[ScriptedMattermost]:
     with ScriptedMattermost() as server:
         server.add_user(ANN, "ann")
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
         yield server
 
 

@@ -6,7 +6,6 @@ Teams service posts signed activities to a real gateway."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,7 @@ from nodmix.channels import conversations
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.test_msteams_gateway import _start
+from tests.channels.webhooks import start_teams
 from tests.gateway.support import run_nodmix
 
 pytestmark = pytest.mark.integration
@@ -26,18 +24,6 @@ KEPT = 4
 """The store's bound in this test (2000 in the product: the same code, fewer messages)."""
 
 
-@pytest.fixture
-def teams() -> Iterator[ScriptedTeams]:
-    with ScriptedTeams() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
 def test_strangers_flooding_the_bot_do_not_evict_the_owners_address(
     isolated_state: Path,
     teams: ScriptedTeams,
@@ -45,7 +31,7 @@ def test_strangers_flooding_the_bot_do_not_evict_the_owners_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(conversations, "MAX_CHATS", KEPT)
-    gateway = _start(isolated_state, model, teams, ownerIds=[ANN.aad])
+    gateway = start_teams(isolated_state, model, teams, ownerIds=[ANN.aad])
     try:
         teams.send("hello", user=ANN)
         teams.wait_for(lambda: "hello" in teams.texts(ANN.personal_conversation))

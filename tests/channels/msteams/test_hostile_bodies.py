@@ -5,7 +5,6 @@ message, never a 500 with a traceback, and the next real message is answered."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,12 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
-from tests.channels.test_msteams_gateway import _start
+from tests.channels.webhooks import start_teams
 
 pytestmark = pytest.mark.integration
 
 ANN = TeamsUser("ann")
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def _mangled(teams: ScriptedTeams) -> list[Any]:
@@ -61,7 +53,7 @@ def test_activities_of_the_wrong_shape_never_fail_the_endpoint(
     isolated_state: Path, model: ScriptedModelServer
 ) -> None:
     with ScriptedTeams() as teams:
-        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+        gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad])
         try:
             answers = [teams.post(body) for body in _mangled(teams)]  # type: ignore[arg-type]
             assert all(code in (200, 400) for code in answers), answers

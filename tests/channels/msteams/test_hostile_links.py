@@ -15,9 +15,8 @@ import pytest
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import TeamsUser, file_attachment
 from nodmix.testing.msteams_server import ScriptedTeams
-from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.support import model_user_texts
-from tests.channels.test_msteams_gateway import _start
+from tests.channels.webhooks import start_teams
 
 pytestmark = pytest.mark.integration
 
@@ -57,18 +56,12 @@ def internal() -> Iterator[ThreadingHTTPServer]:
     server.server_close()
 
 
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
 def test_a_file_link_to_a_private_address_is_never_fetched(
     isolated_state: Path, model: ScriptedModelServer, internal: ThreadingHTTPServer
 ) -> None:
     base = f"http://127.0.0.2:{internal.server_address[1]}"
     with ScriptedTeams() as teams:
-        gateway = _start(isolated_state, model, teams, allowFrom=[ANN.aad])
+        gateway = start_teams(isolated_state, model, teams, allowFrom=[ANN.aad])
         try:
             for path in ("/secret", "/hop"):
                 note = file_attachment("notes.txt", base + path)

@@ -14,8 +14,8 @@ from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.msteams_payloads import GROUP_CHAT, TeamsUser
 from nodmix.testing.msteams_server import ScriptedTeams
 from tests.channels.support import chat_model
-from tests.channels.test_msteams_gateway import _start
 from tests.channels.test_owner_approvals_everywhere import _attack, _command
+from tests.channels.webhooks import start_teams
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def test_a_group_chat_member_cannot_answer_an_approval_request(
     command, marker = _command(isolated_state)
     with ScriptedTeams() as teams:
         section = {"ownerIds": [OWNER.aad], "allowFrom": [OWNER.aad], "groups": [GROUP_CHAT]}
-        gateway = _start(isolated_state, model, teams, **section)
+        gateway = start_teams(isolated_state, model, teams, **section)
         try:
             _attack(
                 "msteams",

@@ -13,7 +13,6 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.signal_daemon import ScriptedSignalDaemon
 from tests.channels.support import write_config
 
@@ -29,12 +28,6 @@ def daemon() -> Iterator[ScriptedSignalDaemon]:
         path = Path(folder) / "s.sock"
         with ScriptedSignalDaemon(socket_path=path, keepalive_seconds=1) as server:
             yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_a_reply_to_a_group_whose_id_starts_with_a_plus_goes_to_the_group(

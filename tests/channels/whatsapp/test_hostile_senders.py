@@ -5,7 +5,6 @@ up the webhook, so the owner's message behind it reaches the agent at once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
 from nodmix.testing.whatsapp_server import ScriptedWhatsApp
 from tests.channels.support import model_user_texts, write_config
 
@@ -21,12 +19,6 @@ pytestmark = pytest.mark.integration
 
 OWNER = "15550104242"
 STRANGER = "15550109999"
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
 
 
 def test_a_pairing_reply_the_graph_api_holds_up_does_not_hold_up_the_webhook(

@@ -20,8 +20,8 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import Prosody
-from tests.channels.support import chat_model, write_config
+from tests.channels.prosody import Prosody, bot_server, write_bot_config
+from tests.channels.support import chat_model
 from tests.channels.test_owner_approvals_everywhere import REFUSAL, _command
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,6 @@ pytestmark = pytest.mark.integration
 EVIL = "rooms.evil.example"
 SECRET = "component-secret"
 ROOM = f"lounge@{EVIL}"
-BOT = "nodbot@localhost"
 MUC_USER = "http://jabber.org/protocol/muc#user"
 
 
@@ -120,9 +119,7 @@ class LyingRoom:
 
 @pytest.fixture
 def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody", component=(EVIL, SECRET))
-    server.register("nodbot", "bot-secret")
-    server.start()
+    server = bot_server(tmp_path / "prosody", component=(EVIL, SECRET))
     yield server
     server.stop()
 
@@ -138,18 +135,10 @@ def test_a_foreign_room_cannot_make_an_occupant_the_owner(
 ) -> None:
     command, marker = _command(isolated_state)
     room = LyingRoom(prosody)
-    section = {
-        "jid": BOT,
-        "password": "bot-secret",
-        "server": "127.0.0.1",
-        "port": prosody.port,
-        "tls": "off",
-        "rooms": [ROOM],
-        "typing": False,
-        "ownerIds": ["ann@localhost"],
-        "allowFrom": ["ann@localhost"],
-    }
-    write_config(isolated_state, model.base_url, {"xmpp": section})
+    owner = ["ann@localhost"]
+    write_bot_config(
+        isolated_state, model.base_url, prosody, rooms=[ROOM], ownerIds=owner, allowFrom=owner
+    )
     try:
         with BackgroundGateway(GatewaySettings(port=0), retry=RetryPolicy(attempts=1)) as gw:
             status = gw.runtime.channels.statuses["xmpp"]

@@ -12,62 +12,16 @@ from typing import Any
 
 import pytest
 
-from nodmix.gateway import BackgroundGateway, GatewaySettings
-from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
-from nodmix.testing.scripts.echo import respond as echo
-from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import Prosody, XmppPerson
-from tests.channels.support import write_config
+from tests.channels.prosody import (
+    BOT,
+    Prosody,
+    XmppPerson,
+    write_bot_config,
+    xmpp_gateway,
+)
 
 pytestmark = pytest.mark.integration
-
-BOT = "nodbot@localhost"
-BOT_PASSWORD = "bot-secret"
-
-
-@pytest.fixture
-def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody")
-    server.register("nodbot", BOT_PASSWORD)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(echo) as server:
-        yield server
-
-
-@pytest.fixture
-def people(prosody: Prosody) -> Iterator[dict[str, XmppPerson]]:
-    users: dict[str, XmppPerson] = {}
-    yield users
-    for user in users.values():
-        user.close()
-
-
-def _config(state: Path, model: ScriptedModelServer, prosody: Prosody, **xmpp: Any) -> None:
-    section = {
-        "jid": BOT,
-        "password": BOT_PASSWORD,
-        "server": "127.0.0.1",
-        "port": prosody.port,
-        "tls": "off",
-        "typing": False,
-        **xmpp,
-    }
-    write_config(state, model.base_url, {"xmpp": section})
-
-
-def _gateway() -> BackgroundGateway:
-    return BackgroundGateway(GatewaySettings(port=0, token=None), retry=RetryPolicy(attempts=1))
-
-
-def _connected(gateway: BackgroundGateway) -> None:
-    wait_until(lambda: gateway.runtime.channels.statuses["xmpp"].connected, what="connected")
 
 
 class _Secret(BaseHTTPRequestHandler):
@@ -143,11 +97,10 @@ def test_a_shared_link_cannot_redirect_the_bot_to_another_private_address(
     secret: ThreadingHTTPServer,
     redirect: ThreadingHTTPServer,
 ) -> None:
-    _config(isolated_state, model, prosody, allowFrom=["ann@localhost"])
+    write_bot_config(isolated_state, model.base_url, prosody, allowFrom=["ann@localhost"])
     ann = people["ann"] = XmppPerson(prosody, "ann")
     _Redirect.target = f"http://127.0.0.2:{secret.server_address[1]}/admin/keys.png"
-    with _gateway() as gateway:
-        _connected(gateway)
+    with xmpp_gateway():
         # The link's host is the XMPP server's own address (allowed), but it redirects.
         _share(ann, f"http://127.0.0.1:{redirect.server_address[1]}/upload/cat.png")
         ann.wait_for(lambda: ann.texts(BOT), what="an answer to the link")
@@ -167,10 +120,9 @@ def test_a_shared_link_cannot_reach_other_ports_of_the_servers_own_host(
     # The server runs beside the gateway (server: 127.0.0.1): its upload service may be
     # fetched, the gateway's other loopback services may not.
     with _serve_secret("127.0.0.1") as other:
-        _config(isolated_state, model, prosody, allowFrom=["ann@localhost"])
+        write_bot_config(isolated_state, model.base_url, prosody, allowFrom=["ann@localhost"])
         ann = people["ann"] = XmppPerson(prosody, "ann")
-        with _gateway() as gateway:
-            _connected(gateway)
+        with xmpp_gateway():
             _share(ann, f"http://127.0.0.1:{other.server_address[1]}/internal/db.png")
             ann.wait_for(lambda: ann.texts(BOT), what="an answer to the link")
     assert _Secret.hits == []

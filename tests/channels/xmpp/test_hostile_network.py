@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,7 @@ from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
 from nodmix.testing.scripts.echo import respond as echo
 from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import Prosody
-from tests.channels.support import write_config
+from tests.channels.prosody import Prosody, write_bot_config
 
 pytestmark = pytest.mark.integration
 
@@ -75,30 +73,13 @@ class CuttingProxy:
         self.listener.close()
 
 
-@pytest.fixture
-def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody")
-    server.register("nodbot", "bot-secret")
-    server.start()
-    yield server
-    server.stop()
-
-
 def test_a_session_that_keeps_being_cut_is_retried_ever_more_slowly(
     isolated_state: Path, prosody: Prosody
 ) -> None:
     proxy = CuttingProxy(prosody.port)
-    section = {
-        "jid": "nodbot@localhost",
-        "password": "bot-secret",
-        "server": "127.0.0.1",
-        "port": proxy.port,
-        "tls": "off",
-        "typing": False,
-    }
     try:
         with ScriptedModelServer(echo) as model:
-            write_config(isolated_state, model.base_url, {"xmpp": section})
+            write_bot_config(isolated_state, model.base_url, prosody, port=proxy.port)
             settings = GatewaySettings(port=0, token=None)
             with BackgroundGateway(settings, retry=RetryPolicy(attempts=1)) as gateway:
                 status = gateway.runtime.channels.statuses["xmpp"]

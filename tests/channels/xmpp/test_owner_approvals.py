@@ -15,22 +15,18 @@ from nodmix.gateway import BackgroundGateway, GatewaySettings
 from nodmix.providers.retry import RetryPolicy
 from nodmix.testing.model_server import ScriptedModelServer
 from tests.channels.irc_daemon import wait_until
-from tests.channels.prosody import MUC, Prosody, XmppPerson
-from tests.channels.support import chat_model, write_config
+from tests.channels.prosody import MUC, Prosody, XmppPerson, bot_server, write_bot_config
+from tests.channels.support import chat_model
 from tests.channels.test_owner_approvals_everywhere import _attack, _command
 
 pytestmark = pytest.mark.integration
 
-BOT_PASSWORD = "bot-secret"
 ROOM = f"lounge@{MUC}"
 
 
 @pytest.fixture
 def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody")
-    server.register("nodbot", BOT_PASSWORD)
-    server.register("ann", "pw")
-    server.start()
+    server = bot_server(tmp_path / "prosody", ("ann", "pw"))
     yield server
     server.stop()
 
@@ -41,30 +37,14 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-@pytest.fixture
-def people() -> Iterator[dict[str, XmppPerson]]:
-    users: dict[str, XmppPerson] = {}
-    yield users
-    for user in users.values():
-        user.close()
-
-
 def test_the_owners_nick_in_a_room_does_not_answer_approval_requests(
     isolated_state: Path, prosody: Prosody, model: ScriptedModelServer, people: Any
 ) -> None:
     command, marker = _command(isolated_state)
-    section = {
-        "jid": "nodbot@localhost",
-        "password": BOT_PASSWORD,
-        "server": "127.0.0.1",
-        "port": prosody.port,
-        "tls": "off",
-        "rooms": [ROOM],
-        "typing": False,
-        "ownerIds": ["ann@localhost"],
-        "allowFrom": ["ann@localhost"],
-    }
-    write_config(isolated_state, model.base_url, {"xmpp": section})
+    owner = ["ann@localhost"]
+    write_bot_config(
+        isolated_state, model.base_url, prosody, rooms=[ROOM], ownerIds=owner, allowFrom=owner
+    )
     eve = people["eve"] = XmppPerson(prosody, "eve")
     eve.nick = "ann"  # the owner's nick (the owner is not in the room)
     with BackgroundGateway(GatewaySettings(port=0), retry=RetryPolicy(attempts=1)) as gateway:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -16,22 +15,10 @@ import pytest
 from nodmix.providers.base import ModelRequest
 from nodmix.providers.fake import ModelReply
 from nodmix.testing.model_server import ScriptedModelServer
-from tests.channels.prosody import Prosody, XmppPerson
-from tests.channels.support import write_config
+from tests.channels.prosody import BOT, Prosody, XmppPerson, write_bot_config
 from tests.gateway.support import GatewayProcess, wait_until
 
 pytestmark = pytest.mark.integration
-
-BOT = "nodbot@localhost"
-
-
-@pytest.fixture
-def prosody(tmp_path: Path) -> Iterator[Prosody]:
-    server = Prosody(tmp_path / "prosody")
-    server.register("nodbot", "bot-secret")
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_sigkill_mid_turn_then_restart_answers_each_message_once(
@@ -45,19 +32,10 @@ def test_sigkill_mid_turn_then_restart_answers_each_message_once(
             await anyio.sleep_forever()  # the gateway dies while the model "thinks"
         return ModelReply.text(f"answer to {getattr(request.messages[-1], 'text', '')}")
 
-    section = {
-        "jid": BOT,
-        "password": "bot-secret",
-        "server": "127.0.0.1",
-        "port": prosody.port,
-        "tls": "off",
-        "typing": False,
-        "allowFrom": ["ann@localhost"],
-    }
     ann = XmppPerson(prosody, "ann")
     try:
         with ScriptedModelServer(respond) as model:
-            write_config(isolated_state, model.base_url, {"xmpp": section})
+            write_bot_config(isolated_state, model.base_url, prosody, allowFrom=["ann@localhost"])
             with GatewayProcess(isolated_state) as gateway:
                 ann.say(BOT, "are you there?")
                 wait_until(first_call.is_set, what="the first model request")

@@ -3,7 +3,7 @@
 The slow call writes its progress to a marker file, so tests can poll for "the request reached the
 server" and "the server saw the cancellation" instead of sleeping. `tally` and `gather` let tests
 count the requests a server received and see calls run at the same time; `measure` declares
-an output schema.
+an output schema; `protocol` says what protocol version the request carried.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
 
 server = MCPServer("nodmix-lifecycle-test")
@@ -71,6 +71,12 @@ async def gather(count: int, marker: str) -> str:
             await anyio.sleep(0.01)
         return "together"
     return "alone"
+
+
+@server.tool()
+def protocol(ctx: Context) -> str:  # type: ignore[type-arg]
+    """The protocol version the request said it speaks."""
+    return str(ctx.protocol_version)
 
 
 @server.tool()

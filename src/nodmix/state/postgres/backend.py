@@ -9,9 +9,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from nodmix import stores
+from nodmix.coordination import Coordination
 from nodmix.sessions.backend import SessionBackend
-from nodmix.state import binding
-from nodmix.state.coordination import Coordination
 from nodmix.state.postgres.coordination import PgCoordination
 from nodmix.state.postgres.database import Database
 from nodmix.state.postgres.locks import AdvisoryLocks
@@ -57,7 +57,7 @@ class PostgresState:
         except BaseException:
             state.db.close()
             raise
-        binding.bind(state_dir, state)
+        stores.bind(state_dir, state)
         return state
 
     def _lock_connection(self) -> Any:
@@ -74,7 +74,7 @@ class PostgresState:
         return self._sessions
 
     def provide(self, domain: str, *args: Any) -> Any:
-        """The database store of a domain (`binding.provided`); None keeps files."""
+        """The database store of a domain (`stores.provided`); None keeps files."""
         maker = getattr(self, "_provide_" + domain.replace(".", "_"), None)
         return maker(*args) if maker is not None else None
 
@@ -154,6 +154,6 @@ class PostgresState:
 
     def close(self) -> None:
         """Unbind, drop the locks and close the pool."""
-        binding.unbind(self.state_dir, self)
+        stores.unbind(self.state_dir, self)
         self.locks.close()
         self.db.close()

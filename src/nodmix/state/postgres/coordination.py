@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from nodmix import __version__
+from nodmix.coordination import Listener, deliver
 from nodmix.errors import StateUnavailableError
-from nodmix.state.coordination import Listener, deliver
 from nodmix.state.postgres.migrations import check_schema
 
 if TYPE_CHECKING:

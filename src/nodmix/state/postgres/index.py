@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from nodmix.sessions.store import _Changes
+from nodmix.sessions.store import _Changes, entry_change
 from nodmix.sessions.store_entry import SessionEntry, StoreData
 
 if TYPE_CHECKING:
@@ -144,15 +144,7 @@ class PgSessionIndex:
         self, session_key: str, change: Callable[[SessionEntry], SessionEntry]
     ) -> SessionEntry | None:
         """Replace one entry with `change(entry)`; None if the key has none."""
-
-        def apply(data: StoreData) -> SessionEntry | None:
-            entry = data.get(session_key)
-            if entry is None:
-                return None
-            data[session_key] = change(entry)
-            return data[session_key]
-
-        return self.update(apply)
+        return self.update(entry_change(session_key, change))
 
     def compact(self) -> bool:
         """Drop tombstones (readers then reload the index once); False if there were none."""

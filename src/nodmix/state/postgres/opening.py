@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodmix.config.paths import sessions_dir
 from nodmix.errors import SessionError
 from nodmix.sessions.backend import EntryMaker
 from nodmix.sessions.entries import Entry
 from nodmix.sessions.keys import SessionKey
+from nodmix.sessions.opening import Openings
 from nodmix.sessions.session import Session
 from nodmix.sessions.store_entry import SessionEntry, new_session_entry
 from nodmix.sessions.transcript import transcript_file_name
@@ -21,29 +21,44 @@ from nodmix.state.postgres.index import PgSessionIndex
 from nodmix.state.postgres.transcripts import PgTranscript
 
 if TYPE_CHECKING:
+    import psycopg
+
     from nodmix.state.postgres.database import Database
 
 log = logging.getLogger("nodmix.state")
 
 
-class PgSessionOpener:
+class PgSessionOpener(Openings):
     """Creates and loads database transcripts for a `SessionManager`."""
 
     def __init__(self, db: Database, state_dir: Path, *, workspace: Path, read_only: bool) -> None:
+        super().__init__(state_dir, workspace=workspace, read_only=read_only)
         self.db = db
-        self.state_dir = state_dir
-        self.workspace = workspace
-        self.read_only = read_only
 
-    def path(self, key: SessionKey, file_name: str) -> Path:
-        """The name a transcript has (as under the state directory with files).
-
-        Raises:
-            SessionError: the name would leave the sessions directory.
-        """
-        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
-            raise SessionError(f"session {key} has an invalid sessionFile {file_name!r}")
-        return sessions_dir(self.state_dir, key.agent_id) / file_name
+    def new(
+        self,
+        conn: psycopg.Connection[Any],
+        key: SessionKey,
+        path: Path,
+        session_id: str,
+        workspace: Path | None,
+        *,
+        parent: str | None = None,
+        seed: Sequence[Entry] = (),
+    ) -> PgTranscript:
+        """A new transcript holding its header (which records `key`; its `cwd` is `workspace`
+        or the default) and `seed`, inside the caller's transaction."""
+        return PgTranscript.insert(
+            conn,
+            self.db,
+            path,
+            agent_id=key.agent_id,
+            session_id=session_id,
+            cwd=workspace or self.workspace,
+            parent_session=parent,
+            session_key=str(key),
+            entries=seed,
+        )
 
     def _index(self, store: Any) -> PgSessionIndex:
         if not isinstance(store, PgSessionIndex):
@@ -53,21 +68,12 @@ class PgSessionOpener:
     def create(self, key: SessionKey, store: Any, workspace: Path | None) -> Session:
         """A new session: the transcript and its index row in one transaction."""
         index = self._index(store)
-        cwd = workspace or self.workspace
         with index.locked(sync=False) as (conn, data, _):
             existing = data.get(str(key))
             if existing is None:
                 session_id = str(uuid.uuid4())
                 file_name = transcript_file_name(session_id)
-                transcript = PgTranscript.insert(
-                    conn,
-                    self.db,
-                    self.path(key, file_name),
-                    agent_id=key.agent_id,
-                    session_id=session_id,
-                    cwd=cwd,
-                    session_key=str(key),
-                )
+                transcript = self.new(conn, key, self.path(key, file_name), session_id, workspace)
                 data[str(key)] = entry = new_session_entry(session_id, file_name)
         if existing is not None:  # another replica created it since we looked
             return self.load(key, index, existing, create=True, workspace=workspace)
@@ -91,15 +97,7 @@ class PgSessionOpener:
                 raise SessionError(f"session {key}: transcript {path.name} is missing")
             log.warning("session %s: transcript %s is missing; starting it afresh", key, path)
             with self.db.transaction() as conn:
-                transcript = PgTranscript.insert(
-                    conn,
-                    self.db,
-                    path,
-                    agent_id=key.agent_id,
-                    session_id=entry.session_id,
-                    cwd=workspace or self.workspace,
-                    session_key=str(key),
-                )
+                transcript = self.new(conn, key, path, entry.session_id, workspace)
         return Session(session_key=key, entry=entry, transcript=transcript, store=index)
 
     def swap(
@@ -119,16 +117,8 @@ class PgSessionOpener:
             session_id = str(uuid.uuid4())
             file_name = transcript_file_name(session_id)
             entry = make_entry(old, session_id, file_name)
-            transcript = PgTranscript.insert(
-                conn,
-                self.db,
-                self.path(key, file_name),
-                agent_id=key.agent_id,
-                session_id=session_id,
-                cwd=workspace or self.workspace,
-                parent_session=old.session_file if successor and old else None,
-                session_key=str(key),
-                entries=seed,
-            )
+            parent = old.session_file if successor and old else None
+            path = self.path(key, file_name)
+            transcript = self.new(conn, key, path, session_id, workspace, parent=parent, seed=seed)
             data[str(key)] = entry
         return Session(session_key=key, entry=entry, transcript=transcript, store=index)
