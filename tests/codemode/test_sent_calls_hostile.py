@@ -131,9 +131,7 @@ async def test_many_cells_at_once_each_get_their_own_answers_and_park_nothing(
             [f"{tag}:s0", f"{tag}:s1", f"{tag}:s2", f"{tag}:slow", f"{tag}:twice", f"{tag}:last"],
         ]
     assert len(results) == 10
-    assert _parked(mcp) == 0
-    assert len(engine.store) == 0
-    assert _problems(caplog) == []
+    _left_nothing(mcp, engine, caplog)
 
 
 @pytest.mark.anyio
@@ -206,9 +204,7 @@ return out;
         timed_out = "MCP server 'h' did not answer tools/call 'echo' within 0.5 s"
         assert steps[-1]["status"] == "completed", steps[-1]
         assert steps[-1]["value"] == ["deaf"] + [timed_out] * 5
-        assert _parked(mcp) == 0
-    assert len(engine.store) == 0
-    assert _problems(caplog) == []
+    _left_nothing(mcp, engine, caplog)
 
 
 @pytest.mark.anyio
@@ -238,3 +234,12 @@ async def test_a_program_that_fails_with_calls_in_flight_cancels_them_on_the_ser
     await wait_until(lambda: len(_cancelled_calls(h)) == 2, "two cancelled calls recorded")
     await wait_until(lambda: _parked(mcp) == 0, "nothing parked")
     assert len(engine.store) == 0
+
+
+def _left_nothing(
+    mcp: MCPManager, engine: CodeModeEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No request parked, no run stored, nothing logged at warning level or above."""
+    assert _parked(mcp) == 0
+    assert len(engine.store) == 0
+    assert _problems(caplog) == []

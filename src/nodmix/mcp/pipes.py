@@ -320,7 +320,7 @@ async def stdio_pipes(
     writer = _StdinWriter(stdin_write, loop)
     reader = _StdoutReader(name, door, to_session)
     await loop.connect_read_pipe(lambda: reader, os.fdopen(stdout_read, "rb", buffering=0))
-    door.attach(writer.write_now, loop)
+    door.attach(writer.write_now, loop, write_late=writer.write)
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_forward, reader, to_session)

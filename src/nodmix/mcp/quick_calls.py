@@ -116,6 +116,7 @@ class SideDoor:
         """`timeout`: seconds a request may take, as for requests through the session."""
         self.timeout = timeout
         self._write: Writer | None = None
+        self._write_late: Writer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._meta: dict[str, Any] | None = None
         self._seen_request = False
@@ -128,9 +129,14 @@ class SideDoor:
 
     # ---- transport side (the event loop) ---------------------------------------------------
 
-    def attach(self, write: Writer, loop: asyncio.AbstractEventLoop) -> None:
-        """The server's stdin is open: requests may be sent through `write`."""
+    def attach(
+        self, write: Writer, loop: asyncio.AbstractEventLoop, *, write_late: Writer | None = None
+    ) -> None:
+        """The server's stdin is open: requests may be sent through `write`; `write_late`
+        (any thread) queues what the pipe cannot take now, for messages that must not be
+        dropped (cancellations), defaulting to `write`."""
         self._write, self._loop = write, loop
+        self._write_late = write_late or write
 
     def note_request(self, message: types.JSONRPCMessage) -> None:
         """Remember the `_meta` of a request the session sends, to send the same."""
@@ -211,14 +217,17 @@ class SideDoor:
         """Stop waiting for `request` and tell the server (`notifications/cancelled`)."""
         with self._lock:
             pending = self._waiting.pop(request.id, None) is not None
-        if not pending or self._write is None:
+        write = self._write_late
+        if not pending or write is None:
             return
         note = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
             "params": {"requestId": request.id, "reason": reason},
         }
-        self._write((json.dumps(note, separators=(",", ":")) + "\n").encode())
+        # (queued behind the session's pending output rather than dropped: the server must
+        # learn that nobody waits for this request any more)
+        write((json.dumps(note, separators=(",", ":")) + "\n").encode())
 
     async def adopt(self, request: QuickRequest) -> bool:
         """Await `request`'s answer on the event loop; False when it did not come in time
