@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from nodmix import offload
 from nodmix.messages import AssistantMessage, TextBlock
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ class SessionInbox:
                 session = await runtime.open_session_async(agent, key)
                 entry = session.append_message(delivered_message(job, text))
                 session.update_usage()  # the session moves up in the lists
-                session.flush()
+                await offload.call(runtime.sessions.backend, session.flush)
         post = SessionPost(agent.id, key, job.id, job.name, entry)
         for listener in list(self.listeners):
             try:

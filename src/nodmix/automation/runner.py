@@ -26,6 +26,7 @@ from typing import Protocol
 
 import anyio
 
+from nodmix import offload
 from nodmix.automation.clock import Clock
 from nodmix.automation.history import RunHistory, RunRecord, SlotTaken, excerpt
 from nodmix.automation.jobs import Job, creator_origin, parse_target, session_target
@@ -239,17 +240,18 @@ class JobRunner:
     async def _deliver(self, job: Job, plan: RunPlan, record: RunRecord, reply: str) -> None:
         if record.status == "skipped":
             return
+        store = self.store
         if record.status == "ok":
-            self.store.set_failure_reported(job.id, False)
+            await offload.call(store, store.set_failure_reported, job.id, False)
             if not reply.strip() or (plan.quiet is not None and plan.quiet(reply)):
                 return
             record.delivered = await self._send(job, reply)
             return
-        if self.store.failure_reported(job.id):
+        if await offload.call(store, store.failure_reported, job.id):
             return  # reported already; the next success clears it
         text = f"Job {job.name!r} failed: {record.error}"
         if await self._send(job, text) or job.deliver is None:
-            self.store.set_failure_reported(job.id, True)
+            await offload.call(store, store.set_failure_reported, job.id, True)
 
     async def _send(self, job: Job, text: str) -> bool:
         key = session_target(job.deliver)

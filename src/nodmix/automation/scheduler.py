@@ -23,6 +23,7 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 
+from nodmix import offload
 from nodmix.automation.clock import Clock
 from nodmix.automation.history import RunRecord
 from nodmix.automation.jobs import Job, JobError
@@ -161,9 +162,11 @@ class Scheduler:
 
     # ---- firing ---------------------------------------------------------------------------
 
-    def tick(self, group: TaskGroup) -> list[Job]:
-        """Start every job due now in `group`; the jobs started."""
-        self.reload()
+    def tick(self, group: TaskGroup, *, reload: bool = True) -> list[Job]:
+        """Start every job due now in `group` (after `reload`, unless told not to); the jobs
+        started."""
+        if reload:
+            self.reload()
         now = self.clock.now()
         fired = []
         for job_id, state in self.states.items():
@@ -219,7 +222,7 @@ class Scheduler:
     async def recover(self, group: TaskGroup) -> list[RunRecord]:
         """Close the runs a dead process left `running` and retry the scheduled ones that may
         run again (see the module docs); the runs closed."""
-        self.reload()
+        await offload.call(self.store, self.reload)
         history = self.runner.history
         closed = await anyio.to_thread.run_sync(history.close_interrupted, self.clock.now())
         for run in closed:
@@ -250,7 +253,10 @@ class Scheduler:
         async with anyio.create_task_group() as group:
             await self.recover(group)
             while True:
-                self.tick(group)
+                # Off the loop on a database; the loop below awaits it, so no tick or flush
+                # of this scheduler runs beside it.
+                await offload.call(self.store, self.reload)
+                self.tick(group, reload=False)
                 if self._fired_unsaved:  # a restart must not fire these runs again
                     self._fired_unsaved = False
                     await self._on_record()  # the history first: a slot is never lost

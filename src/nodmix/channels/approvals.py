@@ -14,7 +14,7 @@ command would only arrive after the request timed out).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from nodmix.channels.commands import ChatCommand, CommandCall, register_command
 from nodmix.channels.manager import ChannelManager
@@ -23,7 +23,7 @@ from nodmix.security.approvals import ApprovalBatch, ApprovalBroker
 
 log = logging.getLogger(__name__)
 
-AnswerCommand = Callable[[str, str, str, bool], str]
+AnswerCommand = Callable[[str, str, str, bool], Awaitable[str]]
 """`(command, args, session_key, anywhere) -> reply`: the security layer's chat-command
 handler (`anywhere`: the request may belong to any session)."""
 
@@ -115,6 +115,6 @@ def register_approval_commands(answer: AnswerCommand) -> None:
                     status.count("refuse", "approval answer from a non-owner")
                 return NOT_OWNER.format(channel=msg.channel)
             # In the owner's DM any request can be answered; elsewhere that chat's only.
-            return answer(f"/{name}", call.args, call.session_key, msg.chat_type == "dm")
+            return await answer(f"/{name}", call.args, call.session_key, msg.chat_type == "dm")
 
         register_command(ChatCommand(name=name, help=help_text, handler=handler, immediate=True))

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
+from nodmix import offload
 from nodmix.channels.delivery import DeliveryLog, open_delivery_log
 
 MAX_CHATS = 2000
@@ -28,6 +31,7 @@ class DirectChats:
         self._state_dir = state_dir
         self._logs: dict[str, DeliveryLog] = {}
         self._seen: dict[str, dict[str, None]] = {}
+        self._writing: anyio.Lock | None = None
 
     def _log(self, channel: str) -> DeliveryLog:
         log = self._logs.get(channel)
@@ -61,3 +65,18 @@ class DirectChats:
         while len(known) > MAX_CHATS:
             del known[next(iter(known))]
         self._log(channel).save_position({"chats": list(known)})
+
+    async def remember_async(self, channel: str, chat_id: str) -> None:
+        """`remember` for code on the event loop: a known chat costs nothing, a new one is
+        recorded off the loop on a database (one at a time: each write is the whole list)."""
+        known = self._seen.get(channel)
+        if known is not None and chat_id in known:
+            return
+        log = self._log(channel)
+        if not offload.round_trips(log):
+            self.remember(channel, chat_id)
+            return
+        if self._writing is None:
+            self._writing = anyio.Lock()
+        async with self._writing:
+            await offload.call(log, self.remember, channel, chat_id)

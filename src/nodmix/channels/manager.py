@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from nodmix import offload
 from nodmix.channels.access import decide, is_owner
 from nodmix.channels.base import ChannelAdapter, ChatAdmission, WebhookReceiver
 from nodmix.channels.chunking import split_text
@@ -138,6 +139,10 @@ class ChannelManager:
 
     async def _run_channel(self, channel: str) -> None:
         status = self.statuses[channel]
+        # Read before the adapter exists (a webhook is refused until then): a message
+        # received while this read waits on the database would be queued twice.
+        delivery = self._delivery[channel]
+        waiting = await offload.call(delivery, delivery.pending)  # accepted before a restart
         try:
             adapter = self.adapter(channel)
         except Exception as exc:
@@ -145,8 +150,8 @@ class ChannelManager:
             self._status_dirty = True
             log.error("channel %s not started: %s", channel, exc)
             return
-        for msg in self._delivery[channel].pending():  # accepted before a restart
-            self._enqueue(msg)
+        for msg in waiting:
+            await self._enqueue(msg)
         backoff = 1.0
         while True:  # a defect in one adapter must not stop the others (nor the gateway)
             try:
@@ -215,7 +220,7 @@ class ChannelManager:
         self._status_dirty = True
         config = self._config()
         rules = rules_for(config, msg.channel)
-        decision = decide(rules, self.pairing, msg)
+        decision = await offload.call(self.pairing, decide, rules, self.pairing, msg)
         if decision.verdict == "pair":
             if self._group is None:  # outside the gateway's run (tests of the layer)
                 await self._newcomers.answer(msg, status, self._send_safely)
@@ -233,15 +238,15 @@ class ChannelManager:
             )
             return
         if msg.chat_type == "dm":
-            self.direct_chats.remember(msg.channel, msg.chat_id)
+            await self.direct_chats.remember_async(msg.channel, msg.chat_id)
         adapter: object = self.adapters.get(msg.channel)
         if isinstance(adapter, ChatAdmission):  # strangers cannot push its address out now
             owner = msg.chat_type == "dm" and is_owner(rules, msg)
             adapter.admitted(msg.chat_id, owner=owner)
         delivery = self._delivery.get(msg.channel)
-        if delivery is not None and not delivery.accept(msg):
+        if delivery is not None and not await offload.call(delivery, delivery.accept, msg):
             return  # delivered again after a restart: already answered or pending
-        self._enqueue(msg)
+        await self._enqueue(msg)
 
     def _route(self, msg: InboundMessage) -> tuple[str, str]:
         assert self._runner is not None
@@ -265,7 +270,7 @@ class ChannelManager:
         shared = memory_scope(plain) in self._config().memory.share_with
         return msg.origin(owner=owner, memory=shared) if shared else plain
 
-    def _enqueue(self, msg: InboundMessage) -> None:
+    async def _enqueue(self, msg: InboundMessage) -> None:
         agent_id, key = self._route(msg)
         parsed = parse_command(msg.text)
         if parsed is not None and COMMANDS[parsed[0]].immediate:
@@ -278,7 +283,7 @@ class ChannelManager:
         status = self.statuses[msg.channel]
         if len(lane.queue) >= MAX_QUEUED_PER_SESSION:
             status.count("refuse", "session queue full")
-            self._delivery[msg.channel].done(msg)
+            await self._done(msg)
             return
         lane.queue.append(msg)
         status.queued += 1
@@ -295,7 +300,7 @@ class ChannelManager:
         except Exception as exc:
             text = f"/{call.name} failed: {exc}"
         await self._reply(call.message, text)
-        self._delivery[call.message.channel].done(call.message)
+        await self._done(call.message)
 
     # ---- lanes ----------------------------------------------------------------------------
 
@@ -318,7 +323,7 @@ class ChannelManager:
         )
         if saved.refusal is not None:  # too large: one line, no turn
             await self._reply(msg, saved.refusal)
-            self._delivery[msg.channel].done(msg)
+            await self._done(msg)
             return
         lane.stopped = False
         rules = rules_for(self._config(), msg.channel)
@@ -355,11 +360,16 @@ class ChannelManager:
             await self._reply(msg, reply)
         # Recorded before the spoken reply (seconds of synthesis): a crash in between must
         # not send the written reply again after a restart.
-        self._delivery[msg.channel].done(msg)
+        await self._done(msg)
         if self.voice is not None and not failed:
             await self.voice.after_reply(msg, reply)
         self.statuses[msg.channel].answered += 1
         self._status_dirty = True
+
+    async def _done(self, msg: InboundMessage) -> None:
+        """Record `msg` as answered (before the lane takes its next message)."""
+        delivery = self._delivery[msg.channel]
+        await offload.call(delivery, delivery.done, msg)
 
     async def _keep_typing(self, msg: InboundMessage) -> None:
         adapter = self.adapters.get(msg.channel)

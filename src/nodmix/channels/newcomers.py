@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from nodmix import offload
 from nodmix.channels.pairing import PairingStore
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.types import InboundMessage, OutboundMessage
@@ -41,8 +42,13 @@ class Newcomers:
     async def answer(self, msg: InboundMessage, status: ChannelStatus, send: Send) -> None:
         """Give `msg`'s sender a code (theirs again, at most every few minutes), or nothing
         when they or the channel are over the pairing rate limits."""
-        request, created = self.pairing.request(
-            msg.channel, msg.sender_id, sender_name=msg.sender_name, chat_id=msg.chat_id
+        request, created = await offload.call(
+            self.pairing,
+            self.pairing.request,
+            msg.channel,
+            msg.sender_id,
+            sender_name=msg.sender_name,
+            chat_id=msg.chat_id,
         )
         if request is None:
             status.count("refuse", "pairing rate limit")

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from nodmix import offload
 from nodmix.gateway.approvals_shared import APPROVAL_ANSWER, asked_elsewhere, merged_pending
 from nodmix.gateway.errors import APIError, bad_request
 from nodmix.security.approvals import ANSWERS, quoted_id
@@ -33,7 +34,8 @@ async def approvals_list(conn: Connection, req_id: str | int, params: dict[str, 
         raise bad_request("params.sessionKey must be a string", param="sessionKey")
     broker = conn.gateway.runtime.security.broker
     local = [r.to_json() for r in broker.pending(session_key=key)]
-    return {"requests": merged_pending(local, conn.gateway.shared_approvals, key)}
+    shared = conn.gateway.shared_approvals
+    return {"requests": await offload.call(shared, merged_pending, local, shared, key)}
 
 
 async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -47,7 +49,11 @@ async def approvals_resolve(conn: Connection, req_id: str | int, params: dict[st
     broker = conn.gateway.runtime.security.broker
     req = broker.get(request_id)
     shared = conn.gateway.shared_approvals
-    if req is None and shared is not None and asked_elsewhere(shared, request_id):
+    if (
+        req is None
+        and shared is not None
+        and await offload.call(shared, asked_elsewhere, shared, request_id)
+    ):
         # Asked by a turn on another replica: that replica answers it (if it is still asked).
         conn.gateway.runtime.state.coordination.publish(
             APPROVAL_ANSWER, {"id": request_id, "decision": decision}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from nodmix import offload
 from nodmix.events import ApprovalRequested, ApprovalResolved, RunEvent
 from nodmix.stores import provided
 
@@ -124,6 +125,13 @@ class ForwardedAnswers:
     def __init__(self, shared: SharedApprovals, coordination: Coordination) -> None:
         self.shared = shared
         self.coordination = coordination
+
+    @property
+    def round_trips(self) -> bool:
+        """Whether looking a request up is a database round trip (a chat answer then
+        looks it up off the event loop, `SecurityParts.answer_command_async`; forwarding
+        only queues a NOTIFY)."""
+        return offload.round_trips(self.shared)
 
     def waiting(self, request_id: str) -> dict[str, Any] | None:
         try:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 
+from nodmix import offload
 from nodmix.channels.base import WebhookVerifier
 from nodmix.channels.registry import VERIFIED_BY_GET
 from nodmix.errors import ConfigError
@@ -145,20 +146,28 @@ def _webhook_endpoint(gateway: Gateway, channel: str) -> Callable[[Request], Awa
 # ---- WebSocket methods -------------------------------------------------------------------------
 
 
-def _channels_rows(conn: Connection) -> list[dict[str, Any]]:
-    manager = conn.gateway.runtime.channels
-    rows = []
-    for channel in manager.configured():
-        status = manager.statuses.get(channel)
-        row = status.to_json() if status else {"channel": channel, "connected": False}
-        row["pending"] = [p.to_json(channel) for p in manager.pairing.load(channel).pending]
-        rows.append(row)
-    return rows
+async def _pending(conn: Connection, channels: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Pending pairing requests per channel (read off the loop on a database)."""
+    pairing = conn.gateway.runtime.channels.pairing
+
+    def read() -> dict[str, list[dict[str, Any]]]:
+        return {c: [p.to_json(c) for p in pairing.load(c).pending] for c in channels}
+
+    return await offload.call(pairing, read)
 
 
 async def channels_status(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
     """Each configured channel: connection, last event, errors, counts, pending pairings."""
-    return {"channels": _channels_rows(conn)}
+    manager = conn.gateway.runtime.channels
+    channels = manager.configured()
+    pending = await _pending(conn, channels)
+    rows = []
+    for channel in channels:
+        status = manager.statuses.get(channel)
+        row = status.to_json() if status else {"channel": channel, "connected": False}
+        row["pending"] = pending[channel]
+        rows.append(row)
+    return {"channels": rows}
 
 
 async def pairing_list(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -166,13 +175,8 @@ async def pairing_list(conn: Connection, req_id: str | int, params: dict[str, An
     manager = conn.gateway.runtime.channels
     wanted = params.get("channel")
     channels = [wanted] if isinstance(wanted, str) else manager.configured()
-    return {
-        "requests": [
-            p.to_json(channel)
-            for channel in channels
-            for p in manager.pairing.load(channel).pending
-        ]
-    }
+    pending = await _pending(conn, channels)
+    return {"requests": [request for channel in channels for request in pending[channel]]}
 
 
 async def pairing_approve(conn: Connection, req_id: str | int, params: dict[str, Any]) -> Any:
@@ -182,8 +186,9 @@ async def pairing_approve(conn: Connection, req_id: str | int, params: dict[str,
     channel, code = params.get("channel"), params.get("code")
     if not isinstance(channel, str) or not isinstance(code, str):
         raise bad_request("params.channel and params.code are required strings")
+    pairing = conn.gateway.runtime.channels.pairing
     try:
-        found = conn.gateway.runtime.channels.pairing.approve(channel, code)
+        found = await offload.call(pairing, pairing.approve, channel, code)
     except PairingError as exc:
         raise bad_request(str(exc), param="code") from None
     return {"channel": channel, "senderId": found.sender_id, "senderName": found.sender_name}

@@ -169,7 +169,12 @@ async def run_gateway(
         async with Runtime.open(loaded, env=env, retry=retry) as runtime:
             # After the runtime bound the state backend: replicas on PostgreSQL share the
             # token a gateway makes itself (`gateway.token.open_token_store`).
-            bound = with_token(replace(settings, port=sock.getsockname()[1]), runtime.state_dir)
+            # (Off the loop: on a database, a read or a first write the runtime's tasks
+            # must not wait for.)
+            port = sock.getsockname()[1]
+            bound = await anyio.to_thread.run_sync(
+                with_token, replace(settings, port=port), runtime.state_dir
+            )
             app = create_app(runtime, bound)
             config = uvicorn_config(app, bound)
             server = uvicorn.Server(config)

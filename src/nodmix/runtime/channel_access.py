@@ -70,7 +70,7 @@ def open_channels(
 
     manager = ChannelManager(config, env=env, state_dir=state_dir)
     security.broker.router.register("channel", ChannelApprovalPresenter(manager))
-    register_approval_commands(security.answer_command)
+    register_approval_commands(security.answer_command_async)
     if media is not None:
         manager.voice = VoiceReplies(media, manager)
         register_voice_command()

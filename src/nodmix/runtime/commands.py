@@ -36,7 +36,7 @@ async def chat_command(
             log.warning("%s from %s refused: not the owner", command, origin.channel)
             reply = "Only the owner can answer approval requests."
         else:
-            reply = runtime.security.answer_command(command, rest, key)
+            reply = await runtime.security.answer_command_async(command, rest, key)
         return CommandOutcome(command=command[1:], message=reply, session_key=key, session_id="")
     if command == "/new":
         return runtime.new_session(agent_id=agent_id, session_key=session_key)

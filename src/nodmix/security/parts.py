@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from nodmix import offload
 from nodmix.config.schema import NodmixConfig
 from nodmix.origin import TurnOrigin
 from nodmix.security.allowlist import Allowlist, open_allowlist
@@ -59,13 +60,19 @@ class SecurityParts:
     """Requests of other replicas, for a chat answer that lands on this one."""
 
     def answer_command(
-        self, command: str, rest: str, session_key: str, anywhere: bool = False
+        self,
+        command: str,
+        rest: str,
+        session_key: str,
+        anywhere: bool = False,
+        *,
+        elsewhere: tuple[dict[str, Any] | None] | None = None,
     ) -> str:
         """Run `/approve|/always|/deny <id>` for `session_key` (`anywhere`: for a request of
-        any session, the owner's DM); the reply to show."""
+        any session, the owner's DM); the reply to show. `elsewhere`: what other replicas'
+        requests hold for the id, looked up already (`answer_command_async`)."""
         answer = CHAT_COMMANDS[command]
-        # The id as typed or pasted: "abc123," or "abc123." still names abc123.
-        request_id = rest.strip().split(" ")[0].strip(",.;:!?") if rest.strip() else ""
+        request_id = _typed_id(rest)
         pending = self.broker.pending(session_key=None if anywhere else session_key)
         where = "" if anywhere else " in this session"
         if not request_id:
@@ -77,21 +84,48 @@ class SecurityParts:
         missing = f"No approval request {quoted_id(request_id)} is waiting{where}."
         req = self.broker.get(request_id)
         if req is None:
-            return self._answer_elsewhere(request_id, answer, session_key, anywhere, command) or (
-                missing
+            found = elsewhere or (self._waiting_elsewhere(request_id),)
+            sent = self._answer_elsewhere(
+                found[0], request_id, answer, session_key, anywhere, command
             )
+            return sent or missing
         if not anywhere and req.session_key != session_key:
             return missing
         self.broker.resolve(request_id, answer, by=f"chat {command}")
         return f"{verb[answer]}: {req.command}"
 
-    def _answer_elsewhere(
-        self, request_id: str, answer: str, session_key: str, anywhere: bool, command: str
-    ) -> str | None:
-        """Forward the answer to the replica whose turn waits on `request_id`; the reply, or
-        None when no replica waits on it (in this session, unless `anywhere`)."""
+    async def answer_command_async(
+        self, command: str, rest: str, session_key: str, anywhere: bool = False
+    ) -> str:
+        """`answer_command` for code on the event loop: an answer to a request no turn of
+        this replica asked looks the request up among other replicas' and forwards it, both
+        database round trips, from a worker thread. That path only reads this replica's broker;
+        an answer to a request of its own is given on the loop, as before."""
         source = self.remote.source
-        found = source.waiting(request_id) if source is not None else None
+        request_id = _typed_id(rest)
+        if request_id and self.broker.get(request_id) is None and offload.round_trips(source):
+            assert source is not None
+            found = await offload.call(source, source.waiting, request_id)
+            return self.answer_command(command, rest, session_key, anywhere, elsewhere=(found,))
+        return self.answer_command(command, rest, session_key, anywhere)
+
+    def _waiting_elsewhere(self, request_id: str) -> dict[str, Any] | None:
+        source = self.remote.source
+        return source.waiting(request_id) if source is not None else None
+
+    def _answer_elsewhere(
+        self,
+        found: dict[str, Any] | None,
+        request_id: str,
+        answer: str,
+        session_key: str,
+        anywhere: bool,
+        command: str,
+    ) -> str | None:
+        """Forward the answer to the replica whose turn waits on `request_id` (`found`, its
+        request); the reply, or None when no replica waits on it (in this session, unless
+        `anywhere`)."""
+        source = self.remote.source
         if source is None or found is None:
             return None
         if not anywhere and found.get("sessionKey") != session_key:
@@ -99,6 +133,11 @@ class SecurityParts:
         source.forward(request_id, answer, by=f"chat {command}")
         verb = {"allow-once": "Approved", "allow-always": "Always allowed", "deny": "Denied"}
         return f"{verb[answer]}: {found.get('command', '')}"
+
+
+def _typed_id(rest: str) -> str:
+    """The id as typed or pasted: "abc123," or "abc123." still names abc123."""
+    return rest.strip().split(" ")[0].strip(",.;:!?") if rest.strip() else ""
 
 
 def cached_rules(

@@ -93,7 +93,8 @@ class Subagents:
 
     def running_sessions(self) -> set[str]:
         """Sessions with a subagent turn running in this process."""
-        return {run.child_key for run in self._open.values() if run.status == "running"}
+        # A copy first: `sessions_list` may ask from a worker thread (a database backend).
+        return {run.child_key for run in list(self._open.values()) if run.status == "running"}
 
     def tool_policy(self, agent_id: str, session_key: str) -> ToolPolicy | None:
         """What a turn in `session_key` may use beyond the agent's own policy: a subagent's
@@ -246,7 +247,7 @@ class Subagents:
 
     async def _turn(self, run: SubagentRun, resume: bool) -> SubagentRun:
         text = run.task
-        if resume and self._has_task(run):
+        if resume and await self._has_task(run):
             text = CONTINUE_TEXT
         origin = child_origin(run.origin, run.parent_key)
         done = None
@@ -262,10 +263,10 @@ class Subagents:
             return _ended(run, "timeout", f"no answer within {run.timeout_seconds:g} s")
         return _from_result(run, done.result)
 
-    def _has_task(self, run: SubagentRun) -> bool:
+    async def _has_task(self, run: SubagentRun) -> bool:
         """Whether the child's transcript holds its task (the turn got that far)."""
         try:
-            session = self.host.sessions.open(run.child_key, create=False)
+            session = await self.host.sessions.open_async(run.child_key, create=False)
         except NodmixError:
             return False
         from nodmix.messages import UserMessage
@@ -288,7 +289,7 @@ class Subagents:
         a run nobody waited for, the announcement."""
         self._open.pop(final.run_id, None)
         self.depths.remember(final)
-        self._count_usage(final)
+        await self._count_usage(final)
         await subagent_ended(self.engine_of(final), final)
         if final.wait:
             self._write_soon(final)
@@ -310,13 +311,13 @@ class Subagents:
             return run
         return await self._save(msgspec.structs.replace(run, announced=True))
 
-    def _count_usage(self, run: SubagentRun) -> None:
+    async def _count_usage(self, run: SubagentRun) -> None:
         """Add the run's usage to the requester's session (its context size unchanged)."""
         usage = run.usage
         if not (usage.input or usage.output or usage.total_tokens):
             return
         try:
-            parent = self.host.sessions.open(run.parent_key, create=False)
+            parent = await self.host.sessions.open_async(run.parent_key, create=False)
             parent.update_usage(usage, context_tokens=parent.entry.context_tokens)
         except NodmixError:
             log.info("subagent %s: its requester's session is gone", run.run_id)

@@ -14,6 +14,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from nodmix import offload
 from nodmix.errors import NodmixError, ToolError
 from nodmix.messages import JsonObject
 from nodmix.subagents import reach, views
@@ -175,11 +176,15 @@ class SubagentTools:
 
     async def _list(self, args: JsonObject, ctx: ToolContext) -> dict[str, Any]:
         kind = _text(args, "kind")
-        return views.list_sessions(self._service, ctx, kind, views.clamp_limit(args.get("limit")))
+        limit = views.clamp_limit(args.get("limit"))
+        sessions = self._service.host.sessions.backend
+        return await offload.call(sessions, views.list_sessions, self._service, ctx, kind, limit)
 
     async def _history(self, args: JsonObject, ctx: ToolContext) -> dict[str, Any]:
         key = str(args.get("sessionKey") or "")
-        return views.history(self._service, ctx, key, views.clamp_limit(args.get("limit")))
+        limit = views.clamp_limit(args.get("limit"))
+        sessions = self._service.host.sessions.backend
+        return await offload.call(sessions, views.history, self._service, ctx, key, limit)
 
     async def _agents(self, args: JsonObject, ctx: ToolContext) -> dict[str, Any]:
         return views.agents(self._service, ctx)

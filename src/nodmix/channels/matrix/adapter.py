@@ -34,6 +34,7 @@ from nio.responses import (
     WhoamiResponse,
 )
 
+from nodmix import offload
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import open_delivery_log
@@ -177,7 +178,8 @@ class MatrixAdapter:
 
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Sync until cancelled."""
-        since = self._position.position().get("since")
+        position = await offload.call(self._position, self._position.position)
+        since = position.get("since")
         backoff = 1.0
         while True:
             try:
@@ -209,7 +211,8 @@ class MatrixAdapter:
                 await self._timeline(response, sink, status)
             if response.next_batch != since:
                 since = response.next_batch
-                self._position.save_position({"since": since})
+                saved = {"since": since}
+                await offload.call(self._position, self._position.save_position, saved)
 
     async def _invites(self, response: SyncResponse, status: ChannelStatus) -> None:
         for room_id, info in response.rooms.invite.items():

@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from nodmix import offload
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import open_delivery_log
@@ -139,7 +140,8 @@ class SignalAdapter:
     async def run(self, sink: InboundSink, status: ChannelStatus) -> None:
         """Read the event stream until cancelled, reconnecting with backoff."""
         if isinstance(self.rpc, HttpTransport):  # resume where the last holder stopped
-            saved = self._position.position().get("lastEventId")  # (another replica, maybe)
+            position = await offload.call(self._position, self._position.position)
+            saved = position.get("lastEventId")  # (another replica, maybe)
             self.rpc.last_event_id = saved if isinstance(saved, str) else ""
         backoff = 1.0
         while True:

@@ -24,6 +24,7 @@ from typing import TypeVar
 import anyio
 import httpx
 
+from nodmix import offload
 from nodmix.channels.attachments import check_declared, write_capped
 from nodmix.channels.base import InboundSink
 from nodmix.channels.delivery import open_delivery_log
@@ -156,7 +157,7 @@ class TelegramAdapter:
         if self.settings.webhook is not None:
             await self._serve_webhook(self.settings.webhook, sink, status)
             return
-        position = self._position.position()
+        position = await offload.call(self._position, self._position.position)
         offset = position.get("offset")
         webhook_set = bool(position.get("webhook"))
         backoff = 1.0
@@ -193,7 +194,8 @@ class TelegramAdapter:
                 await self._hand_on(update, sink, status)
                 offset = update.update_id + 1
             if updates:
-                self._position.save_position({"offset": offset})
+                saved = {"offset": offset}
+                await offload.call(self._position, self._position.save_position, saved)
 
     async def _serve_webhook(
         self, webhook: WebhookSettings, sink: InboundSink, status: ChannelStatus

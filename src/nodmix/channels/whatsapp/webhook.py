@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import anyio
 import msgspec
 
+from nodmix import offload
 from nodmix.channels.base import InboundSink
 from nodmix.channels.status import ChannelStatus
 from nodmix.channels.whatsapp.mapping import WINDOW_CLOSED_CODE, Parsed, decode, parse
@@ -130,7 +131,9 @@ class WebhookHandler:
         now = self._clock()
         for arrived in parsed.messages:
             msg = arrived.message
-            if self._store.handled(msg.message_id, arrived.sent_at):
+            # Under `self._lock`: one update at a time reads and records the ids.
+            store = self._store
+            if await offload.call(store, store.handled, msg.message_id, arrived.sent_at):
                 continue  # posted again, or replayed
             if stale(arrived.sent_at, now=now):
                 status.count("ignore", "older than the 24-hour window")
@@ -142,4 +145,4 @@ class WebhookHandler:
             except Exception as exc:  # one bad message must not stop the channel
                 status.error(f"handling message {msg.key}: {exc}")
                 log.exception("whatsapp: handling message %s failed", msg.key)
-            self._store.remember(msg.message_id, arrived.sent_at)
+            await offload.call(store, store.remember, msg.message_id, arrived.sent_at)

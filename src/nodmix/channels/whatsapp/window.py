@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from nodmix import offload
 from nodmix.channels.delivery import DeliveryLog
 
 WINDOW_SECONDS = 24 * 3600
@@ -122,6 +123,12 @@ class FileWhatsAppStore:
         """The position still holds ids an older Nodmix kept there (moved on next write)."""
         self._load_position()
         self._read_records()
+
+    @property
+    def round_trips(self) -> bool:
+        """Whether its reads and writes are database round trips (`nodmix.offload`):
+        the webhook then checks and records handled ids off the event loop."""
+        return offload.round_trips(self._delivery) or offload.round_trips(self._windows)
 
     def _load_position(self) -> None:
         position = self._delivery.position()

@@ -23,6 +23,9 @@ NAMESPACE = "security.approvals"
 class PgSharedApprovals:
     """Requests recorded by the replica whose turn asked."""
 
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
+
     def __init__(self, db: Database, pg: PgCoordination) -> None:
         self.db = db
         self.pg = pg

@@ -51,6 +51,9 @@ class _StateDoc(msgspec.Struct, kw_only=True):
 class PgJobStore(JobStore):
     """`JobStore` on documents: `automation/jobs` and `automation/state`."""
 
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
+
     def __init__(self, db: Database, locks: AdvisoryLocks, state_dir: Path) -> None:
         super().__init__(state_dir)
         self.db = db
@@ -142,6 +145,9 @@ class ReplicaMarks(ProcessMarks):
 
 class PgRunHistory(RunHistory):
     """Run records as rows, with a claim per scheduled slot (see the module docs)."""
+
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     def __init__(
         self, db: Database, coordination: PgCoordination, state_dir: Path, *, kept: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,9 @@ PRUNE_EVERY = 200
 
 class PgDeliveryLog(DeliveryLog):
     """`DeliveryLog` on rows (see the module docs)."""
+
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
 
     shared = True
 
@@ -213,10 +217,16 @@ def _decoded(bodies: list[bytes]) -> list[dict[str, Any]]:
 class PgPairingStore(PairingStore):
     """Pairing documents, one per channel, changed under an advisory lock."""
 
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
+
     def __init__(self, db: Database, locks: AdvisoryLocks, state_dir: Path) -> None:
         super().__init__(state_dir)
         self.db = db
         self.locks = locks
+        # The advisory lock is this replica's (its session's): worker threads of one replica
+        # changing the same channel at once take this first.
+        self._mutex = threading.RLock()
 
     def load(self, channel: str) -> PairingState:
         """The channel's state, expired codes and old issue-log entries dropped."""
@@ -234,8 +244,11 @@ class PgPairingStore(PairingStore):
 
     @contextlib.contextmanager
     def _locked(self, channel: str) -> Iterator[None]:
-        with self.locks.waiting(
-            lock_key("pairing", channel), timeout=10.0, what=f"pairing state of {channel}"
+        with (
+            self._mutex,
+            self.locks.waiting(
+                lock_key("pairing", channel), timeout=10.0, what=f"pairing state of {channel}"
+            ),
         ):
             yield
 

@@ -38,6 +38,9 @@ class _Claim:
 class PgSubagentStore:
     """`SubagentStore` on `nodmix_subagent_runs`."""
 
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
+
     def __init__(self, db: Database, locks: AdvisoryLocks) -> None:
         self.db = db
         self.locks = locks

@@ -18,6 +18,9 @@ class PgTokenStore:
     """`TokenStore` in the document `gateway/token` (made once, by whichever replica starts
     first: the document's row lock makes replicas starting together agree)."""
 
+    round_trips = True
+    """Every call is a database round trip (`nodmix.offload`)."""
+
     where = "the state database"
 
     def __init__(self, db: Database) -> None:
